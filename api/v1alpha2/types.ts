@@ -1,0 +1,159 @@
+/**
+ * The BundleDeployment API, group core.rukpak.io version v1alpha2 (DESIGN §1). The CRD in
+ * bundledeployment-crd.yaml is the schema the API server enforces; these types mirror it.
+ */
+export const GROUP = 'core.rukpak.io';
+export const VERSION = 'v1alpha2';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'BundleDeployment';
+export const PLURAL = 'bundledeployments';
+
+export const LABEL_OWNER_NAME = 'core.rukpak.io/owner-name';
+export const LABEL_LINEAGE = 'core.rukpak.io/lineage';
+export const ANNOTATION_REVISION = 'core.rukpak.io/revision';
+export const ANNOTATION_OPTIONAL = 'core.rukpak.io/optional';
+export const FINALIZER = 'core.rukpak.io/cleanup';
+
+export interface SecretRef {
+  name: string;
+}
+export interface SourceAuth {
+  secretRef: SecretRef;
+}
+
+export interface ImageSource {
+  ref: string;
+  auth?: SourceAuth;
+}
+export interface GitRef {
+  commit?: string;
+  tag?: string;
+  branch?: string;
+}
+export interface GitSource {
+  repository: string;
+  ref: GitRef;
+  directory?: string;
+  auth?: SourceAuth;
+}
+export interface HttpSource {
+  url: string;
+  sha256?: string;
+  auth?: SourceAuth;
+}
+
+export type SourceKind = 'image' | 'git' | 'http';
+
+export interface SourceSpec {
+  kind: SourceKind;
+  image?: ImageSource;
+  git?: GitSource;
+  http?: HttpSource;
+  destination?: string;
+}
+
+export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
+export type OnFailure = 'Rollback' | 'Hold';
+export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
+
+export interface HealthCheck {
+  name: string;
+  match: { group?: string; kind?: string; name?: string; namespace?: string; selector?: Record<string, string> };
+  condition?: { type: string; status: string };
+  jsonPath?: { path: string; value: string };
+  cel?: string;
+  periodSeconds?: number;
+  failureThreshold?: number;
+  initialDelaySeconds?: number;
+}
+
+export interface BundleDeploymentSpec {
+  paused?: boolean;
+  installNamespace?: string;
+  format: BundleFormat;
+  sources: SourceSpec[];
+  config?: {
+    helm?: { releaseName?: string; values?: Record<string, unknown> };
+    registryV1?: { watchNamespace?: string };
+  };
+  pollInterval?: string;
+  upgrade?: { onFailure?: OnFailure; progressDeadline?: string };
+  healthChecks?: HealthCheck[];
+  revisionHistoryLimit?: number;
+  collisionProtection?: CollisionProtection;
+  serviceAccount?: { name: string };
+  /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
+  deleteCRDsOnUninstall?: boolean;
+}
+
+export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
+
+export interface Condition {
+  type: ConditionType;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+export interface ResolvedSourceStatus {
+  kind: SourceKind;
+  digest?: string;
+  ref?: string;
+  commit?: string;
+  sha256?: string;
+  /** the spec generation this resolution belongs to */
+  generation?: number;
+  /** http validators kept for cheap conditional polls */
+  etag?: string;
+  lastModified?: string;
+  resolvedAt?: string;
+}
+
+export interface RevisionRef {
+  number: number;
+  contentDigest: string;
+  objects?: number;
+}
+
+export interface RevisionStatus extends RevisionRef {
+  phase: 'Active' | 'Superseded' | 'Failed';
+}
+
+export interface BundleDeploymentStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  resolvedSources?: ResolvedSourceStatus[];
+  contentDigest?: string;
+  activeRevision?: RevisionRef;
+  attemptedRevision?: RevisionRef & { reason: string };
+  revisions?: RevisionStatus[];
+  skippedOptional?: string[];
+}
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  deletionTimestamp?: string;
+  creationTimestamp?: string;
+}
+
+export interface BundleDeployment {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: ObjectMeta;
+  spec: BundleDeploymentSpec;
+  status?: BundleDeploymentStatus;
+}
+
+/** The lineage a BD belongs to: its label, or its own name. */
+export function lineageOf(bd: { metadata: ObjectMeta }): string {
+  return bd.metadata.labels?.[LABEL_LINEAGE] ?? bd.metadata.name;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds (once per machine) the Go-built binaries Hoist's tests, demo and benchmarks run:
+# kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes, etcd from
+# go.etcd.io/etcd/server/v3, and helm from helm.sh/helm/v3, all at pinned versions.
+# The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
+# Prints what it builds and how long it took; a warm run prints nothing and exits at once.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.34.4}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+HELM_VERSION=${HELM_VERSION:-v3.19.5}
+
+CACHE=${HOIST_CACHE:-$HOME/.cache/hoist}
+BIN=$CACHE/bin
+mkdir -p "$BIN" "$CACHE/build"
+export GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+want=()
+[ -x "$BIN/kube-apiserver-$K8S_VERSION" ] || want+=(kube-apiserver)
+[ -x "$BIN/kube-controller-manager-$K8S_VERSION" ] || want+=(kube-controller-manager)
+[ -x "$BIN/kubectl-$K8S_VERSION" ] || want+=(kubectl)
+[ -x "$BIN/etcd-$ETCD_VERSION" ] || want+=(etcd)
+[ -x "$BIN/helm-$HELM_VERSION" ] || want+=(helm)
+only=${1:-}
+if [ -n "$only" ]; then
+  keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
+fi
+[ ${#want[@]} -eq 0 ] && exit 0
+
+command -v go >/dev/null || { echo "hoist: Go is needed to build ${want[*]} (apt-get install golang, or /usr/local/go)" >&2; exit 1; }
+start=$SECONDS
+say() { echo "hoist tools: $* ($((SECONDS - start))s elapsed, cache $BIN)" >&2; }
+# One dot a minute so nobody wonders whether the build hangs.
+( while sleep 60; do say "still building ${want[*]}"; done ) & ticker=$!
+trap 'kill $ticker 2>/dev/null || true' EXIT
+
+needs() { [[ " ${want[*]} " == *" $1 "* ]]; }
+
+if needs kube-apiserver || needs kube-controller-manager || needs kubectl; then
+  say "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kubectl) from Go modules; first time takes ~10-20 min on 2 cores"
+  dir=$CACHE/build/k8s-$K8S_VERSION
+  mkdir -p "$dir"
+  cd "$dir"
+  if [ ! -f go.mod ]; then
+    cat > go.mod <<MOD
+module hoist.local/k8sbuild
+
+go 1.24
+MOD
+    # k8s.io/kubernetes points its staging modules at ./staging; a consumer must point them at
+    # the published v0.x.y versions instead.
+    staging=v0.${K8S_VERSION#v1.}
+    gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/k8s.io/[a-z0-9-]+' "$gomod" | awk '{print $1}' | sort -u |
+      while read -r m; do echo "replace $m => $m $staging" >> go.mod; done
+    echo "require k8s.io/kubernetes $K8S_VERSION" >> go.mod
+    cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go mod tidy -e >/dev/null 2>&1 || true
+    go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+  fi
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+  for t in kube-apiserver kube-controller-manager kubectl; do
+    needs "$t" || continue
+    say "go build $t"
+    go build -trimpath -ldflags "$ldflags" -o "$BIN/.$t-$K8S_VERSION.tmp" "k8s.io/kubernetes/cmd/$t"
+    mv "$BIN/.$t-$K8S_VERSION.tmp" "$BIN/$t-$K8S_VERSION"
+  done
+fi
+
+if needs etcd; then
+  say "building etcd $ETCD_VERSION from go.etcd.io/etcd/server/v3"
+  dir=$CACHE/build/etcd-$ETCD_VERSION
+  mkdir -p "$dir"; cd "$dir"
+  if [ ! -f go.mod ]; then
+    printf 'module hoist.local/etcdbuild\n\ngo 1.24\n' > go.mod
+    cat > main.go <<'GO'
+// etcd built from its server module: the same entry point as the etcd binary.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null
+    go mod tidy >/dev/null
+  fi
+  go build -trimpath -ldflags "-s -w" -o "$BIN/.etcd-$ETCD_VERSION.tmp" .
+  mv "$BIN/.etcd-$ETCD_VERSION.tmp" "$BIN/etcd-$ETCD_VERSION"
+fi
+
+if needs helm; then
+  say "building helm $HELM_VERSION from helm.sh/helm/v3"
+  dir=$CACHE/build/helm-$HELM_VERSION
+  mkdir -p "$dir"; cd "$dir"
+  if [ ! -f go.mod ]; then
+    printf 'module hoist.local/helmbuild\n\ngo 1.24\n' > go.mod
+    printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > tools.go
+    go get "helm.sh/helm/v3@$HELM_VERSION" >/dev/null
+    go mod tidy -e >/dev/null 2>&1 || true
+  fi
+  go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$BIN/.helm-$HELM_VERSION.tmp" helm.sh/helm/v3/cmd/helm
+  mv "$BIN/.helm-$HELM_VERSION.tmp" "$BIN/helm-$HELM_VERSION"
+fi
+say "done: ${want[*]}"

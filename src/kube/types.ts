@@ -1,0 +1,129 @@
+/**
+ * Plain data shapes and the small role interfaces through which the rest of Hoist talks to the
+ * API server. src/kube is the only code that speaks HTTP to the API server; everything above
+ * depends on these interfaces, never on the transport.
+ */
+import type { ObjectMeta } from '../../api/v1alpha2/types.ts';
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta & { managedFields?: unknown[]; ownerReferences?: unknown[] };
+  [field: string]: unknown;
+}
+
+/** What discovery says about one kind. */
+export interface ResourceInfo {
+  group: string;
+  version: string;
+  /** plural resource name, e.g. deployments */
+  resource: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+}
+
+export interface ListResult<T = KubeObject> {
+  items: T[];
+  resourceVersion: string;
+  continue?: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+export interface WatchEvent<T = KubeObject> {
+  type: WatchEventType;
+  object: T;
+}
+
+export interface WatchOptions extends ListOptions {
+  resourceVersion: string;
+  allowWatchBookmarks?: boolean;
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface ApplyOptions {
+  fieldManager: string;
+  force?: boolean;
+  dryRun?: boolean;
+}
+
+export interface DeleteOptions {
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  /** only delete if the live object still has this uid */
+  uid?: string;
+  /** only delete if the live object still has this resourceVersion */
+  resourceVersion?: string;
+}
+
+/** A reference to a kind served by the API server. */
+export interface TypeRef {
+  apiVersion: string;
+  kind: string;
+}
+
+export interface Discovery {
+  /** undefined when the API server does not serve this kind; refreshes discovery once on a miss */
+  resourceFor(type: TypeRef): Promise<ResourceInfo | undefined>;
+  /** forget cached discovery, e.g. after a CRD became Established */
+  invalidate(): void;
+  /** "group/version" strings served, for Helm's .Capabilities */
+  apiVersions(): Promise<string[]>;
+}
+
+export interface Reader {
+  get<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace?: string): Promise<T | undefined>;
+  list<T extends KubeObject = KubeObject>(type: TypeRef, opts?: ListOptions): Promise<ListResult<T>>;
+}
+
+export interface Watcher {
+  watch<T extends KubeObject = KubeObject>(type: TypeRef, opts: WatchOptions): AsyncIterable<WatchEvent<T>>;
+}
+
+export interface Writer {
+  /** server-side apply (application/apply-patch+yaml) */
+  apply<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<T>;
+  create<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
+  update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
+  /** merge patch (application/merge-patch+json) or JSON patch */
+  patch<T extends KubeObject = KubeObject>(
+    type: TypeRef,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    patchType: 'merge' | 'json',
+    opts?: { fieldManager?: string },
+  ): Promise<T>;
+  /** resolves false when the object was already gone */
+  delete(type: TypeRef, name: string, namespace: string | undefined, opts?: DeleteOptions): Promise<boolean>;
+}
+
+export interface StatusWriter {
+  /** PUT to the status subresource (optimistic concurrency via metadata.resourceVersion) */
+  updateStatus<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
+}
+
+export interface KubeClient extends Reader, Watcher, Writer, StatusWriter {
+  readonly discovery: Discovery;
+  /** a client that acts as the given user (Impersonate-User), e.g. system:serviceaccount:ns:name */
+  impersonate(user: string): KubeClient;
+}
+
+/** "group/version Kind ns/name", the way objects are named in messages. */
+export function describeObject(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
+  const where = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+  return `${obj.apiVersion} ${obj.kind} ${where}`;
+}
+
+/** Key used across caches and queues: "namespace/name" or "name". */
+export function objectKey(meta: { name: string; namespace?: string }): string {
+  return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+}

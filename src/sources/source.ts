@@ -1,0 +1,38 @@
+/**
+ * A Source turns one spec.sources[] entry into content on disk. `resolve` is cheap (turns a
+ * floating ref into an immutable identity); `fetch` is idempotent (lands that identity in the
+ * content store, or finds it there).
+ */
+import type { ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
+import type { ContentStore } from '../cache/content-store.ts';
+
+/** Credentials handed to a source, already read from the referenced Secret. Never logged. */
+export interface Credentials {
+  /** raw Secret data (base64-decoded), e.g. .dockerconfigjson, username, password, token */
+  data: Record<string, string>;
+}
+
+export interface SourceContext {
+  /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
+  credentials?: Credentials;
+  signal?: AbortSignal;
+  /** previous resolution for this source (same spec), enables conditional re-checks */
+  previous?: ResolvedSourceStatus;
+}
+
+export interface Resolved {
+  /** what goes into status.resolvedSources */
+  status: ResolvedSourceStatus;
+  /** content-store key: identity of the content (manifest digest, commit+dir, sha256) */
+  key: string;
+  /** true when the content is pinned by the spec itself (digest, commit, sha256) */
+  pinned: boolean;
+}
+
+export interface Source {
+  readonly kind: SourceSpec['kind'];
+  /** turns the spec into an immutable identity; may use ctx.previous to avoid work */
+  resolve(spec: SourceSpec, ctx: SourceContext): Promise<Resolved>;
+  /** ensures the content is in the store and returns the directory holding it */
+  fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string>;
+}
