@@ -6,9 +6,8 @@
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.34.4}
-ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
-HELM_VERSION=${HELM_VERSION:-v3.19.5}
+# shellcheck source=tool-versions.env
+. "$(dirname "$0")/tool-versions.env"
 
 CACHE=${HOIST_CACHE:-$HOME/.cache/hoist}
 BIN=$CACHE/bin

@@ -1,0 +1,49 @@
+/**
+ * One control plane for the whole test run. With USE_EXISTING_CLUSTER=true the tests run against
+ * the cluster of $KUBECONFIG instead (like controller-runtime's envtest); with HOIST_TEST_K3S=1
+ * against K3s in a container (needs a Docker engine and @testcontainers/k3s).
+ */
+import type { TestProject } from 'vitest/node';
+import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
+import { startK3s } from './k3s.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kubeconfig: string;
+    /** audit log of the local API server, absent for an existing cluster */
+    auditLog: string;
+    /** "local" | "existing" | "k3s" */
+    clusterKind: string;
+  }
+}
+
+let cp: ControlPlane | undefined;
+let stopK3s: (() => Promise<void>) | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  if (process.env.USE_EXISTING_CLUSTER === 'true') {
+    const kubeconfig = process.env.KUBECONFIG;
+    if (!kubeconfig) throw new Error('USE_EXISTING_CLUSTER=true needs KUBECONFIG=<file>');
+    project.provide('kubeconfig', kubeconfig);
+    project.provide('auditLog', '');
+    project.provide('clusterKind', 'existing');
+    return;
+  }
+  if (process.env.HOIST_TEST_K3S === '1') {
+    const k3s = await startK3s();
+    stopK3s = k3s.stop;
+    project.provide('kubeconfig', k3s.kubeconfigPath);
+    project.provide('auditLog', '');
+    project.provide('clusterKind', 'k3s');
+    return;
+  }
+  cp = await startControlPlane({ auditLog: true, log: (l) => console.error(`[control plane] ${l}`) });
+  project.provide('kubeconfig', cp.kubeconfigPath);
+  project.provide('auditLog', cp.auditLogPath ?? '');
+  project.provide('clusterKind', 'local');
+}
+
+export async function teardown(): Promise<void> {
+  await cp?.stop();
+  await stopK3s?.();
+}
