@@ -9,6 +9,8 @@ set -euo pipefail
 # shellcheck source=tool-versions.env
 . "$(dirname "$0")/tool-versions.env"
 
+bash "$(dirname "$0")/ensure-packages.sh"
+
 CACHE=${HOIST_CACHE:-$HOME/.cache/hoist}
 BIN=$CACHE/bin
 mkdir -p "$BIN" "$CACHE/build"
