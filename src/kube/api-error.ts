@@ -1,0 +1,164 @@
+/**
+ * Typed failures of calls to the API server. An ApiError is a response the API server sent (a
+ * metav1.Status); a TransportError is a request that never got one (connection refused, reset,
+ * timeout). Callers branch on these to decide between retrying, treating an object as gone, or
+ * reporting the server's message verbatim.
+ */
+
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  uid?: string;
+  causes?: StatusCause[];
+  retryAfterSeconds?: number;
+}
+
+/** The metav1.Status body the API server returns on failure. */
+export interface Status {
+  kind?: 'Status';
+  apiVersion?: string;
+  status?: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  details?: StatusDetails;
+  code?: number;
+}
+
+export interface ApiErrorInit {
+  statusCode: number;
+  /** e.g. "get", "apply": what was attempted */
+  verb: string;
+  /** the object or collection the request named, e.g. "apps/v1 Deployment ns/name" */
+  subject: string;
+  status: Status | undefined;
+  /** the raw body, when the server did not send a Status */
+  body?: string;
+}
+
+export class ApiError extends Error {
+  readonly statusCode: number;
+  /** metav1.StatusReason, e.g. NotFound, Conflict, AlreadyExists, Invalid, Expired, Forbidden */
+  readonly reason: string;
+  /** the API server's own message, unmodified */
+  readonly apiMessage: string;
+  readonly details: StatusDetails | undefined;
+  readonly verb: string;
+  readonly subject: string;
+
+  constructor(init: ApiErrorInit) {
+    const apiMessage = init.status?.message ?? (init.body?.trim().slice(0, 500) || `http status ${init.statusCode}`);
+    super(`${init.verb} ${init.subject}: ${apiMessage}`);
+    this.name = 'ApiError';
+    this.statusCode = init.statusCode;
+    this.reason = init.status?.reason ?? reasonForStatusCode(init.statusCode);
+    this.apiMessage = apiMessage;
+    this.details = init.status?.details;
+    this.verb = init.verb;
+    this.subject = init.subject;
+  }
+
+  get causes(): StatusCause[] {
+    return this.details?.causes ?? [];
+  }
+
+  /** seconds the server asked us to wait (429, some 5xx), if it said */
+  get retryAfterSeconds(): number | undefined {
+    return this.details?.retryAfterSeconds;
+  }
+}
+
+/** A request that got no HTTP response: the connection failed, was reset, or timed out. */
+export class TransportError extends Error {
+  readonly verb: string;
+  readonly subject: string;
+  /** the underlying code when there is one, e.g. ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET */
+  readonly code: string | undefined;
+
+  constructor(verb: string, subject: string, cause: unknown) {
+    const msg = cause instanceof Error ? cause.message : String(cause);
+    super(`${verb} ${subject}: ${msg}`, { cause });
+    this.name = 'TransportError';
+    this.verb = verb;
+    this.subject = subject;
+    this.code = errorCode(cause);
+  }
+}
+
+/** The kind named by an object or request is not served by the API server (per discovery). */
+export class KindNotServedError extends Error {
+  readonly apiVersion: string;
+  readonly kind: string;
+
+  constructor(apiVersion: string, kind: string) {
+    super(`${apiVersion} ${kind} is not served by the api server`);
+    this.name = 'KindNotServedError';
+    this.apiVersion = apiVersion;
+    this.kind = kind;
+  }
+}
+
+function errorCode(e: unknown): string | undefined {
+  // undici wraps socket errors; the errno code can be on the error or its cause
+  for (let cur: unknown = e, depth = 0; cur && depth < 4; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function reasonForStatusCode(code: number): string {
+  switch (code) {
+    case 400: return 'BadRequest';
+    case 401: return 'Unauthorized';
+    case 403: return 'Forbidden';
+    case 404: return 'NotFound';
+    case 405: return 'MethodNotAllowed';
+    case 406: return 'NotAcceptable';
+    case 409: return 'Conflict';
+    case 410: return 'Expired';
+    case 415: return 'UnsupportedMediaType';
+    case 422: return 'Invalid';
+    case 429: return 'TooManyRequests';
+    case 500: return 'InternalError';
+    case 503: return 'ServiceUnavailable';
+    case 504: return 'Timeout';
+    default: return 'Unknown';
+  }
+}
+
+export function isApiError(e: unknown): e is ApiError {
+  return e instanceof ApiError;
+}
+export function isNotFound(e: unknown): boolean {
+  return isApiError(e) && e.statusCode === 404;
+}
+/** optimistic-concurrency conflicts and SSA field conflicts */
+export function isConflict(e: unknown): boolean {
+  return isApiError(e) && e.statusCode === 409 && e.reason !== 'AlreadyExists';
+}
+export function isAlreadyExists(e: unknown): boolean {
+  return isApiError(e) && e.reason === 'AlreadyExists';
+}
+/** 410: the resourceVersion is too old (compacted); a watch must relist */
+export function isGone(e: unknown): boolean {
+  return isApiError(e) && (e.statusCode === 410 || e.reason === 'Expired' || e.reason === 'Gone');
+}
+export function isInvalid(e: unknown): boolean {
+  return isApiError(e) && e.statusCode === 422;
+}
+export function isForbidden(e: unknown): boolean {
+  return isApiError(e) && e.statusCode === 403;
+}
+/** worth retrying as is: throttling, server-side timeouts, unavailability, or no response at all */
+export function isTransient(e: unknown): boolean {
+  if (e instanceof TransportError) return true;
+  return isApiError(e) && (e.statusCode === 429 || e.statusCode >= 500);
+}

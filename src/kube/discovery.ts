@@ -1,0 +1,151 @@
+/**
+ * Discovery with a cache: which kinds the API server serves, their plural resource names and
+ * scope. Uses aggregated discovery (two requests, /api and /apis, for everything) and falls
+ * back to one request per group-version on servers that do not offer it. A miss refreshes once,
+ * so a kind that just appeared is found without callers managing the cache.
+ */
+import type { Discovery, ResourceInfo, TypeRef } from './types.ts';
+import type { RawRequest } from './rest-transport.ts';
+
+/** The one transport call discovery needs: GET a path, undefined on 404. */
+export type DiscoveryGet = (req: Pick<RawRequest, 'path' | 'accept' | 'subject'>) => Promise<unknown>;
+
+export interface DiscoveryOptions {
+  /**
+   * A miss within this long after the last refresh is trusted instead of refreshing again, so a
+   * reconcile asking about several unserved kinds (optional objects) costs one refresh, not one
+   * per object. invalidate() always forces the next lookup to refresh. Default 250ms.
+   */
+  missRefreshIntervalMs?: number;
+}
+
+const AGGREGATED_ACCEPT = [
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+  'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList',
+  'application/json',
+].join(',');
+
+interface Snapshot {
+  at: number;
+  /** apiVersion ("v1", "apps/v1") → kind → info; undefined = not loaded yet (legacy mode) */
+  groupVersions: Map<string, Map<string, ResourceInfo> | undefined>;
+  aggregated: boolean;
+}
+
+interface AggregatedList {
+  kind?: string;
+  items?: {
+    metadata?: { name?: string };
+    versions?: {
+      version: string;
+      resources?: { resource: string; scope?: string; responseKind?: { kind?: string } }[];
+    }[];
+  }[];
+}
+interface LegacyVersions { kind?: string; versions?: string[] }
+interface LegacyGroups { kind?: string; groups?: { name: string; versions: { groupVersion: string }[] }[] }
+interface ResourceList { resources?: { name: string; kind: string; namespaced: boolean }[] }
+
+export class CachedDiscovery implements Discovery {
+  private snapshot: Snapshot | undefined;
+  private inflight: Promise<Snapshot> | undefined;
+  private readonly missRefreshIntervalMs: number;
+
+  constructor(private readonly get: DiscoveryGet, opts: DiscoveryOptions = {}) {
+    this.missRefreshIntervalMs = opts.missRefreshIntervalMs ?? 250;
+  }
+
+  async resourceFor(type: TypeRef): Promise<ResourceInfo | undefined> {
+    const snap = await this.current();
+    const hit = await this.lookup(snap, type);
+    if (hit) return hit;
+    if (Date.now() - snap.at < this.missRefreshIntervalMs) return undefined;
+    return this.lookup(await this.refresh(), type);
+  }
+
+  invalidate(): void {
+    this.snapshot = undefined;
+  }
+
+  async apiVersions(): Promise<string[]> {
+    return [...(await this.current()).groupVersions.keys()].sort();
+  }
+
+  private current(): Promise<Snapshot> {
+    return this.snapshot ? Promise.resolve(this.snapshot) : this.refresh();
+  }
+
+  /** concurrent refreshes share one round of requests */
+  private refresh(): Promise<Snapshot> {
+    this.inflight ??= this.load().then(
+      (snap) => {
+        this.snapshot = snap;
+        this.inflight = undefined;
+        return snap;
+      },
+      (e: unknown) => {
+        this.inflight = undefined;
+        throw e;
+      },
+    );
+    return this.inflight;
+  }
+
+  private async load(): Promise<Snapshot> {
+    const [core, groups] = await Promise.all([
+      this.get({ path: '/api', accept: AGGREGATED_ACCEPT, subject: 'discovery /api' }),
+      this.get({ path: '/apis', accept: AGGREGATED_ACCEPT, subject: 'discovery /apis' }),
+    ]);
+    const at = Date.now();
+    const groupVersions = new Map<string, Map<string, ResourceInfo> | undefined>();
+    if (isAggregated(core) && isAggregated(groups)) {
+      for (const list of [core, groups]) {
+        for (const g of list.items ?? []) {
+          const group = g.metadata?.name ?? '';
+          for (const v of g.versions ?? []) {
+            const kinds = new Map<string, ResourceInfo>();
+            for (const r of v.resources ?? []) {
+              const kind = r.responseKind?.kind;
+              if (!kind) continue;
+              kinds.set(kind, { group, version: v.version, resource: r.resource, kind, namespaced: r.scope === 'Namespaced' });
+            }
+            groupVersions.set(group ? `${group}/${v.version}` : v.version, kinds);
+          }
+        }
+      }
+      return { at, groupVersions, aggregated: true };
+    }
+    // legacy: list group-versions now, load each one's resources on first use
+    for (const v of (core as LegacyVersions | undefined)?.versions ?? []) groupVersions.set(v, undefined);
+    for (const g of (groups as LegacyGroups | undefined)?.groups ?? []) {
+      for (const v of g.versions) groupVersions.set(v.groupVersion, undefined);
+    }
+    return { at, groupVersions, aggregated: false };
+  }
+
+  private async lookup(snap: Snapshot, type: TypeRef): Promise<ResourceInfo | undefined> {
+    if (!snap.groupVersions.has(type.apiVersion)) return undefined;
+    let kinds = snap.groupVersions.get(type.apiVersion);
+    if (!kinds) {
+      kinds = await this.loadGroupVersion(type.apiVersion);
+      snap.groupVersions.set(type.apiVersion, kinds);
+    }
+    return kinds.get(type.kind);
+  }
+
+  private async loadGroupVersion(apiVersion: string): Promise<Map<string, ResourceInfo>> {
+    const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    const list = (await this.get({ path, subject: `discovery ${path}` })) as ResourceList | undefined;
+    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
+    const kinds = new Map<string, ResourceInfo>();
+    for (const r of list?.resources ?? []) {
+      if (r.name.includes('/')) continue; // subresources such as deployments/status
+      kinds.set(r.kind, { group, version, resource: r.name, kind: r.kind, namespaced: r.namespaced });
+    }
+    return kinds;
+  }
+}
+
+function isAggregated(body: unknown): body is AggregatedList {
+  return typeof body === 'object' && body !== null && (body as { kind?: unknown }).kind === 'APIGroupDiscoveryList';
+}
