@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { CRD_NAME, bundleDeploymentCRD, type JSONSchemaProps } from '../../../api/v1alpha2/crd.ts';
+import type { BundleDeploymentSpec, BundleDeploymentStatus } from '../../../api/v1alpha2/types.ts';
+
+const crd = bundleDeploymentCRD();
+const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+
+/** Every schema node with its path, e.g. ".spec.sources[].image.ref". */
+function* nodes(s: JSONSchemaProps, path = ''): Generator<[string, JSONSchemaProps]> {
+  yield [path, s];
+  for (const [k, v] of Object.entries(s.properties ?? {})) yield* nodes(v, `${path}.${k}`);
+  if (s.items) yield* nodes(s.items, `${path}[]`);
+  if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
+    yield* nodes(s.additionalProperties as JSONSchemaProps, `${path}{}`);
+  }
+}
+
+/** Paths of every leaf and object member in a value, in the same notation as nodes(). */
+function valuePaths(v: unknown, path = ''): string[] {
+  if (Array.isArray(v)) return v.flatMap((x) => valuePaths(x, `${path}[]`));
+  if (v !== null && typeof v === 'object') {
+    return Object.entries(v).flatMap(([k, x]) => [`${path}.${k}`, ...valuePaths(x, `${path}.${k}`)]);
+  }
+  return [];
+}
+
+describe('bundleDeploymentCRD', () => {
+  it('is the cluster-scoped core.rukpak.io CRD with short name bd and a status subresource', () => {
+    expect(crd.metadata.name).toBe(CRD_NAME);
+    expect(crd.spec.scope).toBe('Cluster');
+    expect(crd.spec.names.shortNames).toEqual(['bd']);
+    expect(crd.spec.names.categories).toContain('rukpak');
+    expect(crd.spec.versions[0]!.subresources).toEqual({ status: {} });
+  });
+
+  it('returns an independent copy on every call', () => {
+    const a = bundleDeploymentCRD();
+    a.metadata.labels = { changed: 'yes' };
+    a.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.format!.enum = [];
+    const b = bundleDeploymentCRD();
+    expect(b.metadata.labels).toBeUndefined();
+    expect(b.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.format!.enum).toEqual(['plain', 'helm', 'registry-v1']);
+  });
+
+  it('expands YAML anchors into independent copies', () => {
+    const sources = root.properties!.spec!.properties!.sources!.items!.properties!;
+    const gitAuth = sources.git!.properties!.auth!;
+    const httpAuth = sources.http!.properties!.auth!;
+    expect(gitAuth).toEqual(httpAuth);
+    expect(gitAuth).not.toBe(httpAuth);
+  });
+
+  // The API server estimates every rule's worst-case cost from these bounds and refuses the CRD
+  // when they are missing; keeping them everywhere also bounds what a user can store.
+  it('bounds every string and list that CEL rules can read', () => {
+    const unbounded: string[] = [];
+    for (const [path, s] of nodes(root)) {
+      if (s['x-kubernetes-preserve-unknown-fields']) continue;
+      if (s.type === 'string' && s.maxLength === undefined && !s.enum && s.format !== 'date-time' && path !== '.apiVersion' && path !== '.kind') {
+        unbounded.push(path);
+      }
+      if (s.type === 'array' && s.maxItems === undefined) unbounded.push(path);
+    }
+    expect(unbounded).toEqual([]);
+  });
+
+  it('gives every CEL rule a message', () => {
+    for (const [path, s] of nodes(root)) {
+      for (const r of s['x-kubernetes-validations'] ?? []) {
+        expect(r.message ?? r.messageExpression, `${path}: ${r.rule}`).toBeTruthy();
+      }
+    }
+  });
+
+  // types.ts and the schema are written by hand; a value setting every field of the types must
+  // only use paths the schema declares (the API server would prune anything else silently).
+  it('declares every field of the TypeScript spec and status types', () => {
+    const spec = {
+      paused: false,
+      installNamespace: 'ns',
+      format: 'helm',
+      sources: [
+        { kind: 'image', image: { ref: 'r', auth: { secretRef: { name: 's' } } }, destination: '' },
+        { kind: 'git', git: { repository: 'u', ref: { commit: 'c', tag: 't', branch: 'b' }, directory: 'd', auth: { secretRef: { name: 's' } } } },
+        { kind: 'http', http: { url: 'u', sha256: 'h', auth: { secretRef: { name: 's' } } } },
+      ],
+      config: { helm: { releaseName: 'r', values: {} }, registryV1: { watchNamespace: '' } },
+      pollInterval: '1m',
+      upgrade: { onFailure: 'Rollback', progressDeadline: '1m' },
+      healthChecks: [
+        {
+          name: 'n',
+          match: { group: 'g', kind: 'k', name: 'n', namespace: 'ns', selector: { a: 'b' } },
+          condition: { type: 'Ready', status: 'True' },
+          jsonPath: { path: 'p', value: 'v' },
+          cel: 'true',
+          periodSeconds: 1,
+          failureThreshold: 1,
+          initialDelaySeconds: 0,
+        },
+      ],
+      revisionHistoryLimit: 3,
+      collisionProtection: 'Prevent',
+      serviceAccount: { name: 'sa' },
+      deleteCRDsOnUninstall: false,
+    } satisfies Required<BundleDeploymentSpec>;
+    const status = {
+      observedGeneration: 1,
+      conditions: [{ type: 'Installed', status: 'True', reason: 'Installed', message: '', observedGeneration: 1, lastTransitionTime: 't' }],
+      resolvedSources: [
+        { kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' },
+      ],
+      contentDigest: 'd',
+      activeRevision: { number: 1, contentDigest: 'd', objects: 1 },
+      attemptedRevision: { number: 2, contentDigest: 'd', objects: 1, reason: 'ApplyFailed' },
+      revisions: [{ number: 1, contentDigest: 'd', objects: 1, phase: 'Active' }],
+      skippedOptional: ['x'],
+    } satisfies Required<BundleDeploymentStatus>;
+
+    const declared = new Set([...nodes(root)].map(([p]) => p));
+    const missing = [...valuePaths(spec, '.spec'), ...valuePaths(status, '.status')].filter(
+      (p) => !declared.has(p) && !p.startsWith('.spec.config.helm.values.') && !p.startsWith('.spec.healthChecks[].match.selector.'),
+    );
+    expect(missing).toEqual([]);
+  });
+});
