@@ -1,0 +1,364 @@
+/**
+ * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
+ * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
+ * bounded concurrency. Collisions are checked for every object before anything is written, so a
+ * refused takeover changes nothing. Objects whose desired state and live fingerprint are as they
+ * were after the last apply are not sent at all.
+ */
+import type { Logger } from 'pino';
+import {
+  ANNOTATION_OPTIONAL,
+  ANNOTATION_REVISION,
+  LABEL_LINEAGE,
+  LABEL_OWNER_NAME,
+  type CollisionProtection,
+} from '../../api/v1alpha2/types.ts';
+import { ApiError } from '../kube/api-error.ts';
+import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
+import { mapLimit } from '../util/concurrency.ts';
+import { HoistError } from '../util/errors.ts';
+import { hashOf } from '../util/hash.ts';
+import { decideTakeOver, type TakeOver } from './collision.ts';
+import { takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
+import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
+import { isCRD, isNamespace, objectId } from './object-id.ts';
+import type { ObjectResult } from './result.ts';
+
+/** opt-in per object: delete and re-create when an update hits an immutable field */
+export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
+/** helm hooks and similar: objects applied before (pre) or after (post) the main phase */
+export const ANNOTATION_APPLY_PHASE = 'core.rukpak.io/apply-phase';
+
+export interface ApplyTarget {
+  /** the BundleDeployment's name */
+  name: string;
+  lineage: string;
+  revision: number;
+  protection: CollisionProtection;
+  installNamespace?: string;
+}
+
+export interface ApplyReport {
+  results: ObjectResult[];
+  /** "group/version Kind ns/name" of optional objects whose API is not served */
+  skippedOptional: string[];
+  /** the objects as applied (labels, namespace set): what a revision stores */
+  applied: KubeObject[];
+}
+
+export interface ApplierOptions {
+  log: Logger;
+  /** concurrent requests in the parallel phase (default 8) */
+  concurrency?: number;
+  /** how long to wait for CRDs to become Established (default 60s) */
+  crdEstablishTimeoutMs?: number;
+  live?: LiveIndex;
+}
+
+interface Prepared {
+  obj: KubeObject;
+  info: ResourceInfo;
+  id: string;
+  subject: string;
+  /** hash of the desired object: equal hash + equal live fingerprint = nothing to send */
+  hash: string;
+}
+
+interface Planned extends Prepared {
+  decision: TakeOver;
+  /** the live object read for the collision check (has managedFields), when one was read */
+  live?: KubeObject;
+}
+
+export function fieldManagerFor(lineage: string): string {
+  return `hoist-${lineage}`.slice(0, 128);
+}
+
+export class Applier {
+  private readonly log: Logger;
+  private readonly concurrency: number;
+  private readonly crdTimeoutMs: number;
+  private readonly live: LiveIndex | undefined;
+  /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
+  private readonly applied = new Map<string, Map<string, { hash: string; fingerprint: string }>>();
+
+  constructor(
+    private readonly client: KubeClient,
+    opts: ApplierOptions,
+  ) {
+    this.log = opts.log;
+    this.concurrency = opts.concurrency ?? 8;
+    this.crdTimeoutMs = opts.crdEstablishTimeoutMs ?? 60_000;
+    this.live = opts.live;
+  }
+
+  /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
+  forget(bdName: string): void {
+    this.applied.delete(bdName);
+  }
+
+  /**
+   * Applies every object. Throws a HoistError (stage apply): ConflictingOwner before any write
+   * when an object may not be taken over; ApplyFailed naming every object that failed.
+   */
+  async apply(target: ApplyTarget, objects: readonly KubeObject[]): Promise<ApplyReport> {
+    const manager = fieldManagerFor(target.lineage);
+    const results: ObjectResult[] = [];
+    const skippedOptional: string[] = [];
+    const applied: KubeObject[] = [];
+
+    // Kinds the bundle's own CRDs define may not be served yet: those wait for phase two.
+    const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
+    const first: KubeObject[] = [];
+    const rest: KubeObject[] = [];
+    for (const o of objects) (isCRD(o) || isNamespace(o) ? first : rest).push(o);
+
+    const firstPrepared = await this.prepare(target, first, bundleKinds, skippedOptional);
+    const restPrepared = await this.prepare(target, rest, bundleKinds, skippedOptional);
+    // Plan (collision checks) for everything that is already resolvable, before any write.
+    const firstPlanned = await this.plan(target, firstPrepared.ready);
+    let restPlanned = await this.plan(target, restPrepared.ready);
+    this.refuseConflicts([...firstPlanned, ...restPlanned]);
+
+    const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
+    if (needsWrite && target.installNamespace) await this.ensureNamespace(target.installNamespace, objects);
+
+    results.push(...(await this.applyAll(target, manager, firstPlanned)));
+    applied.push(...firstPlanned.map((p) => p.obj));
+    this.failIfAny(results);
+
+    const crds = firstPlanned.filter((p) => isCRD(p.obj));
+    if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
+      await this.waitEstablished(crds.map((c) => c.obj.metadata.name));
+      this.client.discovery.invalidate();
+    }
+    // Objects of kinds defined by the bundle's CRDs are resolvable now.
+    if (restPrepared.deferred.length > 0) {
+      const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
+      const planned = await this.plan(target, resolved.ready);
+      this.refuseConflicts(planned);
+      restPlanned = [...restPlanned, ...planned];
+    }
+
+    // pre hooks, the main set, post hooks: each phase in parallel, phases in order
+    for (const phase of ['pre', 'main', 'post'] as const) {
+      const batch = restPlanned.filter((p) => phaseOf(p.obj) === phase);
+      results.push(...(await this.applyAll(target, manager, batch)));
+      applied.push(...batch.map((p) => p.obj));
+      this.failIfAny(results);
+    }
+    return { results, skippedOptional, applied };
+  }
+
+  /**
+   * Sets namespace, ownership labels and revision annotation, and resolves each kind. Objects of
+   * kinds that one of the bundle's own CRDs defines, not served yet, come back as `deferred`.
+   */
+  private async prepare(target: ApplyTarget, objects: readonly KubeObject[], bundleKinds: ReadonlySet<string>, skipped: string[]): Promise<{ ready: Prepared[]; deferred: KubeObject[] }> {
+    const out: Prepared[] = [];
+    const deferred: KubeObject[] = [];
+    const failures: string[] = [];
+    for (const src of objects) {
+      const info = await this.client.discovery.resourceFor(src);
+      if (!info) {
+        const kindKey = `${src.apiVersion}/${src.kind}`;
+        if (bundleKinds.has(kindKey)) {
+          deferred.push(src);
+          continue;
+        }
+        if (src.metadata.annotations?.[ANNOTATION_OPTIONAL] === 'true') {
+          skipped.push(describeObject(src));
+          continue;
+        }
+        failures.push(`${describeObject(src)}: ${src.apiVersion} ${src.kind} is not served by the api server`);
+        continue;
+      }
+      const obj = structuredClone(src);
+      if (info.namespaced) {
+        obj.metadata.namespace ??= target.installNamespace;
+        if (!obj.metadata.namespace) {
+          failures.push(`${describeObject(src)}: namespaced object without namespace and the BundleDeployment sets no installNamespace`);
+          continue;
+        }
+      } else {
+        delete obj.metadata.namespace;
+      }
+      obj.metadata.labels = { ...obj.metadata.labels, [LABEL_OWNER_NAME]: target.name, [LABEL_LINEAGE]: target.lineage };
+      obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
+      // Fields the server owns must not be applied.
+      delete obj.metadata.resourceVersion;
+      delete obj.metadata.uid;
+      delete obj.metadata.creationTimestamp;
+      delete obj.metadata.managedFields;
+      delete obj.status;
+      out.push({ obj, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(obj) });
+    }
+    if (failures.length > 0) {
+      throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
+    }
+    return { ready: out, deferred };
+  }
+
+  /** decides per object whether it may be taken over; reads the live object only when unknown */
+  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>): Promise<Planned[]> {
+    const me = { name: target.name, lineage: target.lineage, protection: target.protection };
+    return mapLimit(prepared, this.concurrency, async (p): Promise<Planned> => {
+      const known = this.live?.get(p.id);
+      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage) {
+        return { ...p, decision: decideTakeOver(known, me) };
+      }
+      const live = await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+      return { ...p, decision: decideTakeOver(live?.metadata, me), live };
+    });
+  }
+
+  private refuseConflicts(planned: readonly Planned[]): void {
+    const refused = planned.filter((p) => p.decision.action === 'refuse');
+    if (refused.length === 0) return;
+    const lines = refused.map((p) => {
+      const d = p.decision as Extract<TakeOver, { action: 'refuse' }>;
+      return `${p.subject} is owned by ${d.owner}: ${d.why}`;
+    });
+    throw new HoistError(lines.join('; '), {
+      stage: 'apply',
+      reason: 'ConflictingOwner',
+      code: 'conflicting-owner',
+      subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
+      terminal: true,
+    });
+  }
+
+  private unchanged(bd: string, p: Planned): boolean {
+    if (p.decision.action !== 'update') return false;
+    const rec = this.applied.get(bd)?.get(p.id);
+    const live = p.live ? liveMetaOf(p.live as { metadata: LiveMeta }) : this.live?.get(p.id);
+    return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live);
+  }
+
+  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[]): Promise<ObjectResult[]> {
+    return mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p));
+  }
+
+  private async applyOne(target: ApplyTarget, manager: string, p: Planned): Promise<ObjectResult> {
+    if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
+    try {
+      const action = p.decision.action;
+      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(p.live, p, manager);
+      let result: KubeObject;
+      try {
+        result = await this.client.apply(p.obj, { fieldManager: manager, force: true });
+      } catch (e) {
+        if (!(isImmutable(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
+        this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
+        await this.client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
+        await this.waitGone(p);
+        result = await this.client.apply(p.obj, { fieldManager: manager, force: true });
+      }
+      const meta = liveMetaOf(result as { metadata: LiveMeta });
+      let perBd = this.applied.get(target.name);
+      if (!perBd) this.applied.set(target.name, (perBd = new Map()));
+      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta) });
+      const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
+      const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
+      this.log.debug({ object: p.subject, action: verb }, 'applied');
+      return { id: p.id, subject: p.subject, action: verb };
+    } catch (e) {
+      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e) };
+    }
+  }
+
+  /** folds other managers' fields into ours (with a resourceVersion test, so a racing write wins) */
+  private async takeOverFields(live: KubeObject, p: Planned, manager: string): Promise<void> {
+    const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
+    const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion);
+    if (!merged) return;
+    await this.client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
+      { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+      { op: 'replace', path: '/metadata/managedFields', value: merged },
+    ], 'json');
+  }
+
+  private failIfAny(results: readonly ObjectResult[]): void {
+    const failed = results.filter((r) => r.action === 'failed');
+    if (failed.length === 0) return;
+    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
+      stage: 'apply',
+      reason: 'ApplyFailed',
+      code: 'apply-failed',
+      subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
+      // the API server refusing an object is a property of the bundle; retrying the same content
+      // only helps for transient failures (connection, conflicts, throttling)
+      terminal: failed.every((f) => !/connect|timeout|throttl|conflict|try again|ECONN|socket/i.test(f.message ?? '')),
+    });
+  }
+
+  /** the install namespace must exist; Hoist creates it (unlabelled, never deleted) when missing */
+  private async ensureNamespace(name: string, objects: readonly KubeObject[]): Promise<void> {
+    if (objects.some((o) => isNamespace(o) && o.metadata.name === name)) return;
+    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
+    if (await this.client.get(ns, name)) return;
+    try {
+      await this.client.create(ns);
+      this.log.info({ namespace: name }, 'created install namespace');
+    } catch (e) {
+      if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+    }
+  }
+
+  private async waitEstablished(names: readonly string[]): Promise<void> {
+    const deadline = Date.now() + this.crdTimeoutMs;
+    const pending = new Set(names);
+    let delay = 50;
+    while (pending.size > 0) {
+      await Promise.all(
+        [...pending].map(async (name) => {
+          const crd = await this.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, name);
+          const conds = ((crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions) ?? [];
+          if (conds.some((c) => c.type === 'Established' && c.status === 'True')) pending.delete(name);
+        }),
+      );
+      if (pending.size === 0) break;
+      if (Date.now() > deadline) {
+        throw new HoistError(`customresourcedefinitions not established after ${this.crdTimeoutMs / 1000}s: ${[...pending].join(', ')}`, {
+          stage: 'apply', reason: 'ApplyFailed', code: 'crd-not-established', subject: [...pending].join(', '), terminal: false,
+        });
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 1000);
+    }
+  }
+
+  private async waitGone(p: Planned): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
+      if (Date.now() > deadline) throw new Error(`${p.subject} still exists 60s after delete for re-creation`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+function phaseOf(obj: KubeObject): 'pre' | 'main' | 'post' {
+  const p = obj.metadata.annotations?.[ANNOTATION_APPLY_PHASE];
+  return p === 'pre' || p === 'post' ? p : 'main';
+}
+
+/** "group/version/Kind" keys of every version a CRD serves */
+function crdKinds(crd: KubeObject): string[] {
+  const spec = crd.spec as { group?: string; names?: { kind?: string }; versions?: Array<{ name: string; served?: boolean }> } | undefined;
+  if (!spec?.group || !spec.names?.kind) return [];
+  return (spec.versions ?? []).filter((v) => v.served !== false).map((v) => `${spec.group}/${v.name}/${spec.names!.kind}`);
+}
+
+function isImmutable(e: unknown): boolean {
+  return e instanceof ApiError && e.statusCode === 422 && /immutable/i.test(e.apiMessage);
+}
+
+/** the API server's message, plus the offending fields when it names them */
+function applyErrorMessage(e: unknown): string {
+  if (e instanceof ApiError) {
+    const fields = (e.details?.causes ?? []).map((c) => c.field).filter(Boolean);
+    const hint = isImmutable(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
+    return `${e.apiMessage}${hint}`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,38 @@
+/**
+ * Collision protection (DESIGN §4): may this BundleDeployment take over an object that already
+ * exists? Pure: decides from the live object's labels alone.
+ */
+import { LABEL_LINEAGE, LABEL_OWNER_NAME, type CollisionProtection } from '../../api/v1alpha2/types.ts';
+
+export type TakeOver =
+  /** the object does not exist yet */
+  | { action: 'create' }
+  /** ours already (this BD, or another BD of our lineage handing it over) */
+  | { action: 'update'; handover: boolean }
+  /** pre-existing, unowned object adopted under IfNotOwned / None */
+  | { action: 'adopt' }
+  /** another lineage's object taken under None */
+  | { action: 'steal'; owner: string }
+  | { action: 'refuse'; owner: string; why: string };
+
+export interface Claimant {
+  name: string;
+  lineage: string;
+  protection: CollisionProtection;
+}
+
+export function decideTakeOver(live: { labels?: Record<string, string> } | undefined, me: Claimant): TakeOver {
+  if (!live) return { action: 'create' };
+  const owner = live.labels?.[LABEL_OWNER_NAME];
+  const lineage = live.labels?.[LABEL_LINEAGE];
+  if (owner !== undefined && lineage === me.lineage) return { action: 'update', handover: owner !== me.name };
+  if (owner === undefined) {
+    if (me.protection === 'Prevent') {
+      return { action: 'refuse', owner: 'none (created outside Hoist)', why: 'collisionProtection Prevent takes over only objects of the same lineage; use IfNotOwned to adopt it' };
+    }
+    return { action: 'adopt' };
+  }
+  const ownerDesc = `BundleDeployment ${owner} (lineage ${lineage ?? 'unknown'})`;
+  if (me.protection === 'None') return { action: 'steal', owner: ownerDesc };
+  return { action: 'refuse', owner: ownerDesc, why: `owned by another lineage; collisionProtection ${me.protection} refuses it` };
+}

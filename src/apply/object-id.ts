@@ -1,0 +1,20 @@
+/** Identity of a Kubernetes object across revisions: group/kind/namespace/name (version-free). */
+import type { KubeObject } from '../kube/types.ts';
+
+export function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? '' : apiVersion.slice(0, i);
+}
+
+/** "apps/Deployment/ns/name"; the API version is left out so a version bump is the same object */
+export function objectId(obj: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
+  return `${groupOf(obj.apiVersion)}/${obj.kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+}
+
+export function isCRD(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
+  return obj.kind === 'CustomResourceDefinition' && groupOf(obj.apiVersion) === 'apiextensions.k8s.io';
+}
+
+export function isNamespace(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
+  return obj.kind === 'Namespace' && obj.apiVersion === 'v1';
+}

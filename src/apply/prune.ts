@@ -1,0 +1,71 @@
+/**
+ * Deleting objects Hoist installed: objects that left the bundle (after the new revision applied
+ * completely) and everything on uninstall. An object is deleted only while its live labels still
+ * name this BundleDeployment — never one that was handed over, refused, or changed hands — and
+ * with a uid precondition, so a re-created object of the same name survives.
+ */
+import type { Logger } from 'pino';
+import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
+import { ApiError } from '../kube/api-error.ts';
+import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
+import { mapLimit } from '../util/concurrency.ts';
+import { HoistError } from '../util/errors.ts';
+import { isCRD, isNamespace, objectId } from './object-id.ts';
+import type { ObjectResult } from './result.ts';
+
+export interface PruneOptions {
+  /** keep CRDs (default true): deleting a CRD deletes every custom resource of its kinds */
+  keepCRDs?: boolean;
+  concurrency?: number;
+  log: Logger;
+}
+
+export async function deleteOwned(
+  client: KubeClient,
+  owner: { name: string; lineage: string },
+  objects: readonly KubeObject[],
+  opts: PruneOptions,
+): Promise<ObjectResult[]> {
+  const keepCRDs = opts.keepCRDs ?? true;
+  // Namespaces last: deleting one first would take its contents down outside our accounting.
+  const ordered = [...objects.filter((o) => !isNamespace(o)), ...objects.filter(isNamespace)];
+  const results: ObjectResult[] = [];
+  for (const batch of [ordered.filter((o) => !isNamespace(o)), ordered.filter(isNamespace)]) {
+    results.push(
+      ...(await mapLimit(batch, opts.concurrency ?? 8, async (obj): Promise<ObjectResult> => {
+        const id = objectId(obj);
+        const subject = describeObject(obj);
+        try {
+          const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace);
+          if (!live) return { id, subject, action: 'unchanged', message: 'already gone' };
+          const labels = live.metadata.labels ?? {};
+          if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
+            return { id, subject, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
+          }
+          if (isCRD(obj) && keepCRDs) return { id, subject, action: 'orphaned', message: 'CRDs are kept' };
+          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live.metadata.uid, propagationPolicy: 'Background' });
+          opts.log.debug({ object: subject }, 'deleted');
+          return { id, subject, action: 'deleted' };
+        } catch (e) {
+          // the kind is gone (its CRD was deleted): so is the object
+          if (e instanceof ApiError && e.statusCode === 404) return { id, subject, action: 'unchanged', message: 'already gone' };
+          if (e instanceof Error && e.name === 'KindNotServedError') return { id, subject, action: 'unchanged', message: 'kind no longer served' };
+          return { id, subject, action: 'failed', message: e instanceof Error ? e.message : String(e) };
+        }
+      })),
+    );
+  }
+  const failed = results.filter((r) => r.action === 'failed');
+  if (failed.length > 0) {
+    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
+      stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`, terminal: false,
+    });
+  }
+  return results;
+}
+
+/** objects of `previous` whose identity is not in `current` */
+export function staleObjects(previous: readonly KubeObject[], current: readonly KubeObject[]): KubeObject[] {
+  const keep = new Set(current.map(objectId));
+  return previous.filter((o) => !keep.has(objectId(o)));
+}

@@ -1,0 +1,24 @@
+/** The shared vocabulary of what the applier did to each object (after fluxcd/pkg/ssa). */
+export type ObjectAction =
+  | 'created'
+  | 'configured'
+  | 'unchanged'
+  | 'adopted'
+  | 'skipped'
+  | 'deleted'
+  | 'orphaned'
+  | 'conflict'
+  | 'failed';
+
+export interface ObjectResult {
+  /** group/kind/namespace/name, see objectId */
+  id: string;
+  /** "apps/v1 Deployment ns/name" for messages */
+  subject: string;
+  action: ObjectAction;
+  message?: string;
+}
+
+export function countChanged(results: readonly ObjectResult[]): number {
+  return results.filter((r) => r.action === 'created' || r.action === 'configured' || r.action === 'adopted' || r.action === 'deleted').length;
+}

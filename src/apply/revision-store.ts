@@ -1,0 +1,128 @@
+/**
+ * Revision storage (DESIGN §3): the rendered objects of each revision, gzip-compressed JSON split
+ * into immutable Secrets of at most ~900 KiB in the controller's namespace, named by a hash of
+ * their content and labelled with the BundleDeployment and revision. A rollback or a restart needs
+ * neither the registry nor the cache, and a cluster backup restores the controller's memory.
+ */
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import { LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
+import { ApiError } from '../kube/api-error.ts';
+import type { KubeClient, KubeObject } from '../kube/types.ts';
+import { sha256Hex } from '../util/hash.ts';
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
+export const LABEL_REVISION = 'core.rukpak.io/revision';
+/** first 63 hex characters of the content digest (label values are at most 63 characters) */
+export const LABEL_CONTENT = 'core.rukpak.io/content';
+const LABEL_COMPONENT = 'app.kubernetes.io/component';
+const ANNOTATION_DIGEST = 'core.rukpak.io/content-digest';
+const ANNOTATION_CHUNK = 'core.rukpak.io/chunk';
+/** Secrets are limited to 1 MiB; stay well below with room for metadata */
+export const CHUNK_BYTES = 900 * 1024;
+
+export interface RevisionRecord {
+  number: number;
+  contentDigest: string;
+}
+
+interface SecretObject extends KubeObject {
+  data?: Record<string, string>;
+  immutable?: boolean;
+}
+
+function contentLabel(digest: string): string {
+  return digest.replace(/^sha256:/, '').slice(0, 63);
+}
+
+export class RevisionStore {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly namespace: string,
+  ) {}
+
+  /**
+   * Stores a revision's objects. Idempotent: chunks are content-addressed, so storing the same
+   * revision twice (e.g. after a crash between store and status write) writes nothing new.
+   */
+  async save(bdName: string, rev: RevisionRecord, objects: readonly KubeObject[]): Promise<number> {
+    const packed = await gzipAsync(Buffer.from(JSON.stringify(objects)));
+    const chunks: Buffer[] = [];
+    for (let off = 0; off < packed.length; off += CHUNK_BYTES) chunks.push(packed.subarray(off, off + CHUNK_BYTES));
+    await Promise.all(
+      chunks.map(async (chunk, i) => {
+        const secret: SecretObject = {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name: `hoist-rev-${sha256Hex(`${bdName}\0${rev.number}\0${i}\0${sha256Hex(chunk)}`).slice(0, 40)}`,
+            namespace: this.namespace,
+            labels: {
+              [LABEL_OWNER_NAME]: bdName,
+              [LABEL_REVISION]: String(rev.number),
+              [LABEL_CONTENT]: contentLabel(rev.contentDigest),
+              [LABEL_COMPONENT]: 'revision',
+            },
+            annotations: { [ANNOTATION_DIGEST]: rev.contentDigest, [ANNOTATION_CHUNK]: `${i}/${chunks.length}` },
+          },
+          type: 'core.rukpak.io/revision',
+          immutable: true,
+          data: { objects: chunk.toString('base64') },
+        };
+        try {
+          await this.client.create(secret);
+        } catch (e) {
+          if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+        }
+      }),
+    );
+    return chunks.length;
+  }
+
+  /** every stored revision of a BD, oldest first */
+  async list(bdName: string): Promise<RevisionRecord[]> {
+    const secrets = await this.secrets(bdName);
+    const byNumber = new Map<number, string>();
+    for (const s of secrets) {
+      const n = Number(s.metadata.labels?.[LABEL_REVISION]);
+      const d = s.metadata.annotations?.[ANNOTATION_DIGEST];
+      if (Number.isInteger(n) && d) byNumber.set(n, d);
+    }
+    return [...byNumber].sort((a, b) => a[0] - b[0]).map(([number, contentDigest]) => ({ number, contentDigest }));
+  }
+
+  /** the objects of a stored revision, or undefined when it is not (completely) stored */
+  async load(bdName: string, rev: RevisionRecord): Promise<KubeObject[] | undefined> {
+    const secrets = await this.secrets(bdName, rev);
+    const parts = new Map<number, Buffer>();
+    let count = -1;
+    for (const s of secrets) {
+      if (s.metadata.annotations?.[ANNOTATION_DIGEST] !== rev.contentDigest) continue;
+      const [i, n] = (s.metadata.annotations?.[ANNOTATION_CHUNK] ?? '').split('/').map(Number);
+      if (i === undefined || n === undefined || !s.data?.objects) continue;
+      count = n;
+      parts.set(i, Buffer.from(s.data.objects, 'base64'));
+    }
+    if (count < 0 || parts.size !== count) return undefined;
+    const packed = Buffer.concat([...Array(count).keys()].map((i) => parts.get(i)!));
+    return JSON.parse((await gunzipAsync(packed)).toString('utf8')) as KubeObject[];
+  }
+
+  /** deletes the stored revisions of a BD whose numbers are not in `keep` (all when omitted) */
+  async prune(bdName: string, keep?: ReadonlySet<number>): Promise<number> {
+    const secrets = await this.secrets(bdName);
+    const doomed = secrets.filter((s) => !keep?.has(Number(s.metadata.labels?.[LABEL_REVISION])));
+    await Promise.all(doomed.map((s) => this.client.delete(SECRET, s.metadata.name, this.namespace)));
+    return doomed.length;
+  }
+
+  private async secrets(bdName: string, rev?: RevisionRecord): Promise<SecretObject[]> {
+    let selector = `${LABEL_OWNER_NAME}=${bdName},${LABEL_COMPONENT}=revision`;
+    if (rev) selector += `,${LABEL_REVISION}=${rev.number},${LABEL_CONTENT}=${contentLabel(rev.contentDigest)}`;
+    const res = await this.client.list<SecretObject>(SECRET, { namespace: this.namespace, labelSelector: selector });
+    return res.items;
+  }
+}
