@@ -1,0 +1,326 @@
+/**
+ * The BundleDeployment CRD against a real kube-apiserver: the server accepts the schema (CEL cost
+ * estimates included), admits valid specs of every format, applies the defaults the controller
+ * relies on, and refuses bad specs with a message that says what is wrong.
+ *
+ * The CRD is installed with server-side apply and left installed: the control plane is shared
+ * by every test file of the run, and other files create BundleDeployments concurrently. Every
+ * BundleDeployment this file creates is deleted in afterAll.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CRD_NAME, bundleDeploymentCRD } from '../../../api/v1alpha2/crd.ts';
+import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
+import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
+import { ApiError, isInvalid } from '../../../src/kube/api-error.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
+import type { KubeObject } from '../../../src/kube/types.ts';
+import { kubeconfigPath } from '../../support/env.ts';
+
+const CRD_TYPE = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
+const BD_TYPE = { apiVersion: API_VERSION, kind: KIND };
+const HEX64 = 'a'.repeat(64);
+const HEX40 = '0123456789abcdef0123456789abcdef01234567';
+const run = randomBytes(3).toString('hex');
+
+const httpSource = { kind: 'http', http: { url: 'https://downloads.example.com/bundle.tar.gz' } } as const;
+/** A valid plain spec that each invalid case changes in one place. */
+const plain: BundleDeploymentSpec = { format: 'plain', sources: [httpSource] };
+
+function bdObject(name: string, spec: unknown): KubeObject {
+  return { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec };
+}
+
+describe('BundleDeployment CRD on a real API server', () => {
+  let client: RestKubeClient;
+  const created: string[] = [];
+  let seq = 0;
+  const nextName = (what: string): string => `crdv-${run}-${what}-${seq++}`;
+
+  async function create(what: string, spec: unknown): Promise<BundleDeployment> {
+    const name = nextName(what);
+    const obj = await client.create<KubeObject>(bdObject(name, spec));
+    created.push(name);
+    return obj as unknown as BundleDeployment;
+  }
+
+  /** Creates a BD that must be refused; returns the API server's message. */
+  async function refusal(spec: unknown, name = nextName('bad')): Promise<string> {
+    const err = await client.create(bdObject(name, spec)).then(
+      () => {
+        created.push(name);
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(err, `the API server accepted ${JSON.stringify(spec)}`).toBeInstanceOf(ApiError);
+    expect(isInvalid(err)).toBe(true);
+    return (err as ApiError).apiMessage;
+  }
+
+  beforeAll(async () => {
+    client = createKubeClient(loadKubeConfig(kubeconfigPath()), { missRefreshIntervalMs: 0 });
+    // The API server refuses the whole CRD when a rule's estimated cost is over budget, so this
+    // apply is itself the test that every rule is bounded.
+    await client.apply(bundleDeploymentCRD(), { fieldManager: 'hoist-test-api', force: true });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const crd = await client.get(CRD_TYPE, CRD_NAME);
+      const conditions = ((crd?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []);
+      if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`${CRD_NAME} not Established after 30s: ${JSON.stringify(conditions)}`);
+      await sleep(100);
+    }
+    client.discovery.invalidate();
+  });
+
+  afterAll(async () => {
+    await Promise.all(created.map((name) => client.delete(BD_TYPE, name, undefined)));
+    await client.close();
+  });
+
+  describe('accepts valid specs', () => {
+    it('plain from an http tarball', async () => {
+      const bd = await create('plain', {
+        format: 'plain',
+        sources: [{ kind: 'http', http: { url: 'https://downloads.example.com/rollouts-1.9.1.tar.gz', sha256: HEX64, auth: { secretRef: { name: 'http-creds' } } } }],
+        pollInterval: '10m',
+      });
+      expect(bd.spec.sources[0]?.http?.sha256).toBe(HEX64);
+    });
+
+    it('helm from git with config.helm', async () => {
+      const bd = await create('helm', {
+        format: 'helm',
+        installNamespace: 'argo-rollouts',
+        sources: [
+          {
+            kind: 'git',
+            git: { repository: 'https://git.example.com/acme/deploy.git', ref: { commit: HEX40 }, directory: 'charts/rollouts', auth: { secretRef: { name: 'git-creds' } } },
+            destination: 'chart',
+          },
+        ],
+        config: { helm: { releaseName: 'rollouts', values: { controller: { replicas: 2 }, list: [1, 'two'] } } },
+        serviceAccount: { name: 'installer' },
+      });
+      // values are kept as written, not pruned
+      expect(bd.spec.config?.helm?.values).toEqual({ controller: { replicas: 2 }, list: [1, 'two'] });
+    });
+
+    it('registry-v1 from an image with every optional member set', async () => {
+      const bd = await create('registry-v1', {
+        paused: true,
+        format: 'registry-v1',
+        installNamespace: 'operators',
+        sources: [
+          { kind: 'image', image: { ref: `quay.io/acme/rollouts-bundle:v1.9.1@sha256:${HEX64}`, auth: { secretRef: { name: 'acme-pull' } } } },
+          { kind: 'image', image: { ref: 'localhost:5000/acme/extra_bits:latest' }, destination: 'extra/bits' },
+          { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
+          { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
+        ],
+        config: { registryV1: { watchNamespace: '' } },
+        pollInterval: '1h30m',
+        upgrade: { onFailure: 'Hold', progressDeadline: '90s' },
+        healthChecks: [
+          { name: 'available', match: { group: 'apps', kind: 'Deployment', selector: { app: 'rollouts' } }, condition: { type: 'Available', status: 'True' } },
+          { name: 'replicas', match: { kind: 'Deployment', name: 'rollouts', namespace: 'operators' }, jsonPath: { path: '{.status.readyReplicas}', value: '2' }, periodSeconds: 5 },
+          { name: 'cel', match: { kind: 'ConfigMap' }, cel: "has(self.data) && self.data.ready == 'yes'", failureThreshold: 1, initialDelaySeconds: 30 },
+        ],
+        revisionHistoryLimit: 0,
+        collisionProtection: 'IfNotOwned',
+        serviceAccount: { name: 'installer' },
+        deleteCRDsOnUninstall: true,
+      });
+      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true });
+    });
+  });
+
+  it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
+    const bd = await create('defaults', {
+      format: 'plain',
+      sources: [httpSource],
+      healthChecks: [{ name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' } }],
+    });
+    expect(bd.spec).toEqual({
+      format: 'plain',
+      paused: false,
+      sources: [{ ...httpSource, destination: '' }],
+      upgrade: { onFailure: 'Rollback', progressDeadline: '10m' },
+      healthChecks: [
+        { name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' }, periodSeconds: 10, failureThreshold: 3, initialDelaySeconds: 0 },
+      ],
+      revisionHistoryLimit: 3,
+      collisionProtection: 'Prevent',
+      deleteCRDsOnUninstall: false,
+    });
+    // withDefaults on the un-defaulted spec must agree with the server on every member.
+    const local = withDefaults({ format: 'plain', sources: [httpSource], healthChecks: [{ name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' } }] });
+    const { pollIntervalMs: _p, progressDeadlineMs: _d, ...localSpec } = local;
+    expect(localSpec).toEqual(bd.spec);
+  });
+
+  it('fills nested defaults inside a partially set upgrade', async () => {
+    const bd = await create('upgrade', { ...plain, upgrade: { onFailure: 'Hold' } });
+    expect(bd.spec.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m' });
+  });
+
+  it('keeps status writes to the status subresource and validates them', async () => {
+    const bd = await create('status', plain);
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const status = {
+      observedGeneration: 1,
+      conditions: [
+        { type: 'Installed', status: 'True', reason: 'Installed', message: 'revision 1: 2 objects', observedGeneration: 1, lastTransitionTime: now },
+        { type: 'Progressing', status: 'False', reason: 'Succeeded', message: '', observedGeneration: 1, lastTransitionTime: now },
+      ],
+      resolvedSources: [{ kind: 'http', sha256: HEX64, generation: 1, etag: '"abc"', resolvedAt: now }],
+      contentDigest: `sha256:${HEX64}`,
+      activeRevision: { number: 1, contentDigest: `sha256:${HEX64}`, objects: 2 },
+      revisions: [{ number: 1, contentDigest: `sha256:${HEX64}`, objects: 2, phase: 'Active' }],
+      skippedOptional: ['monitoring.coreos.com/v1 ServiceMonitor ns/metrics'],
+    };
+    const updated = await client.updateStatus({ ...(bd as unknown as KubeObject), status });
+    expect(updated.status).toEqual(status);
+
+    const err = await client
+      .updateStatus({ ...updated, status: { ...status, conditions: [{ ...status.conditions[0], status: 'Maybe' }], revisions: [{ number: 0, contentDigest: 'x', phase: 'Gone' }] } })
+      .catch((e: unknown) => e);
+    expect(isInvalid(err)).toBe(true);
+    const message = (err as ApiError).apiMessage;
+    expect(message).toContain('status.conditions[0].status: Unsupported value: "Maybe"');
+    expect(message).toContain('status.revisions[0].phase: Unsupported value: "Gone"');
+    expect(message).toContain('status.revisions[0].number');
+  });
+
+  // Each case changes the valid plain spec in one place; the fragments are what a user needs
+  // to see to fix it: the field path and the explanation.
+  const invalid: [string, unknown, string[]][] = [
+    ['no sources', { ...plain, sources: [] }, ['spec.sources', 'at least 1 items']],
+    [
+      'nine sources',
+      { ...plain, sources: Array.from({ length: 9 }, (_, i) => ({ ...httpSource, destination: `d${i}` })) },
+      ['spec.sources: Too many: 9: must have at most 8 items'],
+    ],
+    ['unknown format', { ...plain, format: 'kustomize' }, ['spec.format: Unsupported value: "kustomize"', '"plain", "helm", "registry-v1"']],
+    [
+      'two members in one source',
+      { ...plain, sources: [{ ...httpSource, git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git: Forbidden: git is not allowed in a source of kind http'],
+    ],
+    [
+      'kind and member mismatch',
+      { ...plain, sources: [{ kind: 'image', http: httpSource.http }] },
+      ['spec.sources[0].image: Required value: a source of kind image must set image', 'spec.sources[0].http: Forbidden: http is not allowed in a source of kind image'],
+    ],
+    [
+      'bad image digest',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle@sha256:1234' } }] },
+      ['spec.sources[0].image.ref', "digest must be '@sha256:' followed by 64 lowercase hex characters"],
+    ],
+    [
+      'image without a registry host',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'acme/bundle:v1' } }] },
+      ['spec.sources[0].image.ref', 'must start with a registry host'],
+    ],
+    [
+      'image repository with uppercase letters',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/Acme/bundle:v1' } }] },
+      ['image ref quay.io/Acme/bundle:v1 is not of the form registry/repository[:tag][@sha256:<64 hex>]'],
+    ],
+    [
+      'git commit not 40 hex',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { commit: 'abc123' } } }] },
+      ['spec.sources[0].git.ref.commit', 'full 40-character lowercase hex SHA-1, got abc123'],
+    ],
+    [
+      'two git refs',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { tag: 'v1', branch: 'main' } } }] },
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+    ],
+    [
+      'no git ref',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: {} } }] },
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+    ],
+    [
+      'git branch that looks like an option',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: '--upload-pack=x' } } }] },
+      ['spec.sources[0].git.ref.branch', "not starting with '-'"],
+    ],
+    [
+      'scp-style git repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'absolute http:// or https:// URL'],
+    ],
+    [
+      'credentials in a URL',
+      { ...plain, sources: [{ kind: 'http', http: { url: 'https://user:secret@downloads.example.com/a.tgz' } }] },
+      ['spec.sources[0].http.url: Forbidden: must not contain credentials'],
+    ],
+    ['ftp url', { ...plain, sources: [{ kind: 'http', http: { url: 'ftp://downloads.example.com/a.tgz' } }] }, ['spec.sources[0].http.url', 'http:// or https://']],
+    [
+      'bad sha256',
+      { ...plain, sources: [{ kind: 'http', http: { url: httpSource.http.url, sha256: HEX64.toUpperCase() } }] },
+      ['spec.sources[0].http.sha256', 'sha256 must be 64 lowercase hex characters'],
+    ],
+    ['destination with ..', { ...plain, sources: [{ ...httpSource, destination: 'a/../../etc' }] }, ['spec.sources[0].destination', "must not contain a '..' path segment"]],
+    ['absolute destination', { ...plain, sources: [{ ...httpSource, destination: '/etc' }] }, ['spec.sources[0].destination', "must not start with '/'"]],
+    ['destination with a backslash', { ...plain, sources: [{ ...httpSource, destination: 'a\\b' }] }, ['spec.sources[0].destination', 'backslashes are not allowed']],
+    [
+      'git directory escaping the repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' }, directory: '..' } }] },
+      ['spec.sources[0].git.directory', "'..' path segment"],
+    ],
+    ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'config.registryV1 with helm',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'ns' } } },
+      ['spec.config.registryV1: Forbidden: config.registryV1 is only allowed with format: registry-v1 (format is helm)'],
+    ],
+    ['helm without installNamespace', { ...plain, format: 'helm' }, ['spec.installNamespace: Required value: installNamespace is required when format is helm']],
+    ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
+    ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
+    ['serviceAccount without installNamespace', { ...plain, serviceAccount: { name: 'installer' } }, ['spec.installNamespace: Required value: serviceAccount requires installNamespace']],
+    ['pollInterval in words', { ...plain, pollInterval: '10 minutes' }, ['spec.pollInterval', 'must be a duration such as 30s, 10m or 1h30m', 'got 10 minutes']],
+    ['pollInterval in days', { ...plain, pollInterval: '1d' }, ['spec.pollInterval', 'units ms, s, m, h']],
+    ['zero pollInterval', { ...plain, pollInterval: '0s' }, ['spec.pollInterval', 'must be greater than zero']],
+    ['bad progressDeadline', { ...plain, upgrade: { progressDeadline: 'soon' } }, ['spec.upgrade.progressDeadline', 'must be a duration']],
+    ['unknown onFailure', { ...plain, upgrade: { onFailure: 'Retry' } }, ['spec.upgrade.onFailure: Unsupported value: "Retry"', '"Rollback", "Hold"']],
+    ['unknown collisionProtection', { ...plain, collisionProtection: 'Always' }, ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"']],
+    ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
+    ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
+    [
+      'secretRef name not a DNS subdomain',
+      { ...plain, sources: [{ kind: 'http', http: { url: httpSource.http.url, auth: { secretRef: { name: 'My_Secret' } } } }] },
+      ['spec.sources[0].http.auth.secretRef.name', 'DNS-1123 subdomain'],
+    ],
+    [
+      'health check with two probes',
+      { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true', condition: { type: 'Complete', status: 'True' } }] },
+      ['spec.healthChecks[0]', 'exactly one of condition, jsonPath or cel'],
+    ],
+    ['health check matching everything', { ...plain, healthChecks: [{ name: 'x', match: {}, cel: 'true' }] }, ['spec.healthChecks[0].match', 'at least one of kind, name or selector']],
+    [
+      'health check period of zero',
+      { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true', periodSeconds: 0 }] },
+      ['spec.healthChecks[0].periodSeconds', 'greater than or equal to 1'],
+    ],
+    [
+      'duplicate health check names',
+      { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true' }, { name: 'x', match: { kind: 'Pod' }, cel: 'true' }] },
+      ['spec.healthChecks[1]: Duplicate value'],
+    ],
+    ['missing format', { sources: plain.sources }, ['spec.format: Required value']],
+  ];
+
+  it.each(invalid)('refuses %s', async (_what, spec, fragments) => {
+    const message = await refusal(spec);
+    for (const fragment of fragments) expect(message).toContain(fragment);
+  });
+
+  it('refuses names longer than 63 characters, which could not be label values', async () => {
+    const message = await refusal(plain, `crdv-${run}-${'n'.repeat(60)}`);
+    expect(message).toContain('metadata.name must be at most 63 characters');
+  });
+});
