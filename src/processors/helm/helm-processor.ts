@@ -1,0 +1,160 @@
+/**
+ * The `helm` format: a chart rendered by Helm's own engine, the real `helm` binary running
+ * `helm template`, never a reimplementation. See ./README.md for the rules (chart location,
+ * values, hooks, dependencies, errors).
+ *
+ * Pure in the sense of DESIGN §2: the output depends only on the tree, the config and the
+ * context (release name, namespace, kube version, API versions). helm runs with a private
+ * temporary HOME and no network; values reach it through a 0600 file in that directory, never on
+ * the command line (where they would show in `ps`). Charts that call random or time functions are
+ * the exception helm cannot remove; they are rendered and reported in the warnings.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
+import { toolPath } from '../../devcluster/tools.ts';
+import type { HoistError } from '../../util/errors.ts';
+import { combineProcessErrors } from '../errors.ts';
+import { duplicateErrors } from '../manifest.ts';
+import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
+import { chartLabel, locateChart } from './chart.ts';
+import { checkDependencies } from './dependencies.ts';
+import { determinismWarnings } from './determinism.ts';
+import { helmError, helmFailure } from './helm-errors.ts';
+import { classifyHook, orderHooks } from './hooks.ts';
+import { parseHelmOutput } from './output.ts';
+import { runHelm } from './run-helm.ts';
+import type { HelmRunResult } from './run-helm.ts';
+
+export interface HelmProcessorOptions {
+  /** path of the helm binary; default: the pinned, Go-built helm from toolPath('helm'), resolved on first use */
+  helmBinary?: string;
+  /** kill a helm run after this long; default 120 s. A timeout is transient (the machine may be busy). */
+  timeoutMs?: number;
+  /** refuse rendered output larger than this; default 64 MiB */
+  maxOutputBytes?: number;
+  /** where private helm homes are created; default os.tmpdir() */
+  tmpDir?: string;
+}
+
+export interface HelmTemplateInput {
+  releaseName: string;
+  chartDir: string;
+  namespace: string;
+  valuesFile: string;
+  kubeVersion?: string;
+  apiVersions?: readonly string[];
+}
+
+/**
+ * The exact `helm template` arguments Hoist uses. `--flag=value` throughout, so a value that
+ * starts with "-" can never be read as a flag. Test hooks are skipped by helm itself; the other
+ * hooks stay in the output and are handled by ./hooks.ts.
+ */
+export function helmTemplateArgs(input: HelmTemplateInput): string[] {
+  const args = [
+    'template',
+    input.releaseName,
+    input.chartDir,
+    `--namespace=${input.namespace}`,
+    `--values=${input.valuesFile}`,
+    '--include-crds',
+    '--skip-tests',
+  ];
+  if (input.kubeVersion) args.push(`--kube-version=${input.kubeVersion}`);
+  for (const v of input.apiVersions ?? []) args.push(`--api-versions=${v}`);
+  return args;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
+
+/** Creates the helm processor. Rendering is concurrency-safe: every render has its own helm home. */
+export function createHelmProcessor(options: HelmProcessorOptions = {}): Processor {
+  let binary = options.helmBinary;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+
+  const helm = (): string => {
+    if (binary === undefined) {
+      try {
+        binary = toolPath('helm');
+      } catch (e) {
+        throw helmError(`helm binary unavailable: ${(e as Error).message}`, 'helm-unavailable', undefined, e);
+      }
+    }
+    return binary;
+  };
+
+  async function run(args: string[], home: string, subject: string, what: string): Promise<HelmRunResult> {
+    let result: HelmRunResult;
+    try {
+      result = await runHelm(helm(), args, { home, timeoutMs, maxOutputBytes });
+    } catch (e) {
+      throw helmError(`cannot run helm: ${(e as Error).message}`, 'helm-unavailable', subject, e);
+    }
+    if (result.timedOut) throw helmError(`${what} did not finish within ${timeoutMs / 1000}s`, 'helm-timeout', subject);
+    if (result.outputTooLarge) {
+      throw helmError(`${what} produced more than ${maxOutputBytes} bytes of output`, 'output-too-large', subject);
+    }
+    return result;
+  }
+
+  async function render(tree: string, config: BundleDeploymentSpec['config'], ctx: ProcessContext): Promise<ProcessResult> {
+    const chart = await locateChart(tree);
+    const label = chartLabel(chart);
+    const subject = `helm chart ${label}`;
+    const namespace = ctx.installNamespace;
+    if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', 'invalid-config', subject);
+    const values = config?.helm?.values ?? {};
+    const releaseName = config?.helm?.releaseName || ctx.name;
+
+    const home = await mkdtemp(path.join(options.tmpDir ?? tmpdir(), 'hoist-helm-'));
+    try {
+      await Promise.all(['cache', 'config', 'data'].map((d) => mkdir(path.join(home, d))));
+      await checkDependencies(chart, async (dir) => {
+        const r = await run(['dependency', 'list', dir], home, subject, 'helm dependency list');
+        if (r.code !== 0) throw helmFailure(r.stderr, label);
+        return r.stdout;
+      });
+      const valuesFile = path.join(home, 'values.json');
+      // JSON is YAML, and JSON.stringify cannot produce text helm would read differently
+      await writeFile(valuesFile, JSON.stringify(values), { mode: 0o600 });
+      const args = helmTemplateArgs({
+        releaseName,
+        chartDir: chart.dir,
+        namespace,
+        valuesFile,
+        ...(ctx.kubeVersion ? { kubeVersion: ctx.kubeVersion } : {}),
+        ...(ctx.apiVersions ? { apiVersions: ctx.apiVersions } : {}),
+      });
+      const [result, scanWarnings] = await Promise.all([
+        run(args, home, subject, 'helm template'),
+        determinismWarnings(chart.dir, chart.name),
+      ]);
+      if (result.code !== 0) throw helmFailure(result.stderr, label);
+
+      const parsed = parseHelmOutput(result.stdout, label);
+      const errors: HoistError[] = [...parsed.errors];
+      const kept = parsed.objects.filter((o) => classifyHook(o.object).action !== 'drop');
+      errors.push(...duplicateErrors(kept, namespace));
+      const failure = combineProcessErrors(errors);
+      if (failure) throw failure;
+
+      const ordered = orderHooks(parsed.objects.map((o) => ({ object: o.object, source: o.file })));
+      const helmWarnings = result.stderr
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '')
+        .map((l) => `helm: ${l}`);
+      const warnings = [...helmWarnings, ...parsed.warnings, ...scanWarnings.map((w) => `${subject}: ${w}`), ...ordered.warnings];
+      if (ordered.objects.length === 0) warnings.push(`${subject} rendered no objects`);
+      return { objects: ordered.objects, warnings };
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }
+
+  return { format: 'helm', render };
+}
