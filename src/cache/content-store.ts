@@ -13,4 +13,11 @@ export interface ContentStore {
   put(key: string, write: (tmpDir: string) => Promise<void>): Promise<string>;
   /** removes every entry whose key is not in `keep`; returns the keys removed */
   gc(keep: ReadonlySet<string>): Promise<string[]>;
+  /**
+   * Optional: for content whose key is known only after writing it (an unpinned download whose
+   * digest is computed while streaming). `write` fills a fresh temp directory and returns the
+   * key; the directory is renamed into place, or discarded when the key is already present.
+   * Stores without it make such sources stage elsewhere and copy.
+   */
+  putComputed?(write: (tmpDir: string) => Promise<string>): Promise<{ key: string; dir: string }>;
 }

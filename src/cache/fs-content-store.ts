@@ -1,0 +1,313 @@
+/**
+ * A ContentStore on the local filesystem.
+ *
+ * Layout under `root`:
+ *   entries/<sha256(key)>/content/   the content handed out by `open`
+ *   entries/<sha256(key)>/meta.json  { key, size, createdAt, lastUsed }
+ *   tmp/<pid>-<random>/              entries being written (or being deleted)
+ *
+ * Keys are hashed into directory names so that any key (`sha256:…`, `git:<commit>:<dir>`, an
+ * image reference) maps to a safe, fixed-length name. An entry exists exactly when its
+ * directory exists under `entries/`: it only ever appears there through one rename() of a
+ * complete temp directory, and leaves through one rename() into `tmp/` before being deleted, so
+ * a reader never sees a half-written or half-deleted entry. Temp directories left behind by a
+ * crashed process are ignored and removed the next time a store opens the same root.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm, lstat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { ContentStore } from './content-store.ts';
+
+export interface FsContentStoreOptions {
+  /** root directory; default `defaultContentRoot()` */
+  root?: string;
+  /** size budget for `enforceBudget`; undefined = unlimited */
+  maxBytes?: number;
+  /** clock, for tests */
+  now?: () => Date;
+}
+
+/** Metadata kept beside each entry; small enough to read for every entry during gc. */
+export interface ContentEntryMeta {
+  key: string;
+  /** bytes of regular files in the entry (symlinks and directories count 0) */
+  size: number;
+  createdAt: string;
+  lastUsed: string;
+}
+
+/** `${HOIST_CACHE:-~/.cache/hoist}/content` */
+export function defaultContentRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.HOIST_CACHE && env.HOIST_CACHE.length > 0 ? env.HOIST_CACHE : join(homedir(), '.cache', 'hoist');
+  return join(base, 'content');
+}
+
+/** Directory name for a key: hex sha256, so keys may contain any character. */
+export function entryName(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+// Temp names carry the pid and a per-process id: a pid alone is reused across container restarts
+// (the controller is often pid 1), so "same pid" does not mean "mine".
+const INSTANCE = randomBytes(4).toString('hex');
+const TEMP_PREFIX = `${process.pid}.${INSTANCE}-`;
+
+// lastUsed is refreshed at most this often per entry: `open` is on the hot path of every
+// reconcile and a metadata write each time would turn reads into writes.
+const TOUCH_INTERVAL_MS = 60_000;
+
+export class FsContentStore implements ContentStore {
+  readonly root: string;
+  readonly maxBytes: number | undefined;
+  private readonly entriesDir: string;
+  private readonly tmpDir: string;
+  private readonly now: () => Date;
+  private readonly inFlight = new Map<string, Promise<string>>();
+  private ready: Promise<void> | undefined;
+
+  constructor(options: FsContentStoreOptions = {}) {
+    this.root = options.root ?? defaultContentRoot();
+    this.maxBytes = options.maxBytes;
+    this.now = options.now ?? (() => new Date());
+    this.entriesDir = join(this.root, 'entries');
+    this.tmpDir = join(this.root, 'tmp');
+  }
+
+  async has(key: string): Promise<boolean> {
+    await this.init();
+    return (await this.readMeta(key)) !== undefined;
+  }
+
+  /** Directory of the content, or undefined. Refreshes lastUsed (throttled). */
+  async open(key: string): Promise<string | undefined> {
+    await this.init();
+    const meta = await this.readMeta(key);
+    if (!meta) return undefined;
+    await this.touch(key, meta);
+    return this.contentDir(key);
+  }
+
+  /**
+   * Idempotent: returns the existing directory when the key is present (the writer is not run).
+   * Concurrent calls for one key share one in-flight write. A writer that throws leaves nothing
+   * behind and the error goes to every waiting caller.
+   */
+  put(key: string, write: (tmpDir: string) => Promise<void>): Promise<string> {
+    const running = this.inFlight.get(key);
+    if (running) return running;
+    const p = this.doPut(key, write).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, p);
+    return p;
+  }
+
+  /**
+   * For content whose key is known only once it has been written (an unpinned download: the
+   * digest is computed while streaming). `write` fills the temp dir and returns the key; the
+   * directory is then renamed into place, or discarded when that key is already present.
+   */
+  async putComputed(write: (tmpDir: string) => Promise<string>): Promise<{ key: string; dir: string }> {
+    await this.init();
+    const tmp = await this.makeTemp();
+    try {
+      const key = await write(join(tmp, 'content'));
+      const dir = await this.commit(key, tmp);
+      return { key, dir };
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  /** Removes every entry whose key is not in `keep` (and entries being written are kept). */
+  async gc(keep: ReadonlySet<string>): Promise<string[]> {
+    await this.init();
+    const removed: string[] = [];
+    for (const meta of await this.list()) {
+      if (keep.has(meta.key) || this.inFlight.has(meta.key)) continue;
+      await this.remove(meta.key);
+      removed.push(meta.key);
+    }
+    return removed;
+  }
+
+  /**
+   * Evicts least-recently-used entries not in `keep` until the store fits in `maxBytes`
+   * (default: the constructor's budget). Entries in `keep` are never evicted, even when they
+   * alone exceed the budget. Returns the keys removed.
+   */
+  async enforceBudget(keep: ReadonlySet<string>, maxBytes: number | undefined = this.maxBytes): Promise<string[]> {
+    if (maxBytes === undefined) return [];
+    await this.init();
+    const entries = await this.list();
+    let total = entries.reduce((n, e) => n + e.size, 0);
+    const candidates = entries
+      .filter((e) => !keep.has(e.key) && !this.inFlight.has(e.key))
+      .sort((a, b) => a.lastUsed.localeCompare(b.lastUsed) || a.createdAt.localeCompare(b.createdAt));
+    const removed: string[] = [];
+    for (const e of candidates) {
+      if (total <= maxBytes) break;
+      await this.remove(e.key);
+      total -= e.size;
+      removed.push(e.key);
+    }
+    return removed;
+  }
+
+  /** Metadata of every complete entry. */
+  async list(): Promise<ContentEntryMeta[]> {
+    await this.init();
+    const out: ContentEntryMeta[] = [];
+    for (const name of await readdir(this.entriesDir)) {
+      const meta = await readMetaFile(join(this.entriesDir, name, 'meta.json'));
+      if (meta) out.push(meta);
+    }
+    return out;
+  }
+
+  /** Removes one entry; a missing key is not an error. */
+  async remove(key: string): Promise<boolean> {
+    await this.init();
+    const trash = join(this.tmpDir, `${TEMP_PREFIX}rm-${randomBytes(6).toString('hex')}`);
+    try {
+      // rename first: the entry disappears atomically, the slow recursive delete happens out of sight
+      await rename(join(this.entriesDir, entryName(key)), trash);
+    } catch (e) {
+      if (errCode(e) === 'ENOENT') return false;
+      throw e;
+    }
+    await rm(trash, { recursive: true, force: true });
+    return true;
+  }
+
+  private contentDir(key: string): string {
+    return join(this.entriesDir, entryName(key), 'content');
+  }
+
+  private init(): Promise<void> {
+    this.ready ??= (async () => {
+      await mkdir(this.entriesDir, { recursive: true });
+      await mkdir(this.tmpDir, { recursive: true });
+      await this.cleanStaleTemps();
+    })();
+    return this.ready;
+  }
+
+  // Temp dirs are named after the writing process; one whose process is gone is a crashed write.
+  private async cleanStaleTemps(): Promise<void> {
+    for (const name of await readdir(this.tmpDir)) {
+      if (name.startsWith(TEMP_PREFIX)) continue;
+      const pid = Number(name.split('.', 1)[0]);
+      const otherLiveProcess = Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid);
+      if (otherLiveProcess) continue;
+      await rm(join(this.tmpDir, name), { recursive: true, force: true });
+    }
+  }
+
+  private async makeTemp(): Promise<string> {
+    const tmp = join(this.tmpDir, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+    await mkdir(join(tmp, 'content'), { recursive: true });
+    return tmp;
+  }
+
+  private async doPut(key: string, write: (tmpDir: string) => Promise<void>): Promise<string> {
+    await this.init();
+    if (await this.readMeta(key)) return this.contentDir(key);
+    const tmp = await this.makeTemp();
+    try {
+      await write(join(tmp, 'content'));
+      return await this.commit(key, tmp);
+    } finally {
+      // after a successful rename this is a no-op; after a failure it discards the partial write
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+
+  /** Writes meta.json into `tmp` and renames it into place; the first writer of a key wins. */
+  private async commit(key: string, tmp: string): Promise<string> {
+    const now = this.now().toISOString();
+    const meta: ContentEntryMeta = { key, size: await treeSize(join(tmp, 'content')), createdAt: now, lastUsed: now };
+    await writeFile(join(tmp, 'meta.json'), JSON.stringify(meta));
+    const final = join(this.entriesDir, entryName(key));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await rename(tmp, final);
+        return this.contentDir(key);
+      } catch (e) {
+        const code = errCode(e);
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+        // another process (or a putComputed of the same content) got there first: same content, keep theirs
+        if (await this.readMeta(key)) return this.contentDir(key);
+        // a directory without valid metadata is debris (tampering, a foreign tool): replace it once
+        if (attempt > 0) throw e;
+        await this.remove(key);
+      }
+    }
+  }
+
+  private async readMeta(key: string): Promise<ContentEntryMeta | undefined> {
+    const meta = await readMetaFile(join(this.entriesDir, entryName(key), 'meta.json'));
+    // a hash collision is astronomically unlikely, but a mismatch must never serve wrong content
+    return meta && meta.key === key ? meta : undefined;
+  }
+
+  private async touch(key: string, meta: ContentEntryMeta): Promise<void> {
+    const now = this.now();
+    if (now.getTime() - Date.parse(meta.lastUsed) < TOUCH_INTERVAL_MS) return;
+    const dir = join(this.entriesDir, entryName(key));
+    const tmpMeta = join(dir, `meta.json.${process.pid}-${randomBytes(4).toString('hex')}`);
+    try {
+      await writeFile(tmpMeta, JSON.stringify({ ...meta, lastUsed: now.toISOString() }));
+      await rename(tmpMeta, join(dir, 'meta.json'));
+    } catch (e) {
+      // the entry was removed concurrently; lastUsed is advisory, so this is not an error
+      await rm(tmpMeta, { force: true });
+      if (errCode(e) !== 'ENOENT') throw e;
+    }
+  }
+}
+
+async function readMetaFile(path: string): Promise<ContentEntryMeta | undefined> {
+  let raw: string;
+  try {
+    raw = await readFile(path, 'utf8');
+  } catch (e) {
+    if (errCode(e) === 'ENOENT' || errCode(e) === 'ENOTDIR') return undefined;
+    throw e;
+  }
+  try {
+    const m = JSON.parse(raw) as Partial<ContentEntryMeta>;
+    if (typeof m.key !== 'string' || typeof m.size !== 'number') return undefined;
+    return { key: m.key, size: m.size, createdAt: String(m.createdAt ?? ''), lastUsed: String(m.lastUsed ?? m.createdAt ?? '') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sum of regular-file sizes under dir; does not follow symlinks. */
+async function treeSize(dir: string): Promise<number> {
+  let total = 0;
+  const stack = [dir];
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    for (const ent of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, ent.name);
+      if (ent.isDirectory()) stack.push(p);
+      else if (ent.isFile()) total += (await lstat(p)).size;
+    }
+  }
+  return total;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists but belongs to someone else
+    return errCode(e) === 'EPERM';
+  }
+}
+
+function errCode(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
+}
