@@ -20,7 +20,7 @@ import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
-import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
+import { liveFingerprint, liveMetaOf, type LiveIndex } from './live-index.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
@@ -231,7 +231,7 @@ export class Applier {
   private unchanged(bd: string, p: Planned): boolean {
     if (p.decision.action !== 'update') return false;
     const rec = this.applied.get(bd)?.get(p.id);
-    const live = p.live ? liveMetaOf(p.live as { metadata: LiveMeta }) : this.live?.get(p.id);
+    const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
     return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live);
   }
 
@@ -254,7 +254,7 @@ export class Applier {
         await this.waitGone(p);
         result = await this.client.apply(p.obj, { fieldManager: manager, force: true });
       }
-      const meta = liveMetaOf(result as { metadata: LiveMeta });
+      const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
       perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta) });

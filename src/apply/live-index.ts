@@ -3,12 +3,16 @@
  * per managed object, fed by the observe stage's watches. Never full objects (DESIGN: keep
  * hashes and summaries, not managedFields).
  */
+import type { ObjectMeta } from '../../api/v1alpha2/types.ts';
+import { hashOf } from '../util/hash.ts';
+
 export interface LiveMeta {
   uid: string;
   resourceVersion: string;
   generation?: number;
   labels?: Record<string, string>;
-  annotations?: Record<string, string>;
+  /** a hash, not the annotations: last-applied-configuration alone can be most of an object */
+  annotationsHash: string;
 }
 
 export interface LiveIndex {
@@ -23,10 +27,10 @@ export interface LiveIndex {
  */
 export function liveFingerprint(m: LiveMeta): string {
   const spec = m.generation !== undefined ? `g${m.generation}` : `rv${m.resourceVersion}`;
-  return `${m.uid}|${spec}|${JSON.stringify(m.labels ?? {})}|${JSON.stringify(m.annotations ?? {})}`;
+  return `${m.uid}|${spec}|${hashOf(m.labels ?? {})}|${m.annotationsHash}`;
 }
 
-export function liveMetaOf(obj: { metadata: LiveMeta & { generation?: number } }): LiveMeta {
+export function liveMetaOf(obj: { metadata: ObjectMeta }): LiveMeta {
   const { uid, resourceVersion, generation, labels, annotations } = obj.metadata;
-  return { uid, resourceVersion, generation, labels, annotations };
+  return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationsHash: hashOf(annotations ?? {}) };
 }

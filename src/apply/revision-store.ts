@@ -6,7 +6,6 @@
  */
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import { LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { ApiError } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { sha256Hex } from '../util/hash.ts';
@@ -15,7 +14,11 @@ const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
 const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
+/** not the owner label of managed objects: revisions must not show up in managed-object watches */
+export const LABEL_REVISION_OF = 'core.rukpak.io/revision-of';
 export const LABEL_REVISION = 'core.rukpak.io/revision';
+/** first 63 hex characters of the hash of the inputs (resolved sources, format, config) */
+export const LABEL_INPUTS = 'core.rukpak.io/inputs';
 /** first 63 hex characters of the content digest (label values are at most 63 characters) */
 export const LABEL_CONTENT = 'core.rukpak.io/content';
 const LABEL_COMPONENT = 'app.kubernetes.io/component';
@@ -27,6 +30,8 @@ export const CHUNK_BYTES = 900 * 1024;
 export interface RevisionRecord {
   number: number;
   contentDigest: string;
+  /** hash of what produced the content; lets a spec that goes back reuse a revision unrendered */
+  inputs?: string;
 }
 
 interface SecretObject extends KubeObject {
@@ -61,10 +66,11 @@ export class RevisionStore {
             name: `hoist-rev-${sha256Hex(`${bdName}\0${rev.number}\0${i}\0${sha256Hex(chunk)}`).slice(0, 40)}`,
             namespace: this.namespace,
             labels: {
-              [LABEL_OWNER_NAME]: bdName,
+              [LABEL_REVISION_OF]: bdName,
               [LABEL_REVISION]: String(rev.number),
               [LABEL_CONTENT]: contentLabel(rev.contentDigest),
               [LABEL_COMPONENT]: 'revision',
+              ...(rev.inputs ? { [LABEL_INPUTS]: rev.inputs.slice(0, 63) } : {}),
             },
             annotations: { [ANNOTATION_DIGEST]: rev.contentDigest, [ANNOTATION_CHUNK]: `${i}/${chunks.length}` },
           },
@@ -94,6 +100,16 @@ export class RevisionStore {
     return [...byNumber].sort((a, b) => a[0] - b[0]).map(([number, contentDigest]) => ({ number, contentDigest }));
   }
 
+  /** the stored revision produced by these inputs, if any */
+  async findByInputs(bdName: string, inputs: string): Promise<RevisionRecord | undefined> {
+    const selector = `${LABEL_REVISION_OF}=${bdName},${LABEL_COMPONENT}=revision,${LABEL_INPUTS}=${inputs.slice(0, 63)}`;
+    const res = await this.client.list<SecretObject>(SECRET, { namespace: this.namespace, labelSelector: selector });
+    const s = res.items[0];
+    const n = Number(s?.metadata.labels?.[LABEL_REVISION]);
+    const d = s?.metadata.annotations?.[ANNOTATION_DIGEST];
+    return s && Number.isInteger(n) && d ? { number: n, contentDigest: d, inputs } : undefined;
+  }
+
   /** the objects of a stored revision, or undefined when it is not (completely) stored */
   async load(bdName: string, rev: RevisionRecord): Promise<KubeObject[] | undefined> {
     const secrets = await this.secrets(bdName, rev);
@@ -120,7 +136,7 @@ export class RevisionStore {
   }
 
   private async secrets(bdName: string, rev?: RevisionRecord): Promise<SecretObject[]> {
-    let selector = `${LABEL_OWNER_NAME}=${bdName},${LABEL_COMPONENT}=revision`;
+    let selector = `${LABEL_REVISION_OF}=${bdName},${LABEL_COMPONENT}=revision`;
     if (rev) selector += `,${LABEL_REVISION}=${rev.number},${LABEL_CONTENT}=${contentLabel(rev.contentDigest)}`;
     const res = await this.client.list<SecretObject>(SECRET, { namespace: this.namespace, labelSelector: selector });
     return res.items;

@@ -16,8 +16,14 @@ export interface SourceContext {
   /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
   credentials?: Credentials;
   signal?: AbortSignal;
-  /** previous resolution for this source (same spec), enables conditional re-checks */
+  /**
+   * Previous resolution of this source under the same spec generation. With `recheck` false (or
+   * unset) `resolve` must return that identity without any network call: floating refs are
+   * resolved once per generation. With `recheck` true (a pollInterval elapsed) it re-checks with
+   * the cheapest request (manifest HEAD, ref advertisement, If-None-Match).
+   */
   previous?: ResolvedSourceStatus;
+  recheck?: boolean;
 }
 
 export interface Resolved {

@@ -1,0 +1,582 @@
+/**
+ * The BundleDeployment reconciler: resolve → fetch → process → apply → observe (DESIGN §2–§5).
+ * It wires the stages and owns the order and the status; it implements none of the stages.
+ * Each reconcile is idempotent and may be interrupted at any point (crash, SIGKILL): revisions are
+ * stored before they are applied, objects are applied with server-side apply, and status is
+ * recomputed from what is stored and observed.
+ */
+import type { Logger } from 'pino';
+import { withDefaults, parseDuration, type DefaultedSpec } from '../../api/v1alpha2/defaults.ts';
+import {
+  FINALIZER,
+  lineageOf,
+  type BundleDeployment,
+  type BundleDeploymentStatus,
+  type Condition,
+  type ResolvedSourceStatus,
+  type RevisionStatus,
+} from '../../api/v1alpha2/types.ts';
+import type { Applier, ApplyTarget } from '../apply/applier.ts';
+import { objectId } from '../apply/object-id.ts';
+import { deleteOwned, staleObjects } from '../apply/prune.ts';
+import { countChanged, type ObjectResult } from '../apply/result.ts';
+import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
+import type { ContentStore } from '../cache/content-store.ts';
+import { ApiError } from '../kube/api-error.ts';
+import type { ReconcileResult } from '../kube/controller.ts';
+import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
+import { contentDigest } from '../processors/content-digest.ts';
+import type { Processor } from '../processors/processor.ts';
+import { composeTree } from '../sources/compose-tree.ts';
+import type { Resolved, Source, SourceContext } from '../sources/source.ts';
+import { asHoistError, HoistError, type Stage } from '../util/errors.ts';
+import { hashOf } from '../util/hash.ts';
+import { getCondition, setCondition, type ConditionInput } from './conditions.ts';
+import { readCredentials } from './credentials.ts';
+import type { EventRecorder } from './events.ts';
+import type { ManagedObjects } from './managed-objects.ts';
+
+export interface ReconcilerDeps {
+  client: KubeClient;
+  log: Logger;
+  /** where revision Secrets and (without serviceAccount) source credentials live */
+  controllerNamespace: string;
+  store: ContentStore;
+  sourceFor(kind: string): Source;
+  processorFor(format: string): Processor;
+  applier: Applier;
+  revisions: RevisionStore;
+  managed: ManagedObjects;
+  events: EventRecorder;
+  /** the informer cache of BundleDeployments */
+  getBundleDeployment(name: string): BundleDeployment | undefined;
+  listBundleDeployments(): BundleDeployment[];
+  now?: () => Date;
+}
+
+/** A rendered revision: the objects and where they came from. */
+interface Rendered {
+  inputs: string;
+  contentDigest: string;
+  objects: KubeObject[];
+  /** set when reused from the revision store (no fetch, no render) */
+  stored?: RevisionRecord;
+}
+
+const MAX_HISTORY_STATUS = 10;
+
+export class BundleDeploymentReconciler {
+  /** per BD: the last rendered inputs, so a warm reconcile neither fetches nor renders */
+  private readonly rendered = new Map<string, Rendered>();
+  /** per BD: objects of stored revisions already loaded */
+  private readonly loaded = new Map<string, { number: number; objects: KubeObject[] }>();
+  private readonly now: () => Date;
+
+  constructor(private readonly d: ReconcilerDeps) {
+    this.now = d.now ?? (() => new Date());
+  }
+
+  async reconcile(name: string, signal?: AbortSignal): Promise<ReconcileResult> {
+    const bd = this.d.getBundleDeployment(name);
+    if (!bd) {
+      this.forget(name);
+      return {};
+    }
+    const started = Date.now();
+    if (bd.metadata.deletionTimestamp) return this.finalize(bd);
+    if (!bd.metadata.finalizers?.includes(FINALIZER)) await this.addFinalizer(bd);
+
+    const gen = bd.metadata.generation ?? 0;
+    const spec = withDefaults(bd.spec);
+    const status: BundleDeploymentStatus = structuredClone(bd.status ?? {});
+    status.observedGeneration = gen;
+    const set = (c: ConditionInput): void => {
+      status.conditions = setCondition(status.conditions ?? [], c, gen, this.now());
+    };
+    const outcome: { result: ReconcileResult; changed: number; note: string } = { result: {}, changed: 0, note: '' };
+
+    try {
+      const winner = this.lineageWinner(bd);
+      if (winner !== bd.metadata.name) {
+        const msg = `lineage ${lineageOf(bd)} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`;
+        set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });
+        set({ type: 'Progressing', status: 'False', reason: 'Conflict', message: msg });
+        set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
+        outcome.note = 'lineage conflict';
+      } else if (spec.paused) {
+        await this.observePaused(bd, status, set);
+        outcome.note = 'paused';
+      } else {
+        set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
+        await this.run(bd, spec, status, set, outcome, signal);
+      }
+    } catch (e) {
+      const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
+      throw err;
+    } finally {
+      // status is written even when a stage failed: the failure is what the user must see
+      await this.writeStatus(bd, status).catch((e: unknown) => {
+        if (e instanceof ApiError && e.statusCode === 409) outcome.result = { requeue: true };
+        else throw e;
+      });
+    }
+    const installed = getCondition(status.conditions, 'Installed');
+    this.d.log.info(
+      {
+        bd: name,
+        durationMs: Date.now() - started,
+        revision: status.activeRevision?.number,
+        digest: status.activeRevision?.contentDigest,
+        changed: outcome.changed,
+        installed: installed ? `${installed.status}/${installed.reason}` : undefined,
+        requeueAfterMs: outcome.result.requeueAfter,
+        note: outcome.note || undefined,
+      },
+      'reconciled',
+    );
+    return outcome.result;
+  }
+
+  forget(name: string): void {
+    this.rendered.delete(name);
+    this.loaded.delete(name);
+    this.d.applier.forget(name);
+  }
+
+  // ---- the pipeline --------------------------------------------------------------------------
+
+  private async run(
+    bd: BundleDeployment,
+    spec: DefaultedSpec,
+    status: BundleDeploymentStatus,
+    set: (c: ConditionInput) => void,
+    outcome: { result: ReconcileResult; changed: number; note: string },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const gen = bd.metadata.generation ?? 0;
+    const active = status.activeRevision;
+    let rendered: Rendered;
+    try {
+      const resolved = await this.resolve(bd, spec, status);
+      status.resolvedSources = resolved.map((r) => r.status);
+      set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: describeResolved(resolved) });
+      rendered = await this.render(bd, spec, resolved, signal);
+      set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects, ${rendered.contentDigest}` });
+      status.contentDigest = rendered.contentDigest;
+    } catch (e) {
+      // Resolve, fetch and process failures touch nothing installed (DESIGN §3).
+      const err = asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'unknown', terminal: false });
+      this.failBeforeApply(err, status, set);
+      await this.observeHealth(bd, status, set);
+      if (!err.terminal) throw err;
+      outcome.note = `${err.stage} failed`;
+      return;
+    }
+
+    // The revision that failed under this generation is not retried until the spec changes.
+    const attempted = status.attemptedRevision;
+    const progressing = getCondition(status.conditions, 'Progressing');
+    const heldBack =
+      attempted?.contentDigest === rendered.contentDigest &&
+      progressing?.reason === 'RolledBack' &&
+      progressing.observedGeneration === gen &&
+      active !== undefined &&
+      active.contentDigest !== rendered.contentDigest;
+    if (heldBack) {
+      const objects = await this.objectsOf(bd, active);
+      const report = await this.d.applier.apply(this.target(bd, spec, active.number), objects);
+      outcome.changed = countChanged(report.results);
+      this.revertedEvent(bd, report.results);
+      await this.observeHealth(bd, status, set, objects);
+      outcome.note = `revision ${attempted.number} held back after rollback`;
+      return;
+    }
+
+    const isNew = active?.contentDigest !== rendered.contentDigest;
+    const number = isNew ? await this.revisionNumber(bd, status, rendered) : active.number;
+    const target = this.target(bd, spec, number);
+    if (isNew) {
+      await this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects);
+      this.loaded.set(bd.metadata.name, { number, objects: rendered.objects });
+    }
+    await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
+
+    let results: ObjectResult[];
+    try {
+      const report = await this.d.applier.apply(target, rendered.objects);
+      results = report.results;
+      status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
+      await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
+    } catch (e) {
+      const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
+      await this.applyFailed(bd, spec, status, set, err, { number, contentDigest: rendered.contentDigest }, rendered.objects, outcome);
+      return;
+    }
+    outcome.changed = countChanged(results);
+    if (!isNew) this.revertedEvent(bd, results);
+
+    if (isNew) {
+      // Objects that left the bundle go only now that the new revision applied completely.
+      const previous = active ? await this.objectsOf(bd, active).catch(() => []) : [];
+      const pruned = await deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
+        keepCRDs: !spec.deleteCRDsOnUninstall,
+        log: this.d.log,
+      });
+      outcome.changed += countChanged(pruned);
+      status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
+      status.attemptedRevision = undefined;
+      status.revisions = this.history(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
+      await this.pruneHistory(bd, spec, status);
+      this.d.events.event(bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(results)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
+      set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
+    }
+    status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
+    set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+    const healthy = await this.observeHealth(bd, status, set, rendered.objects);
+    outcome.result = await this.progress(bd, spec, status, set, healthy, outcome);
+  }
+
+  /** Progressing after a successful apply: done when healthy; roll back past the deadline. */
+  private async progress(
+    bd: BundleDeployment,
+    spec: DefaultedSpec,
+    status: BundleDeploymentStatus,
+    set: (c: ConditionInput) => void,
+    healthy: boolean,
+    outcome: { changed: number; note: string },
+  ): Promise<ReconcileResult> {
+    const prog = getCondition(status.conditions, 'Progressing');
+    const poll = this.pollAfter(spec);
+    if (healthy || prog?.reason !== 'RollingOut') {
+      if (healthy || prog?.reason !== 'Succeeded') {
+        set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${status.activeRevision?.number} is installed${healthy ? ' and healthy' : ''}` });
+      }
+      return poll;
+    }
+    const deadlineMs = parseDuration(spec.upgrade?.progressDeadline ?? '10m', 'spec.upgrade.progressDeadline');
+    const since = Date.parse(prog.lastTransitionTime);
+    const left = since + deadlineMs - this.now().getTime();
+    if (left > 0) return { requeueAfter: Math.min(left, poll.requeueAfter ?? left) };
+    const why = `revision ${status.activeRevision?.number} not healthy within progressDeadline ${spec.upgrade?.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
+    const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${status.activeRevision?.number}`, terminal: true });
+    const current = status.activeRevision!;
+    const objects = await this.objectsOf(bd, current);
+    await this.applyFailed(bd, spec, status, set, err, current, objects, { result: {}, ...outcome });
+    return poll;
+  }
+
+  /**
+   * A new revision could not be applied (or did not become healthy). Rollback re-applies the
+   * last good revision from its stored objects; Hold keeps retrying with backoff.
+   */
+  private async applyFailed(
+    bd: BundleDeployment,
+    spec: DefaultedSpec,
+    status: BundleDeploymentStatus,
+    set: (c: ConditionInput) => void,
+    err: HoistError,
+    failed: { number: number; contentDigest: string },
+    failedObjects: KubeObject[],
+    outcome: { result: ReconcileResult; changed: number; note: string },
+  ): Promise<void> {
+    const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
+    const message = err.describe();
+    status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason };
+    const lastGood = this.lastGood(status, failed.contentDigest);
+    if (spec.upgrade?.onFailure === 'Rollback' && lastGood) {
+      const objects = await this.objectsOf(bd, lastGood);
+      try {
+        const report = await this.d.applier.apply(this.target(bd, spec, lastGood.number), objects);
+        const pruned = await deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
+        outcome.changed = countChanged(report.results) + countChanged(pruned);
+      } catch (e) {
+        const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
+        set({ type: 'Installed', status: 'False', reason: 'ApplyFailed', message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}` });
+        set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
+        throw rb;
+      }
+      status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length };
+      status.revisions = this.history(this.history(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
+      if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
+      else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
+      set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
+      this.d.events.event(bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
+      await this.observeHealth(bd, status, set, objects);
+      outcome.note = 'rolled back';
+      return;
+    }
+    status.revisions = this.history(status.revisions, { ...failed, phase: 'Failed' });
+    set({ type: 'Installed', status: 'False', reason, message });
+    this.d.events.event(bd, 'Warning', reason, message);
+    await this.observeHealth(bd, status, set);
+    if (err.terminal && spec.upgrade?.onFailure !== 'Hold') {
+      set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec changes` });
+      // conflicts clear when someone removes the other object: look again now and then
+      outcome.result = reason === 'ConflictingOwner' ? { requeueAfter: 60_000 } : {};
+      outcome.note = 'blocked';
+      return;
+    }
+    set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` });
+    throw err;
+  }
+
+  // ---- stages ----------------------------------------------------------------------------------
+
+  /** turns every source into an immutable identity, reusing this generation's resolution */
+  private async resolve(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus): Promise<Resolved[]> {
+    const gen = bd.metadata.generation ?? 0;
+    const pollMs = spec.pollInterval ? parseDuration(spec.pollInterval, 'spec.pollInterval') : undefined;
+    return Promise.all(
+      spec.sources.map(async (src, i) => {
+        const source = this.d.sourceFor(src.kind);
+        const prev = status.resolvedSources?.[i];
+        const previous = prev?.kind === src.kind && prev.generation === gen ? prev : undefined;
+        const recheck = !!previous && !!pollMs && (!previous.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
+        // a recorded resolution is reused without a network call, so no credentials are read
+        const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) : undefined;
+        const r = await source.resolve(src, { previous, recheck, credentials });
+        if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
+        else r.status.resolvedAt = previous.resolvedAt;
+        r.status.generation = gen;
+        return r;
+      }),
+    );
+  }
+
+  /** the objects for these resolved sources: remembered, stored, or fetched and rendered */
+  private async render(bd: BundleDeployment, spec: DefaultedSpec, resolved: Resolved[], signal?: AbortSignal): Promise<Rendered> {
+    const inputs = hashOf({
+      format: spec.format,
+      config: spec.config ?? {},
+      installNamespace: spec.installNamespace ?? '',
+      name: bd.metadata.name,
+      sources: resolved.map((r, i) => ({ key: r.key, destination: spec.sources[i]?.destination ?? '' })),
+    });
+    const memo = this.rendered.get(bd.metadata.name);
+    if (memo?.inputs === inputs) return memo;
+
+    const stored = await this.d.revisions.findByInputs(bd.metadata.name, inputs);
+    if (stored) {
+      const objects = await this.d.revisions.load(bd.metadata.name, stored);
+      if (objects) {
+        const r = { inputs, contentDigest: stored.contentDigest, objects, stored };
+        this.rendered.set(bd.metadata.name, r);
+        return r;
+      }
+    }
+
+    const dirs = await Promise.all(
+      spec.sources.map(async (src, i) => {
+        const source = this.d.sourceFor(src.kind);
+        const r = resolved[i]!;
+        const ctx: SourceContext = { signal };
+        if (!(await this.d.store.has(r.key))) ctx.credentials = await readCredentials(this.d.client, this.d.controllerNamespace, bd, src);
+        return { dir: await source.fetch(src, r, this.d.store, ctx), destination: src.destination };
+      }),
+    );
+    const tree = await composeTree(dirs);
+    try {
+      const processor = this.d.processorFor(spec.format);
+      const apiVersions = spec.format === 'plain' ? undefined : await this.d.client.discovery.apiVersions();
+      const out = await processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions });
+      for (const w of out.warnings) this.d.log.warn({ bd: bd.metadata.name, format: spec.format }, w);
+      const r = { inputs, contentDigest: contentDigest(out.objects), objects: out.objects };
+      this.rendered.set(bd.metadata.name, r);
+      return r;
+    } finally {
+      await tree.dispose();
+    }
+  }
+
+  private failBeforeApply(err: HoistError, status: BundleDeploymentStatus, set: (c: ConditionInput) => void): void {
+    const message = err.describe();
+    const stage: Stage = err.stage;
+    if (stage === 'resolve' || stage === 'spec') {
+      set({ type: 'Resolved', status: 'False', reason: 'ResolveFailed', message });
+      set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
+    } else {
+      set({ type: 'Unpacked', status: 'False', reason: stage === 'process' ? 'ProcessFailed' : 'FetchFailed', message });
+    }
+    const active = status.activeRevision;
+    if (active) set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (a newer spec failed to ${stage})` });
+    else set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${stage} failed` });
+    set(
+      err.terminal
+        ? { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec changes` }
+        : { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` },
+    );
+  }
+
+  /** health of the active revision from the managed-object watches; true when all ready */
+  private async observeHealth(bd: BundleDeployment, status: BundleDeploymentStatus, set: (c: ConditionInput) => void, objects?: KubeObject[]): Promise<boolean> {
+    const active = status.activeRevision;
+    if (!active) {
+      set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'nothing installed' });
+      return false;
+    }
+    const objs = objects ?? (await this.objectsOf(bd, active).catch(() => undefined));
+    if (!objs) {
+      set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: `revision ${active.number} objects not found in the revision store` });
+      return false;
+    }
+    await this.d.managed.watch(await this.servedTypes(objs));
+    const failed: string[] = [];
+    const waiting: string[] = [];
+    const skipped = new Set(status.skippedOptional ?? []);
+    for (const o of objs) {
+      const ns = o.metadata.namespace ?? ((await this.d.client.discovery.resourceFor(o))?.namespaced ? bd.spec.installNamespace : undefined);
+      const id = objectId({ ...o, metadata: { ...o.metadata, namespace: ns } });
+      const subject = `${o.kind} ${ns ? `${ns}/` : ''}${o.metadata.name}`;
+      if ([...skipped].some((s) => s.endsWith(`${o.kind} ${ns ? `${ns}/` : ''}${o.metadata.name}`))) continue;
+      const h = this.d.managed.health(id);
+      if (!h) waiting.push(`${subject}: not observed`);
+      else if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);
+      else if (h.readiness === 'InProgress') waiting.push(`${subject}: ${h.message ?? 'in progress'}`);
+    }
+    if (failed.length) set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: failed.slice(0, 5).join('; ') });
+    else if (waiting.length) set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: waiting.slice(0, 5).join('; ') + (waiting.length > 5 ? ` (+${waiting.length - 5} more)` : '') });
+    else set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
+    return failed.length === 0 && waiting.length === 0;
+  }
+
+  private async observePaused(bd: BundleDeployment, status: BundleDeploymentStatus, set: (c: ConditionInput) => void): Promise<void> {
+    set({ type: 'Paused', status: 'True', reason: 'Paused', message: 'spec.paused: no fetch, apply, prune or drift correction' });
+    const prog = getCondition(status.conditions, 'Progressing');
+    if (prog?.reason !== 'Paused') set({ type: 'Progressing', status: 'False', reason: 'Paused', message: 'paused' });
+    await this.observeHealth(bd, status, set);
+  }
+
+  // ---- deletion ------------------------------------------------------------------------------
+
+  private async finalize(bd: BundleDeployment): Promise<ReconcileResult> {
+    if (!bd.metadata.finalizers?.includes(FINALIZER)) return {};
+    const name = bd.metadata.name;
+    const spec = withDefaults(bd.spec);
+    if (spec.paused) {
+      this.d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
+    } else {
+      const active = bd.status?.activeRevision;
+      const objects = active ? await this.objectsOf(bd, active).catch(() => undefined) : [];
+      if (objects === undefined) {
+        this.d.log.warn({ bd: name, revision: active?.number }, 'active revision not stored: nothing to uninstall');
+      } else {
+        const results = await deleteOwned(this.d.client, { name, lineage: lineageOf(bd) }, objects, { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
+        this.d.log.info({ bd: name, deleted: countChanged(results) }, 'uninstalled');
+      }
+    }
+    await this.d.revisions.prune(name);
+    await this.d.client.patch(bd, name, undefined, [
+      { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
+      { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
+    ], 'json');
+    this.forget(name);
+    return {};
+  }
+
+  private async addFinalizer(bd: BundleDeployment): Promise<void> {
+    const finalizers = [...(bd.metadata.finalizers ?? []), FINALIZER];
+    const updated = await this.d.client.patch(bd, bd.metadata.name, undefined, { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } }, 'merge');
+    bd.metadata.finalizers = updated.metadata.finalizers;
+    bd.metadata.resourceVersion = updated.metadata.resourceVersion;
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
+  }
+
+  /** the newest unpaused, undeleted BD of the lineage applies (Deployment/ReplicaSet style) */
+  private lineageWinner(bd: BundleDeployment): string {
+    const lineage = lineageOf(bd);
+    const contenders = this.d
+      .listBundleDeployments()
+      .filter((o) => lineageOf(o) === lineage && !o.spec.paused && !o.metadata.deletionTimestamp);
+    if (!contenders.some((c) => c.metadata.name === bd.metadata.name)) contenders.push(bd);
+    contenders.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+    return contenders[contenders.length - 1]!.metadata.name;
+  }
+
+  /** a stored revision with this content keeps its number (restart, roll back by spec) */
+  private async revisionNumber(bd: BundleDeployment, status: BundleDeploymentStatus, rendered: Rendered): Promise<number> {
+    if (rendered.stored) return rendered.stored.number;
+    const stored = await this.d.revisions.list(bd.metadata.name);
+    const same = stored.find((r) => r.contentDigest === rendered.contentDigest);
+    if (same) return same.number;
+    const known = [...stored.map((r) => r.number), ...(status.revisions ?? []).map((r) => r.number), status.activeRevision?.number ?? 0, status.attemptedRevision?.number ?? 0];
+    return Math.max(0, ...known) + 1;
+  }
+
+  private async objectsOf(bd: BundleDeployment, rev: { number: number; contentDigest: string }): Promise<KubeObject[]> {
+    const memo = this.rendered.get(bd.metadata.name);
+    if (memo?.contentDigest === rev.contentDigest) return memo.objects;
+    const loaded = this.loaded.get(bd.metadata.name);
+    if (loaded?.number === rev.number) return loaded.objects;
+    const objects = await this.d.revisions.load(bd.metadata.name, rev);
+    if (!objects) {
+      throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-missing', subject: `revision ${rev.number}`, terminal: false });
+    }
+    this.loaded.set(bd.metadata.name, { number: rev.number, objects });
+    return objects;
+  }
+
+  private lastGood(status: BundleDeploymentStatus, failedDigest: string): { number: number; contentDigest: string } | undefined {
+    if (status.activeRevision && status.activeRevision.contentDigest !== failedDigest) return status.activeRevision;
+    const candidates = (status.revisions ?? []).filter((r) => r.phase !== 'Failed' && r.contentDigest !== failedDigest);
+    return candidates.sort((a, b) => b.number - a.number)[0];
+  }
+
+  private history(list: RevisionStatus[] | undefined, entry: RevisionStatus): RevisionStatus[] {
+    const others = (list ?? []).filter((r) => r.number !== entry.number).map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
+    return [...others, entry].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
+  }
+
+  /** keeps the active revision plus revisionHistoryLimit earlier ones, in status and store */
+  private async pruneHistory(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus): Promise<void> {
+    const limit = spec.revisionHistoryLimit ?? 3;
+    const revs = status.revisions ?? [];
+    const active = revs.filter((r) => r.phase === 'Active');
+    const rest = revs.filter((r) => r.phase !== 'Active').sort((a, b) => b.number - a.number).slice(0, limit);
+    status.revisions = [...active, ...rest].sort((a, b) => a.number - b.number);
+    await this.d.revisions.prune(bd.metadata.name, new Set(status.revisions.map((r) => r.number)));
+  }
+
+  private pollAfter(spec: DefaultedSpec): ReconcileResult {
+    return spec.pollInterval ? { requeueAfter: parseDuration(spec.pollInterval, 'spec.pollInterval') } : {};
+  }
+
+  private async servedTypes(objects: readonly KubeObject[]): Promise<TypeRef[]> {
+    const seen = new Map<string, TypeRef>();
+    for (const o of objects) {
+      const k = `${o.apiVersion}/${o.kind}`;
+      if (!seen.has(k) && (await this.d.client.discovery.resourceFor(o))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
+    }
+    return [...seen.values()];
+  }
+
+  /** drift correction on an unchanged revision: name what was changed back (e.g. after unpause) */
+  private revertedEvent(bd: BundleDeployment, results: readonly ObjectResult[]): void {
+    const reverted = results.filter((r) => r.action === 'configured' || r.action === 'created');
+    if (reverted.length === 0) return;
+    this.d.events.event(bd, 'Normal', 'DriftCorrected', `changed back to revision ${bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${r.action === 'created' ? 're-created' : 'reverted'}`).join(', ')}`);
+  }
+
+  private async writeStatus(bd: BundleDeployment, status: BundleDeploymentStatus): Promise<void> {
+    const clean = JSON.parse(JSON.stringify(status)) as BundleDeploymentStatus;
+    if (hashOf(clean) === hashOf(bd.status ?? {})) return;
+    await this.d.client.updateStatus({ ...bd, status: clean });
+  }
+}
+
+function describeResolved(resolved: readonly Resolved[]): string {
+  return resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}`).join(', ');
+}
+
+function summarize(results: readonly ObjectResult[]): string {
+  const counts = new Map<string, number>();
+  for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
+  return [...counts].map(([a, n]) => `${n} ${a}`).join(', ');
+}
+
+export type { Condition, ResolvedSourceStatus };

@@ -1,0 +1,42 @@
+/**
+ * Reads the Secret a source's auth refers to (DESIGN §7): in the controller's own namespace, or,
+ * when the BundleDeployment names a serviceAccount, in its installNamespace as that service
+ * account, so Kubernetes RBAC decides who may use which secret. Values never leave this module
+ * except inside Credentials handed to a source.
+ */
+import type { BundleDeployment, SourceSpec } from '../../api/v1alpha2/types.ts';
+import { ApiError } from '../kube/api-error.ts';
+import type { KubeClient, KubeObject } from '../kube/types.ts';
+import type { Credentials } from '../sources/source.ts';
+import { HoistError } from '../util/errors.ts';
+
+export function secretRefOf(source: SourceSpec): string | undefined {
+  return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;
+}
+
+export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec): Promise<Credentials | undefined> {
+  const name = secretRefOf(source);
+  if (!name) return undefined;
+  const sa = bd.spec.serviceAccount?.name;
+  const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
+  if (!namespace) {
+    throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `secret ${name}`, terminal: true });
+  }
+  const reader = sa ? client.impersonate(`system:serviceaccount:${namespace}:${sa}`) : client;
+  let secret: (KubeObject & { data?: Record<string, string> }) | undefined;
+  try {
+    secret = await reader.get({ apiVersion: 'v1', kind: 'Secret' }, name, namespace);
+  } catch (e) {
+    if (e instanceof ApiError && e.statusCode === 403) {
+      throw new HoistError(`service account ${namespace}/${sa} may not read secret ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-forbidden', subject: `secret ${namespace}/${name}`, terminal: false, cause: e });
+    }
+    throw e;
+  }
+  if (!secret) {
+    // transient: the secret may be created after the BundleDeployment
+    throw new HoistError(`secret ${namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-not-found', subject: `secret ${namespace}/${name}`, terminal: false });
+  }
+  const data: Record<string, string> = {};
+  for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+  return { data };
+}
