@@ -2,7 +2,6 @@
  * The hook rule against the real helm binary: a chart with pre/post, delete, rollback and test
  * hooks, a vendored subchart and a crds/ directory.
  */
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { toolPath } from '../../../../src/devcluster/tools.ts';
@@ -16,9 +15,8 @@ const chartDir = fileURLToPath(new URL('./testdata/hooks/', import.meta.url));
 function withoutPhase(o: KubeObject): KubeObject {
   const annotations = { ...o.metadata.annotations };
   delete annotations[ANNOTATION_APPLY_PHASE];
-  const metadata = { ...o.metadata, annotations };
-  if (Object.keys(annotations).length === 0) delete metadata.annotations;
-  return { ...o, metadata };
+  const { annotations: _dropped, ...rest } = o.metadata;
+  return { ...o, metadata: Object.keys(annotations).length === 0 ? rest : { ...rest, annotations } };
 }
 
 describe('helm hooks', () => {
