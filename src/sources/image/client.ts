@@ -1,0 +1,629 @@
+/**
+ * An OCI distribution client over undici, written for Hoist because no maintained npm client
+ * verifies digests.
+ *
+ * Guarantees:
+ * - every manifest and blob is verified against its digest over the raw bytes as they stream;
+ *   `Docker-Content-Digest` is only ever compared, never trusted on its own;
+ * - memory stays bounded: manifests are capped at 4 MiB, blobs are streamed chunk by chunk;
+ * - credentials go only to the registry they were issued for and to the token realm that registry
+ *   names (the distribution token protocol); a redirect to another origin (blob storage) is followed
+ *   without `Authorization`, and an https → http redirect is refused;
+ * - TLS is always verified (system roots plus an optional custom CA); plain HTTP is spoken only to
+ *   hosts listed in `insecureHosts` (loopback test registries, in-cluster registries);
+ * - 429 and 5xx responses and connection failures are retried a bounded number of times, honouring
+ *   `Retry-After`; a body is never retried once it started streaming to the caller;
+ * - Bearer tokens are cached per (realm, service, scope, credential) until shortly before they
+ *   expire and refreshed once on a 401; errors never contain credentials or tokens.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { rootCertificates } from 'node:tls';
+import { Agent, request, type Dispatcher } from 'undici';
+import { HoistError, redactUrl } from '../../util/errors.ts';
+import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
+import { credentialIdentity, type RegistryCredential } from './docker-config.ts';
+import { atStage, imageError, type ImageStage } from './errors.ts';
+import { MANIFEST_ACCEPT, parseManifest, type Descriptor, type ParsedManifest } from './manifest.ts';
+import { formatReference, manifestReference, type ImageReference } from './reference.ts';
+
+export interface RetryOptions {
+  /** total attempts, including the first (default 4) */
+  attempts?: number;
+  /** first backoff delay; doubles each attempt, with jitter (default 250 ms) */
+  baseDelayMs?: number;
+  /** longest wait we accept, from backoff or Retry-After; a longer Retry-After fails (default 30 s) */
+  maxDelayMs?: number;
+}
+
+export interface RegistryClientOptions {
+  /**
+   * Extra trusted CA certificates (PEM), added to the system roots. TLS verification itself can
+   * never be turned off.
+   */
+  ca?: string | readonly string[];
+  /**
+   * `host[:port]` of registries (and token realms) spoken to over plain HTTP. Meant for loopback
+   * test registries and in-cluster registries without TLS; empty by default.
+   */
+  insecureHosts?: readonly string[];
+  retry?: RetryOptions;
+  userAgent?: string;
+  /** time to wait for response headers and between body chunks (default 60 s) */
+  timeoutMs?: number;
+  /** use this dispatcher instead of the client's own Agent (tests, shared pools) */
+  dispatcher?: Dispatcher;
+}
+
+/** Per-operation inputs: whose credentials, which pipeline stage errors belong to, cancellation. */
+export interface OperationContext {
+  credential?: RegistryCredential | undefined;
+  stage: ImageStage;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ManifestHead {
+  digest: string;
+  mediaType: string;
+  size: number;
+}
+
+export interface FetchedManifest extends ManifestHead {
+  /** the exact bytes the digest covers */
+  bytes: Buffer;
+  manifest: ParsedManifest;
+}
+
+export type Scope = 'pull' | 'pull,push';
+
+export interface RegistryRequest {
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** a path below the registry root (`/v2/…`) or an absolute URL the registry handed out (upload locations) */
+  path: string;
+  headers?: Record<string, string>;
+  /** called once per attempt so that retries resend the whole body */
+  body?: () => Dispatcher.DispatchOptions['body'];
+  scope: Scope;
+}
+
+export interface RegistryResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+  /** the URL that answered (after redirects), for resolving relative Location headers */
+  url: string;
+}
+
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+const MAX_REDIRECTS = 5;
+const TOKEN_EXPIRY_MARGIN_MS = 10_000;
+const DEFAULT_TOKEN_TTL_S = 60;
+const MANIFEST_CACHE_ENTRIES = 64;
+const MANIFEST_CACHE_MAX_BYTES = 64 * 1024;
+
+interface CachedToken {
+  token: string;
+  expiresAt: number;
+}
+
+export class RegistryClient {
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly insecure: ReadonlySet<string>;
+  private readonly attempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly userAgent: string;
+  private readonly timeoutMs: number;
+  /** last challenge seen per registry host: lets later requests authenticate up front */
+  private readonly challenges = new Map<string, AuthChallenge>();
+  private readonly tokens = new Map<string, CachedToken>();
+  private readonly inflightTokens = new Map<string, Promise<string>>();
+  /** small verified manifests by (credential, repository, digest); digest-addressed, so never stale */
+  private readonly manifestCache = new Map<string, { bytes: Buffer; mediaType: string }>();
+
+  constructor(options: RegistryClientOptions = {}) {
+    this.insecure = new Set((options.insecureHosts ?? []).map((h) => h.toLowerCase()));
+    this.attempts = Math.max(1, options.retry?.attempts ?? 4);
+    this.baseDelayMs = options.retry?.baseDelayMs ?? 250;
+    this.maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
+    this.userAgent = options.userAgent ?? 'hoist';
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    if (options.dispatcher) {
+      this.dispatcher = options.dispatcher;
+      this.ownsDispatcher = false;
+    } else {
+      const extra = options.ca === undefined ? [] : typeof options.ca === 'string' ? [options.ca] : [...options.ca];
+      this.dispatcher = new Agent({
+        connect: extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {},
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+      this.ownsDispatcher = true;
+    }
+  }
+
+  /** Closes the client's connections (not an injected dispatcher's). */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /** `http` for hosts listed in insecureHosts, else `https`. */
+  schemeFor(host: string): 'http' | 'https' {
+    return this.insecure.has(host.toLowerCase()) ? 'http' : 'https';
+  }
+
+  /**
+   * GET /v2/: checks the registry speaks the distribution API and records its auth challenge.
+   * Returns the challenge, or undefined when the registry needs no authentication.
+   */
+  async ping(ref: ImageReference, ctx: OperationContext): Promise<AuthChallenge | undefined> {
+    const subject = formatReference(ref);
+    const url = `${this.schemeFor(ref.apiHost)}://${ref.apiHost}/v2/`;
+    const res = await this.withRetry(() => this.exchange(url, 'GET', {}, undefined, undefined, ctx), ctx, subject);
+    await res.body.dump();
+    if (res.statusCode === 401) {
+      const c = pickChallenge(parseChallenges(res.headers['www-authenticate']));
+      if (c) this.challenges.set(ref.apiHost, c);
+      return c;
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return undefined;
+    throw imageError(ctx.stage, 'http-status', `registry ping answered ${res.statusCode}; is this an OCI registry?`, subject, false);
+  }
+
+  /**
+   * The cheapest resolution: HEAD on the manifest. Falls back to GET (and hashes the body) when the
+   * registry omits Docker-Content-Digest. For a digest reference the digest is the reference's.
+   */
+  async headManifest(ref: ImageReference, ctx: OperationContext): Promise<ManifestHead> {
+    const subject = formatReference(ref);
+    const res = await this.request(ref, { method: 'HEAD', path: this.manifestPath(ref), headers: { accept: MANIFEST_ACCEPT }, scope: 'pull' }, ctx);
+    await res.body.dump();
+    this.check(res, ref, ctx, 'manifest');
+    const header = single(res.headers['docker-content-digest']);
+    const mediaType = (single(res.headers['content-type']) ?? '').split(';')[0]!.trim();
+    const size = Number(single(res.headers['content-length']) ?? '-1');
+    if (ref.digest) {
+      if (header && header !== ref.digest && sameAlgorithm(header, ref.digest)) {
+        throw imageError(ctx.stage, 'digest-mismatch', `registry reports digest ${header} for a manifest requested by ${ref.digest}`, subject, true);
+      }
+      return { digest: ref.digest, mediaType, size };
+    }
+    if (header && /^sha256:[a-f0-9]{64}$/.test(header)) return { digest: header, mediaType, size };
+    const full = await this.getManifest(ref, ctx);
+    return { digest: full.digest, mediaType: full.mediaType, size: full.size };
+  }
+
+  /**
+   * GET the manifest (or index), verified: against the reference's digest when pinned, else the
+   * computed sha256 becomes the digest (and must agree with Docker-Content-Digest when sent).
+   */
+  async getManifest(ref: ImageReference, ctx: OperationContext): Promise<FetchedManifest> {
+    const subject = formatReference(ref);
+    const cacheKey = ref.digest ? `${credentialIdentity(ctx.credential)}|${ref.registry}/${ref.repository}@${ref.digest}` : undefined;
+    const cached = cacheKey ? this.manifestCache.get(cacheKey) : undefined;
+    if (cached && ref.digest) {
+      return { digest: ref.digest, mediaType: cached.mediaType, size: cached.bytes.length, bytes: cached.bytes, manifest: parseManifest(cached.bytes, cached.mediaType, subject) };
+    }
+    const res = await this.request(ref, { method: 'GET', path: this.manifestPath(ref), headers: { accept: MANIFEST_ACCEPT }, scope: 'pull' }, ctx);
+    if (res.statusCode < 200 || res.statusCode >= 300) await res.body.dump();
+    this.check(res, ref, ctx, 'manifest');
+    const declared = Number(single(res.headers['content-length']) ?? '0');
+    if (declared > MAX_MANIFEST_BYTES) {
+      res.body.destroy();
+      throw imageError(ctx.stage, 'manifest-too-large', `manifest is ${declared} bytes, more than the ${MAX_MANIFEST_BYTES} allowed`, subject, true);
+    }
+    const algorithm = ref.digest?.startsWith('sha512:') ? 'sha512' : 'sha256';
+    const hash = createHash(algorithm);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        total += chunk.length;
+        if (total > MAX_MANIFEST_BYTES) {
+          res.body.destroy();
+          throw imageError(ctx.stage, 'manifest-too-large', `manifest is larger than the ${MAX_MANIFEST_BYTES} bytes allowed`, subject, true);
+        }
+        hash.update(chunk);
+        chunks.push(chunk);
+      }
+    } catch (e) {
+      if (e instanceof HoistError) throw e;
+      throw imageError(ctx.stage, 'network', `reading the manifest failed: ${errorText(e)}`, subject, false, e);
+    }
+    const bytes = Buffer.concat(chunks, total);
+    const computed = `${algorithm}:${hash.digest('hex')}`;
+    const expected = ref.digest ?? single(res.headers['docker-content-digest']);
+    if (expected && sameAlgorithm(expected, computed) && expected !== computed) {
+      throw imageError(ctx.stage, 'digest-mismatch', `manifest digest mismatch: expected ${expected}, got ${computed}`, subject, true);
+    }
+    const contentType = (single(res.headers['content-type']) ?? '').split(';')[0]!.trim();
+    let manifest: ParsedManifest;
+    try {
+      manifest = parseManifest(bytes, contentType, subject);
+    } catch (e) {
+      throw e instanceof HoistError ? atStage(e, ctx.stage) : e;
+    }
+    const digest = ref.digest ?? computed;
+    if (bytes.length <= MANIFEST_CACHE_MAX_BYTES) {
+      const key = `${credentialIdentity(ctx.credential)}|${ref.registry}/${ref.repository}@${digest}`;
+      this.manifestCache.delete(key);
+      this.manifestCache.set(key, { bytes, mediaType: manifest.mediaType });
+      while (this.manifestCache.size > MANIFEST_CACHE_ENTRIES) this.manifestCache.delete(this.manifestCache.keys().next().value as string);
+    }
+    return { digest, mediaType: manifest.mediaType, size: bytes.length, bytes, manifest };
+  }
+
+  /**
+   * Opens a blob as a verifying byte stream. Iterating yields the raw bytes; the iterator throws a
+   * terminal HoistError when the bytes exceed the descriptor's size or do not match its digest, and
+   * a transient one when the stream ends short. See BlobStream for use with consumers that may stop
+   * reading early.
+   */
+  async openBlob(ref: ImageReference, desc: Descriptor, ctx: OperationContext): Promise<BlobStream> {
+    const subject = formatReference(ref);
+    const res = await this.request(ref, { method: 'GET', path: `/v2/${ref.repository}/blobs/${desc.digest}`, scope: 'pull' }, ctx);
+    if (res.statusCode < 200 || res.statusCode >= 300) await res.body.dump();
+    this.check(res, ref, ctx, `blob ${desc.digest}`);
+    return new BlobStream(res.body, desc, subject, ctx.stage);
+  }
+
+  /**
+   * One authenticated request to the registry of `ref`, with retries and redirects. Answers 401 by
+   * obtaining credentials for the challenge (token or Basic) and retrying once; a 401 after that is
+   * returned to the caller (see `check`). The caller must consume or dump the body.
+   */
+  async request(ref: ImageReference, req: RegistryRequest, ctx: OperationContext): Promise<RegistryResponse> {
+    const subject = formatReference(ref);
+    const base = `${this.schemeFor(ref.apiHost)}://${ref.apiHost}`;
+    const url = /^https?:\/\//.test(req.path) ? req.path : `${base}${req.path}`;
+    const scope = `repository:${ref.repository}:${req.scope}`;
+    let authorization = await this.authorizationFor(ref, scope, ctx, false);
+    for (let round = 0; ; round++) {
+      const headers: Record<string, string> = { 'user-agent': this.userAgent, ...req.headers };
+      const res = await this.withRetry(() => this.exchange(url, req.method, headers, authorization, req.body, ctx, base), ctx, subject);
+      if (res.statusCode !== 401 || round > 0) return res;
+      await res.body.dump();
+      let challenge = pickChallenge(parseChallenges(res.headers['www-authenticate']));
+      // HEAD responses may omit the header on some registries: ask /v2/ for it
+      if (!challenge) challenge = await this.ping(ref, ctx);
+      if (!challenge) return res;
+      this.challenges.set(ref.apiHost, challenge);
+      const next = await this.authorizationFor(ref, scope, ctx, true);
+      if (next === undefined) {
+        throw imageError(ctx.stage, 'credentials-required', 'registry requires authentication and no credentials match this image (auth.secretRef)', subject, true);
+      }
+      authorization = next;
+    }
+  }
+
+  /** Maps an unsuccessful manifest/blob response to a HoistError; returns on 2xx. */
+  check(res: RegistryResponse, ref: ImageReference, ctx: OperationContext, what: string): void {
+    const subject = formatReference(ref);
+    const s = res.statusCode;
+    if (s >= 200 && s < 300) return;
+    if (s === 401) {
+      throw ctx.credential
+        ? imageError(ctx.stage, 'unauthorized', `registry rejected the credentials (401) for ${what}`, subject, true)
+        : imageError(ctx.stage, 'credentials-required', `registry requires authentication (401) for ${what}; no credentials were given`, subject, true);
+    }
+    if (s === 403) throw imageError(ctx.stage, 'forbidden', `access denied (403) to ${what}`, subject, true);
+    if (s === 404) {
+      // a tag or image may be pushed later: retrying with backoff can help
+      const name = what === 'manifest' ? `manifest ${manifestReference(ref)}` : what;
+      throw imageError(ctx.stage, 'not-found', `${name} not found (404)`, subject, false);
+    }
+    if (s === 429) throw imageError(ctx.stage, 'rate-limited', `registry rate limit (429) for ${what}`, subject, false);
+    throw imageError(ctx.stage, 'http-status', `registry answered ${s} for ${what}`, subject, s >= 400 && s < 500 && s !== 408);
+  }
+
+  private manifestPath(ref: ImageReference): string {
+    return `/v2/${ref.repository}/manifests/${manifestReference(ref)}`;
+  }
+
+  /**
+   * The Authorization header for `scope`, or undefined when none is known to be needed. With
+   * `fresh`, a cached token is discarded first (the registry just refused it).
+   */
+  private async authorizationFor(ref: ImageReference, scope: string, ctx: OperationContext, fresh: boolean): Promise<string | undefined> {
+    const challenge = this.challenges.get(ref.apiHost);
+    const cred = ctx.credential;
+    if (!challenge) return undefined;
+    if (challenge.scheme === 'basic') {
+      if (!cred?.username || cred.password === undefined) return undefined;
+      return `Basic ${Buffer.from(`${cred.username}:${cred.password}`).toString('base64')}`;
+    }
+    if (cred?.registryToken) return `Bearer ${cred.registryToken}`;
+    const realm = challenge.params.realm ?? '';
+    const service = challenge.params.service ?? '';
+    const key = `${realm}|${service}|${scope}|${credentialIdentity(cred)}`;
+    if (fresh) this.tokens.delete(key);
+    const hit = this.tokens.get(key);
+    if (hit && hit.expiresAt > Date.now()) return `Bearer ${hit.token}`;
+    // concurrent requests for one scope share a single token request
+    let p = this.inflightTokens.get(key);
+    if (!p) {
+      p = this.fetchToken(ref, realm, service, scope, ctx).finally(() => this.inflightTokens.delete(key));
+      this.inflightTokens.set(key, p);
+    }
+    const t = await p;
+    return `Bearer ${t}`;
+  }
+
+  private async fetchToken(ref: ImageReference, realm: string, service: string, scope: string, ctx: OperationContext): Promise<string> {
+    const subject = formatReference(ref);
+    let realmUrl: URL;
+    try {
+      realmUrl = new URL(realm);
+    } catch {
+      throw imageError(ctx.stage, 'token', `registry advertised an invalid token realm`, subject, true);
+    }
+    if (realmUrl.protocol !== 'https:' && !(realmUrl.protocol === 'http:' && this.insecure.has(realmUrl.host.toLowerCase()))) {
+      throw imageError(ctx.stage, 'token', `token realm ${redactUrl(realm)} is not https (add its host to insecureHosts to allow it)`, subject, true);
+    }
+    const cred = ctx.credential;
+    const headers: Record<string, string> = { 'user-agent': this.userAgent, accept: 'application/json' };
+    let method: 'GET' | 'POST' = 'GET';
+    let body: string | undefined;
+    if (cred?.identityToken) {
+      // OAuth2 refresh-token grant, as docker does with an identity token
+      method = 'POST';
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+      body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: cred.identityToken, service, scope, client_id: 'hoist' }).toString();
+    } else {
+      if (service) realmUrl.searchParams.set('service', service);
+      realmUrl.searchParams.set('scope', scope);
+      if (cred?.username && cred.password !== undefined) {
+        headers.authorization = `Basic ${Buffer.from(`${cred.username}:${cred.password}`).toString('base64')}`;
+      }
+    }
+    const url = realmUrl.toString();
+    const res = await this.withRetry(
+      () => this.exchange(url, method, headers, undefined, body === undefined ? undefined : () => body, ctx, realmUrl.origin),
+      ctx,
+      subject,
+    );
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      await res.body.dump();
+      throw cred
+        ? imageError(ctx.stage, 'unauthorized', `token service rejected the credentials (${res.statusCode})`, subject, true)
+        : imageError(ctx.stage, 'credentials-required', `token service requires credentials (${res.statusCode}); none were given`, subject, true);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      await res.body.dump();
+      throw imageError(ctx.stage, 'token', `token service answered ${res.statusCode}`, subject, res.statusCode >= 400 && res.statusCode < 500);
+    }
+    let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
+    try {
+      parsed = (await res.body.json()) as typeof parsed;
+    } catch (e) {
+      throw imageError(ctx.stage, 'token', 'token service answered with invalid JSON', subject, false, e);
+    }
+    const token = typeof parsed.token === 'string' ? parsed.token : typeof parsed.access_token === 'string' ? parsed.access_token : '';
+    if (token === '') throw imageError(ctx.stage, 'token', 'token service answered without a token', subject, false);
+    const ttl = typeof parsed.expires_in === 'number' && parsed.expires_in > 0 ? parsed.expires_in : DEFAULT_TOKEN_TTL_S;
+    this.tokens.set(`${realm}|${service}|${scope}|${credentialIdentity(cred)}`, { token, expiresAt: Date.now() + ttl * 1000 - TOKEN_EXPIRY_MARGIN_MS });
+    return token;
+  }
+
+  /**
+   * One HTTP exchange following redirects. `authorization` is sent only while the URL stays on
+   * `authOrigin` (the registry); a hop to another origin drops it, and https → http is refused
+   * unless the target host is in insecureHosts.
+   */
+  private async exchange(
+    startUrl: string,
+    method: RegistryRequest['method'],
+    headers: Record<string, string>,
+    authorization: string | undefined,
+    body: RegistryRequest['body'],
+    ctx: OperationContext,
+    authOrigin?: string,
+  ): Promise<RegistryResponse> {
+    let url = startUrl;
+    const origin = authOrigin ?? new URL(startUrl).origin;
+    for (let hop = 0; ; hop++) {
+      const u = new URL(url);
+      const sameOrigin = u.origin === origin;
+      const h: Record<string, string> = { ...headers };
+      if (!sameOrigin) delete h.authorization; // also drops a token-realm Basic header on a cross-origin hop
+      if (authorization && sameOrigin) h.authorization = authorization;
+      // a redirected request is re-sent without its body: only GET/HEAD are redirected in practice
+      const sendBody = hop === 0 && body ? body() : undefined;
+      const res = await request(url, {
+        method,
+        headers: h,
+        body: sendBody,
+        dispatcher: this.dispatcher,
+        signal: ctx.signal,
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+      const location = single(res.headers.location);
+      if (![301, 302, 303, 307, 308].includes(res.statusCode) || !location || method === 'PUT' || method === 'POST' || method === 'PATCH') {
+        return { statusCode: res.statusCode, headers: res.headers, body: res.body, url };
+      }
+      await res.body.dump();
+      if (hop + 1 > MAX_REDIRECTS) throw imageError(ctx.stage, 'too-many-redirects', `more than ${MAX_REDIRECTS} redirects`, redactUrl(startUrl), false);
+      const next = new URL(location, url);
+      if (next.protocol === 'http:' && u.protocol === 'https:' && !this.insecure.has(next.host.toLowerCase())) {
+        throw imageError(ctx.stage, 'insecure-redirect', `refusing redirect from https to http (${redactUrl(next.toString())})`, redactUrl(startUrl), true);
+      }
+      if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+        throw imageError(ctx.stage, 'insecure-redirect', `refusing redirect to ${next.protocol}`, redactUrl(startUrl), true);
+      }
+      url = next.toString();
+    }
+  }
+
+  /**
+   * Retries 429, 5xx and connection failures with exponential backoff (or the server's
+   * Retry-After), at most `attempts` times in all. The last response is returned as is.
+   */
+  private async withRetry(fn: () => Promise<RegistryResponse>, ctx: OperationContext, subject: string): Promise<RegistryResponse> {
+    for (let attempt = 1; ; attempt++) {
+      let res: RegistryResponse;
+      try {
+        res = await fn();
+      } catch (e) {
+        if (e instanceof HoistError) throw e;
+        if (ctx.signal?.aborted) throw ctx.signal.reason;
+        if (attempt >= this.attempts) {
+          throw imageError(ctx.stage, 'network', `registry request failed: ${errorText(e)}`, subject, false, e);
+        }
+        await sleep(this.backoff(attempt), ctx.signal);
+        continue;
+      }
+      const retryable = res.statusCode === 429 || res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504 || res.statusCode === 500;
+      if (!retryable || attempt >= this.attempts) return res;
+      const after = parseRetryAfter(single(res.headers['retry-after']), Date.now());
+      await res.body.dump();
+      if (after !== undefined && after > this.maxDelayMs) {
+        throw imageError(
+          ctx.stage,
+          res.statusCode === 429 ? 'rate-limited' : 'http-status',
+          `registry answered ${res.statusCode} and asked to retry after ${Math.ceil(after / 1000)}s`,
+          subject,
+          false,
+        );
+      }
+      await sleep(after ?? this.backoff(attempt), ctx.signal);
+    }
+  }
+
+  private backoff(attempt: number): number {
+    const exp = this.baseDelayMs * 2 ** (attempt - 1);
+    return Math.min(this.maxDelayMs, exp / 2 + Math.random() * (exp / 2));
+  }
+}
+
+/**
+ * A blob's bytes, verified while they stream. Iterate it (once) to read; the final `next()`
+ * checks size and digest and throws instead of finishing when they do not match.
+ *
+ * A consumer may stop early (a tar reader stops at the end-of-archive marker, before trailing
+ * padding). Its `return()` therefore does not discard the body: call `finish()` afterwards to
+ * read and hash whatever is left, which verifies the blob as a whole. `abort()` drops the
+ * connection.
+ */
+export class BlobStream implements AsyncIterable<Uint8Array> {
+  private readonly hash: Hash;
+  private readonly iterator: AsyncIterator<Buffer>;
+  private bytes = 0;
+  private done = false;
+  private verified = false;
+
+  constructor(
+    private readonly body: Dispatcher.ResponseData['body'],
+    readonly descriptor: Descriptor,
+    private readonly subject: string,
+    private readonly stage: ImageStage,
+  ) {
+    this.hash = createHash(descriptor.digest.startsWith('sha512:') ? 'sha512' : 'sha256');
+    this.iterator = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  }
+
+  /** bytes read so far */
+  get bytesRead(): number {
+    return this.bytes;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return {
+      next: () => this.next(),
+      // keep the body: finish() hashes the rest
+      return: async () => ({ done: true, value: undefined }),
+    };
+  }
+
+  /** Reads the rest (if any) and verifies. Idempotent. */
+  async finish(): Promise<void> {
+    while (!this.done) await this.next();
+  }
+
+  abort(): void {
+    this.done = true;
+    this.body.destroy();
+  }
+
+  private async next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.done) {
+      if (!this.verified) throw new Error('blob stream was aborted');
+      return { done: true, value: undefined };
+    }
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await this.iterator.next();
+    } catch (e) {
+      this.done = true;
+      throw imageError(
+        this.stage,
+        'truncated',
+        `blob ${this.descriptor.digest} ended after ${this.bytes} of ${this.descriptor.size} bytes: ${errorText(e)}`,
+        this.subject,
+        false,
+        e,
+      );
+    }
+    if (r.done) {
+      this.done = true;
+      if (this.bytes < this.descriptor.size) {
+        throw imageError(this.stage, 'truncated', `blob ${this.descriptor.digest} is truncated: ${this.bytes} of ${this.descriptor.size} bytes`, this.subject, false);
+      }
+      const got = `${this.descriptor.digest.split(':')[0]}:${this.hash.digest('hex')}`;
+      if (got !== this.descriptor.digest) {
+        throw imageError(this.stage, 'digest-mismatch', `blob digest mismatch: expected ${this.descriptor.digest}, got ${got}`, this.subject, true);
+      }
+      this.verified = true;
+      return { done: true, value: undefined };
+    }
+    this.bytes += r.value.length;
+    if (this.bytes > this.descriptor.size) {
+      this.abort();
+      throw imageError(this.stage, 'size-mismatch', `blob ${this.descriptor.digest} is larger than the ${this.descriptor.size} bytes its manifest declares`, this.subject, true);
+    }
+    this.hash.update(r.value);
+    return { done: false, value: r.value };
+  }
+}
+
+function single(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function sameAlgorithm(a: string, b: string): boolean {
+  return a.split(':')[0] === b.split(':')[0];
+}
+
+/** Retry-After as milliseconds from `now`: delta-seconds or an HTTP date; undefined when absent or invalid. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) return undefined;
+  return Math.max(0, t - now);
+}
+
+function errorText(e: unknown): string {
+  const m = e instanceof Error ? e.message : String(e);
+  // undici errors can quote the URL; never let userinfo or query tokens through
+  return m.replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u)).toLowerCase();
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,201 @@
+/**
+ * The `image` Source (DESIGN §2): OCI images and Helm OCI charts from a registry.
+ *
+ * resolve — a digest reference is pinned and costs no request; a tag costs one manifest HEAD
+ *   (plus one GET when the tag names an index, to record the platform manifest that will be
+ *   unpacked). With `ctx.previous` and an unchanged digest, the HEAD is all it costs.
+ *   Status: `{kind: 'image', digest, ref}` where `digest` is what the reference points at (index
+ *   or manifest) and `ref` is `registry/repo[:tag]@<digest of the unpacked manifest>`; for an
+ *   index the two digests differ, and `ref` is the exact platform image (`skopeo inspect` it).
+ *   The API has no separate field for the platform manifest, so `ref` carries it.
+ * key — `oci:<digest>`; with a non-default platform `oci:<digest>:<os>-<arch>[-<variant>]`, since
+ *   one index gives different content per platform.
+ * fetch — a store hit makes no request (see authorization); a miss downloads, verifies and unpacks
+ *   through the store's atomic, de-duplicated `put`.
+ *
+ * Cache-hit authorization (DESIGN §2, §7). Content fetched with one BundleDeployment's credentials
+ * must not be served to another that cannot read the image. Two ways to get that:
+ * - `authorize(spec, resolved, ctx)`: one authenticated manifest HEAD (by digest) with this BD's
+ *   credentials; throws the same HoistError a pull would (unauthorized, credentials-required,
+ *   not-found). The reconciler calls it on a store hit when `accessIdentity(spec, ctx)` is not
+ *   among the identities that already proved access to the key.
+ * - `authorizeCacheHits: true` (the default): `fetch` does exactly that itself, remembering in
+ *   memory which (key, identity) pairs proved access, including the one that downloaded the
+ *   content. The same BD fetching pinned content again therefore makes zero requests; another BD
+ *   with different (or no) credentials makes one HEAD (plus a token request where the registry
+ *   uses tokens) the first time. After a restart the first hit per identity is checked again.
+ */
+import type { ImageSource as ImageSourceSpec, SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { ContentStore } from '../../cache/content-store.ts';
+import { HoistError } from '../../util/errors.ts';
+import type { UnpackLimits } from '../../util/unpack-tar.ts';
+import type { Resolved, Source, SourceContext } from '../source.ts';
+import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
+import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';
+import { atStage, type ImageStage } from './errors.ts';
+import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, type Platform } from './manifest.ts';
+import { platformManifest, pullImage, type PullResult } from './pull.ts';
+import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
+
+export interface ImageSourceOptions extends RegistryClientOptions {
+  /** platform picked from an index: `os/arch[/variant]` or an object; default linux/amd64 */
+  platform?: string | Platform;
+  /** unpack limits for one image (all layers together) */
+  limits?: Partial<UnpackLimits>;
+  /** check access on store hits for identities not yet seen (default true); see the file comment */
+  authorizeCacheHits?: boolean;
+  /** share a client (and its token cache and connections) instead of creating one */
+  client?: RegistryClient;
+  /** called after every completed pull, e.g. for metrics */
+  onPull?: (result: PullResult, ref: string) => void;
+}
+
+/** What `resolve` returns: the Source contract plus the parsed, digest-pinned reference. */
+export interface ImageResolved extends Resolved {
+  /** the reference pinned to `status.digest` (the index or manifest the spec points at) */
+  pinnedRef: string;
+}
+
+export class ImageSource implements Source {
+  readonly kind = 'image' as const;
+  readonly client: RegistryClient;
+  private readonly platform: Platform;
+  private readonly limits: Partial<UnpackLimits> | undefined;
+  private readonly authorizeCacheHits: boolean;
+  private readonly onPull: ((result: PullResult, ref: string) => void) | undefined;
+  private readonly ownsClient: boolean;
+  /** `key|identity` pairs known to have access, so repeated hits stay at zero requests */
+  private readonly proven = new Set<string>();
+
+  constructor(options: ImageSourceOptions = {}) {
+    this.client = options.client ?? new RegistryClient(options);
+    this.ownsClient = options.client === undefined;
+    this.platform = typeof options.platform === 'string' ? parsePlatform(options.platform) : (options.platform ?? DEFAULT_PLATFORM);
+    this.limits = options.limits;
+    this.authorizeCacheHits = options.authorizeCacheHits ?? true;
+    this.onPull = options.onPull;
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsClient) await this.client.close();
+  }
+
+  async resolve(spec: SourceSpec, ctx: SourceContext): Promise<ImageResolved> {
+    const ref = this.reference(spec);
+    const subject = formatReference(ref);
+    if (ref.digest) {
+      // pinned by the spec: no network at all
+      return this.resolved(ref, ref.digest, subject, true);
+    }
+    const op = this.op(ref, ctx, 'resolve');
+    try {
+      const head = await this.client.headManifest(ref, op);
+      const prev = ctx.previous;
+      if (prev?.kind === 'image' && prev.digest === head.digest && prev.ref) {
+        // unchanged since the last resolution: keep what was recorded, no further request
+        return { status: { ...prev }, key: this.key(head.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, head.digest)) };
+      }
+      const isIndex = head.mediaType.includes('index') || head.mediaType.includes('manifest.list');
+      if (!isIndex) return this.resolved(ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
+      const top = await this.client.getManifest(withDigest(ref, head.digest), op);
+      const inner = await platformManifest(this.client, ref, top, this.platform, op);
+      return this.resolved(ref, head.digest, formatReference(withDigest(ref, inner.digest)), false);
+    } catch (e) {
+      throw e instanceof HoistError ? atStage(e, 'resolve') : e;
+    }
+  }
+
+  async fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string> {
+    const ref = this.pinned(spec, resolved);
+    const op = this.op(ref, ctx, 'fetch');
+    const identity = `${resolved.key}|${this.accessIdentity(spec, ctx)}`;
+    const hit = await store.open(resolved.key);
+    if (hit) {
+      if (this.authorizeCacheHits && !this.proven.has(identity)) {
+        await this.authorize(spec, resolved, ctx);
+      }
+      return hit;
+    }
+    const dir = await store.put(resolved.key, async (tmp) => {
+      const result = await pullImage(this.client, ref, tmp, op, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
+      // the download itself proved this identity's access
+      this.proven.add(identity);
+      this.onPull?.(result, formatReference(ref));
+    });
+    // a concurrent put by a caller with other credentials may have done the download (the store
+    // shares one in-flight write per key): then this caller still has to prove its own access
+    if (this.authorizeCacheHits && !this.proven.has(identity)) {
+      await this.authorize(spec, resolved, ctx);
+    }
+    return dir;
+  }
+
+  /**
+   * Proves this BD may read the resolved content: an authenticated manifest HEAD by digest with
+   * its own credentials. Resolves when access is granted; throws a HoistError (stage fetch) when
+   * it is not. Never reads the store.
+   */
+  async authorize(spec: SourceSpec, resolved: Resolved, ctx: SourceContext): Promise<void> {
+    const ref = this.pinned(spec, resolved);
+    await this.client.headManifest(ref, this.op(ref, ctx, 'fetch'));
+    this.proven.add(`${resolved.key}|${this.accessIdentity(spec, ctx)}`);
+  }
+
+  /**
+   * Who is asking, as far as the registry can tell: the repository plus a hash of the matching
+   * credential (or "anonymous"). Two BDs with equal identities have equal access.
+   */
+  accessIdentity(spec: SourceSpec, ctx: SourceContext): string {
+    const ref = this.reference(spec);
+    return `${ref.registry}/${ref.repository}|${credentialIdentity(this.credentialFor(ref, ctx))}`;
+  }
+
+  private resolved(ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {
+    return {
+      status: { kind: 'image', digest, ref: recordedRef },
+      key: this.key(digest),
+      pinned,
+      pinnedRef: formatReference(withDigest(ref, digest)),
+    };
+  }
+
+  private key(digest: string): string {
+    const p = this.platform;
+    const isDefault = p.os === DEFAULT_PLATFORM.os && p.architecture === DEFAULT_PLATFORM.architecture && p.variant === undefined;
+    return isDefault ? `oci:${digest}` : `oci:${digest}:${formatPlatform(p).replaceAll('/', '-')}`;
+  }
+
+  private reference(spec: SourceSpec): ImageReference {
+    const image: ImageSourceSpec | undefined = spec.image;
+    if (spec.kind !== 'image' || !image?.ref) {
+      throw new HoistError('source of kind image needs image.ref', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', terminal: true });
+    }
+    return parseReference(image.ref);
+  }
+
+  /** The spec's reference pinned to the resolved digest. */
+  private pinned(spec: SourceSpec, resolved: Resolved): ImageReference {
+    const ref = this.reference(spec);
+    const digest = resolved.status.digest;
+    if (!digest) {
+      throw new HoistError('resolved image source has no digest', { stage: 'fetch', reason: 'FetchFailed', code: 'not-resolved', subject: formatReference(ref), terminal: false });
+    }
+    return withDigest(ref, digest);
+  }
+
+  private credentialFor(ref: ImageReference, ctx: SourceContext): RegistryCredential | undefined {
+    return keyringFromSecretData(ctx.credentials?.data).lookup(ref);
+  }
+
+  private op(ref: ImageReference, ctx: SourceContext, stage: ImageStage): OperationContext {
+    let credential: RegistryCredential | undefined;
+    try {
+      credential = this.credentialFor(ref, ctx);
+    } catch (e) {
+      if (!(e instanceof HoistError)) throw e;
+      // a malformed secret: name the image it was meant for (the secret's content is never shown)
+      throw new HoistError(e.message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: e.code, subject: formatReference(ref), terminal: true });
+    }
+    return { credential, stage, signal: ctx.signal };
+  }
+}
