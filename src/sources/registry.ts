@@ -1,0 +1,59 @@
+/**
+ * Which Source serves which `spec.sources[].kind`. The reconciler asks `sourceFor(kind)` and
+ * never names a concrete source; image and git register here the same way http does.
+ */
+import type { SourceKind } from '../../api/v1alpha2/types.ts';
+import type { ContentStore } from '../cache/content-store.ts';
+import { HoistError } from '../util/errors.ts';
+import { HttpSource, type HttpSourceOptions } from './http-source.ts';
+import type { Source } from './source.ts';
+
+export interface SourceRegistry {
+  /** the source for a kind; a terminal spec error for a kind nobody registered */
+  sourceFor(kind: SourceKind | string): Source;
+  /** adds or replaces the source for `source.kind` */
+  register(source: Source): void;
+  kinds(): SourceKind[];
+}
+
+export interface SourceRegistryOptions {
+  /** the content store, handed to sources that can land content while resolving */
+  store?: ContentStore;
+  http?: Omit<HttpSourceOptions, 'store'>;
+}
+
+export function createSourceRegistry(options: SourceRegistryOptions = {}): SourceRegistry {
+  const sources = new Map<SourceKind, Source>();
+  const registry: SourceRegistry = {
+    sourceFor(kind) {
+      const s = sources.get(kind as SourceKind);
+      if (!s) {
+        throw new HoistError(`no source is registered for kind ${JSON.stringify(kind)}`, {
+          stage: 'spec', reason: 'InvalidSpec', code: 'unsupported-source', terminal: true,
+        });
+      }
+      return s;
+    },
+    register(source) {
+      sources.set(source.kind, source);
+    },
+    kinds() {
+      return [...sources.keys()].sort();
+    },
+  };
+  registry.register(new HttpSource({ ...options.http, ...(options.store ? { store: options.store } : {}) }));
+  return registry;
+}
+
+let defaults: SourceRegistry | undefined;
+
+/** The process-wide registry behind `sourceFor`: every built-in source, default options. */
+export function defaultSourceRegistry(): SourceRegistry {
+  defaults ??= createSourceRegistry();
+  return defaults;
+}
+
+/** `defaultSourceRegistry().sourceFor(kind)`, for wiring that needs a plain function. */
+export function sourceFor(kind: SourceKind | string): Source {
+  return defaultSourceRegistry().sourceFor(kind);
+}
