@@ -268,7 +268,11 @@ export type Tamper =
   | { kind: 'flip-byte' }
   | { kind: 'truncate'; keep: number }
   | { kind: 'content-type'; value: string }
-  | { kind: 'status'; status: number; headers?: Record<string, string>; times: number };
+  | { kind: 'status'; status: number; headers?: Record<string, string>; times: number }
+  /** answers without asking upstream */
+  | { kind: 'respond'; status: number; headers: Record<string, string>; body: Buffer | string }
+  /** answers with a redirect to another origin (blob storage) */
+  | { kind: 'redirect'; location: string };
 
 export interface CountingProxy {
   host: string;
@@ -316,6 +320,18 @@ export async function startCountingProxy(upstream: string, ca?: string): Promise
         res.writeHead(t.status, t.headers ?? {}).end();
         return;
       }
+    }
+    if (t?.kind === 'respond' || t?.kind === 'redirect') {
+      const status = t.kind === 'respond' ? t.status : 307;
+      requests.push({ method, path, status });
+      req.resume();
+      if (t.kind === 'redirect') {
+        res.writeHead(307, { location: t.location, 'content-length': '0' }).end();
+        return;
+      }
+      const body = Buffer.from(t.body);
+      res.writeHead(t.status, { ...t.headers, 'content-length': String(body.length) }).end(method === 'HEAD' ? undefined : body);
+      return;
     }
     const mod = up.protocol === 'https:' ? https : http;
     const headers = { ...req.headers, host: up.host };

@@ -33,8 +33,8 @@ import type { Resolved, Source, SourceContext } from '../source.ts';
 import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
 import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';
 import { atStage, type ImageStage } from './errors.ts';
-import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, type Platform } from './manifest.ts';
-import { platformManifest, pullImage, type PullResult } from './pull.ts';
+import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, selectPlatform, type Platform } from './manifest.ts';
+import { pullImage, type PullResult } from './pull.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 
 export interface ImageSourceOptions extends RegistryClientOptions {
@@ -97,9 +97,10 @@ export class ImageSource implements Source {
       }
       const isIndex = head.mediaType.includes('index') || head.mediaType.includes('manifest.list');
       if (!isIndex) return this.resolved(ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
+      // the index names the platform manifest's digest: no need to fetch that manifest here
       const top = await this.client.getManifest(withDigest(ref, head.digest), op);
-      const inner = await platformManifest(this.client, ref, top, this.platform, op);
-      return this.resolved(ref, head.digest, formatReference(withDigest(ref, inner.digest)), false);
+      const chosen = top.manifest.kind === 'index' ? selectPlatform(top.manifest, this.platform, subject).digest : top.digest;
+      return this.resolved(ref, head.digest, formatReference(withDigest(ref, chosen)), false);
     } catch (e) {
       throw e instanceof HoistError ? atStage(e, 'resolve') : e;
     }
