@@ -101,6 +101,7 @@ export async function unpackTar(
   dest: string,
   options: UnpackOptions = {},
 ): Promise<UnpackResult> {
+  options.signal?.throwIfAborted();
   const limits: Required<UnpackLimits> = resolveLimits(options.limits);
   const subject = options.subject;
   await mkdir(dest, { recursive: true });
