@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once per machine) the Go-built binaries Hoist's tests, demo and benchmarks run:
-# kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes, etcd from
-# go.etcd.io/etcd/server/v3, and helm from helm.sh/helm/v3, all at pinned versions.
+# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes, etcd
+# from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3 and kwok (fake nodes, so workloads
+# become ready without a container runtime) from sigs.k8s.io/kwok, all at pinned versions.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail
@@ -19,9 +20,11 @@ export GOFLAGS=-buildvcs=false CGO_ENABLED=0
 want=()
 [ -x "$BIN/kube-apiserver-$K8S_VERSION" ] || want+=(kube-apiserver)
 [ -x "$BIN/kube-controller-manager-$K8S_VERSION" ] || want+=(kube-controller-manager)
+[ -x "$BIN/kube-scheduler-$K8S_VERSION" ] || want+=(kube-scheduler)
 [ -x "$BIN/kubectl-$K8S_VERSION" ] || want+=(kubectl)
 [ -x "$BIN/etcd-$ETCD_VERSION" ] || want+=(etcd)
 [ -x "$BIN/helm-$HELM_VERSION" ] || want+=(helm)
+[ -x "$BIN/kwok-$KWOK_VERSION" ] || want+=(kwok)
 only=${1:-}
 if [ -n "$only" ]; then
   keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
@@ -37,8 +40,8 @@ trap 'kill $ticker 2>/dev/null || true' EXIT
 
 needs() { [[ " ${want[*]} " == *" $1 "* ]]; }
 
-if needs kube-apiserver || needs kube-controller-manager || needs kubectl; then
-  say "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kubectl) from Go modules; first time takes ~10-20 min on 2 cores"
+if needs kube-apiserver || needs kube-controller-manager || needs kube-scheduler || needs kubectl; then
+  say "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) from Go modules; first time takes ~10-20 min on 2 cores"
   dir=$CACHE/build/k8s-$K8S_VERSION
   mkdir -p "$dir"
   cd "$dir"
@@ -63,6 +66,7 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
@@ -70,7 +74,7 @@ GO
     go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
   fi
   ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-  for t in kube-apiserver kube-controller-manager kubectl; do
+  for t in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     needs "$t" || continue
     say "go build $t"
     go build -trimpath -ldflags "$ldflags" -o "$BIN/.$t-$K8S_VERSION.tmp" "k8s.io/kubernetes/cmd/$t"
@@ -115,5 +119,18 @@ if needs helm; then
   fi
   go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$BIN/.helm-$HELM_VERSION.tmp" helm.sh/helm/v3/cmd/helm
   mv "$BIN/.helm-$HELM_VERSION.tmp" "$BIN/helm-$HELM_VERSION"
+fi
+if needs kwok; then
+  say "building kwok $KWOK_VERSION from sigs.k8s.io/kwok"
+  dir=$CACHE/build/kwok-$KWOK_VERSION
+  mkdir -p "$dir"; cd "$dir"
+  if [ ! -f go.mod ]; then
+    printf 'module hoist.local/kwokbuild\n\ngo 1.24\n' > go.mod
+    printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' > tools.go
+    go get "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null
+    go mod tidy -e >/dev/null 2>&1 || true
+  fi
+  go build -trimpath -ldflags "-s -w" -o "$BIN/.kwok-$KWOK_VERSION.tmp" sigs.k8s.io/kwok/cmd/kwok
+  mv "$BIN/.kwok-$KWOK_VERSION.tmp" "$BIN/kwok-$KWOK_VERSION"
 fi
 say "done: ${want[*]}"

@@ -16,6 +16,11 @@ import { toolPath } from './tools.ts';
 export interface ControlPlaneOptions {
   /** also run kube-controller-manager (Deployments get ReplicaSets, namespaces get deleted, ...) */
   controllerManager?: boolean;
+  /**
+   * make workloads become ready: kube-controller-manager, kube-scheduler and kwok with one fake
+   * node, so Deployments, StatefulSets and DaemonSets roll out without a container runtime
+   */
+  workloads?: boolean;
   /** write an audit log of every request (for request-budget tests) */
   auditLog?: boolean;
   /** progress lines, e.g. console.error; silent by default */
@@ -135,6 +140,38 @@ export function kubeconfigYaml(server: string, pki: Pki, user = 'hoist-admin'): 
   ].join('\n');
 }
 
+const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
+
+/** one roomy fake node, managed by kwok: pods scheduled to it are reported running and ready */
+const FAKE_NODE = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: {
+    name: 'kwok-node-0',
+    annotations: { [KWOK_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+    labels: { 'kubernetes.io/hostname': 'kwok-node-0', 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+  },
+  spec: {},
+  status: {
+    allocatable: { cpu: '64', memory: '256Gi', pods: '250' },
+    capacity: { cpu: '64', memory: '256Gi', pods: '250' },
+  },
+};
+
+async function createFakeNode(server: string, pki: Pki): Promise<void> {
+  const body = JSON.stringify(FAKE_NODE);
+  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+  await new Promise<void>((resolve, reject) => {
+    const req = request(`${server}/api/v1/nodes`, { ...tls, method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => (res.statusCode === 201 || res.statusCode === 409 ? resolve() : reject(new Error(`creating fake node: ${res.statusCode} ${text}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -147,7 +184,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const started = Date.now();
   const etcdBin = toolPath('etcd');
   const apiBin = toolPath('kube-apiserver');
-  const kcmBin = opts.controllerManager ? toolPath('kube-controller-manager') : undefined;
+  const kcmBin = opts.controllerManager || opts.workloads ? toolPath('kube-controller-manager') : undefined;
+  const schedBin = opts.workloads ? toolPath('kube-scheduler') : undefined;
+  const kwokBin = opts.workloads ? toolPath('kwok') : undefined;
 
   const dir = await mkdtemp(join(tmpdir(), 'hoist-cp-'));
   const pkiDir = join(dir, 'pki');
@@ -232,17 +271,54 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await waitTcp(kcmPort, kcm, 'kube-controller-manager', kcmLog);
   }
 
+  let sched: ChildProcess | undefined;
+  let kwok: ChildProcess | undefined;
+  if (schedBin && kwokBin) {
+    const schedLog = join(dir, 'kube-scheduler.log');
+    const schedPort = await freePort();
+    sched = startProcess(
+      schedBin,
+      [
+        `--kubeconfig=${kubeconfigPath}`,
+        `--authentication-kubeconfig=${kubeconfigPath}`,
+        `--authorization-kubeconfig=${kubeconfigPath}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${schedPort}`,
+        '--leader-elect=false',
+        '--v=1',
+      ],
+      schedLog,
+    );
+    await waitTcp(schedPort, sched, 'kube-scheduler', schedLog);
+    const kwokLog = join(dir, 'kwok.log');
+    kwok = startProcess(
+      kwokBin,
+      [
+        `--kubeconfig=${kubeconfigPath}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
+        '--cidr=10.244.0.0/16',
+        '--node-ip=10.0.0.2',
+        `--server-address=127.0.0.1:${await freePort()}`,
+      ],
+      kwokLog,
+    );
+    await createFakeNode(server, pki);
+  }
+
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    await stopProcess(kwok);
+    await stopProcess(sched);
     await stopProcess(kcm);
     await stopProcess(api);
     await stopProcess(etcd);
     if (!process.env.HOIST_KEEP_CONTROL_PLANE) await rm(dir, { recursive: true, force: true });
   };
   const onExit = (): void => {
-    for (const c of [kcm, api, etcd]) if (c && c.exitCode === null) c.kill('SIGKILL');
+    for (const c of [kwok, sched, kcm, api, etcd]) if (c && c.exitCode === null) c.kill('SIGKILL');
   };
   process.once('exit', onExit);
 

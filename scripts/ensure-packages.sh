@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs (once per machine) the Debian packages the tests and benchmarks run as real peers:
+# docker-registry (the CNCF distribution registry), skopeo (reference OCI client), apache2-utils
+# (htpasswd for the registry's Basic auth), git (git http-backend) and openssl (test PKI).
+set -euo pipefail
+need=()
+command -v docker-registry >/dev/null || need+=(docker-registry)
+command -v skopeo >/dev/null || need+=(skopeo)
+command -v htpasswd >/dev/null || need+=(apache2-utils)
+[ -x /usr/lib/git-core/git-http-backend ] || need+=(git)
+command -v openssl >/dev/null || need+=(openssl)
+command -v curl >/dev/null || need+=(curl)
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "hoist packages: installing ${need[*]} with apt-get" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# the package enables a system service we don't want: tests start their own registries
+if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+echo "hoist packages: installed ${need[*]}" >&2

@@ -1,0 +1,86 @@
+/**
+ * `hoist run`: the controller process. Connects to the API server, optionally installs the CRD,
+ * serves /healthz, /readyz and /metrics, takes part in leader election, and reconciles
+ * BundleDeployments until SIGTERM, then drains.
+ */
+import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { bundleDeploymentCRD, CRD_NAME } from '../../api/v1alpha2/crd.ts';
+import { FsContentStore } from '../cache/fs-content-store.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { processorFor } from '../processors/registry.ts';
+import { BundleDeploymentManager } from '../reconciler/manager.ts';
+import { sourceFor } from '../sources/registry.ts';
+
+export interface ControllerOptions {
+  kubeconfig?: string;
+  /** the controller's namespace: revision Secrets and source credentials live here */
+  namespace: string;
+  /** apply the BundleDeployment CRD at start-up (development; the chart installs it otherwise) */
+  installCRD?: boolean;
+  cacheDir?: string;
+  workers?: number;
+  log: Logger;
+  registry?: Registry;
+  /** reconcile only BundleDeployments matching this label selector */
+  selector?: string;
+}
+
+export interface RunningController {
+  client: RestKubeClient;
+  manager: BundleDeploymentManager;
+  registry: Registry;
+  stop(): Promise<void>;
+}
+
+export async function installCRD(client: RestKubeClient, log: Logger): Promise<void> {
+  await client.apply(bundleDeploymentCRD() as unknown as KubeObject, { fieldManager: 'hoist-installer', force: true });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const crd = await client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, CRD_NAME);
+    const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+    if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
+    if (Date.now() > deadline) throw new Error(`CRD ${CRD_NAME} not established after 30s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  client.discovery.invalidate();
+  log.info({ crd: CRD_NAME }, 'CRD installed');
+}
+
+async function ensureNamespace(client: RestKubeClient, name: string): Promise<void> {
+  if (await client.get({ apiVersion: 'v1', kind: 'Namespace' }, name)) return;
+  await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch((e: unknown) => {
+    if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
+  });
+}
+
+export async function startController(opts: ControllerOptions): Promise<RunningController> {
+  const cfg = loadKubeConfig(opts.kubeconfig);
+  const client = createKubeClient(cfg);
+  const registry = opts.registry ?? new Registry();
+  if (!opts.registry) collectDefaultMetrics({ register: registry });
+  if (opts.installCRD) await installCRD(client, opts.log);
+  await ensureNamespace(client, opts.namespace);
+  const manager = new BundleDeploymentManager({
+    client,
+    log: opts.log,
+    controllerNamespace: opts.namespace,
+    store: new FsContentStore(opts.cacheDir ? { root: opts.cacheDir } : {}),
+    sourceFor,
+    processorFor,
+    workers: opts.workers,
+    registry,
+    selector: opts.selector,
+  });
+  await manager.start();
+  return {
+    client,
+    manager,
+    registry,
+    async stop() {
+      await manager.stop();
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+/**
+ * The `hoist` command: `run` (the controller), `render` (client-side preview), `demo`.
+ */
+import { parseArgs } from 'node:util';
+import { createLogger } from '../util/log.ts';
+
+const USAGE = `usage: hoist <command> [flags]
+
+commands:
+  run      run the controller
+             --kubeconfig <file>   (default: $KUBECONFIG, ~/.kube/config, in-cluster)
+             --namespace <ns>      controller namespace (default hoist-system)
+             --install-crd         apply the BundleDeployment CRD at start-up
+             --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
+             --leader-elect        take part in leader election on a Lease
+             --workers <n>         concurrent reconciles (default 4)
+  render   print the objects a BundleDeployment would install, and their content digest
+             -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
+  demo     start a local control plane, install argo-rollouts through a BundleDeployment
+             --keep                keep everything running until Ctrl-C
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'run': {
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          kubeconfig: { type: 'string' },
+          namespace: { type: 'string', default: process.env.HOIST_NAMESPACE ?? 'hoist-system' },
+          'install-crd': { type: 'boolean', default: false },
+          'metrics-bind-address': { type: 'string', default: '127.0.0.1:8080' },
+          'leader-elect': { type: 'boolean', default: false },
+          workers: { type: 'string', default: '4' },
+        },
+      });
+      const { runController } = await import('./run.ts');
+      return runController({
+        kubeconfig: values.kubeconfig,
+        namespace: values.namespace,
+        installCRD: values['install-crd'],
+        metricsBindAddress: values['metrics-bind-address'],
+        leaderElect: values['leader-elect'],
+        workers: Number(values.workers),
+        log: createLogger(),
+      });
+    }
+    case 'render': {
+      const { values } = parseArgs({ args: rest, options: { file: { type: 'string', short: 'f' }, dir: { type: 'string' }, kubeconfig: { type: 'string' }, output: { type: 'string', short: 'o', default: 'yaml' } } });
+      if (!values.file) {
+        process.stderr.write(USAGE);
+        return 2;
+      }
+      const { render } = await import('./render.ts');
+      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, output: values.output === 'json' ? 'json' : 'yaml' });
+    }
+    case 'demo': {
+      const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false } } });
+      const { demo } = await import('./demo.ts');
+      return demo({ keep: values.keep });
+    }
+    default:
+      process.stderr.write(USAGE);
+      return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`hoist: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);
