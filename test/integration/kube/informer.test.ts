@@ -1,0 +1,228 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKubeClient, loadKubeConfig, type ClusterConfig, type RestKubeClient } from '../../../src/kube/client.ts';
+import { Informer } from '../../../src/kube/informer.ts';
+import type { KubeClient, KubeObject, WatchOptions } from '../../../src/kube/types.ts';
+import { kubeconfigPath } from '../../support/env.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
+
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
+const NS = { apiVersion: 'v1', kind: 'Namespace' };
+
+/** records handler calls as "add a", "update a 2", "delete a" */
+function recorder(informer: Informer) {
+  const log: string[] = [];
+  informer.addHandler({
+    onAdd: (o) => log.push(`add ${o.metadata.name}`),
+    onUpdate: (_o, n) => log.push(`update ${n.metadata.name} ${String((n.data as Record<string, string> | undefined)?.v)}`),
+    onDelete: (o) => log.push(`delete ${o.metadata.name}`),
+  });
+  return log;
+}
+
+async function until(cond: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('informer against a real api server', () => {
+  let cfg: ClusterConfig;
+  let client: RestKubeClient;
+  let proxy: TcpProxy;
+  let viaProxy: RestKubeClient;
+  const ns = `inf-${randomBytes(3).toString('hex')}`;
+  const cm = (name: string, v: string): KubeObject => ({ ...CM, metadata: { name, namespace: ns }, data: { v } });
+
+  beforeAll(async () => {
+    cfg = loadKubeConfig(kubeconfigPath());
+    client = createKubeClient(cfg);
+    await client.create({ ...NS, metadata: { name: ns } });
+    const server = new URL(cfg.server);
+    proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port) });
+    viaProxy = createKubeClient({ ...cfg, server: proxy.url });
+  });
+  afterAll(async () => {
+    await client.delete(NS, ns, undefined);
+    await viaProxy.close();
+    await client.close();
+    await proxy.close();
+  });
+
+  it('lists, then sees adds, updates and deletes; never caches managedFields', async () => {
+    await client.create(cm('pre', '1'));
+    const informer = new Informer({ client, type: CM, namespace: ns });
+    const log = recorder(informer);
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.hasSynced()).toBe(true);
+    expect(log).toEqual(['add pre']);
+
+    await client.create(cm('x', '1'));
+    await client.apply(cm('x', '2'), { fieldManager: 'test', force: true });
+    await client.delete(CM, 'x', ns);
+    await until(() => log.length === 4, 20_000, 'events');
+    expect(log).toEqual(['add pre', 'add x', 'update x 2', 'delete x']);
+    expect(informer.getByName('pre', ns)?.metadata.managedFields).toBeUndefined();
+    expect(informer.keys()).toEqual([`${ns}/pre`]);
+
+    // a late handler gets the cache replayed as adds
+    const late: string[] = [];
+    informer.addHandler({ onAdd: (o, initial) => late.push(`${o.metadata.name} ${initial}`) });
+    expect(late).toEqual(['pre true']);
+    await informer.stop();
+    await client.delete(CM, 'pre', ns);
+  });
+
+  it('applies a transform before caching', async () => {
+    const informer = new Informer({
+      client,
+      type: NS,
+      fieldSelector: `metadata.name=${ns}`,
+      transform: (o) => ({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, resourceVersion: o.metadata.resourceVersion } }),
+    });
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.list()).toEqual([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, resourceVersion: expect.any(String) } }]);
+    await informer.stop();
+  });
+
+  it('recovers from a killed watch connection by resuming, without losing events', async () => {
+    const informer = new Informer({ client: viaProxy, type: CM, namespace: ns, labelSelector: 'test=cut', backoffInitialMs: 50 });
+    const log = recorder(informer);
+    informer.start();
+    await informer.waitForSync();
+    const lbl = (o: KubeObject): KubeObject => ({ ...o, metadata: { ...o.metadata, labels: { test: 'cut' } } });
+    await client.create(lbl(cm('c1', '1')));
+    await until(() => log.length === 1, 20_000, 'first add');
+    const watchesBefore = informer.watches;
+
+    for (let round = 0; round < 3; round++) {
+      proxy.cutAll();
+      // changes made while the watch is down must all arrive after it reconnects
+      await client.apply(lbl(cm('c1', `r${round}`)), { fieldManager: 'test', force: true });
+      await client.create(lbl(cm(`n${round}`, '1')));
+      await client.delete(CM, `n${round}`, ns);
+    }
+    await until(() => log.length === 10, 20_000, 'events after reconnects');
+    // the three updates may be coalesced by nothing: each is a separate watch event
+    expect(log).toEqual([
+      'add c1',
+      'update c1 r0', 'add n0', 'delete n0',
+      'update c1 r1', 'add n1', 'delete n1',
+      'update c1 r2', 'add n2', 'delete n2',
+    ]);
+    expect(informer.watches).toBeGreaterThan(watchesBefore);
+    expect(informer.relists).toBe(1); // resumed from its resourceVersion every time
+    await informer.stop();
+  });
+
+  it('restarts a watch that went silent (half-open connection) via the watchdog', async () => {
+    // its own proxy and client: freezing affects every connection through a proxy
+    const server = new URL(cfg.server);
+    const own = await startTcpProxy({ host: server.hostname, port: Number(server.port) });
+    const frozenClient = createKubeClient({ ...cfg, server: own.url });
+    try {
+      const informer = new Informer({ client: frozenClient, type: CM, namespace: ns, labelSelector: 'test=freeze', watchdogMs: 1500, backoffInitialMs: 50 });
+      const log = recorder(informer);
+      informer.start();
+      await informer.waitForSync();
+      await until(() => informer.watches === 1, 5000, 'watch open');
+      own.freezeAll();
+      await client.create({ ...cm('f1', '1'), metadata: { name: 'f1', namespace: ns, labels: { test: 'freeze' } } });
+      await until(() => log.length === 1, 20_000, 'event after watchdog restart');
+      expect(log).toEqual(['add f1']);
+      expect(informer.watches).toBeGreaterThan(1);
+      expect(informer.relists).toBe(1);
+      await informer.stop();
+    } finally {
+      await frozenClient.close();
+      await own.close();
+    }
+  });
+
+  it('relists on 410 Gone when resuming from a too-old resourceVersion, and diffs the relist', async () => {
+    // a fresh CRD's watch cache starts now, so resourceVersion "1" is really too old for it:
+    // the API server answers with a genuine ERROR event, code 410, reason Expired
+    const group = `${ns}.hoist.dev`;
+    const crd: KubeObject = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `widgets.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    };
+    await client.create(crd);
+    const established = async (): Promise<boolean> => {
+      const live = await client.get(crd, crd.metadata.name);
+      const conds = (live?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
+      return conds.some((c) => c.type === 'Established' && c.status === 'True');
+    };
+    for (let i = 0; i < 100 && !(await established()); i++) await new Promise((r) => setTimeout(r, 100));
+    client.discovery.invalidate();
+    viaProxy.discovery.invalidate();
+    const W = { apiVersion: `${group}/v1`, kind: 'Widget' };
+    const w = (name: string, v: string): KubeObject => ({ ...W, metadata: { name, namespace: ns }, data: { v } });
+    try {
+      await client.create(w('g1', '1'));
+      let poison = false;
+      const poisoned: KubeClient = Object.create(viaProxy) as KubeClient;
+      poisoned.watch = <T extends KubeObject>(type: typeof CM, opts: WatchOptions) => {
+        const o = poison ? { ...opts, resourceVersion: '1' } : opts;
+        poison = false;
+        return viaProxy.watch<T>(type, o);
+      };
+      const informer = new Informer({ client: poisoned, type: W, namespace: ns, backoffInitialMs: 50 });
+      const log = recorder(informer);
+      informer.start();
+      await informer.waitForSync();
+      expect(log).toEqual(['add g1']);
+
+      poison = true;
+      proxy.cutAll();
+      await client.apply(w('g1', '2'), { fieldManager: 't', force: true });
+      await client.create(w('g2', '1'));
+      await until(() => informer.relists === 2, 20_000, 'relist');
+      await until(() => log.length === 3, 20_000, 'events after relist');
+      expect(log.slice(1).sort()).toEqual(['add g2', 'update g1 2']);
+      // and it keeps watching after the relist
+      await client.delete(W, 'g1', ns);
+      await until(() => log.length === 4, 20_000, 'delete after relist');
+      expect(log[3]).toBe('delete g1');
+      await informer.stop();
+    } finally {
+      await client.delete(crd, crd.metadata.name, undefined);
+    }
+  });
+
+  it('retries connection-refused with backoff and catches up when the server is back', async () => {
+    const informer = new Informer({ client: viaProxy, type: CM, namespace: ns, labelSelector: 'test=down', backoffInitialMs: 50, backoffMaxMs: 400 });
+    const log = recorder(informer);
+    informer.start();
+    await informer.waitForSync();
+    await proxy.down();
+    const mk = (n: string): KubeObject => ({ ...cm(n, '1'), metadata: { name: n, namespace: ns, labels: { test: 'down' } } });
+    await client.create(mk('d1'));
+    await new Promise((r) => setTimeout(r, 1500)); // several refused attempts
+    await client.create(mk('d2'));
+    await proxy.up();
+    await until(() => log.length === 2, 20_000, 'events after outage');
+    expect(log).toEqual(['add d1', 'add d2']);
+    await informer.stop();
+  });
+
+  it('waitForSync rejects when stopped before syncing', async () => {
+    const informer = new Informer({ client: createKubeClient({ ...cfg, server: 'https://127.0.0.1:1' }), type: CM, backoffInitialMs: 50 });
+    informer.start();
+    const waiting = informer.waitForSync();
+    await new Promise((r) => setTimeout(r, 200));
+    await informer.stop();
+    await expect(waiting).rejects.toThrow(/stopped before it synced/);
+  });
+});
