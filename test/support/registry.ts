@@ -65,6 +65,12 @@ export interface TokenIssuer {
   rootCertBundle: string;
   /** token requests answered, by outcome */
   counts: { issued: number; denied: number };
+  /**
+   * When set, the next token's JWT expires this many seconds from now (it may be negative) while
+   * the response still claims the normal `expires_in`: the client's cache keeps a token the
+   * registry will refuse, which is how refresh-on-401 is tested. Reset after one token.
+   */
+  nextLifetime: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -93,6 +99,7 @@ export async function startTokenIssuer(opts: TokenIssuerOptions): Promise<TokenI
   const issuer = 'hoist-test-issuer';
   const privatePrefix = opts.privatePrefix ?? 'private/';
   const counts = { issued: 0, denied: 0 };
+  const state: { nextLifetime: number | undefined } = { nextLifetime: undefined };
   const b64url = (b: Buffer | string): string => Buffer.from(b).toString('base64url');
 
   const server = https.createServer({ cert: await readFile(opts.pki.serverCertPath), key: await readFile(opts.pki.serverKeyPath) }, (req, res) => {
@@ -118,7 +125,9 @@ export async function startTokenIssuer(opts: TokenIssuerOptions): Promise<TokenI
     const now = Math.floor(Date.now() / 1000);
     const expiresIn = opts.expiresIn ?? 300;
     const header = { typ: 'JWT', alg: 'RS256', x5c: [certDer] };
-    const claims = { iss: issuer, sub: user ?? '', aud: service, exp: now + expiresIn, nbf: now - 10, iat: now, jti: randomBytes(8).toString('hex'), access };
+    const lifetime = state.nextLifetime ?? expiresIn;
+    state.nextLifetime = undefined;
+    const claims = { iss: issuer, sub: user ?? '', aud: service, exp: now + lifetime, nbf: now - 300, iat: now - 300, jti: randomBytes(8).toString('hex'), access };
     const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
     const sig = createSign('RSA-SHA256').update(input).sign(key);
     counts.issued++;
@@ -132,6 +141,12 @@ export async function startTokenIssuer(opts: TokenIssuerOptions): Promise<TokenI
     issuer,
     rootCertBundle: join(dir, 'signing.crt'),
     counts,
+    get nextLifetime() {
+      return state.nextLifetime;
+    },
+    set nextLifetime(v: number | undefined) {
+      state.nextLifetime = v;
+    },
     stop: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -198,7 +213,11 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
     lines.push('auth:', '  htpasswd:', '    realm: hoist-test', `    path: ${join(dir, 'htpasswd')}`);
   }
   if (auth === 'token' && pki) {
-    issuer = await startTokenIssuer({ users, pki, ...(options.tokenExpiresIn ? { expiresIn: options.tokenExpiresIn } : {}) });
+    issuer = await startTokenIssuer({
+      users,
+      pki,
+      ...(options.tokenExpiresIn ? { expiresIn: options.tokenExpiresIn } : {}),
+    });
     lines.push('auth:', '  token:', `    realm: ${issuer.realm}`, `    service: ${issuer.service}`, `    issuer: ${issuer.issuer}`, `    rootcertbundle: ${issuer.rootCertBundle}`);
   }
   await writeFile(join(dir, 'config.yml'), `${lines.join('\n')}\n`);
@@ -261,6 +280,8 @@ export interface ProxiedRequest {
   method: string;
   path: string;
   status: number;
+  /** whether the request carried an Authorization header (its value is never kept) */
+  authorized: boolean;
 }
 
 /** What a tamper hook may do to one response. */
@@ -315,7 +336,7 @@ export async function startCountingProxy(upstream: string, ca?: string): Promise
       const left = statusLeft.get(key) ?? t.times;
       if (left > 0) {
         statusLeft.set(key, left - 1);
-        requests.push({ method, path, status: t.status });
+        requests.push({ method, path, status: t.status, authorized: req.headers.authorization !== undefined });
         req.resume();
         res.writeHead(t.status, t.headers ?? {}).end();
         return;
@@ -323,7 +344,7 @@ export async function startCountingProxy(upstream: string, ca?: string): Promise
     }
     if (t?.kind === 'respond' || t?.kind === 'redirect') {
       const status = t.kind === 'respond' ? t.status : 307;
-      requests.push({ method, path, status });
+      requests.push({ method, path, status, authorized: req.headers.authorization !== undefined });
       req.resume();
       if (t.kind === 'redirect') {
         res.writeHead(307, { location: t.location, 'content-length': '0' }).end();
@@ -336,7 +357,7 @@ export async function startCountingProxy(upstream: string, ca?: string): Promise
     const mod = up.protocol === 'https:' ? https : http;
     const headers = { ...req.headers, host: up.host };
     const upReq = mod.request({ hostname: up.hostname, port: up.port, path, method, headers, ...(ca ? { ca } : {}) }, (upRes) => {
-      requests.push({ method, path, status: upRes.statusCode ?? 0 });
+      requests.push({ method, path, status: upRes.statusCode ?? 0, authorized: req.headers.authorization !== undefined });
       const h = { ...upRes.headers };
       // keep relative and absolute Locations pointing at the proxy, so counting sees every hop
       if (typeof h.location === 'string' && h.location.startsWith(upstream)) h.location = h.location.slice(upstream.length);
@@ -372,7 +393,7 @@ export async function startCountingProxy(upstream: string, ca?: string): Promise
       upRes.pipe(res);
     });
     upReq.on('error', () => {
-      requests.push({ method, path, status: 502 });
+      requests.push({ method, path, status: 502, authorized: req.headers.authorization !== undefined });
       res.writeHead(502).end();
     });
     req.pipe(upReq);
