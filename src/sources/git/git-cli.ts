@@ -1,0 +1,212 @@
+/**
+ * Runs the git CLI the way the controller must: no system or global config, no prompts, no
+ * inherited tracing, HOME in a private temp dir, only http(s) transports, and configuration passed
+ * through GIT_CONFIG_COUNT/KEY/VALUE environment variables. Credentials therefore never appear
+ * in argv (visible to every user through `ps`), in a URL, or in a file on disk; a process's
+ * environment is readable only by its own user.
+ */
+import { spawn } from 'node:child_process';
+import { HoistError, type Stage } from '../../util/errors.ts';
+import { redactSecrets } from './git-auth.ts';
+
+export interface GitRunOptions {
+  /** private directory used as HOME (and as cwd) */
+  home: string;
+  /** git configuration as key → value, handed over in the environment */
+  config?: ReadonlyArray<readonly [string, string]>;
+  /** extra environment, e.g. GIT_INDEX_FILE */
+  env?: Readonly<Record<string, string>>;
+  /** kills the process after this many ms */
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** written to stdin, then stdin is closed */
+  input?: string | Buffer;
+  /** secrets to scrub from anything surfaced in an error */
+  secrets?: readonly string[];
+}
+
+export interface GitRunResult {
+  stdout: Buffer;
+  stderr: string;
+  code: number;
+}
+
+/** Thrown for a non-zero exit; `stderr` is already scrubbed of secrets. */
+export class GitCommandError extends Error {
+  readonly stderr: string;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+
+  constructor(message: string, init: { stderr: string; exitCode: number | null; timedOut: boolean; aborted: boolean }) {
+    super(message);
+    this.name = 'GitCommandError';
+    this.stderr = init.stderr;
+    this.exitCode = init.exitCode;
+    this.timedOut = init.timedOut;
+    this.aborted = init.aborted;
+  }
+}
+
+// Passed through from the controller's environment: proxies (corporate networks) and the
+// operator's choice of trust store. Everything else (GIT_TRACE*, GIT_CURL_VERBOSE, GIT_DIR,
+// GIT_SSL_NO_VERIFY, GIT_ASKPASS, …) is dropped: any of them could leak headers or weaken TLS.
+const PASSTHROUGH = [
+  'PATH',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+  'all_proxy',
+  'GIT_SSL_CAINFO',
+  'GIT_SSL_CAPATH',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+] as const;
+
+// Always-on hardening, applied before the caller's config so the caller can be more specific.
+const BASE_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ['protocol.allow', 'never'],
+  ['protocol.https.allow', 'always'],
+  ['protocol.http.allow', 'always'],
+  ['credential.helper', ''],
+  ['core.askPass', ''],
+  ['http.sslVerify', 'true'],
+  // A stalled transfer (less than 1 KiB/s for 60 s) fails instead of hanging until the timeout.
+  ['http.lowSpeedLimit', '1024'],
+  ['http.lowSpeedTime', '60'],
+  ['core.hooksPath', '/dev/null'],
+  ['gc.auto', '0'],
+  ['maintenance.auto', 'false'],
+  ['advice.detachedHead', 'false'],
+  ['init.defaultBranch', 'main'],
+];
+
+/** The environment for one git invocation; exported for the tests that inspect it. */
+export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of PASSTHROUGH) {
+    const v = process.env[name];
+    if (v !== undefined) env[name] = v;
+  }
+  const config = [...BASE_CONFIG, ...(opts.config ?? [])];
+  Object.assign(env, {
+    HOME: opts.home,
+    XDG_CONFIG_HOME: opts.home,
+    LANG: 'C',
+    LC_ALL: 'C',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ASKPASS: '',
+    SSH_ASKPASS: '',
+    GIT_PROTOCOL_FROM_USER: '0',
+    GIT_CONFIG_COUNT: String(config.length),
+  });
+  config.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  Object.assign(env, opts.env ?? {});
+  return env;
+}
+
+/**
+ * Runs `git <args>`; resolves with the output on exit 0, rejects with GitCommandError otherwise.
+ * Kills the process (SIGKILL: git holds no state we keep) on timeout or abort.
+ */
+export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let err = '';
+    let timedOut = false;
+    let aborted = false;
+    const kill = (): void => {
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = (): void => {
+      aborted = true;
+      kill();
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => {
+      // Keep the tail only: a chatty failure must not grow memory without bound.
+      err = (err + d.toString('utf8')).slice(-16_384);
+    });
+    child.stdin.on('error', () => undefined);
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin.end();
+    const finish = (): void => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    };
+    child.on('error', (e) => {
+      finish();
+      reject(new GitCommandError(`cannot run git: ${e.message}`, { stderr: '', exitCode: null, timedOut, aborted }));
+    });
+    child.on('close', (code) => {
+      finish();
+      const stderr = redactSecrets(err, opts.secrets ?? []);
+      if (code === 0 && !timedOut && !aborted) {
+        resolve({ stdout: Buffer.concat(out), stderr, code });
+        return;
+      }
+      reject(
+        new GitCommandError(`git ${args[0] ?? ''} failed`, {
+          stderr,
+          exitCode: code,
+          timedOut,
+          aborted,
+        }),
+      );
+    });
+  });
+}
+
+/** Last meaningful stderr line without git's "fatal: "/"error: " prefix, for messages. */
+export function stderrSummary(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0 && !l.startsWith('hint:'));
+  const last = lines.at(-1) ?? '';
+  return last.replace(/^(fatal|error|remote):\s*/i, '').toLowerCase();
+}
+
+/**
+ * Maps a failed network git command (fetch) to a HoistError: wrong credentials, unknown refs and
+ * missing repositories are terminal; network trouble and server errors are transient.
+ */
+export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: string, withAuth: boolean, timeoutMs: number): HoistError {
+  const reason = stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
+  const s = e.stderr;
+  const summary = stderrSummary(s);
+  const make = (message: string, code: string, terminal: boolean): HoistError =>
+    new HoistError(message, { stage, reason, code, subject, terminal, cause: e });
+  if (e.aborted) return new HoistError('aborted', { stage, reason: 'Aborted', code: 'aborted', subject, terminal: false, cause: e });
+  if (e.timedOut) return make(`git fetch timed out after ${timeoutMs} ms`, 'timeout', false);
+  if (/could not read (Username|Password)|Authentication failed|returned error: 40[13]\b|terminal prompts disabled/i.test(s)) {
+    return make(withAuth ? 'credentials rejected by the repository' : 'repository requires credentials; set auth.secretRef', 'auth-failed', true);
+  }
+  if (/repository '.*' not found|returned error: 404\b/i.test(s)) return make('repository not found', 'not-found', true);
+  if (/not our ref|unadvertised object|couldn't find remote ref|no such remote ref|bad object/i.test(s)) {
+    return make(`ref not found: ${summary}`, 'unknown-ref', true);
+  }
+  if (/SSL certificate|certificate verify|server certificate|SSL:|unable to get local issuer/i.test(s)) {
+    return make(`tls verification failed: ${summary}`, 'tls-verify-failed', true);
+  }
+  if (/returned error: 3\d\d\b/i.test(s)) {
+    return make('repository redirected; credentials are not followed across redirects, set spec.git.repository to the final url', 'redirect', true);
+  }
+  return make(`git fetch failed: ${summary || `exit ${e.exitCode}`}`, 'network', false);
+}
