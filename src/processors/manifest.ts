@@ -14,7 +14,12 @@ export interface SourcedObject {
   object: KubeObject;
   /** path relative to the content tree */
   file: string;
-  line: number;
+  /** 1-based; absent for generated objects */
+  line?: number;
+}
+
+function where(s: SourcedObject): string {
+  return s.line === undefined ? s.file : `${s.file}:${s.line}`;
 }
 
 export interface ManifestReadResult {
@@ -142,9 +147,9 @@ export function duplicateErrors(objects: SourcedObject[], defaultNamespace = '')
     if (prev) {
       errors.push(
         processError(
-          `duplicate object ${describeIdentity(s.object, defaultNamespace)}: defined in ${prev.file}:${prev.line} and ${s.file}:${s.line}`,
+          `duplicate object ${describeIdentity(s.object, defaultNamespace)}: defined in ${where(prev)} and ${where(s)}`,
           'duplicate-object',
-          `${s.file}:${s.line}`,
+          where(s),
         ),
       );
     } else {

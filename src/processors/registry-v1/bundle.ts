@@ -154,7 +154,7 @@ export async function loadRegistryV1Bundle(tree: string): Promise<RegistryV1Bund
   }
   if (csvs.length > 1) {
     errors.push(
-      processError(`more than one ClusterServiceVersion: ${csvs.map((c) => `${c.file}:${c.line}`).join(', ')}`, 'invalid-bundle', csvs[1]?.file),
+      processError(`more than one ClusterServiceVersion: ${csvs.map((c) => `${c.file}:${c.line ?? 1}`).join(', ')}`, 'invalid-bundle', csvs[1]?.file),
     );
   }
   const crds = objects.filter((o) => o.object.kind === 'CustomResourceDefinition');
@@ -165,7 +165,7 @@ export async function loadRegistryV1Bundle(tree: string): Promise<RegistryV1Bund
         processError(
           `CustomResourceDefinition ${crd.object.metadata.name} uses ${crd.object.apiVersion}; registry+v1 bundles must use ${CRD_API_VERSION}`,
           'unsupported-api',
-          `${crd.file}:${crd.line}`,
+          `${crd.file}:${crd.line ?? 1}`,
         ),
       );
     }

@@ -11,7 +11,8 @@ import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
-import { describeIdentity, duplicateErrors } from '../manifest.ts';
+import { describeObject } from '../../kube/types.ts';
+import { duplicateErrors } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { loadRegistryV1Bundle } from './bundle.ts';
 import type { RegistryV1Bundle } from './bundle.ts';
@@ -88,7 +89,7 @@ export function renderRegistryV1Bundle(bundle: RegistryV1Bundle, options: Regist
 
   const errors: HoistError[] = [];
   // generated names can collide with the bundle's own manifests (e.g. a bundled ServiceAccount)
-  errors.push(...duplicateErrors(objects.map((object) => ({ object, file: sourceOf(bundle, object), line: 0 }))).map(withoutLineZero));
+  errors.push(...duplicateErrors(objects.map((object) => ({ object, file: sourceOf(bundle, object) }))));
   if (options.apiVersions !== undefined) errors.push(...unservedApis(bundle, objects, options.apiVersions));
   const failure = combineProcessErrors(errors);
   if (failure) throw failure;
@@ -105,17 +106,13 @@ function sourceOf(bundle: RegistryV1Bundle, obj: KubeObject): string {
   return found ? found.file : `${bundle.csvFile} (generated)`;
 }
 
-function withoutLineZero(e: HoistError): HoistError {
-  return processError(e.message.replaceAll(':0 ', ' ').replace(/:0$/, ''), 'duplicate-object', e.subject?.replace(/:0$/, ''));
-}
-
 function unservedApis(bundle: RegistryV1Bundle, objects: KubeObject[], served: readonly string[]): HoistError[] {
   const set = new Set(served);
   return objects
     .filter((o) => !set.has(o.apiVersion))
     .map((o) =>
       processError(
-        `${o.apiVersion} ${describeIdentity(o)}: the cluster does not serve ${o.apiVersion}` +
+        `${describeObject(o)}: the cluster does not serve ${o.apiVersion}` +
           (o.apiVersion.startsWith('cert-manager.io/') ? ' (webhook certificates need cert-manager installed)' : ''),
         'unsupported-api',
         sourceOf(bundle, o),
