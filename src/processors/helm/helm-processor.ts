@@ -13,7 +13,6 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
-import { toolPath } from '../../devcluster/tools.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { combineProcessErrors } from '../errors.ts';
 import { duplicateErrors } from '../manifest.ts';
@@ -28,8 +27,12 @@ import { runHelm } from './run-helm.ts';
 import type { HelmRunResult } from './run-helm.ts';
 
 export interface HelmProcessorOptions {
-  /** path of the helm binary; default: the pinned, Go-built helm from toolPath('helm'), resolved on first use */
-  helmBinary?: string;
+  /**
+   * Path of the helm binary, or a function returning it, called once on the first render (so a
+   * lookup that may build helm, like devcluster's toolPath('helm'), costs nothing until a helm
+   * bundle appears). Supplied by the wiring layer: processors must not import src/devcluster.
+   */
+  helmBinary: string | (() => string);
   /** kill a helm run after this long; default 120 s. A timeout is transient (the machine may be busy). */
   timeoutMs?: number;
   /** refuse rendered output larger than this; default 64 MiB */
@@ -71,15 +74,16 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 
 /** Creates the helm processor. Rendering is concurrency-safe: every render has its own helm home. */
-export function createHelmProcessor(options: HelmProcessorOptions = {}): Processor {
-  let binary = options.helmBinary;
+export function createHelmProcessor(options: HelmProcessorOptions): Processor {
+  const resolveBinary = options.helmBinary;
+  let binary: string | undefined = typeof resolveBinary === 'string' ? resolveBinary : undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
 
   const helm = (): string => {
     if (binary === undefined) {
       try {
-        binary = toolPath('helm');
+        binary = (resolveBinary as () => string)();
       } catch (e) {
         throw helmError(`helm binary unavailable: ${(e as Error).message}`, 'helm-unavailable', undefined, e);
       }

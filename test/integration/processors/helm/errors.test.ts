@@ -137,4 +137,22 @@ describe('helm processor errors', () => {
       terminal: false,
     });
   });
+
+  it('resolves a lazy helm binary once, on the first render, and is transient when that fails', async () => {
+    let calls = 0;
+    const lazy = createHelmProcessor({ helmBinary: () => (calls++, toolPath('helm')) });
+    expect(calls).toBe(0);
+    await lazy.render(path.join(testdata, 'schema-chart'), undefined, ctx);
+    await lazy.render(path.join(testdata, 'schema-chart'), undefined, ctx);
+    expect(calls).toBe(1);
+    const broken = createHelmProcessor({
+      helmBinary: () => {
+        throw new Error('building helm failed');
+      },
+    });
+    await expect(broken.render(path.join(testdata, 'schema-chart'), undefined, ctx)).rejects.toMatchObject({
+      code: 'helm-unavailable',
+      terminal: false,
+    });
+  });
 });
