@@ -41,6 +41,10 @@ export class WorkQueue {
     const registry = opts.registry ?? new Registry();
     this.metrics = workQueueMetrics(registry);
     registerInFlight(registry, this.name, { inFlightStarts: () => this.processing.values() });
+    // present from the start, so dashboards show 0 rather than no data
+    this.metrics.depth.set({ name: this.name }, 0);
+    this.metrics.adds.inc({ name: this.name }, 0);
+    this.metrics.retries.inc({ name: this.name }, 0);
   }
 
   /** queued keys not yet handed out */
