@@ -17,6 +17,7 @@ import {
   type RevisionStatus,
 } from '../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../apply/applier.ts';
+import { assignNamespaces } from '../apply/namespaces.ts';
 import { objectId } from '../apply/object-id.ts';
 import { deleteOwned, staleObjects } from '../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../apply/result.ts';
@@ -381,7 +382,10 @@ export class BundleDeploymentReconciler {
       const apiVersions = spec.format === 'plain' ? undefined : await this.d.client.discovery.apiVersions();
       const out = await processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions });
       for (const w of out.warnings) this.d.log.warn({ bd: bd.metadata.name, format: spec.format }, w);
-      const r = { inputs, contentDigest: contentDigest(out.objects), objects: out.objects };
+      // the digest is of the processor's output, as `hoist render` computes it
+      const digest = contentDigest(out.objects);
+      const objects = await assignNamespaces(out.objects, spec.installNamespace, this.d.client.discovery);
+      const r = { inputs, contentDigest: digest, objects };
       this.rendered.set(bd.metadata.name, r);
       return r;
     } finally {
@@ -425,10 +429,10 @@ export class BundleDeploymentReconciler {
     const waiting: string[] = [];
     const skipped = new Set(status.skippedOptional ?? []);
     for (const o of objs) {
-      const ns = o.metadata.namespace ?? ((await this.d.client.discovery.resourceFor(o))?.namespaced ? bd.spec.installNamespace : undefined);
-      const id = objectId({ ...o, metadata: { ...o.metadata, namespace: ns } });
+      const ns = o.metadata.namespace;
+      const id = objectId(o);
       const subject = `${o.kind} ${ns ? `${ns}/` : ''}${o.metadata.name}`;
-      if ([...skipped].some((s) => s.endsWith(`${o.kind} ${ns ? `${ns}/` : ''}${o.metadata.name}`))) continue;
+      if ([...skipped].some((s) => s.endsWith(subject))) continue;
       const h = this.d.managed.health(id);
       if (!h) waiting.push(`${subject}: not observed`);
       else if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);

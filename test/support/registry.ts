@@ -185,6 +185,7 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
   const users = options.users ?? { hoist: 'hoist-secret' };
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'hoist-registry-')));
   const ownsDir = options.dir === undefined;
+  await mkdir(dir, { recursive: true });
   const pki = tls || auth === 'token' ? await makePki(join(dir, 'pki')) : undefined;
   let issuer: TokenIssuer | undefined;
   const port = await freePort();

@@ -1,0 +1,30 @@
+/**
+ * Gives every namespaced object its namespace (the BundleDeployment's installNamespace when the
+ * bundle leaves it out) and strips it from cluster-scoped ones, as kubectl does. Scope comes from
+ * discovery, or from the bundle's own CRDs for kinds they define. Done once after processing, so
+ * stored revisions, prune and health all name objects the same way.
+ */
+import type { Discovery, KubeObject } from '../kube/types.ts';
+import { groupOf, isCRD } from './object-id.ts';
+
+export async function assignNamespaces(objects: readonly KubeObject[], installNamespace: string | undefined, discovery: Discovery): Promise<KubeObject[]> {
+  const crdScope = new Map<string, boolean>();
+  for (const crd of objects.filter(isCRD)) {
+    const spec = crd.spec as { group?: string; names?: { kind?: string }; scope?: string } | undefined;
+    if (spec?.group && spec.names?.kind) crdScope.set(`${spec.group}/${spec.names.kind}`, spec.scope !== 'Cluster');
+  }
+  return Promise.all(
+    objects.map(async (o) => {
+      const info = await discovery.resourceFor(o);
+      const namespaced = info ? info.namespaced : crdScope.get(`${groupOf(o.apiVersion)}/${o.kind}`);
+      if (namespaced === undefined) return o;
+      if (namespaced) {
+        if (o.metadata.namespace || !installNamespace) return o;
+        return { ...o, metadata: { ...o.metadata, namespace: installNamespace } };
+      }
+      if (o.metadata.namespace === undefined) return o;
+      const { namespace: _drop, ...metadata } = o.metadata;
+      return { ...o, metadata };
+    }),
+  );
+}

@@ -1,0 +1,94 @@
+/**
+ * Runs a real Hoist controller in the test process against the test run's API server, scoped by
+ * a label selector to the BundleDeployments this test file creates (test files run in parallel
+ * on one control plane).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec, type Condition } from '../../api/v1alpha2/types.ts';
+import { installCRD, startController, type RunningController } from '../../src/cli/controller.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { kubeconfigPath } from './env.ts';
+
+export const BD_TYPE = { apiVersion: API_VERSION, kind: KIND } as const;
+export const TEST_LABEL = 'hoist.test/run';
+
+export interface TestController {
+  /** an admin client of the test's own (not the controller's), for setup and assertions */
+  client: RestKubeClient;
+  ctl: RunningController;
+  runId: string;
+  namespace: string;
+  /** creates a BundleDeployment labelled for this controller */
+  create(name: string, spec: BundleDeploymentSpec, labels?: Record<string, string>): Promise<BundleDeployment>;
+  get(name: string): Promise<BundleDeployment | undefined>;
+  /** merge-patches the spec and returns the new generation */
+  patchSpec(name: string, spec: Partial<BundleDeploymentSpec> | Record<string, unknown>): Promise<number>;
+  /** waits until `pred` holds for the BD's status at its current generation */
+  waitFor(name: string, pred: (bd: BundleDeployment) => boolean, what: string, timeoutMs?: number): Promise<BundleDeployment>;
+  stop(): Promise<void>;
+}
+
+export function cond(bd: BundleDeployment | undefined, type: string): Condition | undefined {
+  return bd?.status?.conditions?.find((c) => c.type === type);
+}
+
+export function describeStatus(bd: BundleDeployment | undefined): string {
+  return (bd?.status?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}: ${c.message}`).join('\n');
+}
+
+/** done per the status contract: Installed=True, Progressing=False, observedGeneration current */
+export function isDone(bd: BundleDeployment): boolean {
+  return bd.status?.observedGeneration === bd.metadata.generation && cond(bd, 'Installed')?.status === 'True' && cond(bd, 'Progressing')?.status === 'False';
+}
+
+export function current(bd: BundleDeployment): boolean {
+  return bd.status?.observedGeneration === bd.metadata.generation;
+}
+
+export async function startTestController(opts: { workers?: number; kubeconfig?: string } = {}): Promise<TestController> {
+  const runId = randomBytes(4).toString('hex');
+  const namespace = `hoist-test-${runId}`;
+  const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
+  const client = createKubeClient(loadKubeConfig(kubeconfig));
+  const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
+  await installCRD(client, log);
+  const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
+  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, workers: opts.workers ?? 4 });
+
+  const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
+  return {
+    client,
+    ctl,
+    runId,
+    namespace,
+    async create(name, spec, labels = {}) {
+      const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { ...labels, [TEST_LABEL]: runId } }, spec };
+      return (await client.create(bd as unknown as KubeObject)) as unknown as BundleDeployment;
+    },
+    get,
+    async patchSpec(name, spec) {
+      const r = await client.patch(BD_TYPE, name, undefined, { spec }, 'merge');
+      return r.metadata.generation ?? 0;
+    },
+    async waitFor(name, pred, what, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      let bd: BundleDeployment | undefined;
+      for (;;) {
+        bd = await get(name);
+        if (bd && current(bd) && pred(bd)) return bd;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async stop() {
+      await ctl.stop();
+      await client.close();
+      await rm(cacheDir, { recursive: true, force: true });
+    },
+  };
+}
