@@ -9,7 +9,8 @@ import { bundleDeploymentCRD, CRD_NAME } from '../../api/v1alpha2/crd.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { processorFor } from '../processors/registry.ts';
+import { configureHelm, processorFor } from '../processors/registry.ts';
+import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { sourceFor } from '../sources/registry.ts';
 
@@ -56,6 +57,7 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 }
 
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
+  configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
   const cfg = loadKubeConfig(opts.kubeconfig);
   const client = createKubeClient(cfg);
   const registry = opts.registry ?? new Registry();

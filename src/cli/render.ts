@@ -12,7 +12,8 @@ import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
-import { processorFor } from '../processors/registry.ts';
+import { configureHelm, processorFor } from '../processors/registry.ts';
+import { toolPath } from '../devcluster/tools.ts';
 import { composeTree } from '../sources/compose-tree.ts';
 import { sourceFor } from '../sources/registry.ts';
 import { isHoistError } from '../util/errors.ts';
@@ -55,6 +56,7 @@ export function rbacSummary(objects: readonly KubeObject[]): string[] {
 }
 
 export async function render(opts: RenderOptions): Promise<number> {
+  configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
   const docs = parseAllDocuments(await readFile(opts.file, 'utf8')).map((d) => d.toJS() as BundleDeployment).filter(Boolean);
   const bd = docs.find((d) => d.kind === 'BundleDeployment');
   if (!bd) {

@@ -8,10 +8,29 @@ import { processError } from './errors.ts';
 import { plainProcessor } from './plain.ts';
 import type { Processor } from './processor.ts';
 import { registryV1Processor } from './registry-v1/render.ts';
+import { createHelmProcessor } from './helm/helm-processor.ts';
+
+/**
+ * Where the helm binary is: set by whoever starts Hoist (src/cli), since processors may not know
+ * how tools are installed. Looked up lazily, on the first helm render.
+ */
+let helmBinary: (() => string) | undefined;
+export function configureHelm(resolve: () => string): void {
+  helmBinary = resolve;
+}
 
 const PROCESSORS: ReadonlyMap<string, Processor> = new Map<string, Processor>([
   [plainProcessor.format, plainProcessor],
   [registryV1Processor.format, registryV1Processor],
+  [
+    'helm',
+    createHelmProcessor({
+      helmBinary: () => {
+        if (!helmBinary) throw new Error('helm binary not configured (configureHelm was not called)');
+        return helmBinary();
+      },
+    }),
+  ],
 ]);
 
 /** Formats with a processor, for messages and `hoist render --help`. */
