@@ -24,7 +24,7 @@ want=()
 [ -x "$BIN/kubectl-$K8S_VERSION" ] || want+=(kubectl)
 [ -x "$BIN/etcd-$ETCD_VERSION" ] || want+=(etcd)
 [ -x "$BIN/helm-$HELM_VERSION" ] || want+=(helm)
-[ -x "$BIN/kwok-$KWOK_VERSION" ] || want+=(kwok)
+[ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 only=${1:-}
 if [ -n "$only" ]; then
   keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
@@ -132,5 +132,11 @@ if needs kwok; then
   fi
   go build -trimpath -ldflags "-s -w" -o "$BIN/.kwok-$KWOK_VERSION.tmp" sigs.k8s.io/kwok/cmd/kwok
   mv "$BIN/.kwok-$KWOK_VERSION.tmp" "$BIN/kwok-$KWOK_VERSION"
+  # kwok ships its stage definitions (how fake nodes and pods progress) in the module, not the binary
+  stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+  for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    printf -- '---\n'; cat "$stages/$f"
+  done > "$BIN/.kwok-stages.tmp"
+  mv "$BIN/.kwok-stages.tmp" "$BIN/kwok-stages-$KWOK_VERSION.yaml"
 fi
 say "done: ${want[*]}"

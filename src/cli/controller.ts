@@ -12,7 +12,7 @@ import type { KubeObject } from '../kube/types.ts';
 import { configureHelm, processorFor } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
-import { sourceFor } from '../sources/registry.ts';
+import { createSourceRegistry } from '../sources/registry.ts';
 
 export interface ControllerOptions {
   kubeconfig?: string;
@@ -64,12 +64,14 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   if (!opts.registry) collectDefaultMetrics({ register: registry });
   if (opts.installCRD) await installCRD(client, opts.log);
   await ensureNamespace(client, opts.namespace);
+  const store = new FsContentStore(opts.cacheDir ? { root: opts.cacheDir } : {});
+  const sources = createSourceRegistry({ store });
   const manager = new BundleDeploymentManager({
     client,
     log: opts.log,
     controllerNamespace: opts.namespace,
-    store: new FsContentStore(opts.cacheDir ? { root: opts.cacheDir } : {}),
-    sourceFor,
+    store,
+    sourceFor: (kind) => sources.sourceFor(kind),
     processorFor,
     workers: opts.workers,
     registry,

@@ -295,6 +295,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       kwokBin,
       [
         `--kubeconfig=${kubeconfigPath}`,
+        `--config=${kwokBin.replace(/kwok-(v[^/]+)$/, 'kwok-stages-$1.yaml')}`,
         '--manage-all-nodes=false',
         `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
         '--cidr=10.244.0.0/16',

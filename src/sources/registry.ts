@@ -5,7 +5,9 @@
 import type { SourceKind } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
 import { HoistError } from '../util/errors.ts';
+import { GitSource, type GitSourceOptions } from './git/git-source.ts';
 import { HttpSource, type HttpSourceOptions } from './http-source.ts';
+import { ImageSource, type ImageSourceOptions } from './image/image-source.ts';
 import type { Source } from './source.ts';
 
 export interface SourceRegistry {
@@ -20,6 +22,8 @@ export interface SourceRegistryOptions {
   /** the content store, handed to sources that can land content while resolving */
   store?: ContentStore;
   http?: Omit<HttpSourceOptions, 'store'>;
+  image?: ImageSourceOptions;
+  git?: GitSourceOptions;
 }
 
 export function createSourceRegistry(options: SourceRegistryOptions = {}): SourceRegistry {
@@ -42,6 +46,8 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
     },
   };
   registry.register(new HttpSource({ ...options.http, ...(options.store ? { store: options.store } : {}) }));
+  registry.register(new ImageSource(options.image));
+  registry.register(new GitSource(options.git));
   return registry;
 }
 
