@@ -153,8 +153,8 @@ const FAKE_NODE = {
   },
   spec: {},
   status: {
-    allocatable: { cpu: '64', memory: '256Gi', pods: '250' },
-    capacity: { cpu: '64', memory: '256Gi', pods: '250' },
+    allocatable: { cpu: '64', memory: '256Gi', pods: '250', 'ephemeral-storage': '1Ti' },
+    capacity: { cpu: '64', memory: '256Gi', pods: '250', 'ephemeral-storage': '1Ti' },
   },
 };
 

@@ -249,10 +249,18 @@ export class BundleDeploymentReconciler {
   ): Promise<ReconcileResult> {
     const prog = getCondition(status.conditions, 'Progressing');
     const poll = this.pollAfter(spec);
-    if (healthy || prog?.reason !== 'RollingOut') {
-      if (healthy || prog?.reason !== 'Succeeded') {
-        set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${status.activeRevision?.number} is installed${healthy ? ' and healthy' : ''}` });
-      }
+    const gen = bd.metadata.generation ?? 0;
+    // a rollback or a missed deadline under this generation stays reported until the spec changes
+    const settled = (prog?.reason === 'RolledBack' || prog?.reason === 'Blocked') && prog.observedGeneration === gen;
+    if (prog?.reason === 'RolledBack' && settled) return poll;
+    if (healthy) {
+      set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${status.activeRevision?.number} is installed and healthy` });
+      return poll;
+    }
+    if (settled) return poll;
+    if (prog?.reason !== 'RollingOut') {
+      // installed earlier and healthy then: Healthy=False tells the story, the rollout is done
+      set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${status.activeRevision?.number} is installed` });
       return poll;
     }
     const deadlineMs = parseDuration(spec.upgrade?.progressDeadline ?? '10m', 'spec.upgrade.progressDeadline');
@@ -262,6 +270,11 @@ export class BundleDeploymentReconciler {
     const why = `revision ${status.activeRevision?.number} not healthy within progressDeadline ${spec.upgrade?.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
     const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${status.activeRevision?.number}`, terminal: true });
     const current = status.activeRevision!;
+    if (spec.upgrade?.onFailure !== 'Rollback' || !this.lastGood(status, current.contentDigest)) {
+      set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${why}; ${spec.upgrade?.onFailure === 'Hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}` });
+      this.d.events.event(bd, 'Warning', 'ProgressDeadlineExceeded', why);
+      return poll;
+    }
     const objects = await this.objectsOf(bd, current);
     await this.applyFailed(bd, spec, status, set, err, current, objects, { result: {}, ...outcome });
     return poll;
