@@ -1,14 +1,18 @@
 import { describe, expect, it } from 'vitest';
+import { GitSource } from '../../../src/sources/git/git-source.ts';
 import { HttpSource, httpContentKey } from '../../../src/sources/http-source.ts';
+import { ImageSource } from '../../../src/sources/image/image-source.ts';
 import { createSourceRegistry, sourceFor } from '../../../src/sources/registry.ts';
 import type { Source } from '../../../src/sources/source.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 describe('source registry', () => {
-  it('serves http by default and refuses unknown kinds as a terminal spec error', () => {
+  it('serves every built-in kind and refuses unknown kinds as a terminal spec error', () => {
     expect(sourceFor('http')).toBeInstanceOf(HttpSource);
+    expect(sourceFor('image')).toBeInstanceOf(ImageSource);
+    expect(sourceFor('git')).toBeInstanceOf(GitSource);
     const r = createSourceRegistry();
-    expect(r.kinds()).toEqual(['http']);
+    expect(r.kinds()).toEqual(['git', 'http', 'image']);
     try {
       r.sourceFor('ftp');
       expect.unreachable();
@@ -17,12 +21,12 @@ describe('source registry', () => {
     }
   });
 
-  it('registers further kinds', () => {
+  it('replaces a kind with another implementation', () => {
     const r = createSourceRegistry();
     const git: Source = { kind: 'git', resolve: async () => ({ status: { kind: 'git' }, key: 'k', pinned: true }), fetch: async () => '/x' };
     r.register(git);
     expect(r.sourceFor('git')).toBe(git);
-    expect(r.kinds()).toEqual(['git', 'http']);
+    expect(r.kinds()).toEqual(['git', 'http', 'image']);
   });
 });
 
