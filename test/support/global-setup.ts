@@ -12,7 +12,7 @@ declare module 'vitest' {
     kubeconfig: string;
     /** audit log of the local API server, absent for an existing cluster */
     auditLog: string;
-    /** "local" | "existing" | "k3s" */
+    /** "local" | "existing" | "k3s"; the local one runs kube-controller-manager, kube-scheduler and kwok, so workloads become ready */
     clusterKind: string;
   }
 }
@@ -37,7 +37,7 @@ export async function setup(project: TestProject): Promise<void> {
     project.provide('clusterKind', 'k3s');
     return;
   }
-  cp = await startControlPlane({ auditLog: true, log: (l) => console.error(`[control plane] ${l}`) });
+  cp = await startControlPlane({ auditLog: true, workloads: true, log: (l) => console.error(`[control plane] ${l}`) });
   project.provide('kubeconfig', cp.kubeconfigPath);
   project.provide('auditLog', cp.auditLogPath ?? '');
   project.provide('clusterKind', 'local');
