@@ -12,7 +12,7 @@ import type { KubeObject } from '../kube/types.ts';
 import { configureHelm, processorFor } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
-import { createSourceRegistry } from '../sources/registry.ts';
+import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
 
 export interface ControllerOptions {
   kubeconfig?: string;
@@ -26,6 +26,10 @@ export interface ControllerOptions {
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector */
   selector?: string;
+  /** start reconciling at once (default); false when leader election decides when */
+  autoStart?: boolean;
+  /** User-Agent of the controller's API requests (default "hoist"); tests make it unique to find one controller's requests in the audit log */
+  userAgent?: string;
 }
 
 export interface RunningController {
@@ -59,13 +63,13 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
   configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
   const cfg = loadKubeConfig(opts.kubeconfig);
-  const client = createKubeClient(cfg);
+  const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();
   if (!opts.registry) collectDefaultMetrics({ register: registry });
   if (opts.installCRD) await installCRD(client, opts.log);
   await ensureNamespace(client, opts.namespace);
-  const store = new FsContentStore(opts.cacheDir ? { root: opts.cacheDir } : {});
-  const sources = createSourceRegistry({ store });
+  const store = new FsContentStore({ ...(opts.cacheDir ? { root: opts.cacheDir } : {}), ...(opts.cacheMaxBytes !== undefined ? { maxBytes: opts.cacheMaxBytes } : {}) });
+  const sources = createSourceRegistry({ ...opts.sources, store });
   const manager = new BundleDeploymentManager({
     client,
     log: opts.log,
@@ -76,8 +80,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     workers: opts.workers,
     registry,
     selector: opts.selector,
+    gcIntervalMs: opts.gcIntervalMs,
   });
-  await manager.start();
+  if (opts.autoStart !== false) await manager.start();
   return {
     client,
     manager,

@@ -15,6 +15,8 @@ commands:
              --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
              --leader-elect        take part in leader election on a Lease
              --workers <n>         concurrent reconciles (default 4)
+             --selector <labels>   reconcile only BundleDeployments matching this label selector
+             --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -34,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
           'metrics-bind-address': { type: 'string', default: '127.0.0.1:8080' },
           'leader-elect': { type: 'boolean', default: false },
           workers: { type: 'string', default: '4' },
+          selector: { type: 'string' },
+          'cache-dir': { type: 'string' },
         },
       });
       const { runController } = await import('./run.ts');
@@ -44,6 +48,8 @@ async function main(argv: string[]): Promise<number> {
         metricsBindAddress: values['metrics-bind-address'],
         leaderElect: values['leader-elect'],
         workers: Number(values.workers),
+        selector: values.selector,
+        cacheDir: values['cache-dir'],
         log: createLogger(),
       });
     }

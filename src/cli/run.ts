@@ -1,26 +1,91 @@
 /**
- * `hoist run`: the controller until SIGTERM/SIGINT, then a graceful drain.
+ * `hoist run`: the controller process. Serves /healthz, /readyz and /metrics, optionally takes
+ * part in leader election on a Lease (reconciling only while leading; losing leadership exits so
+ * the pod restarts clean, as controller-runtime does), and drains gracefully on SIGTERM/SIGINT.
  */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { LeaderElector } from '../kube/leader-election.ts';
+import { startManagerServer, type ManagerServer } from '../kube/manager-server.ts';
+import { handleShutdown } from '../kube/shutdown.ts';
 import { startController } from './controller.ts';
 
 export interface RunOptions {
   kubeconfig?: string;
   namespace: string;
   installCRD: boolean;
+  /** host:port, ":port", or "0" to disable */
   metricsBindAddress: string;
   leaderElect: boolean;
   workers: number;
+  selector?: string;
+  cacheDir?: string;
   log: Logger;
 }
 
+function parseBind(addr: string): { host: string; port: number } | undefined {
+  if (addr === '0' || addr === '') return undefined;
+  const i = addr.lastIndexOf(':');
+  const host = i > 0 ? addr.slice(0, i) : '0.0.0.0';
+  const port = Number(addr.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad --metrics-bind-address ${addr}`);
+  return { host, port };
+}
+
 export async function runController(opts: RunOptions): Promise<number> {
-  const ctl = await startController({ kubeconfig: opts.kubeconfig, namespace: opts.namespace, installCRD: opts.installCRD, workers: opts.workers, log: opts.log });
-  const signal = await new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
+  const log = opts.log;
+  const ctl = await startController({
+    kubeconfig: opts.kubeconfig,
+    namespace: opts.namespace,
+    installCRD: opts.installCRD,
+    workers: opts.workers,
+    selector: opts.selector,
+    cacheDir: opts.cacheDir,
+    log,
+    autoStart: !opts.leaderElect,
   });
-  opts.log.info({ signal }, 'shutting down');
-  await ctl.stop();
-  return 0;
+
+  const leaderAbort = new AbortController();
+  let elector: LeaderElector | undefined;
+  let electionDone: Promise<void> = Promise.resolve();
+  if (opts.leaderElect) {
+    elector = new LeaderElector({
+      client: ctl.client,
+      name: 'hoist-controller',
+      namespace: opts.namespace,
+      identity: `${hostname()}_${randomBytes(4).toString('hex')}`,
+      logger: log,
+      onStartedLeading: async (signal) => {
+        log.info('leading: starting the controller');
+        await ctl.manager.start(signal);
+      },
+      onStoppedLeading: () => {
+        if (leaderAbort.signal.aborted) return;
+        log.error('lost leadership: exiting so a fresh process can stand by');
+        process.exit(1);
+      },
+    });
+    electionDone = elector.run(leaderAbort.signal);
+  }
+
+  const bind = parseBind(opts.metricsBindAddress);
+  let server: ManagerServer | undefined;
+  if (bind) {
+    server = await startManagerServer({ port: bind.port, host: bind.host, registry: ctl.registry, informers: () => [ctl.manager], ...(elector ? { elector } : {}), logger: log });
+    log.info({ port: server.port }, 'serving /healthz /readyz /metrics');
+  }
+
+  const done = new Promise<boolean>((resolve) => {
+    handleShutdown({
+      server,
+      controllers: [{ stop: (ms) => ctl.manager.stop(ms) }],
+      ...(elector ? { leaderElection: { abort: leaderAbort, done: electionDone } } : {}),
+      logger: log,
+      onDone: (clean) => resolve(clean),
+    });
+  });
+  const clean = await done;
+  await ctl.client.close();
+  return clean ? 0 : 1;
 }

@@ -96,7 +96,8 @@ export class BundleDeploymentManager {
     this.opts.log.info({ bundleDeployments: this.bds.list().length }, 'controller started');
   }
 
-  get synced(): boolean {
+  /** the BundleDeployment cache is synced (readiness) */
+  hasSynced(): boolean {
     return this.bds.hasSynced();
   }
 
