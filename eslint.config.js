@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'bench/results/**', '.tmp/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

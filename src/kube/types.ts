@@ -117,11 +117,8 @@ export interface KubeClient extends Reader, Watcher, Writer, StatusWriter {
   impersonate(user: string): KubeClient;
 }
 
-/** "group/version Kind ns/name", the way objects are named in messages. */
-export function describeObject(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): string {
-  const where = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
-  return `${obj.apiVersion} ${obj.kind} ${where}`;
-}
+/** "group/version Kind ns/name", the way objects are named in messages (defined in src/util). */
+export { describeObject } from '../util/describe-object.ts';
 
 /** Key used across caches and queues: "namespace/name" or "name". */
 export function objectKey(meta: { name: string; namespace?: string }): string {

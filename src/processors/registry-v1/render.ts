@@ -11,7 +11,7 @@ import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
-import { describeObject } from '../../kube/types.ts';
+import { describeObject } from '../../util/describe-object.ts';
 import { duplicateErrors } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { loadRegistryV1Bundle } from './bundle.ts';
