@@ -232,7 +232,7 @@ export class Applier {
     if (p.decision.action !== 'update') return false;
     const rec = this.applied.get(bd)?.get(p.id);
     const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
-    return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live);
+    return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live, p.obj.metadata);
   }
 
   private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[]): Promise<ObjectResult[]> {
@@ -257,7 +257,7 @@ export class Applier {
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
-      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta) });
+      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata) });
       const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');

@@ -4,15 +4,15 @@
  * hashes and summaries, not managedFields).
  */
 import type { ObjectMeta } from '../../api/v1alpha2/types.ts';
-import { hashOf } from '../util/hash.ts';
+import { hashOf, sha256Hex } from '../util/hash.ts';
 
 export interface LiveMeta {
   uid: string;
   resourceVersion: string;
   generation?: number;
   labels?: Record<string, string>;
-  /** a hash, not the annotations: last-applied-configuration alone can be most of an object */
-  annotationsHash: string;
+  /** a short hash per annotation, not the values: last-applied-configuration alone can be most of an object */
+  annotationHashes: Record<string, string>;
 }
 
 export interface LiveIndex {
@@ -23,14 +23,24 @@ export interface LiveIndex {
 /**
  * Changes when the object's desired state may have been changed by someone else: generation for
  * kinds that have one (status updates don't bump it), else resourceVersion; plus labels and
- * annotations, which never bump generation.
+ * annotations, which never bump generation. With `only` (the desired object's metadata), just
+ * the labels and annotations it sets count: another controller adding its own annotation (e.g.
+ * deployment.kubernetes.io/revision) changes nothing Hoist applies, so it must not cause a re-apply.
  */
-export function liveFingerprint(m: LiveMeta): string {
+export function liveFingerprint(m: LiveMeta, only?: { labels?: Record<string, string>; annotations?: Record<string, string> }): string {
   const spec = m.generation !== undefined ? `g${m.generation}` : `rv${m.resourceVersion}`;
-  return `${m.uid}|${spec}|${hashOf(m.labels ?? {})}|${m.annotationsHash}`;
+  const labels = only ? pick(m.labels ?? {}, Object.keys(only.labels ?? {})) : (m.labels ?? {});
+  const annotations = only ? pick(m.annotationHashes, Object.keys(only.annotations ?? {})) : m.annotationHashes;
+  return `${m.uid}|${spec}|${hashOf(labels)}|${hashOf(annotations)}`;
 }
 
 export function liveMetaOf(obj: { metadata: ObjectMeta }): LiveMeta {
   const { uid, resourceVersion, generation, labels, annotations } = obj.metadata;
-  return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationsHash: hashOf(annotations ?? {}) };
+  const annotationHashes: Record<string, string> = {};
+  for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = sha256Hex(v).slice(0, 16);
+  return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationHashes };
+}
+
+function pick(values: Record<string, string>, keys: readonly string[]): Record<string, string | null> {
+  return Object.fromEntries(keys.map((k) => [k, values[k] ?? null]));
 }

@@ -58,7 +58,7 @@ export async function startTestController(opts: { workers?: number; kubeconfig?:
   const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
-  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, workers: opts.workers ?? 4 });
+  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4 });
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {

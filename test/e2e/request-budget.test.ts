@@ -1,0 +1,202 @@
+/**
+ * Request budgets (issue 5), counted twice: from the API server's audit log (the controller's
+ * requests carry a User-Agent unique to this test's controller) and from the controller client's
+ * own request counter. A cold install of the 15-object argo-rollouts bundle makes at most 15
+ * applies, at most 3 status writes, the revision Secret and the finalizer patch; a reconcile with
+ * nothing changed makes no write and no per-object GET.
+ */
+import { open, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestVerb } from '../../src/kube/request-counter.ts';
+import { auditLogPath } from '../support/env.ts';
+import { isDone, startTestController, type TestController } from '../support/controller.ts';
+import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+
+const ROLLOUTS = readFileSync(new URL('../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
+const BUNDLE_RESOURCES = new Set(['customresourcedefinitions', 'serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'configmaps', 'secrets', 'services', 'deployments']);
+
+interface AuditEvent {
+  stage: string;
+  verb: string;
+  userAgent?: string;
+  requestURI: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+}
+
+/** the controller's completed requests in the audit log, read from a byte offset */
+class AuditReader {
+  constructor(
+    private readonly path: string,
+    private readonly userAgent: string,
+  ) {}
+
+  async offset(): Promise<number> {
+    return (await stat(this.path)).size;
+  }
+
+  /** events from `from` on; waits until no new event of ours arrived for 300 ms (blocking audit mode writes before responding, this is a margin) */
+  async since(from: number): Promise<AuditEvent[]> {
+    let last = -1;
+    let events: AuditEvent[] = [];
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 300));
+      events = await this.read(from);
+      if (events.length === last) return events;
+      last = events.length;
+    }
+  }
+
+  private async read(from: number): Promise<AuditEvent[]> {
+    const fh = await open(this.path, 'r');
+    try {
+      const size = (await fh.stat()).size;
+      const buf = Buffer.alloc(size - from);
+      await fh.read(buf, 0, buf.length, from);
+      const text = buf.toString('utf8');
+      const complete = text.slice(0, text.lastIndexOf('\n') + 1);
+      return complete
+        .split('\n')
+        .filter((l) => l.includes(this.userAgent))
+        .map((l) => JSON.parse(l) as AuditEvent)
+        .filter((e) => e.userAgent === this.userAgent && e.stage === 'ResponseComplete');
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+function describeEvents(events: readonly AuditEvent[]): string {
+  return events.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}`).join('\n');
+}
+
+const writesOf = (events: readonly AuditEvent[]) => events.filter((e) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb));
+const bundleObject = (e: AuditEvent, ns: string) =>
+  !!e.objectRef?.resource && BUNDLE_RESOURCES.has(e.objectRef.resource) && !e.objectRef.subresource && (e.objectRef.namespace === ns || !e.objectRef.namespace) && !!e.objectRef.name;
+
+function delta(before: Partial<Record<RequestVerb, number>>, after: Partial<Record<RequestVerb, number>>): Partial<Record<RequestVerb, number>> {
+  const out: Partial<Record<RequestVerb, number>> = {};
+  for (const [verb, n] of Object.entries(after) as Array<[RequestVerb, number]>) {
+    const d = n - (before[verb] ?? 0);
+    if (d) out[verb] = d;
+  }
+  return out;
+}
+
+let t: TestController;
+let files: FileServer;
+let audit: AuditReader;
+
+/** resolves when the controller's queue stayed empty with nothing in flight for `quietMs` */
+async function settled(quietMs = 500, timeoutMs = 60_000): Promise<void> {
+  const q = t.ctl.manager.controller.queue;
+  const deadline = Date.now() + timeoutMs;
+  let quietSince = Date.now();
+  for (;;) {
+    if (q.length > 0 || q.inFlight > 0) quietSince = Date.now();
+    else if (Date.now() - quietSince >= quietMs) return;
+    if (Date.now() > deadline) throw new Error('controller never settled');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function reconcileCount(): Promise<number> {
+  const m = await t.ctl.registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
+  return m.values.reduce((n, v) => n + v.value, 0);
+}
+
+beforeAll(async () => {
+  t = await startTestController();
+  files = await startFileServer();
+  audit = new AuditReader(auditLogPath(), `hoist/test-${t.runId}`);
+});
+afterAll(async () => {
+  await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, `budget-${t.runId}`, undefined).catch(() => undefined);
+  await t?.stop();
+  await files?.close();
+});
+
+describe.runIf(auditLogPath() !== '')('request budgets (audit log and client counter agree)', () => {
+  const ns = () => `budget-${t.runId}`;
+
+  it('cold install of argo-rollouts: ≤15 applies, ≤3 status writes, one revision Secret, one finalizer patch', async () => {
+    const body = await tarGz({ 'install.yaml': ROLLOUTS });
+    files.set('/rollouts.tgz', body);
+    const from = await audit.offset();
+    const before = t.ctl.client.requests.snapshot();
+
+    await t.create('budget', { installNamespace: ns(), format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }] });
+    await t.waitFor('budget', isDone, 'installed and healthy', 90_000);
+    await settled(1000);
+
+    const events = await audit.since(from);
+    const counted = delta(before, t.ctl.client.requests.snapshot());
+    const writes = writesOf(events);
+    const applies = writes.filter((e) => e.verb === 'patch' && bundleObject(e, ns()));
+    const statusWrites = writes.filter((e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.subresource === 'status');
+    const finalizer = writes.filter((e) => e.objectRef?.resource === 'bundledeployments' && !e.objectRef.subresource);
+    const revisionSecrets = writes.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace);
+    const events_ = writes.filter((e) => e.objectRef?.resource === 'events');
+    const namespaceCreate = writes.filter((e) => e.objectRef?.resource === 'namespaces');
+    const other = writes.filter((w) => ![applies, statusWrites, finalizer, revisionSecrets, events_, namespaceCreate].some((g) => g.includes(w)));
+    const summary = {
+      applies: applies.length,
+      statusWrites: statusWrites.length,
+      finalizerPatches: finalizer.length,
+      revisionSecrets: revisionSecrets.length,
+      events: events_.length,
+      namespaceCreates: namespaceCreate.length,
+      objectGets: events.filter((e) => e.verb === 'get' && bundleObject(e, ns())).length,
+      counter: counted,
+    };
+    console.log('cold install budget', JSON.stringify(summary));
+    if (process.env.HOIST_BUDGET_DEBUG) console.log(describeEvents(events.filter((e) => e.verb === 'get')));
+    const all = describeEvents(writes);
+
+    expect(applies.length, all).toBeLessThanOrEqual(15);
+    expect(applies.length, all).toBeGreaterThanOrEqual(15); // every object was applied once
+    expect(statusWrites.length, all).toBeLessThanOrEqual(3);
+    expect(finalizer, all).toHaveLength(1);
+    expect(revisionSecrets, all).toHaveLength(1);
+    expect(namespaceCreate.length, all).toBeLessThanOrEqual(1);
+    expect(events_.length, all).toBeLessThanOrEqual(1);
+    expect(other, all).toEqual([]);
+    // the client's own counter saw the same writes
+    expect(counted.apply ?? 0).toBe(applies.length);
+    expect(counted.updateStatus ?? 0).toBe(statusWrites.length);
+    expect(counted.patch ?? 0).toBe(finalizer.length);
+    expect(counted.create ?? 0).toBe(revisionSecrets.length + events_.length + namespaceCreate.length);
+    expect(sumWrites(counted)).toBe(writes.length);
+  });
+
+  it('a reconcile with nothing changed: zero writes, no per-object GETs', async () => {
+    await settled(500);
+    const from = await audit.offset();
+    const before = t.ctl.client.requests.snapshot();
+    const reconciles = await reconcileCount();
+
+    t.ctl.manager.controller.enqueue('budget');
+    const deadline = Date.now() + 30_000;
+    while ((await reconcileCount()) === reconciles) {
+      if (Date.now() > deadline) throw new Error('the enqueued reconcile never finished');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await settled(500);
+
+    const events = await audit.since(from);
+    const counted = delta(before, t.ctl.client.requests.snapshot());
+    console.log('no-change reconcile budget', JSON.stringify({ auditEvents: events.length, counter: counted }));
+    expect(writesOf(events), describeEvents(events)).toEqual([]);
+    expect(events.filter((e) => e.verb === 'get' && bundleObject(e, ns())), describeEvents(events)).toEqual([]);
+    expect(sumWrites(counted)).toBe(0);
+    expect(counted.get ?? 0).toBe(0);
+    expect(counted.list ?? 0).toBe(0);
+    const bd = await t.get('budget');
+    expect(bd && isDone(bd)).toBe(true);
+  });
+});
+
+function sumWrites(c: Partial<Record<RequestVerb, number>>): number {
+  return (['create', 'update', 'updateStatus', 'patch', 'apply', 'delete'] as const).reduce((n, v) => n + (c[v] ?? 0), 0);
+}
