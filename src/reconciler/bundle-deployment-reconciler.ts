@@ -71,6 +71,10 @@ export class BundleDeploymentReconciler {
   private readonly rendered = new Map<string, Rendered>();
   /** per BD: objects of stored revisions already loaded */
   private readonly loaded = new Map<string, { number: number; objects: KubeObject[] }>();
+  /** per BD: the content-store keys its current resolution needs (for content-store gc) */
+  private readonly contentKeys = new Map<string, readonly string[]>();
+  /** BDs reconciled since start: gc waits until it has heard from every one */
+  private readonly seen = new Set<string>();
   private readonly now: () => Date;
 
   constructor(private readonly d: ReconcilerDeps) {
@@ -116,6 +120,7 @@ export class BundleDeploymentReconciler {
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
+      this.seen.add(name);
       // status is written even when a stage failed: the failure is what the user must see
       await this.writeStatus(bd, status).catch((e: unknown) => {
         if (e instanceof ApiError && e.statusCode === 409) outcome.result = { requeue: true };
@@ -139,9 +144,21 @@ export class BundleDeploymentReconciler {
     return outcome.result;
   }
 
+  /**
+   * The content-store keys every BundleDeployment's current resolution needs, or undefined while
+   * some BundleDeployment has not been reconciled since start (its needs are not known yet).
+   * Content of stored revisions is not needed: rollbacks re-apply objects from the cluster.
+   */
+  contentInUse(): Set<string> | undefined {
+    if (this.d.listBundleDeployments().some((bd) => !this.seen.has(bd.metadata.name))) return undefined;
+    return new Set([...this.contentKeys.values()].flat());
+  }
+
   forget(name: string): void {
     this.rendered.delete(name);
     this.loaded.delete(name);
+    this.contentKeys.delete(name);
+    this.seen.delete(name);
     this.d.applier.forget(name);
   }
 
@@ -160,6 +177,7 @@ export class BundleDeploymentReconciler {
     let rendered: Rendered;
     try {
       const resolved = await this.resolve(bd, spec, status);
+      this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
       set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: describeResolved(resolved) });
       rendered = await this.render(bd, spec, resolved, signal);
@@ -384,8 +402,9 @@ export class BundleDeploymentReconciler {
       spec.sources.map(async (src, i) => {
         const source = this.d.sourceFor(src.kind);
         const r = resolved[i]!;
-        const ctx: SourceContext = { signal };
-        if (!(await this.d.store.has(r.key))) ctx.credentials = await readCredentials(this.d.client, this.d.controllerNamespace, bd, src);
+        // credentials also on a store hit: the source proves this BD's access before serving
+        // content another BD fetched (DESIGN §2); without them it would ask anonymously
+        const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) };
         return { dir: await source.fetch(src, r, this.d.store, ctx), destination: src.destination };
       }),
     );

@@ -145,6 +145,8 @@ export class HttpSource implements Source {
     if (pin) return { status: { kind: 'http', sha256: pin }, key: httpContentKey(pin), pinned: true };
 
     const prev = ctx.previous;
+    // resolved once per spec generation: the recorded identity is reused without a request
+    if (prev?.kind === 'http' && prev.sha256 && !ctx.recheck) return { status: { ...prev }, key: httpContentKey(prev.sha256), pinned: false };
     const conditional: Record<string, string> = {};
     if (prev?.kind === 'http' && prev.sha256) {
       if (prev.etag) conditional['if-none-match'] = prev.etag;

@@ -166,6 +166,11 @@ export class GitSource implements Source {
       const commit = target.ref.value;
       return { status: { kind: 'git', commit }, key: gitContentKey(commit, directory), pinned: true };
     }
+    const recorded = ctx.previous;
+    if (recorded?.kind === 'git' && recorded.commit && !ctx.recheck) {
+      // resolved once per spec generation: reuse the recorded commit without a request
+      return { status: { ...recorded }, key: gitContentKey(recorded.commit, directory), pinned: false };
+    }
     const subject = `${target.displayUrl} ${refLabel(target.ref)}`;
     const auth = gitAuthFrom(ctx.credentials, 'resolve', subject, this.caBundle);
     const adv = await this.advertise(target, auth, 'resolve', subject, ctx.signal);

@@ -87,6 +87,11 @@ export class ImageSource implements Source {
       // pinned by the spec: no network at all
       return this.resolved(ref, ref.digest, subject, true);
     }
+    const recorded = ctx.previous;
+    if (recorded?.kind === 'image' && recorded.digest && !ctx.recheck) {
+      // resolved once per spec generation: reuse the recorded digest without a request
+      return { status: { ...recorded }, key: this.key(recorded.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
+    }
     const op = this.op(ref, ctx, 'resolve');
     try {
       const head = await this.client.headManifest(ref, op);

@@ -247,7 +247,7 @@ describe('http source: unpinned', () => {
   it('a re-check sends If-None-Match / If-Modified-Since and a 304 keeps the previous resolution', async () => {
     const s = source({ store });
     const first = await s.resolve(spec(`${A}/bundle.tar.gz`), {});
-    const again = await s.resolve(spec(`${A}/bundle.tar.gz`), { previous: first.status });
+    const again = await s.resolve(spec(`${A}/bundle.tar.gz`), { previous: first.status, recheck: true });
     expect(seen).toHaveLength(2);
     expect(seen[1]?.headers['if-none-match']).toBe(first.status.etag);
     expect(seen[1]?.headers['if-modified-since']).toBe(first.status.lastModified);

@@ -113,7 +113,7 @@ describe('resolve', () => {
     const first = await src.resolve(spec(pub(), { branch: 'main' }), {});
     const next = await fx.commitAndPush('manifests/app/new.yaml', 'kind: Secret\n');
     fx.publicServer.resetRequests();
-    const polled = await src.resolve(spec(pub(), { branch: 'main' }), { previous: first.status });
+    const polled = await src.resolve(spec(pub(), { branch: 'main' }), { previous: first.status, recheck: true });
     expect(polled.status.commit).toBe(next);
     expect(polled.key).not.toBe(first.key);
     expect(fx.publicServer.requests).toHaveLength(1);
