@@ -1,10 +1,8 @@
 /** Identity of a Kubernetes object across revisions: group/kind/namespace/name (version-free). */
 import type { KubeObject } from '../kube/types.ts';
+import { groupOf } from '../processors/manifest.ts';
 
-export function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf('/');
-  return i < 0 ? '' : apiVersion.slice(0, i);
-}
+export { groupOf };
 
 /** "apps/Deployment/ns/name"; the API version is left out so a version bump is the same object */
 export function objectId(obj: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {

@@ -12,30 +12,15 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
-import { pack } from 'tar-stream';
 import { API_VERSION, KIND, LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { startControlPlane } from '../devcluster/control-plane.ts';
 import { cacheRoot } from '../devcluster/tools.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { createLogger } from '../util/log.ts';
+import { tarGz } from '../util/tar-gz.ts';
 import { startController } from './controller.ts';
 
 const FIXTURE = fileURLToPath(new URL('../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url));
-
-async function tarGz(files: Record<string, Buffer>): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c: unknown) => void chunks.push(c as Buffer));
-    p.on('end', resolve);
-    p.on('error', reject);
-  });
-  for (const [name, body] of Object.entries(files)) p.entry({ name, size: body.length, mode: 0o644, mtime: new Date(0) }, body);
-  p.finalize();
-  await done;
-  return gzipSync(Buffer.concat(chunks));
-}
 
 function serve(path: string, body: Buffer): Promise<{ server: Server; url: string }> {
   const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;

@@ -12,22 +12,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../kube/types.ts';
+import { canonicalJson } from '../util/hash.ts';
 import { groupOf } from './manifest.ts';
 
-/** JSON text of `value` with object keys sorted at every level; `undefined` members are omitted as JSON.stringify omits them. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    const text = JSON.stringify(value);
-    // undefined, functions and symbols have no JSON form; inside arrays JSON.stringify writes null
-    return text === undefined ? 'null' : text;
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record)
-    .filter((k) => record[k] !== undefined && typeof record[k] !== 'function')
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
-}
+export { canonicalJson };
 
 function sortKey(obj: KubeObject): [string, string, string, string] {
   return [groupOf(obj.apiVersion), obj.kind, obj.metadata.namespace ?? '', obj.metadata.name];

@@ -1,15 +1,18 @@
 import { createHash } from 'node:crypto';
 
-/** JSON with object keys sorted recursively: equal values always serialize the same way. */
+/** JSON text of `value` with object keys sorted at every level; `undefined` members are omitted as JSON.stringify omits them. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => {
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const sorted: Record<string, unknown> = {};
-      for (const k of Object.keys(v as Record<string, unknown>).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-      return sorted;
-    }
-    return v;
-  });
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value);
+    // undefined, functions and symbols have no JSON form; inside arrays JSON.stringify writes null
+    return text === undefined ? 'null' : text;
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record)
+    .filter((k) => record[k] !== undefined && typeof record[k] !== 'function')
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
 }
 
 export function sha256Hex(data: string | Buffer): string {

@@ -1,8 +1,7 @@
 /** A plain HTTP server for tarballs in tests: serves what it is given, counts requests. */
+export { tarGz } from '../../src/util/tar-gz.ts';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { gzipSync } from 'node:zlib';
-import { pack } from 'tar-stream';
 
 export interface FileServer {
   url(path: string): string;
@@ -11,12 +10,15 @@ export interface FileServer {
   close(): Promise<void>;
 }
 
-export async function startFileServer(): Promise<FileServer> {
+/** `auth`: every request must carry these Basic credentials (else 401) */
+export async function startFileServer(opts: { auth?: { username: string; password: string } } = {}): Promise<FileServer> {
   const files = new Map<string, Buffer>();
   let port = 0;
   const state = { requests: 0 };
+  const expected = opts.auth ? `Basic ${Buffer.from(`${opts.auth.username}:${opts.auth.password}`).toString('base64')}` : undefined;
   const server: Server = createServer((req, res) => {
     state.requests++;
+    if (expected && req.headers.authorization !== expected) return void res.writeHead(401, { 'www-authenticate': 'Basic realm="files"' }).end('unauthorized');
     const body = files.get(req.url ?? '');
     if (!body) return void res.writeHead(404).end('not found');
     const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
@@ -37,23 +39,6 @@ export async function startFileServer(): Promise<FileServer> {
     },
     close: () => new Promise((r) => server.close(() => r())),
   };
-}
-
-export async function tarGz(files: Record<string, string | Buffer>): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c: unknown) => void chunks.push(c as Buffer));
-    p.on('end', resolve);
-    p.on('error', reject);
-  });
-  for (const [name, body] of Object.entries(files)) {
-    const b = Buffer.isBuffer(body) ? body : Buffer.from(body);
-    p.entry({ name, size: b.length, mode: 0o644, mtime: new Date(0) }, b);
-  }
-  p.finalize();
-  await done;
-  return gzipSync(Buffer.concat(chunks));
 }
 
 export function sha256(b: Buffer): string {
