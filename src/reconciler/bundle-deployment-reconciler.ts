@@ -213,6 +213,8 @@ export class BundleDeploymentReconciler {
     }
 
     const isNew = active?.contentDigest !== rendered.contentDigest;
+    // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
+    if (!isNew) status.attemptedRevision = undefined;
     const number = isNew ? await this.revisionNumber(bd, status, rendered) : active.number;
     const target = this.target(bd, spec, number);
     if (isNew) {
@@ -350,6 +352,9 @@ export class BundleDeploymentReconciler {
       return;
     }
     set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` });
+    // Hold retries even what looks terminal (a refused object may be accepted once a CRD or
+    // webhook appears); the controller retries only non-terminal errors, with backoff
+    if (err.terminal) throw new HoistError(err.message, { stage: err.stage, reason: err.reason, code: err.code, subject: err.subject, terminal: false, cause: err });
     throw err;
   }
 
