@@ -1,0 +1,334 @@
+/**
+ * charts/hoist: `helm template` with default and non-default values renders what the values say
+ * and values.schema.json refuses bad values; every rendered object applies to the real API server
+ * (server-side apply dry-run, and for real in a unique namespace); and the RBAC the chart grants
+ * is sufficient: a real controller authenticated as the chart's ServiceAccount (a token from the
+ * TokenRequest API, so the API server's own authentication and RBAC decide) installs and deletes
+ * a plain bundle. Without rbac.clusterAdmin a bundle whose ClusterRole grants "*" is refused by
+ * RBAC's escalation check; with it (the default) the same bundle installs.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { CRD_PATH } from '../../../api/v1alpha2/crd.ts';
+import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { installCRD, startController, type RunningController } from '../../../src/cli/controller.ts';
+import { toolPath } from '../../../src/devcluster/tools.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
+import { LeaderElector } from '../../../src/kube/leader-election.ts';
+import type { KubeObject } from '../../../src/kube/types.ts';
+import { BD_TYPE, cond, describeStatus, isDone } from '../../support/controller.ts';
+import { kubeconfigPath } from '../../support/env.ts';
+import { sha256, startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
+
+const run = promisify(execFile);
+const CHART = new URL('../../../charts/hoist/', import.meta.url).pathname;
+const runId = Math.random().toString(16).slice(2, 10);
+const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
+
+async function helm(args: string[]): Promise<string> {
+  const { stdout } = await run(toolPath('helm'), args, { maxBuffer: 64 << 20 });
+  return stdout;
+}
+
+/** `helm template`, parsed; `set` values are passed as --set-json key=json */
+async function render(release: string, namespace: string, set: Record<string, unknown> = {}): Promise<KubeObject[]> {
+  const args = ['template', release, CHART, '--namespace', namespace, '--include-crds'];
+  for (const [k, v] of Object.entries(set)) args.push('--set-json', `${k}=${JSON.stringify(v)}`);
+  return parseAllDocuments(await helm(args))
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null);
+}
+
+const find = (objs: KubeObject[], kind: string, name?: string) => objs.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+const kinds = (objs: KubeObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+
+interface Container {
+  args: string[];
+  env: Array<{ name: string; value?: string }>;
+  image: string;
+  securityContext: Record<string, unknown>;
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  volumeMounts: Array<{ name: string; mountPath: string }>;
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+}
+function podSpec(objs: KubeObject[]) {
+  const dep = find(objs, 'Deployment') as KubeObject & { spec: { replicas: number; template: { spec: Record<string, unknown> } } };
+  const spec = dep.spec.template.spec as { serviceAccountName: string; securityContext: Record<string, unknown>; containers: Container[]; volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }> };
+  return { dep, spec, c: spec.containers[0]! };
+}
+
+describe('helm template', () => {
+  it('passes helm lint --strict', async () => {
+    const out = await helm(['lint', '--strict', CHART]);
+    expect(out).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+  });
+
+  it('ships the same CRD as api/v1alpha2 (byte for byte)', () => {
+    expect(readFileSync(join(CHART, 'crds', 'bundledeployment-crd.yaml'), 'utf8')).toBe(readFileSync(CRD_PATH, 'utf8'));
+  });
+
+  it('renders the defaults: CRD, ServiceAccount, RBAC bound to cluster-admin, Deployment, metrics Service', async () => {
+    const objs = await render('hoist', 'hoist-system');
+    expect(kinds(objs)).toEqual([
+      'ClusterRole/hoist-controller',
+      'ClusterRoleBinding/hoist-cluster-admin',
+      'ClusterRoleBinding/hoist-controller',
+      'CustomResourceDefinition/bundledeployments.core.rukpak.io',
+      'Deployment/hoist',
+      'Role/hoist-controller',
+      'RoleBinding/hoist-controller',
+      'Service/hoist-metrics',
+      'ServiceAccount/hoist',
+    ]);
+    expect((find(objs, 'ClusterRoleBinding', 'hoist-cluster-admin') as unknown as { roleRef: { name: string } }).roleRef.name).toBe('cluster-admin');
+    const { dep, spec, c } = podSpec(objs);
+    expect(dep.metadata.namespace).toBe('hoist-system');
+    expect(dep.spec.replicas).toBe(1);
+    expect(spec.serviceAccountName).toBe('hoist');
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=4']);
+    expect(c.image).toBe('hoist:0.1.0');
+    expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    const cacheDir = c.env.find((e) => e.name === 'HOIST_CACHE')?.value;
+    expect(cacheDir).toBe('/var/cache/hoist');
+    expect(c.volumeMounts).toEqual(expect.arrayContaining([{ name: 'cache', mountPath: cacheDir }, { name: 'tmp', mountPath: '/tmp' }]));
+    expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ sizeLimit: '2Gi' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.resources.requests).toBeDefined();
+    expect(c.resources.limits?.memory).toBeDefined();
+    const svc = find(objs, 'Service') as KubeObject & { spec: { ports: Array<{ port: number; targetPort: string }> } };
+    expect(svc.spec.ports).toEqual([{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }]);
+  });
+
+  it('renders non-default values', async () => {
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const objs = await render('edge', 'ops', {
+      'rbac.clusterAdmin': false,
+      replicaCount: 2,
+      workers: 8,
+      logLevel: 'debug',
+      image: { repository: 'registry.example/hoist', tag: 'v9', digest, pullPolicy: 'Always' },
+      serviceAccount: { create: false, name: 'existing-sa' },
+      'metrics.service.enabled': false,
+      'metrics.port': 9090,
+      cache: { sizeLimit: '', medium: 'Memory' },
+      extraArgs: ['--install-crd'],
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      commonLabels: { team: 'platform' },
+    });
+    expect(kinds(objs)).toEqual([
+      'ClusterRole/edge-hoist-controller',
+      'ClusterRoleBinding/edge-hoist-controller',
+      'CustomResourceDefinition/bundledeployments.core.rukpak.io',
+      'Deployment/edge-hoist',
+      'Role/edge-hoist-controller',
+      'RoleBinding/edge-hoist-controller',
+    ]);
+    const { dep, spec, c } = podSpec(objs);
+    expect(dep.spec.replicas).toBe(2);
+    expect(dep.metadata.labels).toMatchObject({ team: 'platform' });
+    expect(spec.serviceAccountName).toBe('existing-sa');
+    expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
+    expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
+    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--install-crd']);
+    expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
+    expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
+    expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
+    const rules = (find(objs, 'ClusterRole') as unknown as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }).rules;
+    expect(rules).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] });
+    expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] });
+  });
+
+  it('refuses bad values: schema types, unknown keys, several replicas without leader election', async () => {
+    await expect(render('bad', 'ns', { replicaCount: 'two' })).rejects.toThrow(/replicaCount/);
+    await expect(render('bad', 'ns', { rbac: { clusterAdmin: true, typo: 1 } })).rejects.toThrow(/typo/);
+    await expect(render('bad', 'ns', { 'image.digest': 'latest' })).rejects.toThrow(/digest/);
+    await expect(render('bad', 'ns', { replicaCount: 2, 'leaderElection.enabled': false })).rejects.toThrow(/needs leaderElection.enabled/);
+  });
+});
+
+describe('the chart on a real API server', () => {
+  let admin: RestKubeClient;
+  let files: FileServer;
+  const tmpDirs: string[] = [];
+  const controllers: RunningController[] = [];
+  const cleanup: KubeObject[] = [];
+
+  beforeAll(async () => {
+    admin = createKubeClient(loadKubeConfig(kubeconfigPath()));
+    await installCRD(admin, log);
+    files = await startFileServer();
+  });
+  afterAll(async () => {
+    // BundleDeployments first, while their controllers run to remove the finalizer
+    const bds = cleanup.filter((o) => o.kind === BD_TYPE.kind);
+    for (const o of bds) await admin.delete(o, o.metadata.name, undefined).catch(() => undefined);
+    const deadline = Date.now() + 30_000;
+    for (const o of bds) while (Date.now() < deadline && (await admin.get(BD_TYPE, o.metadata.name))) await new Promise((r) => setTimeout(r, 100));
+    for (const c of controllers) await c.stop().catch(() => undefined);
+    for (const o of cleanup.reverse()) if (o.kind !== BD_TYPE.kind) await admin.delete(o, o.metadata.name, o.metadata.namespace).catch(() => undefined);
+    for (const d of tmpDirs) await rm(d, { recursive: true, force: true });
+    await files?.close();
+    await admin?.close();
+  });
+
+  /** renders a release into a fresh namespace and applies it for real (the CRD as a dry run: it is shared) */
+  async function install(release: string, set: Record<string, unknown>): Promise<{ namespace: string; sa: string; objs: KubeObject[] }> {
+    const namespace = `${release}-${runId}`;
+    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } };
+    await admin.create(ns);
+    cleanup.push(ns);
+    const objs = await render(release, namespace, set);
+    for (const o of objs) {
+      const dryRun = o.kind === 'CustomResourceDefinition';
+      const applied = await admin.apply(o, { fieldManager: 'helm-chart-test', dryRun });
+      expect(applied.metadata.uid, `${o.kind} ${o.metadata.name}`).toBeDefined();
+      if (!dryRun && !o.metadata.namespace) cleanup.push(o);
+    }
+    const sa = (find(objs, 'ServiceAccount') as KubeObject).metadata.name;
+    return { namespace, sa, objs };
+  }
+
+  /** a kubeconfig that authenticates as the ServiceAccount with a real token (TokenRequest) */
+  async function serviceAccountKubeconfig(namespace: string, sa: string): Promise<string> {
+    const { stdout } = await run(toolPath('kubectl'), ['--kubeconfig', kubeconfigPath(), '-n', namespace, 'create', 'token', sa, '--duration=1h']);
+    const kc = parse(readFileSync(kubeconfigPath(), 'utf8')) as { clusters: Array<{ name: string }>; 'current-context': string; contexts: Array<{ name: string; context: { cluster: string } }> };
+    const cluster = kc.clusters.find((c) => c.name === kc.contexts.find((x) => x.name === kc['current-context'])!.context.cluster)!;
+    const dir = await mkdtemp(join(tmpdir(), 'hoist-chart-'));
+    tmpDirs.push(dir);
+    const path = join(dir, 'kubeconfig');
+    await writeFile(path, stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [cluster],
+      users: [{ name: sa, user: { token: stdout.trim() } }],
+      contexts: [{ name: sa, context: { cluster: cluster.name, user: sa } }],
+      'current-context': sa,
+    }));
+    return path;
+  }
+
+  /** the real controller, authenticated as the chart's ServiceAccount, scoped to BDs labelled for it */
+  async function controllerAs(namespace: string, sa: string, label: string): Promise<RunningController> {
+    const kubeconfig = await serviceAccountKubeconfig(namespace, sa);
+    const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-chart-cache-'));
+    tmpDirs.push(cacheDir);
+    const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `hoist.test/chart=${label}`, workers: 2 });
+    controllers.push(ctl);
+    return ctl;
+  }
+
+  async function createBD(name: string, label: string, installNamespace: string, body: Buffer): Promise<void> {
+    files.set(`/${name}.tgz`, body);
+    const bd = {
+      ...BD_TYPE,
+      metadata: { name, labels: { 'hoist.test/chart': label } },
+      spec: { installNamespace, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${name}.tgz`), sha256: sha256(body) } }] },
+    };
+    await admin.create(bd as unknown as KubeObject);
+    cleanup.push(bd as unknown as KubeObject);
+  }
+
+  async function waitFor(name: string, pred: (bd: BundleDeployment) => boolean, what: string, timeoutMs = 60_000): Promise<BundleDeployment> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const bd = (await admin.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
+      if (bd && bd.status?.observedGeneration === bd.metadata.generation && pred(bd)) return bd;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  const app = (ns: string) => [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'app' } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config' }, data: { color: 'blue' } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'app' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }] },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'app' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'app' }, subjects: [{ kind: 'ServiceAccount', name: 'app', namespace: ns }] },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'app' },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'app' } }, template: { metadata: { labels: { app: 'app' } }, spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'busybox:1.36' }] } } },
+    },
+  ];
+  /** a ClusterRole granting "*": RBAC lets only a subject that holds every verb create it */
+  const wide = (name: string) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
+  const bundle = async (objs: object[]) => tarGz({ 'objects.yaml': objs.map((o) => stringify(o)).join('---\n') });
+
+  it('rbac.clusterAdmin=false: the controller as the chart ServiceAccount installs and deletes a plain bundle, takes the Lease, and is refused "*" RBAC', async () => {
+    const { namespace, sa, objs } = await install('least', { 'rbac.clusterAdmin': false });
+    expect(find(objs, 'ClusterRoleBinding', 'least-hoist-cluster-admin')).toBeUndefined();
+    const label = `least-${runId}`;
+    const ctl = await controllerAs(namespace, sa, label);
+
+    // the client really is the ServiceAccount, held to the chart's RBAC
+    await expect(ctl.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `probe-${runId}` }, rules: wide('x').rules })).rejects.toThrow(/forbidden/i);
+
+    const installNs = `least-app-${runId}`;
+    cleanup.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: installNs } });
+    await createBD(`least-app-${runId}`, label, installNs, await bundle(app(installNs)));
+    const bd = await waitFor(`least-app-${runId}`, isDone, 'installed');
+    expect(cond(bd, 'Installed')).toMatchObject({ status: 'True', message: 'revision 1: 5 objects' });
+    const cm = await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs);
+    expect((cm as { data?: Record<string, string> } | undefined)?.data).toEqual({ color: 'blue' });
+    const revisions = await admin.list({ apiVersion: 'v1', kind: 'Secret' }, { namespace });
+    expect(revisions.items.length).toBeGreaterThan(0);
+
+    const wideName = `hoist-chart-wide-${runId}`;
+    cleanup.push(wide(wideName));
+    await createBD(`least-wide-${runId}`, label, installNs, await bundle([wide(wideName)]));
+    const refused = await waitFor(`least-wide-${runId}`, (b) => cond(b, 'Installed')?.status === 'False', 'refused');
+    expect(cond(refused, 'Installed')?.message).toMatch(/forbidden|escalat/i);
+    expect(await admin.get({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, wideName)).toBeUndefined();
+
+    // the Role is enough for leader election on a Lease in the release namespace
+    const abort = new AbortController();
+    let leading = false;
+    const elector = new LeaderElector({
+      client: ctl.client,
+      name: 'hoist-controller',
+      namespace,
+      identity: `chart-test-${runId}`,
+      retryPeriodMs: 200,
+      onStartedLeading: () => {
+        leading = true;
+        abort.abort();
+      },
+      logger: log,
+    });
+    await elector.run(abort.signal);
+    expect(leading).toBe(true);
+
+    // deletion: the finalizer prunes what the bundle installed, as the ServiceAccount
+    await admin.delete(BD_TYPE, `least-app-${runId}`, undefined);
+    const deadline = Date.now() + 60_000;
+    while (await admin.get(BD_TYPE, `least-app-${runId}`)) {
+      if (Date.now() > deadline) throw new Error('BD not deleted within 60s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs)).toBeUndefined();
+  }, 120_000);
+
+  it('rbac.clusterAdmin=true (default): the same "*" ClusterRole installs', async () => {
+    const { namespace, sa, objs } = await install('admin', {});
+    expect(find(objs, 'ClusterRoleBinding', 'admin-hoist-cluster-admin')).toBeDefined();
+    const label = `admin-${runId}`;
+    await controllerAs(namespace, sa, label);
+    const wideName = `hoist-chart-wide-admin-${runId}`;
+    cleanup.push(wide(wideName));
+    await createBD(`admin-wide-${runId}`, label, `admin-app-${runId}`, await bundle([wide(wideName)]));
+    cleanup.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `admin-app-${runId}` } });
+    const bd = await waitFor(`admin-wide-${runId}`, isDone, 'installed');
+    expect(cond(bd, 'Installed')?.status).toBe('True');
+    expect(await admin.get({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, wideName)).toBeDefined();
+  }, 120_000);
+});
