@@ -71,6 +71,12 @@ export class BundleDeploymentReconciler {
   private readonly rendered = new Map<string, Rendered>();
   /** per BD: objects of stored revisions already loaded */
   private readonly loaded = new Map<string, { number: number; objects: KubeObject[] }>();
+  /**
+   * per BD: resourceVersions our own writes (finalizer, status) superseded. A cached BD still at one
+   * of them is older than what we wrote: reconciling it would redo the work (a second revision save,
+   * event and conflicting status write). The watch event of our write re-queues the BD anyway.
+   */
+  private readonly superseded = new Map<string, Set<string>>();
   /** per BD: the content-store keys its current resolution needs (for content-store gc) */
   private readonly contentKeys = new Map<string, readonly string[]>();
   /** BDs reconciled since start: gc waits until it has heard from every one */
@@ -87,6 +93,11 @@ export class BundleDeploymentReconciler {
       this.forget(name);
       return {};
     }
+    if (this.superseded.get(name)?.has(bd.metadata.resourceVersion ?? '')) {
+      this.d.log.debug({ bd: name, resourceVersion: bd.metadata.resourceVersion }, 'cache older than our own write: waiting for its watch event');
+      return {};
+    }
+    this.superseded.delete(name);
     const started = Date.now();
     if (bd.metadata.deletionTimestamp) return this.finalize(bd);
     if (!bd.metadata.finalizers?.includes(FINALIZER)) await this.addFinalizer(bd);
@@ -155,6 +166,7 @@ export class BundleDeploymentReconciler {
   }
 
   forget(name: string): void {
+    this.superseded.delete(name);
     this.rendered.delete(name);
     this.loaded.delete(name);
     this.contentKeys.delete(name);
@@ -518,6 +530,7 @@ export class BundleDeploymentReconciler {
   private async addFinalizer(bd: BundleDeployment): Promise<void> {
     const finalizers = [...(bd.metadata.finalizers ?? []), FINALIZER];
     const updated = await this.d.client.patch(bd, bd.metadata.name, undefined, { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } }, 'merge');
+    this.supersede(bd.metadata.name, bd.metadata.resourceVersion);
     bd.metadata.finalizers = updated.metadata.finalizers;
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
@@ -607,6 +620,13 @@ export class BundleDeploymentReconciler {
     const clean = JSON.parse(JSON.stringify(status)) as BundleDeploymentStatus;
     if (hashOf(clean) === hashOf(bd.status ?? {})) return;
     await this.d.client.updateStatus({ ...bd, status: clean });
+    this.supersede(bd.metadata.name, bd.metadata.resourceVersion);
+  }
+
+  private supersede(name: string, resourceVersion: string | undefined): void {
+    if (!resourceVersion) return;
+    const set = this.superseded.get(name) ?? new Set<string>();
+    this.superseded.set(name, set.add(resourceVersion));
   }
 }
 

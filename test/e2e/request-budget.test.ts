@@ -12,8 +12,10 @@ import type { RequestVerb } from '../../src/kube/request-counter.ts';
 import { auditLogPath } from '../support/env.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { FIXTURES, isolatePlain } from '../support/upgrade-fixtures.ts';
 
-const ROLLOUTS = readFileSync(new URL('../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
+/** the upstream bundle with its API group and cluster-scoped names made unique to this file (other files install it too) */
+const rollouts = (id: string) => isolatePlain(readFileSync(new URL('plain/argo-rollouts-v1.8.4/install.yaml', FIXTURES), 'utf8'), id);
 const BUNDLE_RESOURCES = new Set(['customresourcedefinitions', 'serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'configmaps', 'secrets', 'services', 'deployments']);
 
 interface AuditEvent {
@@ -121,7 +123,7 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
   const ns = () => `budget-${t.runId}`;
 
   it('cold install of argo-rollouts: ≤15 applies, ≤3 status writes, one revision Secret, one finalizer patch', async () => {
-    const body = await tarGz({ 'install.yaml': ROLLOUTS });
+    const body = await tarGz({ 'install.yaml': rollouts(`b${t.runId}`) });
     files.set('/rollouts.tgz', body);
     const from = await audit.offset();
     const before = t.ctl.client.requests.snapshot();
