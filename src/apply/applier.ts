@@ -241,6 +241,8 @@ export class Applier {
 
   private async applyOne(target: ApplyTarget, manager: string, p: Planned): Promise<ObjectResult> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
+    // read before the write: the watch may deliver our own write to the live index before apply returns
+    const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
     try {
       const action = p.decision.action;
       if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(p.live, p, manager);
@@ -258,7 +260,6 @@ export class Applier {
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
       perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata) });
-      const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb };

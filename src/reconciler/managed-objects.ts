@@ -50,6 +50,8 @@ export class ManagedObjects implements LiveIndex {
         },
         onUpdate: (a, b) => {
           if (liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed');
+          // handed over (or taken): the previous owner must learn that it no longer owns the object
+          if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
         },
         onDelete: (o) => this.notify(o, 'deleted'),
       });

@@ -75,11 +75,17 @@ export class BundleDeploymentManager {
       ...(opts.registry ? { registry: opts.registry } : {}),
     });
     this.bds.addHandler({
-      onAdd: (bd) => this.controller.enqueue(bd.metadata.name),
+      onAdd: (bd) => {
+        this.controller.enqueue(bd.metadata.name);
+        // a newer member of a lineage takes over: the older ones must learn that they lost
+        this.enqueueLineage(bd);
+      },
       onUpdate: (a, b) => {
         this.controller.enqueue(b.metadata.name);
         // a lineage's other members may now win or lose arbitration
-        if (a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
+        const moved = lineageOf(a) !== lineageOf(b);
+        if (moved) this.enqueueLineage(a);
+        if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
       },
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);

@@ -18,9 +18,9 @@ export function configMap(name: string, data: Record<string, string>, labels?: R
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data } as KubeObject;
 }
 
-/** serves the objects as one multi-document YAML in a tar.gz and returns a pinned http source */
+/** serves the objects as one multi-document YAML (YAML 1.1, as the plain processor reads it: `yes` stays a string) in a tar.gz and returns a pinned http source */
 export async function serveBundle(files: FileServer, path: string, objects: readonly KubeObject[]): Promise<SourceSpec> {
-  const body = await tarGz({ 'manifests.yaml': objects.map((o) => stringify(o)).join('---\n') });
+  const body = await tarGz({ 'manifests.yaml': objects.map((o) => stringify(o, { version: '1.1' })).join('---\n') });
   files.set(path, body);
   return { kind: 'http', http: { url: files.url(path), sha256: sha256(body) } };
 }
