@@ -13,6 +13,8 @@ export interface ContentStore {
   put(key: string, write: (tmpDir: string) => Promise<void>): Promise<string>;
   /** removes every entry whose key is not in `keep`; returns the keys removed */
   gc(keep: ReadonlySet<string>): Promise<string[]>;
+  /** Optional: evicts least-recently-used entries not in `keep` until the store fits its size budget */
+  enforceBudget?(keep: ReadonlySet<string>): Promise<string[]>;
   /**
    * Optional: for content whose key is known only after writing it (an unpinned download whose
    * digest is computed while streaming). `write` fills a fresh temp directory and returns the

@@ -30,6 +30,12 @@ export interface ControllerOptions {
   autoStart?: boolean;
   /** User-Agent of the controller's API requests (default "hoist"); tests make it unique to find one controller's requests in the audit log */
   userAgent?: string;
+  /** source options (extra CAs, insecure registry hosts, unpack limits); the store is the controller's */
+  sources?: Omit<SourceRegistryOptions, 'store'>;
+  /** content-store garbage collection period (default 10 min) */
+  gcIntervalMs?: number;
+  /** LRU size budget of the content store; undefined = unlimited */
+  cacheMaxBytes?: number;
 }
 
 export interface RunningController {

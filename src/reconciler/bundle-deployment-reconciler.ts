@@ -33,7 +33,7 @@ import type { Resolved, Source, SourceContext } from '../sources/source.ts';
 import { asHoistError, HoistError, type Stage } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { getCondition, setCondition, type ConditionInput } from './conditions.ts';
-import { readCredentials } from './credentials.ts';
+import { readCredentials, secretRefOf } from './credentials.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
 
@@ -400,7 +400,8 @@ export class BundleDeploymentReconciler {
       config: spec.config ?? {},
       installNamespace: spec.installNamespace ?? '',
       name: bd.metadata.name,
-      sources: resolved.map((r, i) => ({ key: r.key, destination: spec.sources[i]?.destination ?? '' })),
+      // the secret is part of the input: pointing a source at other credentials re-checks access
+      sources: resolved.map((r, i) => ({ key: r.key, destination: spec.sources[i]?.destination ?? '', auth: secretOf(spec.sources[i]) })),
     });
     const memo = this.rendered.get(bd.metadata.name);
     if (memo?.inputs === inputs) return memo;
@@ -628,6 +629,10 @@ export class BundleDeploymentReconciler {
     const set = this.superseded.get(name) ?? new Set<string>();
     this.superseded.set(name, set.add(resourceVersion));
   }
+}
+
+function secretOf(src: DefaultedSpec['sources'][number] | undefined): string | undefined {
+  return src ? secretRefOf(src) : undefined;
 }
 
 function describeResolved(resolved: readonly Resolved[]): string {

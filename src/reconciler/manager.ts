@@ -32,13 +32,28 @@ export interface ManagerOptions {
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector (sharding, tests) */
   selector?: string;
+  /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
+  gcIntervalMs?: number;
 }
+
+/** what one garbage collection did; `skipped` says why it removed nothing */
+export interface ContentGcResult {
+  removed: string[];
+  evicted: string[];
+  skipped?: string;
+}
+
+const DEFAULT_GC_INTERVAL_MS = 10 * 60_000;
+const GC_AFTER_DELETE_MS = 1_000;
 
 export class BundleDeploymentManager {
   readonly controller: Controller;
   readonly reconciler: BundleDeploymentReconciler;
   private readonly bds: Informer<BundleDeployment & KubeObject>;
   private readonly managed: ManagedObjects;
+  private gcTimer: NodeJS.Timeout | undefined;
+  private gcSoon: NodeJS.Timeout | undefined;
+  private gcRunning: Promise<ContentGcResult> | undefined;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -90,6 +105,7 @@ export class BundleDeploymentManager {
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);
         this.enqueueLineage(bd);
+        this.scheduleGc();
       },
     });
   }
@@ -99,6 +115,8 @@ export class BundleDeploymentManager {
     this.bds.start();
     await this.bds.waitForSync(signal);
     this.controller.start(signal);
+    this.gcTimer = setInterval(() => void this.collectGarbage(), this.opts.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS);
+    this.gcTimer.unref();
     this.opts.log.info({ bundleDeployments: this.bds.list().length }, 'controller started');
   }
 
@@ -107,10 +125,53 @@ export class BundleDeploymentManager {
     return this.bds.hasSynced();
   }
 
+  /**
+   * Removes content no BundleDeployment's current resolution needs, then enforces the store's
+   * size budget (when the store has one). Does nothing until every BundleDeployment has been
+   * reconciled since start: before that the controller does not know what is still needed.
+   * Rendered revisions live in the cluster, so a rollback never needs collected content. Never
+   * runs twice at once; safe to call any time.
+   */
+  collectGarbage(): Promise<ContentGcResult> {
+    this.gcRunning ??= this.runGc().finally(() => {
+      this.gcRunning = undefined;
+    });
+    return this.gcRunning;
+  }
+
+  private async runGc(): Promise<ContentGcResult> {
+    const keep = this.reconciler.contentInUse();
+    if (!keep) return { removed: [], evicted: [], skipped: 'not every BundleDeployment has been reconciled since start' };
+    try {
+      const removed = await this.opts.store.gc(keep);
+      const evicted = (await this.opts.store.enforceBudget?.(keep)) ?? [];
+      if (removed.length || evicted.length) this.opts.log.info({ removed: removed.length, evicted: evicted.length, kept: keep.size }, 'content store garbage collected');
+      return { removed, evicted };
+    } catch (e) {
+      this.opts.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'content store garbage collection failed');
+      return { removed: [], evicted: [], skipped: 'failed' };
+    }
+  }
+
+  /** a deleted BD may have been the last user of some content: collect soon (debounced) */
+  private scheduleGc(): void {
+    if (this.gcSoon || !this.gcTimer) return;
+    this.gcSoon = setTimeout(() => {
+      this.gcSoon = undefined;
+      void this.collectGarbage();
+    }, GC_AFTER_DELETE_MS);
+    this.gcSoon.unref();
+  }
+
   async stop(deadlineMs = 30_000): Promise<void> {
+    clearInterval(this.gcTimer);
+    clearTimeout(this.gcSoon);
+    this.gcTimer = undefined;
+    this.gcSoon = undefined;
     await this.controller.stop(deadlineMs);
     await this.bds.stop();
     await this.managed.stop();
+    await this.gcRunning;
   }
 
   private enqueueLineage(bd: BundleDeployment): void {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec, type Condition } from '../../api/v1alpha2/types.ts';
-import { installCRD, startController, type RunningController } from '../../src/cli/controller.ts';
+import { installCRD, startController, type ControllerOptions, type RunningController } from '../../src/cli/controller.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { kubeconfigPath } from './env.ts';
@@ -23,6 +23,8 @@ export interface TestController {
   ctl: RunningController;
   runId: string;
   namespace: string;
+  /** root of the controller's content store */
+  cacheDir: string;
   /** creates a BundleDeployment labelled for this controller */
   create(name: string, spec: BundleDeploymentSpec, labels?: Record<string, string>): Promise<BundleDeployment>;
   get(name: string): Promise<BundleDeployment | undefined>;
@@ -50,7 +52,7 @@ export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
 
-export async function startTestController(opts: { workers?: number; kubeconfig?: string } = {}): Promise<TestController> {
+export async function startTestController(opts: { workers?: number; kubeconfig?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes'> = {}): Promise<TestController> {
   const runId = randomBytes(4).toString('hex');
   const namespace = `hoist-test-${runId}`;
   const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
@@ -58,7 +60,7 @@ export async function startTestController(opts: { workers?: number; kubeconfig?:
   const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
-  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4 });
+  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes });
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {
@@ -66,6 +68,7 @@ export async function startTestController(opts: { workers?: number; kubeconfig?:
     ctl,
     runId,
     namespace,
+    cacheDir,
     async create(name, spec, labels = {}) {
       const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { ...labels, [TEST_LABEL]: runId } }, spec };
       return (await client.create(bd as unknown as KubeObject)) as unknown as BundleDeployment;
