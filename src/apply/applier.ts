@@ -306,16 +306,23 @@ export class Applier {
     }
   }
 
+  /**
+   * Waits until every named CRD is Established: one GET each, then a watch per pending CRD from
+   * the resourceVersion that GET returned, so the wait ends with the event (polling with backoff
+   * overshot the establishing controller by up to a second). A watch that ends early falls back
+   * to another GET round.
+   */
   private async waitEstablished(names: readonly string[]): Promise<void> {
     const deadline = Date.now() + this.crdTimeoutMs;
     const pending = new Set(names);
-    let delay = 50;
+    const type = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
     while (pending.size > 0) {
+      const versions = new Map<string, string>();
       await Promise.all(
         [...pending].map(async (name) => {
-          const crd = await this.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, name);
-          const conds = ((crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions) ?? [];
-          if (conds.some((c) => c.type === 'Established' && c.status === 'True')) pending.delete(name);
+          const crd = await this.client.get(type, name);
+          if (crd && isEstablished(crd)) pending.delete(name);
+          else if (crd?.metadata.resourceVersion) versions.set(name, crd.metadata.resourceVersion);
         }),
       );
       if (pending.size === 0) break;
@@ -324,8 +331,28 @@ export class Applier {
           stage: 'apply', reason: 'ApplyFailed', code: 'crd-not-established', subject: [...pending].join(', '), terminal: false,
         });
       }
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 1000);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
+      try {
+        await Promise.all(
+          [...versions].map(async ([name, resourceVersion]) => {
+            try {
+              const events = this.client.watch(type, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: Math.ceil(this.crdTimeoutMs / 1000), signal: abort.signal });
+              for await (const ev of events) {
+                if ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isEstablished(ev.object)) {
+                  pending.delete(name);
+                  return;
+                }
+              }
+            } catch {
+              // expired resourceVersion, connection lost, deadline: the next GET round decides
+            }
+          }),
+        );
+      } finally {
+        clearTimeout(timer);
+      }
+      if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
     }
   }
 
@@ -336,6 +363,11 @@ export class Applier {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+function isEstablished(crd: KubeObject): boolean {
+  const conds = (crd.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+  return conds.some((c) => c.type === 'Established' && c.status === 'True');
 }
 
 function phaseOf(obj: KubeObject): 'pre' | 'main' | 'post' {

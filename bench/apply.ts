@@ -1,0 +1,244 @@
+/**
+ * Apply benchmark (issue 5): the argo-rollouts bundle (15 objects, 5 CRDs) on a control plane
+ * this benchmark starts itself, Hoist against `kubectl apply --server-side` in the same run:
+ *   - cold install: Hoist = BundleDeployment created → Installed=True (the applier waits for the
+ *     CRDs to be Established before the rest); kubectl = `kubectl apply --server-side -f` then
+ *     `kubectl wait --for condition=established` on the 5 CRDs;
+ *   - upgrade v1.8.4 → v1.9.1: Hoist = spec patched → Installed=True at revision 2; kubectl = the
+ *     same two commands with the new file;
+ *   - a no-change reconcile: reconciler.reconcile() timed directly (target < 50 ms).
+ * Fairness: every round uses a fresh namespace (created untimed for both) and its own copy of the
+ * bundle with a unique API group and ClusterRole names, so neither side finds the other's CRDs;
+ * the CRDs are deleted (untimed) after each round. Hoist fetches its bundle as a tarball from a
+ * local HTTP server and renders it (work kubectl doesn't do: it reads a local file); kubectl pays
+ * process start-up and discovery on each invocation (work Hoist, a long-running controller, does
+ * once). Hoist and kubectl alternate within each round; one warm-up round is not counted; medians.
+ * ratio = hoist / kubectl (below 1: Hoist is faster). Results: bench/results/apply.json.
+ *
+ * Runnable alone: `npx tsx bench/apply.ts`; `run()` is used by bench/run.ts.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pino } from 'pino';
+import { parseAllDocuments } from 'yaml';
+import { API_VERSION, KIND, type BundleDeployment } from '../api/v1alpha2/types.ts';
+import { startController } from '../src/cli/controller.ts';
+import { startControlPlane } from '../src/devcluster/control-plane.ts';
+import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
+import type { KubeObject } from '../src/kube/types.ts';
+import { sha256, startFileServer, tarGz } from '../test/support/http-files.ts';
+import { isolatePlain } from '../test/support/upgrade-fixtures.ts';
+
+const repo = fileURLToPath(new URL('../', import.meta.url));
+const fixtures = path.resolve(repo, '../shared/fixtures/plain');
+const resultsFile = path.join(repo, 'bench', 'results', 'apply.json');
+const BD = { apiVersion: API_VERSION, kind: KIND } as const;
+const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
+
+export interface ApplyBenchCase {
+  name: string;
+  hoistMs: number;
+  kubectlMs: number;
+  /** hoistMs / kubectlMs */
+  ratio: number;
+  hoistRoundsMs: number[];
+  kubectlRoundsMs: number[];
+}
+
+export interface ApplyBenchResult {
+  benchmark: 'apply';
+  date: string;
+  nproc: number;
+  node: string;
+  kubectl: string;
+  rounds: number;
+  objects: number;
+  cases: ApplyBenchCase[];
+  noChangeReconcile: { medianMs: number; p90Ms: number; samples: number; targetMs: 50 };
+}
+
+export interface ApplyBenchOptions {
+  /** measured rounds after one warm-up; default 5 */
+  rounds?: number;
+  /** write bench/results/apply.json; default true */
+  write?: boolean;
+  log?: (line: string) => void;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+function exec(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err}`))));
+  });
+}
+
+const crdNames = (yaml: string): string[] =>
+  parseAllDocuments(yaml)
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((o): o is KubeObject => o?.kind === 'CustomResourceDefinition')
+    .map((o) => o.metadata.name);
+
+async function until(f: () => Promise<boolean>, what: string, timeoutMs = 120_000, everyMs = 10): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await f())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchResult> {
+  const log = options.log ?? ((l: string) => console.log(l));
+  const rounds = options.rounds ?? Number(process.env.HOIST_BENCH_ROUNDS ?? 5);
+  const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-apply-'));
+  log('starting a control plane (etcd + kube-apiserver)…');
+  const cp = await startControlPlane({});
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath };
+  const kubectl = toolPath('kubectl');
+  const admin: RestKubeClient = createKubeClient(loadKubeConfig(cp.kubeconfigPath));
+  const files = await startFileServer();
+  const ctl = await startController({ kubeconfig: cp.kubeconfigPath, namespace: 'hoist-system', installCRD: true, cacheDir: path.join(work, 'cache'), log: pino({ level: process.env.HOIST_BENCH_LOG ?? 'silent' }), workers: 4 });
+  const v1Text = readFileSync(path.join(fixtures, 'argo-rollouts-v1.8.4/install.yaml'), 'utf8');
+  const v2Text = readFileSync(path.join(fixtures, 'argo-rollouts-v1.9.1/install.yaml'), 'utf8');
+  const samples = { hoistInstall: [] as number[], kubectlInstall: [] as number[], hoistUpgrade: [] as number[], kubectlUpgrade: [] as number[] };
+  const noChange: number[] = [];
+
+  const namespace = async (name: string) => {
+    await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  };
+  const getBD = async (name: string) => (await admin.get(BD, name)) as unknown as BundleDeployment | undefined;
+  const installedAt = (rev: number) => async (name: string) => {
+    const bd = await getBD(name);
+    const c = bd?.status?.conditions?.find((x) => x.type === 'Installed');
+    return bd?.status?.observedGeneration === bd?.metadata.generation && c?.status === 'True' && bd?.status?.activeRevision?.number === rev;
+  };
+  const established = async (names: readonly string[]) => {
+    for (const n of names) {
+      const crd = await admin.get(CRD, n);
+      const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+      if (!conds.some((c) => c.type === 'Established' && c.status === 'True')) return false;
+    }
+    return true;
+  };
+
+  try {
+    for (let round = 0; round <= rounds; round++) {
+      const id = `r${round}${Math.random().toString(36).slice(2, 6)}`;
+      // ---- Hoist
+      const hid = `h${id}`;
+      const h1 = await tarGz({ 'install.yaml': isolatePlain(v1Text, hid) });
+      const h2Yaml = isolatePlain(v2Text, hid);
+      const h2 = await tarGz({ 'install.yaml': h2Yaml });
+      files.set(`/${hid}-v1.tgz`, h1);
+      files.set(`/${hid}-v2.tgz`, h2);
+      const hns = `bench-${hid}`;
+      await namespace(hns);
+      const bdName = `bench-${hid}`;
+      let t0 = performance.now();
+      if (process.env.HOIST_BENCH_LOG) console.log(JSON.stringify({ time: Date.now(), msg: 'bench: creating the BundleDeployment' }));
+      await admin.create({ ...BD, metadata: { name: bdName }, spec: { installNamespace: hns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v1.tgz`), sha256: sha256(h1) } }] } } as unknown as KubeObject);
+      await until(() => installedAt(1)(bdName), `${bdName} installed`);
+      const hInstall = performance.now() - t0;
+      if (!(await established(crdNames(h2Yaml)))) throw new Error('hoist reported Installed before its CRDs were Established');
+
+      // a no-change reconcile, timed directly (after the self-inflicted watch events settled)
+      await until(async () => ctl.manager.controller.queue.length === 0 && ctl.manager.controller.queue.inFlight === 0, 'queue idle');
+      for (let i = 0; i < 10; i++) {
+        const s = performance.now();
+        await ctl.manager.reconciler.reconcile(bdName);
+        if (round > 0) noChange.push(performance.now() - s);
+      }
+
+      t0 = performance.now();
+      await admin.patch(BD, bdName, undefined, { spec: { sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v2.tgz`), sha256: sha256(h2) } }] } }, 'merge');
+      await until(() => installedAt(2)(bdName), `${bdName} upgraded`);
+      const hUpgrade = performance.now() - t0;
+
+      // ---- kubectl
+      const kid = `k${id}`;
+      const k1 = path.join(work, `${kid}-v1.yaml`);
+      const k2 = path.join(work, `${kid}-v2.yaml`);
+      await writeFile(k1, isolatePlain(v1Text, kid));
+      await writeFile(k2, isolatePlain(v2Text, kid));
+      const kns = `bench-${kid}`;
+      await namespace(kns);
+      const kCrds = crdNames(isolatePlain(v1Text, kid)).map((n) => `crd/${n}`);
+      t0 = performance.now();
+      await exec(kubectl, ['apply', '--server-side', '-f', k1, '-n', kns], env);
+      await exec(kubectl, ['wait', '--for', 'condition=established', '--timeout=120s', ...kCrds], env);
+      const kInstall = performance.now() - t0;
+      t0 = performance.now();
+      await exec(kubectl, ['apply', '--server-side', '-f', k2, '-n', kns], env);
+      await exec(kubectl, ['wait', '--for', 'condition=established', '--timeout=120s', ...kCrds], env);
+      const kUpgrade = performance.now() - t0;
+
+      log(`round ${round}${round === 0 ? ' (warm-up)' : ''}: install hoist ${hInstall.toFixed(0)} ms / kubectl ${kInstall.toFixed(0)} ms; upgrade hoist ${hUpgrade.toFixed(0)} ms / kubectl ${kUpgrade.toFixed(0)} ms`);
+      if (round > 0) {
+        samples.hoistInstall.push(hInstall);
+        samples.kubectlInstall.push(kInstall);
+        samples.hoistUpgrade.push(hUpgrade);
+        samples.kubectlUpgrade.push(kUpgrade);
+      }
+
+      // ---- clean up, untimed: the BD (its finalizer removes what it installed), namespaces, CRDs (names are unique per round: no need to wait)
+      await admin.delete(BD, bdName, undefined);
+      await until(async () => !(await getBD(bdName)), `${bdName} deleted`, 120_000, 50);
+      for (const n of [...crdNames(h2Yaml), ...kCrds.map((c) => c.slice(4))]) await admin.delete(CRD, n, undefined).catch(() => undefined);
+      for (const ns of [hns, kns]) await admin.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
+    }
+  } finally {
+    await ctl.stop();
+    await admin.close();
+    await files.close();
+    await cp.stop();
+    await rm(work, { recursive: true, force: true });
+  }
+
+  const mk = (name: string, h: number[], k: number[]): ApplyBenchCase => {
+    const hoistMs = median(h);
+    const kubectlMs = median(k);
+    return { name, hoistMs: Math.round(hoistMs), kubectlMs: Math.round(kubectlMs), ratio: Number((hoistMs / kubectlMs).toFixed(3)), hoistRoundsMs: h.map(Math.round), kubectlRoundsMs: k.map(Math.round) };
+  };
+  const cases = [mk('cold install argo-rollouts v1.8.4 (15 objects, CRDs Established)', samples.hoistInstall, samples.kubectlInstall), mk('upgrade v1.8.4 → v1.9.1', samples.hoistUpgrade, samples.kubectlUpgrade)];
+  const sorted = [...noChange].sort((a, b) => a - b);
+  const result: ApplyBenchResult = {
+    benchmark: 'apply',
+    date: new Date().toISOString(),
+    nproc: availableParallelism(),
+    node: process.version,
+    kubectl: toolVersions().KUBERNETES_VERSION ?? 'unknown',
+    rounds,
+    objects: 15,
+    cases,
+    noChangeReconcile: { medianMs: Number(median(noChange).toFixed(2)), p90Ms: Number((sorted[Math.floor(sorted.length * 0.9)] ?? 0).toFixed(2)), samples: noChange.length, targetMs: 50 },
+  };
+  for (const c of cases) log(`${c.name}: hoist ${c.hoistMs} ms, kubectl ${c.kubectlMs} ms, ratio ${c.ratio}`);
+  log(`no-change reconcile: median ${result.noChangeReconcile.medianMs} ms, p90 ${result.noChangeReconcile.p90Ms} ms (target < 50 ms)`);
+  if (options.write ?? true) {
+    await mkdir(path.dirname(resultsFile), { recursive: true });
+    await writeFile(resultsFile, `${JSON.stringify(result, null, 2)}\n`);
+    log(`wrote ${path.relative(repo, resultsFile)} (nproc ${result.nproc})`);
+  }
+  return result;
+}
+
+if (process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url) {
+  run().catch((e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  });
+}
