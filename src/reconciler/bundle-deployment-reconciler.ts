@@ -515,8 +515,10 @@ export class BundleDeploymentReconciler {
       if (objects === undefined) {
         this.d.log.warn({ bd: name, revision: active?.number }, 'active revision not stored: nothing to uninstall');
       } else {
-        const results = await deleteOwned(this.d.client, { name, lineage: lineageOf(bd) }, objects, { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
-        this.d.log.info({ bd: name, deleted: countChanged(results) }, 'uninstalled');
+        // what another member of the lineage installs is handed over, not deleted (DESIGN §4)
+        const kept = await this.installedByLineage(bd);
+        const results = await deleteOwned(this.d.client, { name, lineage: lineageOf(bd) }, objects.filter((o) => !kept.has(objectId(o))), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
+        this.d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
       }
     }
     await this.d.revisions.prune(name);
@@ -526,6 +528,23 @@ export class BundleDeploymentReconciler {
     ], 'json');
     this.forget(name);
     return {};
+  }
+
+  /** ids of the objects the other (undeleted) members of bd's lineage have installed */
+  private async installedByLineage(bd: BundleDeployment): Promise<Set<string>> {
+    const lineage = lineageOf(bd);
+    const others = this.d.listBundleDeployments().filter((o) => o.metadata.name !== bd.metadata.name && lineageOf(o) === lineage && !o.metadata.deletionTimestamp);
+    const ids = new Set<string>();
+    for (const other of others) {
+      const active = other.status?.activeRevision;
+      if (!active) continue;
+      const objects = await this.objectsOf(other, active).catch((e: unknown) => {
+        this.d.log.warn({ bd: bd.metadata.name, other: other.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'lineage member revision not readable');
+        return [];
+      });
+      for (const o of objects) ids.add(objectId(o));
+    }
+    return ids;
   }
 
   private async addFinalizer(bd: BundleDeployment): Promise<void> {

@@ -100,6 +100,30 @@ describe('handover between BundleDeployments of one lineage', () => {
     expect(await uidOf(t.client, CM, 'app-config', namespace)).toBeUndefined();
     expect(await uidOf(t.client, SA, 'app', namespace)).toBeUndefined();
   }, 120_000);
+
+  it('deleting the newer BD hands the objects back to the older one in place', async () => {
+    const namespace = ns('lineage-back');
+    const lineage = `back-${t.runId}`;
+    const v1 = await serveBundle(files, '/back-v1.tgz', [configMap('app-config', { version: 'v1' })]);
+    const v2 = await serveBundle(files, '/back-v2.tgz', [configMap('app-config', { version: 'v2' }), configMap('v2-only', { new: 'yes' })]);
+    await t.create(bdName('back-v1'), { installNamespace: namespace, format: 'plain', sources: [v1] }, { [LABEL_LINEAGE]: lineage });
+    await t.waitFor(bdName('back-v1'), isDone, 'v1 installed');
+    const uid = await uidOf(t.client, CM, 'app-config', namespace);
+    await sleep(1100);
+    await t.create(bdName('back-v2'), { installNamespace: namespace, format: 'plain', sources: [v2] }, { [LABEL_LINEAGE]: lineage });
+    await t.waitFor(bdName('back-v2'), isDone, 'v2 installed');
+    await t.waitFor(bdName('back-v1'), (b) => cond(b, 'Installed')?.reason === 'Conflict', 'v1 reports Conflict', 30_000);
+
+    await deleteBundleDeployment(t.client, bdName('back-v2'));
+    await t.waitFor(bdName('back-v1'), isDone, 'v1 installed again', 30_000);
+    const live = (await t.client.get(CM, 'app-config', namespace)) as KubeObject & { data: Record<string, string> };
+    expect(live.metadata.uid, 'app-config was never deleted').toBe(uid);
+    expect(live.data).toEqual({ version: 'v1' });
+    expect(live.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bdName('back-v1'));
+    expect(await uidOf(t.client, CM, 'v2-only', namespace)).toBeUndefined();
+    await deleteBundleDeployment(t.client, bdName('back-v1'));
+    expect(await uidOf(t.client, CM, 'app-config', namespace)).toBeUndefined();
+  }, 90_000);
 });
 
 describe('a BundleDeployment of another lineage', () => {
