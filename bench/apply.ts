@@ -20,7 +20,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pino } from 'pino';
@@ -56,6 +56,8 @@ export interface ApplyBenchResult {
   nproc: number;
   node: string;
   kubectl: string;
+  /** 1/5/15-minute load average at the end: other work on the machine makes the numbers noisy */
+  loadAverage: number[];
   rounds: number;
   objects: number;
   cases: ApplyBenchCase[];
@@ -220,7 +222,8 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
     date: new Date().toISOString(),
     nproc: availableParallelism(),
     node: process.version,
-    kubectl: toolVersions().KUBERNETES_VERSION ?? 'unknown',
+    kubectl: toolVersions().K8S_VERSION ?? 'unknown',
+    loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
     rounds,
     objects: 15,
     cases,
