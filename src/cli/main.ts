@@ -74,7 +74,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  // exit only once stdout is flushed: a pipe is written asynchronously, and exiting at once cuts
+  // off a large `render` output (writes are ordered, so this callback runs after the earlier ones)
+  (code) => process.stdout.write('', () => process.exit(code)),
   (e: unknown) => {
     process.stderr.write(`hoist: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(1);

@@ -430,7 +430,11 @@ export class BundleDeploymentReconciler {
     try {
       const processor = this.d.processorFor(spec.format);
       const apiVersions = spec.format === 'plain' ? undefined : await this.d.client.discovery.apiVersions();
-      const out = await processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions });
+      const out = await processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions }).catch((e: unknown) => {
+        // a process failure names the processor (DESIGN §1: stage, subject and which processor)
+        if (!(e instanceof HoistError) || e.stage !== 'process') throw e;
+        throw new HoistError(`${spec.format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+      });
       for (const w of out.warnings) this.d.log.warn({ bd: bd.metadata.name, format: spec.format }, w);
       // the digest is of the processor's output, as `hoist render` computes it
       const digest = contentDigest(out.objects);

@@ -61,7 +61,7 @@ describe('content-store gc', () => {
     await expect.poll(keys, { timeout: 10_000, interval: 200 }).toEqual([`sha256:${a2}`, `sha256:${b1}`].sort());
 
     // deleting b: its content goes shortly after, without waiting for the period
-    await t.client.delete(BD_TYPE, 'gc-b');
+    await t.client.delete(BD_TYPE, 'gc-b', undefined);
     await expect.poll(keys, { timeout: 10_000, interval: 100 }).toEqual([`sha256:${a2}`]);
 
     // rolling a back by spec reuses its stored revision: no fetch, and a1 is not needed in the store

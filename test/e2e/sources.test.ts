@@ -229,7 +229,7 @@ describe('image + git + http in one BundleDeployment', () => {
     expect(c.blobs + c.gitFetches).toBe(0);
     expect(c.registry + c.git + c.http).toBeGreaterThanOrEqual(1);
     await expectNoSecrets('intruder');
-    await t.client.delete({ apiVersion: bd.apiVersion, kind: bd.kind }, 'intruder');
+    await t.client.delete({ apiVersion: bd.apiVersion, kind: bd.kind }, 'intruder', undefined);
     // gone (its retries would otherwise count in the next test)
     for (let i = 0; i < 100 && (await t.get('intruder')); i++) await new Promise((r) => setTimeout(r, 100));
     expect(await t.get('intruder')).toBeUndefined();
