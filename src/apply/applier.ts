@@ -134,6 +134,7 @@ export class Applier {
     }
     // Objects of kinds defined by the bundle's CRDs are resolvable now.
     if (restPrepared.deferred.length > 0) {
+      await this.waitServed(restPrepared.deferred);
       const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
       const planned = await this.plan(target, resolved.ready);
       this.refuseConflicts(planned);
@@ -356,6 +357,21 @@ export class Applier {
     }
   }
 
+  /**
+   * Established can precede discovery serving the kind by a moment: wait (bounded by the CRD
+   * timeout) until every kind of `objects` is served, so they are not reported as unserved.
+   */
+  private async waitServed(objects: readonly KubeObject[]): Promise<void> {
+    const deadline = Date.now() + this.crdTimeoutMs;
+    const types = [...new Map(objects.map((o) => [`${o.apiVersion}/${o.kind}`, { apiVersion: o.apiVersion, kind: o.kind }])).values()];
+    for (;;) {
+      const missing = (await Promise.all(types.map(async (t) => ((await this.client.discovery.resourceFor(t)) ? undefined : t)))).filter(Boolean);
+      if (missing.length === 0 || Date.now() > deadline) return;
+      await new Promise((r) => setTimeout(r, 100));
+      this.client.discovery.invalidate();
+    }
+  }
+
   private async waitGone(p: Planned): Promise<void> {
     const deadline = Date.now() + 60_000;
     while (await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
@@ -382,8 +398,9 @@ function crdKinds(crd: KubeObject): string[] {
   return (spec.versions ?? []).filter((v) => v.served !== false).map((v) => `${spec.group}/${v.name}/${spec.names!.kind}`);
 }
 
+/** "field is immutable" (Job template, selectors) or "may not change once set" (Service clusterIP) */
 function isImmutable(e: unknown): boolean {
-  return e instanceof ApiError && e.statusCode === 422 && /immutable/i.test(e.apiMessage);
+  return e instanceof ApiError && e.statusCode === 422 && /immutable|may not change once set/i.test(e.apiMessage);
 }
 
 /** the API server's message, plus the offending fields when it names them */

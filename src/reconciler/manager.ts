@@ -15,6 +15,7 @@ import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Processor } from '../processors/processor.ts';
 import type { Source } from '../sources/source.ts';
 import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
+import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { ManagedObjects } from './managed-objects.ts';
 
@@ -51,6 +52,8 @@ export class BundleDeploymentManager {
   readonly reconciler: BundleDeploymentReconciler;
   private readonly bds: Informer<BundleDeployment & KubeObject>;
   private readonly managed: ManagedObjects;
+  /** re-queues BDs that skipped optional objects when a CRD becomes Established */
+  private readonly crds: CrdWatch;
   private gcTimer: NodeJS.Timeout | undefined;
   private gcSoon: NodeJS.Timeout | undefined;
   private gcRunning: Promise<ContentGcResult> | undefined;
@@ -89,6 +92,14 @@ export class BundleDeploymentManager {
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
     });
+    this.crds = new CrdWatch(opts.client, (crd) => {
+      for (const bd of this.bds.list()) {
+        if (bd.status?.skippedOptional?.length) {
+          log.debug({ bd: bd.metadata.name, crd }, 'CRD established: retrying skipped optional objects');
+          this.controller.enqueue(bd.metadata.name);
+        }
+      }
+    }, log);
     this.bds.addHandler({
       onAdd: (bd) => {
         this.controller.enqueue(bd.metadata.name);
@@ -113,6 +124,7 @@ export class BundleDeploymentManager {
   /** starts watches and workers; resolves when the BundleDeployment cache is synced */
   async start(signal?: AbortSignal): Promise<void> {
     this.bds.start();
+    this.crds.start();
     await this.bds.waitForSync(signal);
     this.controller.start(signal);
     this.gcTimer = setInterval(() => void this.collectGarbage(), this.opts.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS);
@@ -170,6 +182,7 @@ export class BundleDeploymentManager {
     this.gcSoon = undefined;
     await this.controller.stop(deadlineMs);
     await this.bds.stop();
+    await this.crds.stop();
     await this.managed.stop();
     await this.gcRunning;
   }
