@@ -9,8 +9,8 @@ import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
-import { cm } from '../support/upgrade-fixtures.ts';
+import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -32,11 +32,7 @@ const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefini
 const SECRET = { apiVersion: 'v1', kind: 'Secret' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function serve(path: string, content: Record<string, string>): Promise<BundleDeploymentSpec['sources']> {
-  const body = await tarGz(content);
-  files.set(path, body);
-  return [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }];
-}
+const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);
 
 const yaml = (o: unknown) => stringify(o);
 
@@ -110,7 +106,7 @@ describe('drift', () => {
     const tookMs = Date.now() - started;
     expect(web.metadata.uid).toBe(webUid);
     // through watches: no periodic resync exists, so only the watch events can have triggered it
-    expect(tookMs).toBeLessThan(10_000);
+    expect(tookMs).toBeLessThan(5_000);
     // one event per correcting reconcile (watch events arrive separately); together they name all three
     const expected = [`v1 ConfigMap ${ns}/settings re-created`, `v1 ConfigMap ${ns}/other reverted`, `apps/v1 Deployment ${ns}/web reverted`];
     const drift = await waitUntil('DriftCorrected events naming every corrected object', async () => {

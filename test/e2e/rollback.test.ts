@@ -6,12 +6,11 @@
  */
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
-import { cm } from '../support/upgrade-fixtures.ts';
+import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -44,12 +43,7 @@ function deployment(name: string, podSpec: Record<string, unknown> = {}, labels:
 }
 const REFUSED = deployment('no-containers', { containers: [] });
 
-/** serves `files` as a pinned tarball at `path`; returns the source */
-async function serve(path: string, content: Record<string, string>): Promise<BundleDeploymentSpec['sources']> {
-  const body = await tarGz(content);
-  files.set(path, body);
-  return [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }];
-}
+const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);
 
 /** uid, data/spec of an object, for "back as it was" comparisons */
 async function snapshot(type: { apiVersion: string; kind: string }, name: string, ns: string): Promise<{ uid: string; body: unknown }> {
@@ -109,9 +103,12 @@ describe('an upgrade the API server refuses', () => {
     // the failed content is not retried while the spec is unchanged
     await sleep(1000);
     const from = sent.length;
+    const applies = t.ctl.client.requests.count('apply');
     files.requests = 0;
     await sleep(4000);
     expect(writesIn(ns, from).map((e) => `${e.verb} ${e.path}`)).toEqual([]);
+    // this is the only BundleDeployment of this controller so far: its counter must not move either
+    expect(t.ctl.client.requests.count('apply') - applies).toBe(0);
     expect(files.requests).toBe(0);
     expect((await t.get(bd))?.status?.attemptedRevision?.number).toBe(2);
 

@@ -7,8 +7,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
+import { LABEL_OWNER_NAME, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../src/kube/types.ts';
+import { sha256, tarGz, type FileServer } from './http-files.ts';
 
 export const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
 
@@ -68,3 +69,10 @@ export async function ownedUids(client: KubeClient, bd: string, kinds: readonly 
 
 export const cm = (name: string, data: Record<string, string>, annotations: Record<string, string> = {}): string =>
   stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(Object.keys(annotations).length ? { annotations } : {}) }, data });
+
+/** serves `content` as a tarball at `path` and returns the sha256-pinned http source for it */
+export async function servePinned(files: FileServer, path: string, content: Record<string, string>): Promise<BundleDeploymentSpec['sources']> {
+  const body = await tarGz(content);
+  files.set(path, body);
+  return [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }];
+}
