@@ -128,12 +128,16 @@ export class Applier {
     this.failIfAny(results);
 
     const crds = firstPlanned.filter((p) => isCRD(p.obj));
+    let established: Promise<void> = Promise.resolve();
     if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-      await this.waitEstablished(crds.map((c) => c.obj.metadata.name));
-      this.client.discovery.invalidate();
+      established = this.waitEstablished(crds.map((c) => c.obj.metadata.name)).then(() => this.client.discovery.invalidate());
+      // keep a rejection observed until it is awaited below
+      established.catch(() => {});
     }
-    // Objects of kinds defined by the bundle's CRDs are resolvable now.
+    // Only objects of the bundle's own CRD kinds need the CRDs Established before they apply;
+    // everything else applies while the API server establishes them.
     if (restPrepared.deferred.length > 0) {
+      await established;
       await this.waitServed(restPrepared.deferred);
       const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
       const planned = await this.plan(target, resolved.ready);
@@ -148,6 +152,8 @@ export class Applier {
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
     }
+    // installed means usable: the CRDs serve their kinds
+    await established;
     return { results, skippedOptional, applied };
   }
 

@@ -109,7 +109,7 @@ export class BundleDeploymentReconciler {
     const set = (c: ConditionInput): void => {
       status.conditions = setCondition(status.conditions ?? [], c, gen, this.now());
     };
-    const outcome: { result: ReconcileResult; changed: number; note: string } = { result: {}, changed: 0, note: '' };
+    const outcome: Outcome = { result: {}, changed: 0, note: '', timings: {} };
 
     try {
       const winner = this.lineageWinner(bd);
@@ -149,6 +149,7 @@ export class BundleDeploymentReconciler {
         installed: installed ? `${installed.status}/${installed.reason}` : undefined,
         requeueAfterMs: outcome.result.requeueAfter,
         note: outcome.note || undefined,
+        stagesMs: Object.keys(outcome.timings).length ? outcome.timings : undefined,
       },
       'reconciled',
     );
@@ -181,18 +182,19 @@ export class BundleDeploymentReconciler {
     spec: DefaultedSpec,
     status: BundleDeploymentStatus,
     set: (c: ConditionInput) => void,
-    outcome: { result: ReconcileResult; changed: number; note: string },
+    outcome: Outcome,
     signal?: AbortSignal,
   ): Promise<void> {
     const gen = bd.metadata.generation ?? 0;
     const active = status.activeRevision;
+    const time = stopwatch(outcome.timings);
     let rendered: Rendered;
     try {
-      const resolved = await this.resolve(bd, spec, status);
+      const resolved = await time('resolve', this.resolve(bd, spec, status));
       this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
       set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: describeResolved(resolved) });
-      rendered = await this.render(bd, spec, resolved, signal);
+      rendered = await time('render', this.render(bd, spec, resolved, signal));
       set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects, ${rendered.contentDigest}` });
       status.contentDigest = rendered.contentDigest;
     } catch (e) {
@@ -229,15 +231,19 @@ export class BundleDeploymentReconciler {
     if (!isNew) status.attemptedRevision = undefined;
     const number = isNew ? await this.revisionNumber(bd, status, rendered) : active.number;
     const target = this.target(bd, spec, number);
-    if (isNew) {
-      await this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects);
-      this.loaded.set(bd.metadata.name, { number, objects: rendered.objects });
-    }
-    await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
+    // independent: the revision is stored (before anything is applied) while the watches sync
+    await time(
+      'store+watch',
+      Promise.all([
+        isNew ? this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects) : undefined,
+        this.servedTypes(rendered.objects).then((types) => this.d.managed.watch(types, signal)),
+      ]),
+    );
+    if (isNew) this.loaded.set(bd.metadata.name, { number, objects: rendered.objects });
 
     let results: ObjectResult[];
     try {
-      const report = await this.d.applier.apply(target, rendered.objects);
+      const report = await time('apply', this.d.applier.apply(target, rendered.objects));
       results = report.results;
       status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
       await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
@@ -252,15 +258,15 @@ export class BundleDeploymentReconciler {
     if (isNew) {
       // Objects that left the bundle go only now that the new revision applied completely.
       const previous = active ? await this.objectsOf(bd, active).catch(() => []) : [];
-      const pruned = await deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
+      const pruned = await time('prune', deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
         keepCRDs: !spec.deleteCRDsOnUninstall,
         log: this.d.log,
-      });
+      }));
       outcome.changed += countChanged(pruned);
       status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
       status.attemptedRevision = undefined;
       status.revisions = this.history(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
-      await this.pruneHistory(bd, spec, status);
+      await time('history', this.pruneHistory(bd, spec, status));
       this.d.events.event(bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(results)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
       set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
     }
@@ -277,7 +283,7 @@ export class BundleDeploymentReconciler {
     status: BundleDeploymentStatus,
     set: (c: ConditionInput) => void,
     healthy: boolean,
-    outcome: { changed: number; note: string },
+    outcome: Outcome,
   ): Promise<ReconcileResult> {
     const prog = getCondition(status.conditions, 'Progressing');
     const poll = this.pollAfter(spec);
@@ -308,7 +314,7 @@ export class BundleDeploymentReconciler {
       return poll;
     }
     const objects = await this.objectsOf(bd, current);
-    await this.applyFailed(bd, spec, status, set, err, current, objects, { result: {}, ...outcome });
+    await this.applyFailed(bd, spec, status, set, err, current, objects, { ...outcome, result: {} });
     return poll;
   }
 
@@ -324,7 +330,7 @@ export class BundleDeploymentReconciler {
     err: HoistError,
     failed: { number: number; contentDigest: string },
     failedObjects: KubeObject[],
-    outcome: { result: ReconcileResult; changed: number; note: string },
+    outcome: Outcome,
   ): Promise<void> {
     const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
     const message = err.describe();
@@ -656,6 +662,26 @@ export class BundleDeploymentReconciler {
 
 function secretOf(src: DefaultedSpec['sources'][number] | undefined): string | undefined {
   return src ? secretRefOf(src) : undefined;
+}
+
+interface Outcome {
+  result: ReconcileResult;
+  changed: number;
+  note: string;
+  /** milliseconds per stage, for the reconcile log line */
+  timings: Record<string, number>;
+}
+
+/** times a stage's promise into `into[name]` */
+function stopwatch(into: Record<string, number>) {
+  return async <T>(name: string, p: Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await p;
+    } finally {
+      into[name] = Math.round(performance.now() - t0);
+    }
+  };
 }
 
 function describeResolved(resolved: readonly Resolved[]): string {
