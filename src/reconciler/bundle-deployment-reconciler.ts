@@ -77,6 +77,10 @@ export class BundleDeploymentReconciler {
    * event and conflicting status write). The watch event of our write re-queues the BD anyway.
    */
   private readonly superseded = new Map<string, Set<string>>();
+  /** per BD: the resourceVersion of our latest own write, whose watch event needs no reconcile */
+  private readonly ownWrites = new Map<string, string>();
+  /** per BD: uid of a BundleDeployment whose finalizer we removed (the cache may still show it) */
+  private readonly finalized = new Map<string, string>();
   /** per BD: the content-store keys its current resolution needs (for content-store gc) */
   private readonly contentKeys = new Map<string, readonly string[]>();
   /** BDs reconciled since start: gc waits until it has heard from every one */
@@ -91,11 +95,13 @@ export class BundleDeploymentReconciler {
     const bd = this.d.getBundleDeployment(name);
     if (!bd) {
       this.forget(name);
+      this.finalized.delete(name);
       return {};
     }
     if (this.superseded.get(name)?.has(bd.metadata.resourceVersion ?? '')) {
-      this.d.log.debug({ bd: name, resourceVersion: bd.metadata.resourceVersion }, 'cache older than our own write: waiting for its watch event');
-      return {};
+      // whatever queued this is looked at again once the cache has caught up with our write
+      this.d.log.debug({ bd: name, resourceVersion: bd.metadata.resourceVersion }, 'cache older than our own write: looking again shortly');
+      return { requeueAfter: 250 };
     }
     this.superseded.delete(name);
     const started = Date.now();
@@ -168,6 +174,7 @@ export class BundleDeploymentReconciler {
 
   forget(name: string): void {
     this.superseded.delete(name);
+    this.ownWrites.delete(name);
     this.rendered.delete(name);
     this.loaded.delete(name);
     this.contentKeys.delete(name);
@@ -516,6 +523,8 @@ export class BundleDeploymentReconciler {
   private async finalize(bd: BundleDeployment): Promise<ReconcileResult> {
     if (!bd.metadata.finalizers?.includes(FINALIZER)) return {};
     const name = bd.metadata.name;
+    // the cache can still show a BD whose finalizer we already removed: nothing left to do
+    if (bd.metadata.uid && this.finalized.get(name) === bd.metadata.uid) return {};
     const spec = withDefaults(bd.spec);
     if (spec.paused) {
       this.d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
@@ -532,11 +541,17 @@ export class BundleDeploymentReconciler {
       }
     }
     await this.d.revisions.prune(name);
-    await this.d.client.patch(bd, name, undefined, [
-      { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
-      { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
-    ], 'json');
+    try {
+      await this.d.client.patch(bd, name, undefined, [
+        { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
+        { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
+      ], 'json');
+    } catch (e) {
+      // already gone: someone (or an earlier reconcile) finished the job
+      if (!(e instanceof ApiError && e.statusCode === 404)) throw e;
+    }
     this.forget(name);
+    if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
   }
 
@@ -563,6 +578,7 @@ export class BundleDeploymentReconciler {
     this.supersede(bd.metadata.name, bd.metadata.resourceVersion);
     bd.metadata.finalizers = updated.metadata.finalizers;
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
+    if (updated.metadata.resourceVersion) this.ownWrites.set(bd.metadata.name, updated.metadata.resourceVersion);
   }
 
   // ---- helpers -------------------------------------------------------------------------------
@@ -649,8 +665,14 @@ export class BundleDeploymentReconciler {
   private async writeStatus(bd: BundleDeployment, status: BundleDeploymentStatus): Promise<void> {
     const clean = JSON.parse(JSON.stringify(status)) as BundleDeploymentStatus;
     if (hashOf(clean) === hashOf(bd.status ?? {})) return;
-    await this.d.client.updateStatus({ ...bd, status: clean });
+    const written = await this.d.client.updateStatus({ ...bd, status: clean });
     this.supersede(bd.metadata.name, bd.metadata.resourceVersion);
+    if (written.metadata.resourceVersion) this.ownWrites.set(bd.metadata.name, written.metadata.resourceVersion);
+  }
+
+  /** true when this resourceVersion is our own latest write (status or finalizer) of the BD */
+  isOwnWrite(name: string, resourceVersion: string | undefined): boolean {
+    return resourceVersion !== undefined && this.ownWrites.get(name) === resourceVersion;
   }
 
   private supersede(name: string, resourceVersion: string | undefined): void {

@@ -107,7 +107,9 @@ export class BundleDeploymentManager {
         this.enqueueLineage(bd);
       },
       onUpdate: (a, b) => {
-        this.controller.enqueue(b.metadata.name);
+        // the event of our own status or finalizer write: that reconcile already saw everything
+        const ownWrite = this.reconciler.isOwnWrite(b.metadata.name, b.metadata.resourceVersion) && a.metadata.generation === b.metadata.generation;
+        if (!ownWrite) this.controller.enqueue(b.metadata.name);
         // a lineage's other members may now win or lose arbitration
         const moved = lineageOf(a) !== lineageOf(b);
         if (moved) this.enqueueLineage(a);
