@@ -19,10 +19,10 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { parseAllDocuments } from 'yaml';
 import { API_VERSION, KIND, type BundleDeployment } from '../api/v1alpha2/types.ts';
@@ -33,6 +33,7 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/ku
 import type { KubeObject } from '../src/kube/types.ts';
 import { sha256, startFileServer, tarGz } from '../test/support/http-files.ts';
 import { isolatePlain } from '../test/support/upgrade-fixtures.ts';
+import { runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const fixtures = path.resolve(repo, '../shared/fixtures/plain');
@@ -231,17 +232,8 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
   };
   for (const c of cases) log(`${c.name}: hoist ${c.hoistMs} ms, kubectl ${c.kubectlMs} ms, ratio ${c.ratio}`);
   log(`no-change reconcile: median ${result.noChangeReconcile.medianMs} ms, p90 ${result.noChangeReconcile.p90Ms} ms (target < 50 ms)`);
-  if (options.write ?? true) {
-    await mkdir(path.dirname(resultsFile), { recursive: true });
-    await writeFile(resultsFile, `${JSON.stringify(result, null, 2)}\n`);
-    log(`wrote ${path.relative(repo, resultsFile)} (nproc ${result.nproc})`);
-  }
+  if (options.write ?? true) await writeResult(resultsFile, result, log);
   return result;
 }
 
-if (process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url) {
-  run().catch((e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  });
-}
+runWhenMain(import.meta.url, run);

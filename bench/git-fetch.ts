@@ -11,14 +11,15 @@
  * Run alone: `npm exec -- tsx bench/git-fetch.ts`.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { FsContentStore } from '../src/cache/fs-content-store.ts';
 import { GitSource } from '../src/sources/git/git-source.ts';
 import type { SourceSpec } from '../api/v1alpha2/types.ts';
 import { generateRepo, git, startGitServer } from '../test/support/git-server.ts';
+import { runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const resultsFile = path.join(repo, 'bench', 'results', 'git-fetch.json');
@@ -143,17 +144,8 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
     repo: { files, commits, packBytes },
     cases,
   };
-  if (options.write ?? true) {
-    await mkdir(path.dirname(resultsFile), { recursive: true });
-    await writeFile(resultsFile, `${JSON.stringify(result, null, 2)}\n`);
-    log(`wrote ${path.relative(repo, resultsFile)} (nproc ${result.nproc})`);
-  }
+  if (options.write ?? true) await writeResult(resultsFile, result, log);
   return result;
 }
 
-if (process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url) {
-  run().catch((e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  });
-}
+runWhenMain(import.meta.url, run);

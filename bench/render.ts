@@ -17,12 +17,13 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createHelmProcessor } from '../src/processors/helm/helm-processor.ts';
 import { plainProcessor } from '../src/processors/plain.ts';
 import { registryV1Processor } from '../src/processors/registry-v1/render.ts';
+import { runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const fixtures = path.resolve(repo, '../shared/fixtures');
@@ -208,17 +209,8 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
     cases,
     skipped,
   };
-  if (options.write ?? true) {
-    await mkdir(path.dirname(resultsFile), { recursive: true });
-    await writeFile(resultsFile, `${JSON.stringify(result, null, 2)}\n`);
-    log(`wrote ${path.relative(repo, resultsFile)} (nproc ${result.nproc})`);
-  }
+  if (options.write ?? true) await writeResult(resultsFile, result, log);
   return result;
 }
 
-if (process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url) {
-  run().catch((e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  });
-}
+runWhenMain(import.meta.url, run);
