@@ -3,17 +3,19 @@
  * values whether it is applied with `kubectl apply -f` or through Hoist.
  *
  * kubectl reads YAML with sigs.k8s.io/yaml, which decodes with go-yaml v2 (YAML 1.1 scalars) and
- * converts the result to JSON. We parse with the `yaml` package's failsafe schema (every scalar a
- * string, nothing interpreted) and then resolve each scalar with go-yaml v2's own rules
- * (goyaml.v2/resolve.go), rather than the package's yaml-1.1 schema, because the two disagree on
+ * converts the result to JSON. We read the YAML structure only (every scalar text, nothing
+ * interpreted: js-yaml's event stream, or the `yaml` package's failsafe schema for what that
+ * leaves aside, see below) and then resolve each scalar with go-yaml v2's own rules
+ * (goyaml.v2/resolve.go), rather than a library's yaml-1.1 schema, because the two disagree on
  * details kubectl users meet: go-yaml v2 has no sexagesimal numbers (`1:20` stays a string),
  * keeps timestamps as strings, reads `08` as the float 8, and turns non-string map keys into
  * strings (`yes:` → "true", `0755:` → "493").
  *
  * Pure: no I/O; same text in, same values out.
  */
+import { EVENT_ID, getScalarValue, parseEvents } from 'js-yaml';
 import { LineCounter, isAlias, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
-import type { Document, Node as YamlNode, Scalar } from 'yaml';
+import type { Document, Node as YamlNode } from 'yaml';
 import { processError } from './errors.ts';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -49,32 +51,183 @@ export function parseManifestStream(text: string, file: string): ParsedStream {
 
 // ---------------------------------------------------------------------------------------------
 // YAML
+//
+// Two readers build the same small node tree, and one walk turns it into JSON values:
+//   - the fast one reads js-yaml's event stream (parseEvents: a flat list of offsets, no AST), an
+//     order of magnitude faster than the `yaml` package on a 1 MB manifest;
+//   - the reference one reads the `yaml` package's documents (failsafe schema, nothing
+//     interpreted). It is used whenever the fast one meets anything unusual: a js-yaml syntax
+//     error, %TAG directives, tagged collections, tag forms other than !x, !!x, ! and !<x>, an
+//     unknown alias, or any error of the walk. Errors therefore always come from the reference
+//     reader, with its messages and lines, exactly as before.
+
+/** A scalar, sequence, mapping or alias, with the offset its line is reported from. */
+type YNode =
+  | { kind: 'scalar'; pos: number; text: string; plain: boolean; tag: string }
+  | { kind: 'seq'; pos: number; items: Array<YNode | null> }
+  | { kind: 'map'; pos: number; pairs: Array<[YNode | null, YNode | null]> }
+  | { kind: 'alias'; pos: number; name: string; target: YNode | undefined };
+type YScalar = Extract<YNode, { kind: 'scalar' }>;
 
 interface Walk {
-  doc: Document.Parsed;
-  lines: LineCounter;
+  lineAt: (pos: number) => number;
   file: string;
   warnings: string[];
   /** remaining node budget: alias expansion ("billion laughs") must not exhaust memory */
   budget: number;
 }
 
+/** Thrown by the fast reader for input it leaves to the reference reader. */
+class UseReferenceReader extends Error {}
+
 export function parseYamlStream(text: string, file: string): ParsedStream {
+  let roots: YNode[] | undefined;
+  try {
+    roots = eventTree(text);
+  } catch {
+    // js-yaml refused it (or met something unusual): the reference reader decides
+    roots = undefined;
+  }
+  if (roots !== undefined) {
+    try {
+      return walkDocuments(roots, text, file);
+    } catch {
+      // the reference reader produces the error, with the message and line it always had
+    }
+  }
+  return walkDocuments(yamlPackageTree(text, file), text, file);
+}
+
+function walkDocuments(roots: YNode[], text: string, file: string): ParsedStream {
+  const walk: Walk = { lineAt: lineIndex(text), file, warnings: [], budget: 2_000_000 + 50 * text.length };
+  const documents: ParsedDocument[] = [];
+  for (const root of roots) {
+    const value = toJson(root, walk, 0);
+    if (value === null) continue;
+    documents.push({ value, line: walk.lineAt(root.pos) });
+  }
+  return { documents, warnings: walk.warnings };
+}
+
+/** 1-based line of an offset, by binary search over the offsets of the line breaks. */
+function lineIndex(text: string): (pos: number) => number {
+  let breaks: number[] | undefined;
+  return (pos) => {
+    if (breaks === undefined) {
+      breaks = [];
+      for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) breaks.push(i);
+    }
+    let lo = 0;
+    let hi = breaks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((breaks[mid] as number) < pos) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo + 1;
+  };
+}
+
+// --- fast reader: js-yaml events
+
+const YAML_SCALAR_STYLE_PLAIN = 1;
+const YAML_BLOCK_STYLES = new Set([4, 5]);
+
+function eventTree(text: string): YNode[] {
+  const events = parseEvents(text, { maxDepth: MAX_DEPTH + 1 });
+  const roots: YNode[] = [];
+  let anchors = new Map<string, YNode>();
+  // open collections; a mapping collects keys and values alternately
+  const stack: Array<{ node: Extract<YNode, { kind: 'seq' | 'map' }>; key: YNode | null | undefined }> = [];
+  let lastPos = 0;
+  const add = (node: YNode): void => {
+    const top = stack[stack.length - 1];
+    if (top === undefined) roots.push(node);
+    else if (top.node.kind === 'seq') top.node.items.push(node);
+    else if (top.key === undefined) top.key = node;
+    else {
+      top.node.pairs.push([top.key, node]);
+      top.key = undefined;
+    }
+  };
+  const anchor = (ev: { anchorStart: number; anchorEnd: number }, node: YNode): void => {
+    if (ev.anchorStart >= 0) anchors.set(text.slice(ev.anchorStart, ev.anchorEnd), node);
+  };
+  for (const ev of events) {
+    switch (ev.type) {
+      case EVENT_ID.DOCUMENT:
+        if (ev.directives.some((d) => d.kind === 'tag')) throw new UseReferenceReader('%TAG directive');
+        anchors = new Map();
+        break;
+      case EVENT_ID.SCALAR: {
+        const style = ev.style;
+        let pos = ev.valueStart < 0 ? lastPos : ev.valueStart;
+        // the reference reader places a block scalar at its header, the line before its content
+        if (YAML_BLOCK_STYLES.has(style) && ev.valueStart > 0) pos = ev.valueStart - 1;
+        lastPos = pos;
+        const tag = ev.tagStart < 0 ? '' : eventTag(text.slice(ev.tagStart, ev.tagEnd));
+        const node: YNode = { kind: 'scalar', pos, text: getScalarValue(text, ev), plain: style === YAML_SCALAR_STYLE_PLAIN, tag };
+        // the reference reader refuses an implicit key longer than 1024 characters (as go-yaml does)
+        const top = stack[stack.length - 1];
+        if (top?.node.kind === 'map' && top.key === undefined && ev.valueEnd - ev.valueStart > 1000) {
+          throw new UseReferenceReader('long key');
+        }
+        anchor(ev, node);
+        add(node);
+        break;
+      }
+      case EVENT_ID.SEQUENCE:
+      case EVENT_ID.MAPPING: {
+        if (ev.tagStart >= 0) throw new UseReferenceReader('tagged collection');
+        lastPos = ev.start;
+        const node: Extract<YNode, { kind: 'seq' | 'map' }> =
+          ev.type === EVENT_ID.SEQUENCE ? { kind: 'seq', pos: ev.start, items: [] } : { kind: 'map', pos: ev.start, pairs: [] };
+        anchor(ev, node);
+        add(node);
+        stack.push({ node, key: undefined });
+        break;
+      }
+      case EVENT_ID.ALIAS: {
+        const name = text.slice(ev.anchorStart, ev.anchorEnd);
+        const target = anchors.get(name);
+        if (target === undefined) throw new UseReferenceReader('unknown alias');
+        lastPos = ev.anchorStart;
+        add({ kind: 'alias', pos: ev.anchorStart, name, target });
+        break;
+      }
+      case EVENT_ID.POP: {
+        const top = stack.pop();
+        if (top?.key !== undefined) throw new UseReferenceReader('mapping key without value');
+        break;
+      }
+    }
+  }
+  return roots;
+}
+
+/** The short tag the reference reader would report for a tag as written; unusual forms are left to it. */
+function eventTag(raw: string): string {
+  if (raw.includes('%')) throw new UseReferenceReader('escaped tag');
+  if (raw.startsWith('!<') && raw.endsWith('>')) return shortTag(raw.slice(2, -1));
+  if (raw === '!' || /^!!?[^!]+$/.test(raw)) return raw;
+  throw new UseReferenceReader('named tag handle');
+}
+
+// --- reference reader: the `yaml` package
+
+function yamlPackageTree(text: string, file: string): YNode[] {
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, {
     schema: 'failsafe',
-    // duplicates are resolved last-wins below, with a warning, as go-yaml v2 does
+    // duplicates are resolved last-wins by the walk, with a warning, as go-yaml v2 does
     uniqueKeys: false,
     merge: false,
-    // keep !!binary, !!timestamp, !!set, !!omap as written; go-yaml's rules are applied below
+    // keep !!binary, !!timestamp, !!set, !!omap as written; go-yaml's rules are applied by the walk
     resolveKnownTags: false,
     lineCounter: lines,
     prettyErrors: false,
   });
-  const warnings: string[] = [];
-  const documents: ParsedDocument[] = [];
-  const walkBudget = 2_000_000 + 50 * text.length;
-  let budget = walkBudget;
+  const roots: YNode[] = [];
   // an input without documents yields an empty array-like EmptyStream
   for (const doc of docs) {
     const err = doc.errors[0];
@@ -82,56 +235,80 @@ export function parseYamlStream(text: string, file: string): ParsedStream {
       const line = err.linePos?.[0].line ?? lines.linePos(err.pos[0]).line;
       throw processError(`invalid YAML: ${firstLine(err.message)}`, 'parse-error', `${file}:${line}`, err);
     }
-    const contents = doc.contents;
-    if (contents === null) continue;
-    const walk: Walk = { doc, lines, file, warnings, budget };
-    const value = toJson(contents as YamlNode, walk, 0);
-    budget = walk.budget;
-    if (value === null) continue;
-    documents.push({ value, line: lineOf(contents as YamlNode, lines) });
+    if (doc.contents === null) continue;
+    roots.push(fromYamlNode(doc.contents as YamlNode, { doc, seen: new Map(), file, lines }));
   }
-  return { documents, warnings };
+  return roots;
+}
+
+interface Conversion {
+  doc: Document.Parsed;
+  seen: Map<YamlNode, YNode>;
+  file: string;
+  lines: LineCounter;
+}
+
+function fromYamlNode(node: YamlNode, c: Conversion): YNode {
+  const known = c.seen.get(node);
+  if (known) return known;
+  const pos = node.range?.[0] ?? 0;
+  const child = (n: unknown): YNode | null => (n === null || n === undefined ? null : fromYamlNode(n as YamlNode, c));
+  if (isAlias(node)) {
+    const target = node.resolve(c.doc);
+    return { kind: 'alias', pos, name: node.source, target: target ? fromYamlNode(target, c) : undefined };
+  }
+  if (isScalar(node)) {
+    const text = node.value === null || node.value === undefined ? '' : String(node.value);
+    const out: YNode = { kind: 'scalar', pos, text, plain: node.type === 'PLAIN', tag: shortTag(node.tag) };
+    c.seen.set(node, out);
+    return out;
+  }
+  if (isSeq(node)) {
+    const out: YNode = { kind: 'seq', pos, items: [] };
+    c.seen.set(node, out);
+    for (const item of node.items) out.items.push(child(item));
+    return out;
+  }
+  if (isMap(node)) {
+    const out: YNode = { kind: 'map', pos, pairs: [] };
+    c.seen.set(node, out);
+    for (const pair of node.items) out.pairs.push([child(pair.key), child(pair.value)]);
+    return out;
+  }
+  throw processError('unsupported YAML node', 'parse-error', `${c.file}:${c.lines.linePos(pos).line}`);
 }
 
 function firstLine(s: string): string {
   return s.split('\n')[0] ?? s;
 }
 
-function lineOf(node: YamlNode, lines: LineCounter): number {
-  const start = node.range?.[0];
-  return start === undefined ? 1 : lines.linePos(start).line;
+// --- the walk: go-yaml v2 semantics over the node tree
+
+function fail(walk: Walk, node: YNode | null | undefined, message: string): never {
+  const subject = node ? `${walk.file}:${walk.lineAt(node.pos)}` : walk.file;
+  throw processError(message, 'parse-error', subject);
 }
 
-function fail(walk: Walk, node: YamlNode | null | undefined, message: string): never {
-  const line = node ? lineOf(node, walk.lines) : undefined;
-  throw processError(message, 'parse-error', line === undefined ? walk.file : `${walk.file}:${line}`);
-}
-
-function toJson(node: YamlNode, walk: Walk, depth: number): JsonValue {
+function toJson(node: YNode, walk: Walk, depth: number): JsonValue {
   if (depth > MAX_DEPTH) fail(walk, node, `nesting deeper than ${MAX_DEPTH} levels`);
   if (--walk.budget < 0) fail(walk, node, 'document expands to too many nodes (alias expansion)');
-  if (isAlias(node)) {
-    const target = node.resolve(walk.doc);
-    if (!target) fail(walk, node, `unknown alias *${node.source}`);
-    return toJson(target, walk, depth + 1);
+  switch (node.kind) {
+    case 'alias':
+      if (!node.target) fail(walk, node, `unknown alias *${node.name}`);
+      return toJson(node.target, walk, depth + 1);
+    case 'scalar':
+      return scalarValue(node, walk);
+    case 'seq':
+      return node.items.map((item) => (item === null ? null : toJson(item, walk, depth + 1)));
+    case 'map':
+      return mapValue(node, walk, depth);
   }
-  if (isScalar(node)) return scalarValue(node, walk);
-  if (isSeq(node)) return node.items.map((item) => (item === null ? null : toJson(item as YamlNode, walk, depth + 1)));
-  if (isMap(node)) return mapValue(node.items, walk, depth, node);
-  fail(walk, node, 'unsupported YAML node');
 }
 
-function mapValue(
-  pairs: ReadonlyArray<{ key: unknown; value: unknown }>,
-  walk: Walk,
-  depth: number,
-  node: YamlNode,
-): JsonObject {
-  const explicit: Array<[string, JsonValue, YamlNode | null]> = [];
+function mapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: number): JsonObject {
+  const explicit: Array<[string, JsonValue, YNode | null]> = [];
   const merged: JsonObject[] = [];
-  for (const pair of pairs) {
-    const keyNode = (pair.key ?? null) as YamlNode | null;
-    const valueNode = (pair.value ?? null) as YamlNode | null;
+  for (const [keyNode, valueNode] of node.pairs) {
     if (keyNode !== null && isMergeKey(keyNode)) {
       merged.push(...mergeSources(valueNode, walk, depth));
       continue;
@@ -148,7 +325,7 @@ function mapValue(
   const seen = new Set<string>();
   for (const [key, value, keyNode] of explicit) {
     if (seen.has(key)) {
-      const line = keyNode ? lineOf(keyNode, walk.lines) : lineOf(node, walk.lines);
+      const line = walk.lineAt((keyNode ?? node).pos);
       walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
     }
     seen.add(key);
@@ -157,17 +334,16 @@ function mapValue(
   return out;
 }
 
-function isMergeKey(node: YamlNode): boolean {
-  if (!isScalar(node) || node.value !== '<<') return false;
-  const tag = shortTag(node.tag);
-  return tag === '!!merge' || (tag === '' && node.type === 'PLAIN');
+function isMergeKey(node: YNode): boolean {
+  if (node.kind !== 'scalar' || node.text !== '<<') return false;
+  return node.tag === '!!merge' || (node.tag === '' && node.plain);
 }
 
-function mergeSources(valueNode: YamlNode | null, walk: Walk, depth: number): JsonObject[] {
-  const target = valueNode !== null && isAlias(valueNode) ? (valueNode.resolve(walk.doc) ?? null) : valueNode;
-  if (target !== null && isSeq(target)) {
+function mergeSources(valueNode: YNode | null, walk: Walk, depth: number): JsonObject[] {
+  const target = valueNode?.kind === 'alias' ? (valueNode.target ?? null) : valueNode;
+  if (target?.kind === 'seq') {
     return target.items.map((item) => {
-      const v = item === null ? null : toJson(item as YamlNode, walk, depth + 1);
+      const v = item === null ? null : toJson(item, walk, depth + 1);
       if (!isJsonObject(v)) fail(walk, valueNode, 'map merge requires a map or a sequence of maps');
       return v;
     });
@@ -191,10 +367,10 @@ export function isJsonObject(v: unknown): v is JsonObject {
 }
 
 /** Map keys the way sigs.k8s.io/yaml turns go-yaml v2 keys into JSON object keys. */
-function mapKey(keyNode: YamlNode | null, walk: Walk, mapNode: YamlNode): string {
-  const target = keyNode !== null && isAlias(keyNode) ? (keyNode.resolve(walk.doc) ?? null) : keyNode;
+function mapKey(keyNode: YNode | null, walk: Walk, mapNode: YNode): string {
+  const target = keyNode?.kind === 'alias' ? (keyNode.target ?? null) : keyNode;
   if (target === null) fail(walk, mapNode, 'unsupported map key: null');
-  if (!isScalar(target)) fail(walk, target, 'unsupported map key: a map or sequence cannot be a JSON object key');
+  if (target.kind !== 'scalar') fail(walk, target, 'unsupported map key: a map or sequence cannot be a JSON object key');
   const resolved = resolveScalarNode(target, walk);
   switch (resolved.kind) {
     case 'str':
@@ -210,7 +386,7 @@ function mapKey(keyNode: YamlNode | null, walk: Walk, mapNode: YamlNode): string
   }
 }
 
-function scalarValue(node: Scalar, walk: Walk): JsonValue {
+function scalarValue(node: YScalar, walk: Walk): JsonValue {
   const r = resolveScalarNode(node, walk);
   switch (r.kind) {
     case 'str':
@@ -226,7 +402,7 @@ function scalarValue(node: Scalar, walk: Walk): JsonValue {
       return n;
     }
     case 'float':
-      if (!Number.isFinite(r.value)) fail(walk, node, `value ${String(node.value)} cannot be represented in JSON`);
+      if (!Number.isFinite(r.value)) fail(walk, node, `value ${node.text} cannot be represented in JSON`);
       return r.value;
   }
 }
@@ -248,11 +424,10 @@ function shortTag(tag: string | undefined): string {
   return tag.startsWith(LONG_TAG_PREFIX) ? `!!${tag.slice(LONG_TAG_PREFIX.length)}` : tag;
 }
 
-function resolveScalarNode(node: Scalar, walk: Walk): Resolved {
-  const text = node.value === null || node.value === undefined ? '' : String(node.value);
-  const tag = shortTag(node.tag);
+function resolveScalarNode(node: YScalar, walk: Walk): Resolved {
+  const { text, tag } = node;
   // go-yaml v2: a quoted or block scalar without a tag is a string; only plain scalars are resolved
-  if (tag === '' && node.type !== 'PLAIN') return { kind: 'str', value: text };
+  if (tag === '' && !node.plain) return { kind: 'str', value: text };
   if (tag === '!!binary') {
     const compact = text.replace(/\s+/g, '');
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 !== 0) {
