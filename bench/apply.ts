@@ -1,15 +1,16 @@
 /**
  * Apply benchmark (issue 5): the argo-rollouts bundle (15 objects, 5 CRDs) on a control plane
  * this benchmark starts itself, Hoist against `kubectl apply --server-side` in the same run:
- *   - cold install: Hoist = BundleDeployment created → Installed=True (the applier waits for the
- *     CRDs to be Established before the rest); kubectl = `kubectl apply --server-side -f` then
+ *   - cold install: Hoist = BundleDeployment created → Installed=True (observed through a watch;
+ *     Installed implies the CRDs are Established, which is checked); kubectl = `kubectl apply --server-side -f` then
  *     `kubectl wait --for condition=established` on the 5 CRDs;
  *   - upgrade v1.8.4 → v1.9.1: Hoist = spec patched → Installed=True at revision 2; kubectl = the
  *     same two commands with the new file;
  *   - a no-change reconcile: reconciler.reconcile() timed directly (target < 50 ms).
  * Fairness: every round uses a fresh namespace (created untimed for both) and its own copy of the
  * bundle with a unique API group and ClusterRole names, so neither side finds the other's CRDs;
- * the CRDs are deleted (untimed) after each round. Hoist fetches its bundle as a tarball from a
+ * the CRDs and namespaces are deleted after each round and the next round starts only once they
+ * are gone (deletion is heavy work for the API server and controller-manager). Hoist fetches its bundle as a tarball from a
  * local HTTP server and renders it (work kubectl doesn't do: it reads a local file); kubectl pays
  * process start-up and discovery on each invocation (work Hoist, a long-running controller, does
  * once). Hoist and kubectl alternate within each round; one warm-up round is not counted; medians.
@@ -30,6 +31,7 @@ import { startController } from '../src/cli/controller.ts';
 import { startControlPlane } from '../src/devcluster/control-plane.ts';
 import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
+import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
 import { sha256, startFileServer, tarGz } from '../test/support/http-files.ts';
 import { isolatePlain } from '../test/support/upgrade-fixtures.ts';
@@ -108,8 +110,9 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
   const log = options.log ?? ((l: string) => console.log(l));
   const rounds = options.rounds ?? Number(process.env.HOIST_BENCH_ROUNDS ?? 5);
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-apply-'));
-  log('starting a control plane (etcd + kube-apiserver)…');
-  const cp = await startControlPlane({});
+  log('starting a control plane (etcd, kube-apiserver, kube-controller-manager)…');
+  // the controller-manager finishes namespace deletion between rounds
+  const cp = await startControlPlane({ controllerManager: true });
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath };
   const kubectl = toolPath('kubectl');
   const admin: RestKubeClient = createKubeClient(loadKubeConfig(cp.kubeconfigPath));
@@ -124,8 +127,13 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
     await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   };
   const getBD = async (name: string) => (await admin.get(BD, name)) as unknown as BundleDeployment | undefined;
+  // Hoist's progress is observed through a watch (an informer), as `kubectl wait` observes CRDs:
+  // polling the API server every few ms would load it during Hoist's runs only.
+  const watched = new Informer<BundleDeployment & KubeObject>({ client: admin, type: BD });
+  watched.start();
+  await watched.waitForSync();
   const installedAt = (rev: number) => async (name: string) => {
-    const bd = await getBD(name);
+    const bd = watched.getByName(name);
     const c = bd?.status?.conditions?.find((x) => x.type === 'Installed');
     return bd?.status?.observedGeneration === bd?.metadata.generation && c?.status === 'True' && bd?.status?.activeRevision?.number === rev;
   };
@@ -200,10 +208,19 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
       // ---- clean up, untimed: the BD (its finalizer removes what it installed), namespaces, CRDs (names are unique per round: no need to wait)
       await admin.delete(BD, bdName, undefined);
       await until(async () => !(await getBD(bdName)), `${bdName} deleted`, 120_000, 50);
-      for (const n of [...crdNames(h2Yaml), ...kCrds.map((c) => c.slice(4))]) await admin.delete(CRD, n, undefined).catch(() => undefined);
+      const crds = [...crdNames(h2Yaml), ...kCrds.map((c) => c.slice(4))];
+      for (const n of crds) await admin.delete(CRD, n, undefined).catch(() => undefined);
       for (const ns of [hns, kns]) await admin.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
+      // wait until the API server and controller-manager finished tearing them down: otherwise that
+      // work would run during the next round's first measurement only
+      await until(async () => (await Promise.all(crds.map((n) => admin.get(CRD, n)))).every((c) => !c), 'CRDs deleted', 120_000, 100).catch(async (e: unknown) => {
+        const left = (await Promise.all(crds.map((n) => admin.get(CRD, n)))).filter(Boolean);
+        throw new Error(`${String(e)}: ${JSON.stringify(left.map((c) => [c!.metadata.name, c!.metadata.finalizers, (c!.status as { conditions?: unknown } | undefined)?.conditions]))}`);
+      });
+      await until(async () => (await Promise.all([hns, kns].map((n) => admin.get({ apiVersion: 'v1', kind: 'Namespace' }, n)))).every((n) => !n), 'namespaces deleted', 120_000, 100);
     }
   } finally {
+    await watched.stop();
     await ctl.stop();
     await admin.close();
     await files.close();
