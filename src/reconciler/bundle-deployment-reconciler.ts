@@ -14,7 +14,6 @@ import {
   type BundleDeploymentStatus,
   type Condition,
   type ResolvedSourceStatus,
-  type RevisionStatus,
 } from '../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../apply/applier.ts';
 import { assignNamespaces } from '../apply/namespaces.ts';
@@ -33,6 +32,8 @@ import type { Resolved, Source, SourceContext } from '../sources/source.ts';
 import { asHoistError, HoistError, type Stage } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { getCondition, setCondition, type ConditionInput } from './conditions.ts';
+import { lineageWinner } from './lineage.ts';
+import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
 import { readCredentials, secretRefOf } from './credentials.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
@@ -64,7 +65,6 @@ interface Rendered {
   stored?: RevisionRecord;
 }
 
-const MAX_HISTORY_STATUS = 10;
 
 export class BundleDeploymentReconciler {
   /** per BD: the last rendered inputs, so a warm reconcile neither fetches nor renders */
@@ -118,7 +118,7 @@ export class BundleDeploymentReconciler {
     const outcome: Outcome = { result: {}, changed: 0, note: '', timings: {} };
 
     try {
-      const winner = this.lineageWinner(bd);
+      const winner = lineageWinner(bd, this.d.listBundleDeployments());
       if (winner !== bd.metadata.name) {
         const msg = `lineage ${lineageOf(bd)} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`;
         set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });
@@ -272,7 +272,7 @@ export class BundleDeploymentReconciler {
       outcome.changed += countChanged(pruned);
       status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
       status.attemptedRevision = undefined;
-      status.revisions = this.history(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
+      status.revisions = recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
       await time('history', this.pruneHistory(bd, spec, status));
       this.d.events.event(bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(results)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
       set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
@@ -315,7 +315,7 @@ export class BundleDeploymentReconciler {
     const why = `revision ${status.activeRevision?.number} not healthy within progressDeadline ${spec.upgrade?.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
     const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${status.activeRevision?.number}`, terminal: true });
     const current = status.activeRevision!;
-    if (spec.upgrade?.onFailure !== 'Rollback' || !this.lastGood(status, current.contentDigest)) {
+    if (spec.upgrade?.onFailure !== 'Rollback' || !lastGoodRevision(status, current.contentDigest)) {
       set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${why}; ${spec.upgrade?.onFailure === 'Hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}` });
       this.d.events.event(bd, 'Warning', 'ProgressDeadlineExceeded', why);
       return poll;
@@ -342,7 +342,7 @@ export class BundleDeploymentReconciler {
     const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
     const message = err.describe();
     status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason };
-    const lastGood = this.lastGood(status, failed.contentDigest);
+    const lastGood = lastGoodRevision(status, failed.contentDigest);
     if (spec.upgrade?.onFailure === 'Rollback' && lastGood) {
       const objects = await this.objectsOf(bd, lastGood);
       try {
@@ -356,7 +356,7 @@ export class BundleDeploymentReconciler {
         throw rb;
       }
       status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length };
-      status.revisions = this.history(this.history(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
+      status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
       if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
@@ -365,7 +365,7 @@ export class BundleDeploymentReconciler {
       outcome.note = 'rolled back';
       return;
     }
-    status.revisions = this.history(status.revisions, { ...failed, phase: 'Failed' });
+    status.revisions = recordRevision(status.revisions, { ...failed, phase: 'Failed' });
     set({ type: 'Installed', status: 'False', reason, message });
     this.d.events.event(bd, 'Warning', reason, message);
     await this.observeHealth(bd, status, set);
@@ -587,17 +587,6 @@ export class BundleDeploymentReconciler {
     return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
   }
 
-  /** the newest unpaused, undeleted BD of the lineage applies (Deployment/ReplicaSet style) */
-  private lineageWinner(bd: BundleDeployment): string {
-    const lineage = lineageOf(bd);
-    const contenders = this.d
-      .listBundleDeployments()
-      .filter((o) => lineageOf(o) === lineage && !o.spec.paused && !o.metadata.deletionTimestamp);
-    if (!contenders.some((c) => c.metadata.name === bd.metadata.name)) contenders.push(bd);
-    contenders.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
-    return contenders[contenders.length - 1]!.metadata.name;
-  }
-
   /** a stored revision with this content keeps its number (restart, roll back by spec) */
   private async revisionNumber(bd: BundleDeployment, status: BundleDeploymentStatus, rendered: Rendered): Promise<number> {
     if (rendered.stored) return rendered.stored.number;
@@ -621,24 +610,9 @@ export class BundleDeploymentReconciler {
     return objects;
   }
 
-  private lastGood(status: BundleDeploymentStatus, failedDigest: string): { number: number; contentDigest: string } | undefined {
-    if (status.activeRevision && status.activeRevision.contentDigest !== failedDigest) return status.activeRevision;
-    const candidates = (status.revisions ?? []).filter((r) => r.phase !== 'Failed' && r.contentDigest !== failedDigest);
-    return candidates.sort((a, b) => b.number - a.number)[0];
-  }
-
-  private history(list: RevisionStatus[] | undefined, entry: RevisionStatus): RevisionStatus[] {
-    const others = (list ?? []).filter((r) => r.number !== entry.number).map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
-    return [...others, entry].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
-  }
-
   /** keeps the active revision plus revisionHistoryLimit earlier ones, in status and store */
   private async pruneHistory(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus): Promise<void> {
-    const limit = spec.revisionHistoryLimit ?? 3;
-    const revs = status.revisions ?? [];
-    const active = revs.filter((r) => r.phase === 'Active');
-    const rest = revs.filter((r) => r.phase !== 'Active').sort((a, b) => b.number - a.number).slice(0, limit);
-    status.revisions = [...active, ...rest].sort((a, b) => a.number - b.number);
+    status.revisions = trimHistory(status.revisions, spec.revisionHistoryLimit ?? 3);
     await this.d.revisions.prune(bd.metadata.name, new Set(status.revisions.map((r) => r.number)));
   }
 

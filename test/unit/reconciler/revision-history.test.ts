@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import type { BundleDeployment, RevisionStatus } from '../../../api/v1alpha2/types.ts';
+import { lineageWinner } from '../../../src/reconciler/lineage.ts';
+import { MAX_HISTORY_STATUS, lastGoodRevision, recordRevision, trimHistory } from '../../../src/reconciler/revision-history.ts';
+
+const rev = (number: number, phase: RevisionStatus['phase']): RevisionStatus => ({ number, contentDigest: `sha256:${number}`, phase });
+
+describe('revision history', () => {
+  it('a new Active revision supersedes the previous one; a re-recorded number replaces its entry', () => {
+    const h = recordRevision([rev(1, 'Superseded'), rev(2, 'Active')], rev(3, 'Active'));
+    expect(h.map((r) => `${r.number}:${r.phase}`)).toEqual(['1:Superseded', '2:Superseded', '3:Active']);
+    expect(recordRevision(h, rev(3, 'Failed')).map((r) => `${r.number}:${r.phase}`)).toEqual(['1:Superseded', '2:Superseded', '3:Failed']);
+  });
+
+  it('keeps at most MAX_HISTORY_STATUS entries, newest last', () => {
+    let h: RevisionStatus[] = [];
+    for (let n = 1; n <= MAX_HISTORY_STATUS + 5; n++) h = recordRevision(h, rev(n, 'Active'));
+    expect(h).toHaveLength(MAX_HISTORY_STATUS);
+    expect(h.at(-1)).toMatchObject({ number: MAX_HISTORY_STATUS + 5, phase: 'Active' });
+  });
+
+  it('rolls back to the active revision, else to the newest revision that did not fail', () => {
+    expect(lastGoodRevision({ activeRevision: { number: 4, contentDigest: 'sha256:4' } }, 'sha256:5')).toMatchObject({ number: 4 });
+    const status = { activeRevision: { number: 5, contentDigest: 'sha256:5' }, revisions: [rev(2, 'Superseded'), rev(3, 'Superseded'), rev(4, 'Failed'), rev(5, 'Active')] };
+    expect(lastGoodRevision(status, 'sha256:5')).toMatchObject({ number: 3 });
+    expect(lastGoodRevision({ activeRevision: { number: 1, contentDigest: 'sha256:1' } }, 'sha256:1')).toBeUndefined();
+  });
+
+  it('trims to the active revision plus the newest `limit` others', () => {
+    const h = [rev(1, 'Superseded'), rev(2, 'Failed'), rev(3, 'Superseded'), rev(4, 'Active')];
+    expect(trimHistory(h, 2).map((r) => r.number)).toEqual([2, 3, 4]);
+    expect(trimHistory(h, 0).map((r) => r.number)).toEqual([4]);
+  });
+});
+
+describe('lineage arbitration', () => {
+  const bd = (name: string, created: string, extra: Partial<BundleDeployment['spec']> = {}, deleting = false): BundleDeployment => ({
+    apiVersion: 'core.rukpak.io/v1alpha2',
+    kind: 'BundleDeployment',
+    metadata: { name, creationTimestamp: created, labels: { 'core.rukpak.io/lineage': 'op' }, ...(deleting ? { deletionTimestamp: created } : {}) },
+    spec: { format: 'plain', sources: [], ...extra },
+  });
+
+  it('the newest unpaused, undeleted member applies; ties go to the name', () => {
+    const v1 = bd('op-v1', '2026-01-01T00:00:00Z');
+    const v2 = bd('op-v2', '2026-01-02T00:00:00Z');
+    expect(lineageWinner(v1, [v1, v2])).toBe('op-v2');
+    expect(lineageWinner(v1, [v1, bd('op-v2', '2026-01-02T00:00:00Z', { paused: true })])).toBe('op-v1');
+    expect(lineageWinner(v1, [v1, bd('op-v2', '2026-01-02T00:00:00Z', {}, true)])).toBe('op-v1');
+    expect(lineageWinner(v1, [v1, bd('op-a', '2026-01-01T00:00:00Z')])).toBe('op-v1');
+    const other = { ...bd('x', '2026-03-01T00:00:00Z'), metadata: { name: 'x', creationTimestamp: '2026-03-01T00:00:00Z' } };
+    expect(lineageWinner(v1, [v1, other])).toBe('op-v1');
+  });
+});
