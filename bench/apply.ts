@@ -18,7 +18,6 @@
  *
  * Runnable alone: `npx tsx bench/apply.ts`; `run()` is used by bench/run.ts.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -35,7 +34,7 @@ import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
 import { sha256, startFileServer, tarGz } from '../test/support/http-files.ts';
 import { isolatePlain } from '../test/support/upgrade-fixtures.ts';
-import { runWhenMain, writeResult } from './common.ts';
+import { exec, median, runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const fixtures = path.resolve(repo, '../shared/fixtures/plain');
@@ -75,22 +74,7 @@ export interface ApplyBenchOptions {
   log?: (line: string) => void;
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
-function exec(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err}`))));
-  });
-}
 
 const crdNames = (yaml: string): string[] =>
   parseAllDocuments(yaml)

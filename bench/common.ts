@@ -1,4 +1,5 @@
 /** What every benchmark module shares: writing its JSON summary and running when executed directly. */
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -18,5 +19,26 @@ export function runWhenMain(moduleUrl: string, run: () => Promise<unknown>): voi
   run().catch((e: unknown) => {
     console.error(e);
     process.exitCode = 1;
+  });
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/**
+ * Runs a reference command and resolves its stdout; rejects with its stderr on a non-zero exit.
+ * Async on purpose: servers the benchmark runs in this process must keep serving meanwhile.
+ */
+export function exec(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err}`))));
   });
 }

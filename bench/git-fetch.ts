@@ -10,7 +10,6 @@
  *
  * Run alone: `npm exec -- tsx bench/git-fetch.ts`.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +18,7 @@ import { FsContentStore } from '../src/cache/fs-content-store.ts';
 import { GitSource } from '../src/sources/git/git-source.ts';
 import type { SourceSpec } from '../api/v1alpha2/types.ts';
 import { generateRepo, git, startGitServer } from '../test/support/git-server.ts';
-import { runWhenMain, writeResult } from './common.ts';
+import { exec, median, runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const resultsFile = path.join(repo, 'bench', 'results', 'git-fetch.json');
@@ -56,23 +55,7 @@ export interface GitFetchBenchOptions {
   log?: (line: string) => void;
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
-/** Async on purpose: the http-backend server runs in this process and must keep serving. */
-function run_(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err}`))));
-  });
-}
 
 export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchBenchResult> {
   const log = options.log ?? ((l: string) => console.log(l));
@@ -86,7 +69,7 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
   const generated = await generateRepo(path.join(projectRoot, 'big.git'), { files, commits });
   git(generated.dir, ['repack', '-a', '-d', '-q']);
   const packBytes = Number(
-    (await run_('du', ['-sb', path.join(generated.dir, 'objects', 'pack')], { PATH: process.env.PATH })).split('\t')[0],
+    (await exec('du', ['-sb', path.join(generated.dir, 'objects', 'pack')], { PATH: process.env.PATH })).split('\t')[0],
   );
   const server = await startGitServer({ projectRoot });
   const url = `${server.url}/big.git`;
@@ -118,7 +101,7 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
 
         const cloneDir = path.join(work, `clone-${round}`);
         t0 = performance.now();
-        await run_('git', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', url, cloneDir], cloneEnv);
+        await exec('git', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', url, cloneDir], cloneEnv);
         const c = performance.now() - t0;
         await rm(cloneDir, { recursive: true, force: true });
         if (round === 0) continue; // warm-up: page cache, first spawn of git binaries
@@ -140,7 +123,7 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
     date: new Date().toISOString(),
     nproc: availableParallelism(),
     node: process.version,
-    git: (await run_('git', ['--version'], { PATH: process.env.PATH })).trim(),
+    git: (await exec('git', ['--version'], { PATH: process.env.PATH })).trim(),
     repo: { files, commits, packBytes },
     cases,
   };

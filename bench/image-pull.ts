@@ -29,6 +29,7 @@ import { ImageSource } from '../src/sources/image/image-source.ts';
 import { pushImage, writeLayer, type BuiltLayer, type LayerEntry } from '../src/sources/image/push.ts';
 import { parseReference } from '../src/sources/image/reference.ts';
 import { startRegistry } from '../test/support/registry.ts';
+import { median } from './common.ts';
 
 const run$ = promisify(execFile);
 const repo = fileURLToPath(new URL('../', import.meta.url));
@@ -186,10 +187,6 @@ async function measureSkopeoTar(registryHost: string, name: string, digest: stri
   return ms;
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
-}
 
 function measurement(allMs: number[], bytes: number): Measurement {
   const ms = median(allMs);

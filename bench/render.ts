@@ -23,7 +23,7 @@ import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createHelmProcessor } from '../src/processors/helm/helm-processor.ts';
 import { plainProcessor } from '../src/processors/plain.ts';
 import { registryV1Processor } from '../src/processors/registry-v1/render.ts';
-import { runWhenMain, writeResult } from './common.ts';
+import { median, runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const fixtures = path.resolve(repo, '../shared/fixtures');
@@ -62,11 +62,6 @@ export interface RenderBenchOptions {
   log?: (line: string) => void;
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
