@@ -166,14 +166,17 @@ export class Applier {
     const deferred: KubeObject[] = [];
     const failures: string[] = [];
     for (const src of objects) {
-      const info = await this.client.discovery.resourceFor(src);
+      // an optional object's kind stays unserved across reconciles: asking again must not refresh
+      // discovery each time (the CRD watch refreshes it when a CRD becomes Established)
+      const optional = src.metadata.annotations?.[ANNOTATION_OPTIONAL] === 'true';
+      const info = await this.client.discovery.resourceFor(src, { refreshOnMiss: !optional });
       if (!info) {
         const kindKey = `${src.apiVersion}/${src.kind}`;
         if (bundleKinds.has(kindKey)) {
           deferred.push(src);
           continue;
         }
-        if (src.metadata.annotations?.[ANNOTATION_OPTIONAL] === 'true') {
+        if (optional) {
           skipped.push(describeObject(src));
           continue;
         }

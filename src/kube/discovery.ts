@@ -55,11 +55,11 @@ export class CachedDiscovery implements Discovery {
     this.missRefreshIntervalMs = opts.missRefreshIntervalMs ?? 250;
   }
 
-  async resourceFor(type: TypeRef): Promise<ResourceInfo | undefined> {
+  async resourceFor(type: TypeRef, opts: { refreshOnMiss?: boolean } = {}): Promise<ResourceInfo | undefined> {
     const snap = await this.current();
     const hit = await this.lookup(snap, type);
     if (hit) return hit;
-    if (Date.now() - snap.at < this.missRefreshIntervalMs) return undefined;
+    if (opts.refreshOnMiss === false || Date.now() - snap.at < this.missRefreshIntervalMs) return undefined;
     return this.lookup(await this.refresh(), type);
   }
 

@@ -71,8 +71,11 @@ export interface TypeRef {
 }
 
 export interface Discovery {
-  /** undefined when the API server does not serve this kind; refreshes discovery once on a miss */
-  resourceFor(type: TypeRef): Promise<ResourceInfo | undefined>;
+  /**
+   * undefined when the API server does not serve this kind; refreshes discovery once on a miss
+   * unless `refreshOnMiss: false` (hot paths that ask about the same unserved kinds again and again)
+   */
+  resourceFor(type: TypeRef, opts?: { refreshOnMiss?: boolean }): Promise<ResourceInfo | undefined>;
   /** forget cached discovery, e.g. after a CRD became Established */
   invalidate(): void;
   /** "group/version" strings served, for Helm's .Capabilities */

@@ -624,7 +624,9 @@ export class BundleDeploymentReconciler {
     const seen = new Map<string, TypeRef>();
     for (const o of objects) {
       const k = `${o.apiVersion}/${o.kind}`;
-      if (!seen.has(k) && (await this.d.client.discovery.resourceFor(o))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
+      // no discovery refresh for unserved kinds (skipped optional objects) on every reconcile: the
+      // applier and the CRD watch refresh discovery when a kind can have appeared
+      if (!seen.has(k) && (await this.d.client.discovery.resourceFor(o, { refreshOnMiss: false }))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
     }
     return [...seen.values()];
   }

@@ -182,6 +182,13 @@ describe('optional objects', () => {
     expect(cond(skipped, 'Installed')?.status).toBe('True');
     expect(await t.client.get(CM, 'app', ns)).toBeDefined();
 
+    // reconciling while the kind is still missing asks the API server nothing (no discovery refresh)
+    await t.ctl.manager.reconciler.reconcile(bd);
+    await new Promise((r) => setTimeout(r, 400)); // past discovery's refresh-on-miss interval
+    const before = t.ctl.client.requests.total;
+    await t.ctl.manager.reconciler.reconcile(bd);
+    expect(t.ctl.client.requests.total - before).toBe(0);
+
     // the test, not the bundle, creates the CRD
     const def = crd(group, 'ServiceMonitor');
     await t.client.create(def);
