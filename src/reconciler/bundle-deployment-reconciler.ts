@@ -268,7 +268,13 @@ export class BundleDeploymentReconciler {
       const pruned = await time('prune', deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
         keepCRDs: !spec.deleteCRDsOnUninstall,
         log: this.d.log,
-      }));
+      })).catch((e: unknown) => {
+        // the new revision is applied; what failed is removing what left the bundle: say so, retry
+        const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
+        set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+        set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
+        throw err;
+      });
       outcome.changed += countChanged(pruned);
       status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
       status.attemptedRevision = undefined;

@@ -7,9 +7,9 @@ import type { Condition, ConditionType } from '../../api/v1alpha2/types.ts';
 
 /** Every reason Hoist sets, by condition type. Documented in docs/status.md. */
 export const REASONS = {
-  Resolved: ['Resolved', 'ResolveFailed', 'Paused'],
-  Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending', 'Paused'],
-  Installed: ['Installed', 'ApplyFailed', 'ConflictingOwner', 'Conflict', 'Pending', 'Paused', 'PruneFailed'],
+  Resolved: ['Resolved', 'ResolveFailed'],
+  Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
+  Installed: ['Installed', 'ApplyFailed', 'ConflictingOwner', 'Conflict', 'Pending'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],
   Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict'],
   Paused: ['Paused', 'Reconciling'],
