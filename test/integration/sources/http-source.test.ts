@@ -15,8 +15,9 @@ import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { HttpSource } from '../../../src/sources/http-source.ts';
 import { createSourceRegistry } from '../../../src/sources/registry.ts';
 import type { SourceContext } from '../../../src/sources/source.ts';
-import { isHoistError, type HoistError } from '../../../src/util/errors.ts';
+import type { HoistError } from '../../../src/util/errors.ts';
 import { buildTar, buildTarGz } from '../../unit/util/tar-fixtures.ts';
+import { failure } from '../../support/failure.ts';
 
 const FIXTURE = '/work/shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml';
 const USER = 'deployer';
@@ -148,15 +149,6 @@ function source(opts: ConstructorParameters<typeof HttpSource>[0] = {}): HttpSou
 const spec = (url: string, sha256?: string): SourceSpec => ({ kind: 'http', http: { url, ...(sha256 ? { sha256 } : {}) } });
 const basicCreds: SourceContext = { credentials: { data: { username: USER, password: PASSWORD } } };
 
-async function failure(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (isHoistError(e)) return e;
-    throw e;
-  }
-  throw new Error('expected a failure');
-}
 
 function noSecrets(e: HoistError): void {
   const text = `${e.message} ${e.subject ?? ''} ${e.describe()} ${JSON.stringify(e)}`;

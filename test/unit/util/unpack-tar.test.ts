@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync, zstdCompressSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isHoistError, type HoistError } from '../../../src/util/errors.ts';
 import { detectCompression, unpackTar, zstdSupported } from '../../../src/util/unpack-tar.ts';
 import { buildTar, buildTarGz, chunked, fileHeader } from './tar-fixtures.ts';
+import { failure } from '../../support/failure.ts';
 
 let work: string;
 let dest: string;
@@ -17,15 +17,6 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function failure(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (isHoistError(e)) return e;
-    throw e;
-  }
-  throw new Error('expected a failure');
-}
 
 async function tree(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
