@@ -37,7 +37,7 @@ import { isolatePlain } from '../test/support/upgrade-fixtures.ts';
 import { exec, median, runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
-const fixtures = path.resolve(repo, '../shared/fixtures/plain');
+const fixtures = path.resolve(repo, 'testdata/fixtures/plain');
 const resultsFile = path.join(repo, 'bench', 'results', 'apply.json');
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
 const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;

@@ -26,7 +26,7 @@ import { registryV1Processor } from '../src/processors/registry-v1/render.ts';
 import { median, runWhenMain, writeResult } from './common.ts';
 
 const repo = fileURLToPath(new URL('../', import.meta.url));
-const fixtures = path.resolve(repo, '../shared/fixtures');
+const fixtures = path.resolve(repo, 'testdata/fixtures');
 const resultsFile = path.join(repo, 'bench', 'results', 'render.json');
 
 export interface RenderBenchCase {

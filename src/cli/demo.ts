@@ -20,7 +20,7 @@ import { createLogger } from '../util/log.ts';
 import { tarGz } from '../util/tar-gz.ts';
 import { startController } from './controller.ts';
 
-const FIXTURE = fileURLToPath(new URL('../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url));
 
 function serve(path: string, body: Buffer): Promise<{ server: Server; url: string }> {
   const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
@@ -39,7 +39,7 @@ const say = (line: string): void => void process.stderr.write(`hoist demo: ${lin
 
 export async function demo(opts: { keep?: boolean } = {}): Promise<number> {
   if (!existsSync(FIXTURE)) {
-    say(`fixture not found: ${FIXTURE} (the demo expects the shared/ folder beside the repository)`);
+    say(`fixture not found: ${FIXTURE} (testdata/ is part of the repository: is this a full clone?)`);
     return 1;
   }
   const t0 = Date.now();

@@ -23,7 +23,7 @@ import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 
 const run = promisify(execFile);
-const FIXTURES = join(import.meta.dirname, '../../../shared/fixtures');
+const FIXTURES = join(import.meta.dirname, '../../testdata/fixtures');
 const REPO = join(import.meta.dirname, '../..');
 
 let t: TestController;

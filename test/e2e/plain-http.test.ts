@@ -9,7 +9,7 @@ import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 
-const ROLLOUTS = readFileSync(new URL('../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
+const ROLLOUTS = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
 
 const cm = (name: string, data: Record<string, string>) =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`;

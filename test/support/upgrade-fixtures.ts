@@ -11,7 +11,7 @@ import { LABEL_OWNER_NAME, type BundleDeploymentSpec } from '../../api/v1alpha2/
 import type { KubeClient, KubeObject, TypeRef } from '../../src/kube/types.ts';
 import { sha256, tarGz, type FileServer } from './http-files.ts';
 
-export const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+export const FIXTURES = new URL('../../testdata/fixtures/', import.meta.url);
 
 /**
  * The argo-rollouts API group and cluster-scoped names made unique to one test: CRDs and

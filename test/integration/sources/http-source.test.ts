@@ -19,7 +19,7 @@ import type { HoistError } from '../../../src/util/errors.ts';
 import { buildTar, buildTarGz } from '../../unit/util/tar-fixtures.ts';
 import { failure } from '../../support/failure.ts';
 
-const FIXTURE = '/work/shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml';
+const FIXTURE = new URL('../../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url).pathname;
 const USER = 'deployer';
 const PASSWORD = 's3cret-pa55';
 const TOKEN = 'tok-abc123';

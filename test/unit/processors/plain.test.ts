@@ -7,7 +7,7 @@ import { listManifestFiles, plainProcessor } from '../../../src/processors/plain
 import type { HoistError } from '../../../src/util/errors.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
-const FIXTURES = join(import.meta.dirname, '../../../../shared/fixtures/plain');
+const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/plain');
 
 let dir: string;
 beforeEach(async () => {

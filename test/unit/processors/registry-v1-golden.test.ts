@@ -13,7 +13,7 @@ import { supportedInstallModes } from '../../../src/processors/registry-v1/csv.t
 import { renderRegistryV1Bundle } from '../../../src/processors/registry-v1/render.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
-const FIXTURES = join(import.meta.dirname, '../../../../shared/fixtures/registry-v1');
+const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/registry-v1');
 const GOLDEN = join(import.meta.dirname, '../../golden/registry-v1');
 const INSTALL_NAMESPACE = 'operators';
 const WATCH_NAMESPACE = 'watched';

@@ -11,7 +11,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { renderRegistryV1 } from '../../../src/processors/registry-v1/render.ts';
 
-const FIXTURES = join(import.meta.dirname, '../../../../shared/fixtures/registry-v1');
+const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/registry-v1');
 const EXPECTED = join(import.meta.dirname, '../../../testdata/olm-v1-expected');
 
 function normalize(obj: any): any {

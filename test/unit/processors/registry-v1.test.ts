@@ -9,7 +9,7 @@ import { contentDigest } from '../../../src/processors/content-digest.ts';
 import type { HoistError } from '../../../src/util/errors.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
-const FIXTURES = join(import.meta.dirname, '../../../../shared/fixtures/registry-v1');
+const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/registry-v1');
 const TESTDATA = join(import.meta.dirname, '../../../testdata/registry-v1');
 const ARGOCD = join(FIXTURES, 'argocd-operator.v0.6.0');
 const WEBHOOK5 = join(FIXTURES, 'webhook-operator.v0.0.5');

@@ -37,7 +37,7 @@ describe('YAML the fast reader leaves to the reference reader', () => {
   });
 
   it('a real manifest: block scalars, quoting and document lines', () => {
-    const text = readFileSync(join(import.meta.dirname, '../../../../shared/fixtures/plain/argo-rollouts-v1.8.4/install.yaml'), 'utf8');
+    const text = readFileSync(join(import.meta.dirname, '../../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml'), 'utf8');
     const { documents, warnings } = parseManifestStream(text, 'install.yaml');
     expect(warnings).toEqual([]);
     expect(documents).toHaveLength(15);

@@ -1,5 +1,5 @@
 /**
- * For every chart in ../shared/fixtures/helm and each of its ci/*.yaml values files (and no
+ * For every chart in testdata/fixtures/helm and each of its ci/*.yaml values files (and no
  * values), Hoist's helm processor yields exactly the objects `helm template` prints: the same
  * set keyed by apiVersion/kind/namespace/name, each deeply equal, in helm's order.
  */
@@ -12,7 +12,7 @@ import { toolPath } from '../../../../src/devcluster/tools.ts';
 import { createHelmProcessor } from '../../../../src/processors/helm/helm-processor.ts';
 import { byKey, helmTemplateReference, keyOf } from './reference.ts';
 
-const fixtures = fileURLToPath(new URL('../../../../../shared/fixtures/helm/', import.meta.url));
+const fixtures = fileURLToPath(new URL('../../../../testdata/fixtures/helm/', import.meta.url));
 const charts = readdirSync(fixtures, { withFileTypes: true })
   .filter((e) => e.isDirectory() && existsSync(path.join(fixtures, e.name, 'Chart.yaml')))
   .map((e) => e.name)

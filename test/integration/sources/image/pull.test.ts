@@ -18,7 +18,7 @@ import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 import { startCountingProxy, startRegistry, skopeo, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
 
-const CHART_DIR = join(import.meta.dirname, '../../../../../shared/fixtures/helm/argo-rollouts-2.40.10');
+const CHART_DIR = join(import.meta.dirname, '../../../../testdata/fixtures/helm/argo-rollouts-2.40.10');
 
 let reg: TestRegistry;
 let proxy: CountingProxy;
