@@ -13,7 +13,7 @@ import {
   LABEL_OWNER_NAME,
   type CollisionProtection,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError } from '../kube/api-error.ts';
+import { ApiError, isConflict, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -274,7 +274,7 @@ export class Applier {
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb };
     } catch (e) {
-      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e) };
+      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || (e instanceof HoistError && !e.terminal) };
     }
   }
 
@@ -298,8 +298,8 @@ export class Applier {
       code: 'apply-failed',
       subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
       // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (connection, conflicts, throttling)
-      terminal: failed.every((f) => !/connect|timeout|throttl|conflict|try again|ECONN|socket/i.test(f.message ?? '')),
+      // only helps for transient failures (no response, 5xx, throttling, conflicts)
+      terminal: failed.every((f) => !f.transient),
     });
   }
 
@@ -384,7 +384,7 @@ export class Applier {
   private async waitGone(p: Planned): Promise<void> {
     const deadline = Date.now() + 60_000;
     while (await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
-      if (Date.now() > deadline) throw new Error(`${p.subject} still exists 60s after delete for re-creation`);
+      if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
       await new Promise((r) => setTimeout(r, 200));
     }
   }

@@ -17,6 +17,8 @@ export interface ObjectResult {
   subject: string;
   action: ObjectAction;
   message?: string;
+  /** a failure worth retrying as is (no response, 5xx, throttling, a conflict), decided from the error's type, not its text */
+  transient?: boolean;
 }
 
 export function countChanged(results: readonly ObjectResult[]): number {

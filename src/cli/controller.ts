@@ -8,6 +8,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { bundleDeploymentCRD, CRD_NAME } from '../../api/v1alpha2/crd.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
+import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { configureHelm, processorFor } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
@@ -62,7 +63,7 @@ export async function installCRD(client: RestKubeClient, log: Logger): Promise<v
 async function ensureNamespace(client: RestKubeClient, name: string): Promise<void> {
   if (await client.get({ apiVersion: 'v1', kind: 'Namespace' }, name)) return;
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch((e: unknown) => {
-    if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
+    if (!isAlreadyExists(e)) throw e;
   });
 }
 

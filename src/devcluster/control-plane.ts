@@ -229,7 +229,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     '--service-account-issuer=https://kubernetes.default.svc',
     `--service-account-key-file=${pki.saPub}`,
     `--service-account-signing-key-file=${pki.saKey}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
+    '--service-cluster-ip-range=10.96.0.0/16', // 65k ClusterIPs: scale tests create a Service per bundle
     '--allow-privileged=true',
     // one client per test run: fairness queuing only adds latency here
     '--enable-priority-and-fairness=false',

@@ -123,8 +123,8 @@ describe('immutable fields', () => {
   it('a changed Service clusterIP and Job template are named as errors; with the recreate annotation they are deleted and re-created', async () => {
     const bd = `immutable-${t.runId}`;
     const ns = `immutable-${t.runId}`;
-    // an address from the top of the test cluster's 10.0.0.0/24 service range, different per run
-    const ip = `10.0.0.${200 + (parseInt(t.runId.slice(0, 4), 16) % 50)}`;
+    // an address from the top of the test cluster's 10.96.0.0/16 service range, different per run
+    const ip = `10.96.255.${1 + (parseInt(t.runId.slice(0, 4), 16) % 250)}`;
     const service = (clusterIP: string, annotations: Record<string, string> = {}) =>
       yaml({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'api', annotations }, spec: { clusterIP, selector: { app: 'api' }, ports: [{ port: 80 }] } });
     const job = (arg: string, annotations: Record<string, string> = {}) =>
