@@ -2,12 +2,15 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'api/**/*.test.ts'],
-    // One real control plane (etcd + kube-apiserver) for the whole run; see test/support/global-setup.ts.
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',
     reporters: process.env.CI ? ['default', ['json', { outputFile: '.tmp/vitest.json' }]] : ['default'],
+    projects: [
+      // pure functions: no control plane (`npx vitest run --project unit` runs in seconds)
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts', 'api/**/*.test.ts'] } },
+      // one real control plane (etcd + kube-apiserver) for the rest; see test/support/global-setup.ts
+      { extends: true, test: { name: 'cluster', include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] } },
+    ],
   },
 });

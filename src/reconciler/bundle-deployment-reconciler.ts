@@ -85,6 +85,8 @@ export class BundleDeploymentReconciler {
   private readonly contentKeys = new Map<string, readonly string[]>();
   /** BDs reconciled since start: gc waits until it has heard from every one */
   private readonly seen = new Set<string>();
+  /** per BD, within one reconcile: when a health check's verdict changes by time alone */
+  private readonly healthRecheck = new Map<string, number>();
   private readonly now: () => Date;
 
   constructor(private readonly d: ReconcilerDeps) {
@@ -143,6 +145,13 @@ export class BundleDeploymentReconciler {
         if (e instanceof ApiError && e.statusCode === 409) outcome.result = { requeue: true };
         else throw e;
       });
+    }
+    // a health check's verdict can change by time alone (a tolerated failure runs out): look again then
+    const recheckAt = this.healthRecheck.get(name);
+    this.healthRecheck.delete(name);
+    if (recheckAt !== undefined) {
+      const after = Math.max(recheckAt - this.now().getTime(), 100);
+      outcome.result = { ...outcome.result, requeueAfter: Math.min(outcome.result.requeueAfter ?? after, after) };
     }
     const installed = getCondition(status.conditions, 'Installed');
     this.d.log.info(
@@ -485,7 +494,10 @@ export class BundleDeploymentReconciler {
     );
   }
 
-  /** health of the active revision from the managed-object watches; true when all ready */
+  /**
+   * Health of the active revision from the managed-object watches: built-in readiness and the
+   * verdicts of `spec.healthChecks`, the worse of the two per object. True when all are ready.
+   */
   private async observeHealth(bd: BundleDeployment, status: BundleDeploymentStatus, set: (c: ConditionInput) => void, objects?: KubeObject[]): Promise<boolean> {
     const active = status.activeRevision;
     if (!active) {
@@ -497,9 +509,18 @@ export class BundleDeploymentReconciler {
       set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: `revision ${active.number} objects not found in the revision store` });
       return false;
     }
+    const name = bd.metadata.name;
+    this.d.managed.setProbes(name, bd.spec.healthChecks);
     await this.d.managed.watch(await this.servedTypes(objs));
+    await this.d.managed.settled();
+    const probeError = this.d.managed.probeError(name);
+    if (probeError) {
+      set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: probeError.message });
+      return false;
+    }
     const failed: string[] = [];
     const waiting: string[] = [];
+    let recheckAt: number | undefined;
     const skipped = new Set(status.skippedOptional ?? []);
     for (const o of objs) {
       const ns = o.metadata.namespace;
@@ -507,12 +528,22 @@ export class BundleDeploymentReconciler {
       const subject = `${o.kind} ${ns ? `${ns}/` : ''}${o.metadata.name}`;
       if ([...skipped].some((s) => s.endsWith(subject))) continue;
       const h = this.d.managed.health(id);
-      if (!h) waiting.push(`${subject}: not observed`);
-      else if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);
+      if (!h) {
+        waiting.push(`${subject}: not observed`);
+        continue;
+      }
+      if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);
       else if (h.readiness === 'InProgress') waiting.push(`${subject}: ${h.message ?? 'in progress'}`);
+      for (const v of this.d.managed.checkVerdicts(id)) {
+        if (v.changesAt !== undefined) recheckAt = Math.min(recheckAt ?? v.changesAt, v.changesAt);
+        if (v.readiness === 'Failed') failed.push(`${subject}: health check ${v.check}: ${v.message ?? 'failed'}`);
+        else if (v.readiness === 'InProgress') waiting.push(`${subject}: health check ${v.check}: ${v.message ?? 'in progress'}`);
+      }
     }
-    if (failed.length) set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: failed.slice(0, 5).join('; ') });
-    else if (waiting.length) set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: waiting.slice(0, 5).join('; ') + (waiting.length > 5 ? ` (+${waiting.length - 5} more)` : '') });
+    if (recheckAt !== undefined) this.healthRecheck.set(name, recheckAt);
+    const more = (list: string[]) => list.slice(0, 5).join('; ') + (list.length > 5 ? ` (+${list.length - 5} more)` : '');
+    if (failed.length) set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
+    else if (waiting.length) set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
     else set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
     return failed.length === 0 && waiting.length === 0;
   }

@@ -1,34 +1,66 @@
 /**
  * The observe stage's eyes: one informer per kind Hoist manages, selecting objects by Hoist's
- * owner label, each cached as a small summary (metadata fingerprint and health verdict — never the
- * object). It answers the applier's "is this object still as I left it?" without a GET, computes
- * health, and tells the reconciler which BundleDeployment to re-queue when an object drifts or is
- * deleted.
+ * owner label, each cached as a small summary (metadata fingerprint, health verdict and the
+ * results of the owner's `spec.healthChecks` — never the object). It answers the applier's "is
+ * this object still as I left it?" without a GET, computes health, and tells the reconciler which
+ * BundleDeployment to re-queue when an object drifts, changes health or is deleted.
+ *
+ * Health checks are evaluated on watch events, so probes cost no requests of their own. When a
+ * BundleDeployment's checks change, the kinds holding its objects are listed once again (one LIST
+ * per kind, coalesced) so every cached result is of the current checks.
  */
 import type { Logger } from 'pino';
-import { LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
+import { LABEL_OWNER_NAME, type HealthCheck } from '../../api/v1alpha2/types.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from '../apply/live-index.ts';
 import { groupOf, objectId } from '../apply/object-id.ts';
+import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../health/probe-state.ts';
+import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../health/probes.ts';
 import { readinessOf, type HealthVerdict } from '../health/readiness.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
+import { canonicalJson } from '../util/hash.ts';
 
 /** what the cache keeps per object */
 interface Summary extends KubeObject {
   live: LiveMeta;
   health: HealthVerdict;
+  /** results of the owner's health checks that select this object */
+  probes?: Record<string, ProbeResult>;
 }
+
+interface OwnerProbes {
+  signature: string;
+  checks: CompiledCheck[];
+  /** the spec's checks do not compile: Healthy says so */
+  error?: Error;
+}
+
+/** a health check's verdict on one object */
+export interface CheckVerdict extends ProbeVerdict {
+  check: string;
+}
+
+const REFRESH_COALESCE_MS = 50;
 
 export type OwnerEvent = (ownerName: string, why: string) => void;
 
 export class ManagedObjects implements LiveIndex {
   /** group/kind → informer */
   private readonly informers = new Map<string, Informer<Summary>>();
+  /** owner BD name → its compiled health checks */
+  private readonly probes = new Map<string, OwnerProbes>();
+  /** object id → check name → timing of its results */
+  private readonly tracks = new Map<string, Map<string, ProbeTrack>>();
+  /** kinds to list again because an owner's checks changed */
+  private readonly stale = new Set<string>();
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly client: KubeClient,
     private readonly onChange: OwnerEvent,
     private readonly log: Logger,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** starts watching the kinds not watched yet and waits until their caches are synced */
@@ -37,29 +69,160 @@ export class ManagedObjects implements LiveIndex {
     for (const t of types) {
       const gk = `${groupOf(t.apiVersion)}/${t.kind}`;
       if (this.informers.has(gk)) continue;
-      const inf = new Informer<Summary>({
-        client: this.client,
-        type: { apiVersion: t.apiVersion, kind: t.kind },
-        labelSelector: LABEL_OWNER_NAME,
-        transform: summarize,
-        logger: this.log,
-      });
-      inf.addHandler({
-        onAdd: (o, initial) => {
-          if (!initial) this.notify(o, 'created');
-        },
-        onUpdate: (a, b) => {
-          if (liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed');
-          // handed over (or taken): the previous owner must learn that it no longer owns the object
-          if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
-        },
-        onDelete: (o) => this.notify(o, 'deleted'),
-      });
+      const inf = this.informerFor(t);
       this.informers.set(gk, inf);
       inf.start();
       started.push(inf);
     }
     await Promise.all(started.map((i) => i.waitForSync(signal)));
+    await this.refreshing;
+  }
+
+  /**
+   * Registers a BundleDeployment's health checks (called from its watch event, before it is
+   * reconciled). Unchanged checks cost nothing; changed ones re-list the kinds holding its objects.
+   */
+  setProbes(owner: string, checks: readonly HealthCheck[] | undefined): void {
+    const signature = canonicalJson(checks ?? []);
+    if (this.probes.get(owner)?.signature === signature) return;
+    let entry: OwnerProbes;
+    try {
+      entry = { signature, checks: compileHealthChecks(checks) };
+    } catch (e) {
+      entry = { signature, checks: [], error: e instanceof Error ? e : new Error(String(e)) };
+    }
+    const had = this.probes.has(owner);
+    if (entry.checks.length === 0 && !entry.error) this.probes.delete(owner);
+    else this.probes.set(owner, entry);
+    if (!had && entry.checks.length === 0) return;
+    for (const [gk, inf] of this.informers) {
+      if (!inf.list().some((o) => o.live.labels?.[LABEL_OWNER_NAME] === owner)) continue;
+      for (const o of inf.list()) if (o.live.labels?.[LABEL_OWNER_NAME] === owner) this.tracks.delete(objectId(o));
+      this.stale.add(gk);
+    }
+    if (this.stale.size && !this.refreshTimer) {
+      this.refreshTimer = setTimeout(() => {
+        this.refreshTimer = undefined;
+        this.refreshing = this.refreshing.then(() => this.refresh());
+      }, REFRESH_COALESCE_MS);
+    }
+  }
+
+  forgetProbes(owner: string): void {
+    this.probes.delete(owner);
+  }
+
+  /** the error that keeps an owner's health checks from compiling, if any */
+  probeError(owner: string): Error | undefined {
+    return this.probes.get(owner)?.error;
+  }
+
+  /** the verdict of every health check that selects the object, at `now` */
+  checkVerdicts(id: string): CheckVerdict[] {
+    const summary = this.summary(id);
+    const owner = summary?.live.labels?.[LABEL_OWNER_NAME];
+    const checks = owner ? this.probes.get(owner)?.checks : undefined;
+    const tracks = this.tracks.get(id);
+    if (!checks || !tracks) return [];
+    const now = this.now();
+    const out: CheckVerdict[] = [];
+    for (const c of checks) {
+      const t = tracks.get(c.name);
+      if (t) out.push({ check: c.name, ...verdictOf(t, c, now) });
+    }
+    return out;
+  }
+
+  /** waits until re-lists caused by changed health checks are done */
+  async settled(): Promise<void> {
+    while (this.refreshTimer || this.stale.size) {
+      await new Promise((r) => setTimeout(r, REFRESH_COALESCE_MS));
+      await this.refreshing;
+    }
+    await this.refreshing;
+  }
+
+  private informerFor(t: TypeRef): Informer<Summary> {
+    const inf = new Informer<Summary>({
+      client: this.client,
+      type: { apiVersion: t.apiVersion, kind: t.kind },
+      labelSelector: LABEL_OWNER_NAME,
+      transform: (obj) => this.summarize(obj),
+      logger: this.log,
+    });
+    inf.addHandler({
+      onAdd: (o, initial) => {
+        const probed = this.observeProbes(o);
+        if (!initial || probed) this.notify(o, 'created');
+      },
+      onUpdate: (a, b) => {
+        const probed = this.observeProbes(b);
+        if (probed || liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed');
+        // handed over (or taken): the previous owner must learn that it no longer owns the object
+        if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
+      },
+      onDelete: (o) => {
+        this.tracks.delete(objectId(o));
+        this.notify(o, 'deleted');
+      },
+    });
+    return inf;
+  }
+
+  /** records the summary's check results; true when a check's pass/fail changed */
+  private observeProbes(o: Summary): boolean {
+    const id = objectId(o);
+    if (!o.probes) return this.tracks.delete(id);
+    let tracks = this.tracks.get(id);
+    if (!tracks) this.tracks.set(id, (tracks = new Map()));
+    let changed = false;
+    const now = this.now();
+    for (const [name, result] of Object.entries(o.probes)) {
+      const prev = tracks.get(name);
+      if (prev?.ok !== result.ok) changed = true;
+      tracks.set(name, track(prev, result, now));
+    }
+    for (const name of tracks.keys()) if (!(name in o.probes)) tracks.delete(name);
+    return changed;
+  }
+
+  /** lists the stale kinds again with fresh informers, so the transform runs the current checks */
+  private async refresh(): Promise<void> {
+    const kinds = [...this.stale];
+    this.stale.clear();
+    await Promise.all(
+      kinds.map(async (gk) => {
+        const old = this.informers.get(gk);
+        if (!old) return;
+        const any = old.list()[0];
+        if (!any) return;
+        const fresh = this.informerFor({ apiVersion: any.apiVersion, kind: any.kind });
+        fresh.start();
+        try {
+          await fresh.waitForSync();
+        } catch (e) {
+          await fresh.stop();
+          throw e;
+        }
+        this.informers.set(gk, fresh);
+        await old.stop();
+        this.log.debug({ kind: gk }, 'listed again for changed health checks');
+      }),
+    ).catch((e: unknown) => this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 're-listing for changed health checks failed'));
+  }
+
+  private summarize(obj: KubeObject): Summary {
+    const owner = obj.metadata.labels?.[LABEL_OWNER_NAME];
+    const checks = owner ? this.probes.get(owner)?.checks : undefined;
+    const probes = checks?.length ? runChecks(checks, obj) : undefined;
+    return {
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
+      live: liveMetaOf(obj),
+      health: readinessOf(obj),
+      ...(probes ? { probes } : {}),
+    };
   }
 
   get(id: string): LiveMeta | undefined {
@@ -78,6 +241,10 @@ export class ManagedObjects implements LiveIndex {
   }
 
   async stop(): Promise<void> {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = undefined;
+    this.stale.clear();
+    await this.refreshing;
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
     this.informers.clear();
   }
@@ -92,14 +259,4 @@ export class ManagedObjects implements LiveIndex {
     const owner = o.live.labels?.[LABEL_OWNER_NAME];
     if (owner) this.onChange(owner, `${objectId(o)} ${why}`);
   }
-}
-
-function summarize(obj: KubeObject): Summary {
-  return {
-    apiVersion: obj.apiVersion,
-    kind: obj.kind,
-    metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
-    live: liveMetaOf(obj),
-    health: readinessOf(obj),
-  };
 }

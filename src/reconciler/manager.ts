@@ -102,11 +102,14 @@ export class BundleDeploymentManager {
     }, log);
     this.bds.addHandler({
       onAdd: (bd) => {
+        // before the reconcile: its managed-object watches must evaluate the checks from the first event
+        this.managed.setProbes(bd.metadata.name, bd.spec.healthChecks);
         this.controller.enqueue(bd.metadata.name);
         // a newer member of a lineage takes over: the older ones must learn that they lost
         this.enqueueLineage(bd);
       },
       onUpdate: (a, b) => {
+        this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
         // the event of our own status or finalizer write: that reconcile already saw everything
         const ownWrite = this.reconciler.isOwnWrite(b.metadata.name, b.metadata.resourceVersion) && a.metadata.generation === b.metadata.generation;
         if (!ownWrite) this.controller.enqueue(b.metadata.name);
@@ -117,6 +120,7 @@ export class BundleDeploymentManager {
       },
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);
+        this.managed.forgetProbes(bd.metadata.name);
         this.enqueueLineage(bd);
         this.scheduleGc();
       },
