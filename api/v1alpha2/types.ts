@@ -117,6 +117,11 @@ export interface RevisionRef {
   objects?: number;
 }
 
+export interface ActiveRevision extends RevisionRef {
+  /** RFC 3339: when its objects were applied as a new revision (upgrade or rollback); progressDeadline counts from here */
+  appliedAt?: string;
+}
+
 export interface RevisionStatus extends RevisionRef {
   phase: 'Active' | 'Superseded' | 'Failed';
 }
@@ -126,7 +131,7 @@ export interface BundleDeploymentStatus {
   conditions?: Condition[];
   resolvedSources?: ResolvedSourceStatus[];
   contentDigest?: string;
-  activeRevision?: RevisionRef;
+  activeRevision?: ActiveRevision;
   attemptedRevision?: RevisionRef & { reason: string };
   revisions?: RevisionStatus[];
   skippedOptional?: string[];

@@ -285,14 +285,15 @@ export class BundleDeploymentReconciler {
         throw err;
       });
       outcome.changed += countChanged(pruned);
-      status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
+      status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: this.now().toISOString() };
       status.attemptedRevision = undefined;
       status.revisions = recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
       await time('history', this.pruneHistory(bd, spec, status));
       this.d.events.event(bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(results)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
       set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
     }
-    status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length };
+    const appliedAt = status.activeRevision?.number === number ? status.activeRevision.appliedAt : undefined;
+    status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, ...(appliedAt ? { appliedAt } : {}) };
     set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
     const healthy = await this.observeHealth(bd, status, set, rendered.objects);
     outcome.result = await this.progress(bd, spec, status, set, healthy, outcome);
@@ -324,7 +325,9 @@ export class BundleDeploymentReconciler {
       return poll;
     }
     const deadlineMs = parseDuration(spec.upgrade?.progressDeadline ?? '10m', 'spec.upgrade.progressDeadline');
-    const since = Date.parse(prog.lastTransitionTime);
+    // from when the revision's objects were applied (kept in status, so a restart neither resets nor
+    // shortens it); statuses written before appliedAt existed fall back to the condition's transition
+    const since = Date.parse(status.activeRevision?.appliedAt ?? prog.lastTransitionTime);
     const left = since + deadlineMs - this.now().getTime();
     if (left > 0) return { requeueAfter: Math.min(left, poll.requeueAfter ?? left) };
     const why = `revision ${status.activeRevision?.number} not healthy within progressDeadline ${spec.upgrade?.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
@@ -370,7 +373,7 @@ export class BundleDeploymentReconciler {
         set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
         throw rb;
       }
-      status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length };
+      status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: this.now().toISOString() };
       status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
       if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });

@@ -52,8 +52,10 @@ export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
 
-export async function startTestController(opts: { workers?: number; kubeconfig?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes'> = {}): Promise<TestController> {
-  const runId = randomBytes(4).toString('hex');
+export async function startTestController(
+  opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes'> = {},
+): Promise<TestController> {
+  const runId = opts.runId ?? randomBytes(4).toString('hex');
   const namespace = `hoist-test-${runId}`;
   const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
   const client = createKubeClient(loadKubeConfig(kubeconfig));

@@ -1,0 +1,176 @@
+/**
+ * spec.healthChecks (issue 12, DESIGN §6) through the real controller: a probe on a custom
+ * resource's status condition moves Healthy both ways honouring failureThreshold; a probe that
+ * never passes past progressDeadline fires onFailure (Rollback keeps UIDs; Hold blocks); probes
+ * are evaluated from the watches, so they cost no requests of their own.
+ */
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HealthCheck } from '../../api/v1alpha2/types.ts';
+import type { RequestEvent } from '../../src/kube/request-counter.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cm, servePinned } from '../support/upgrade-fixtures.ts';
+
+let t: TestController;
+let files: FileServer;
+const sent: RequestEvent[] = [];
+
+beforeAll(async () => {
+  t = await startTestController();
+  files = await startFileServer();
+  t.ctl.client.onRequest((e) => sent.push(e));
+});
+afterAll(async () => {
+  await t?.stop();
+  await files?.close();
+});
+
+/** a CRD for Widgets in a group of its own, with a status subresource (the "operator" writes status) */
+function widgetCrd(group: string): string {
+  return stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `widgets.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  });
+}
+const widget = (group: string, name: string, size = 1) => stringify({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name }, spec: { size } });
+
+/** plays the widget operator: writes the Ready condition into the status subresource */
+async function setReady(group: string, ns: string, name: string, status: 'True' | 'False'): Promise<void> {
+  const live = await t.client.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, name, ns);
+  expect(live, `widget ${ns}/${name}`).toBeDefined();
+  await t.client.updateStatus({ ...live!, status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'Serving' : 'Broken', message: `set by the test (${status})` }] } });
+}
+
+const check = (group: string, extra: Partial<HealthCheck> = {}): HealthCheck[] => [
+  { name: 'widget-ready', match: { group, kind: 'Widget' }, condition: { type: 'Ready', status: 'True' }, periodSeconds: 1, failureThreshold: 3, ...extra },
+];
+
+describe('spec.healthChecks', () => {
+  it('a condition probe on a custom resource moves Healthy both ways, honouring failureThreshold, with no requests of its own', async () => {
+    const bd = `probe-${t.runId}`;
+    const ns = `probe-${t.runId}`;
+    const group = `p${t.runId}.hoist.test`;
+    const sources = await servePinned(files, `/${bd}.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main') });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources, healthChecks: check(group) });
+
+    const waiting = await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Progressing', 'installed, widget not ready yet', 60_000);
+    expect(cond(waiting, 'Healthy')!.message).toBe(`1 not ready: Widget ${ns}/main: health check widget-ready: condition Ready not reported`);
+    expect(cond(waiting, 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut' });
+
+    await setReady(group, ns, 'main', 'True');
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'healthy once the widget is Ready', 30_000);
+
+    // from here on the probe works from the watch alone
+    const from = sent.length;
+    await setReady(group, ns, 'main', 'False');
+    const brokeAt = Date.now();
+    const failed = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'unhealthy after failureThreshold x periodSeconds', 30_000);
+    // tolerated for 3 x 1 s first (the wait above polls every 100 ms)
+    expect(Date.now() - brokeAt).toBeGreaterThanOrEqual(2_900);
+    expect(cond(failed, 'Healthy')!.message).toMatch(new RegExp(`^1 failing: Widget ${ns}/main: health check widget-ready: condition Ready is False \\(Broken: set by the test \\(False\\)\\), want True \\(for \\d+s, failureThreshold 3 × periodSeconds 1\\)$`));
+    // an installed revision that turns unhealthy is not a failed rollout
+    expect(cond(failed, 'Progressing')).toMatchObject({ status: 'False', reason: 'Succeeded' });
+
+    await setReady(group, ns, 'main', 'True');
+    await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'healthy again', 30_000);
+    const widgetReads = sent.slice(from).filter((e) => e.path.includes('/widgets') && e.verb !== 'watch');
+    expect(widgetReads, 'requests for widgets beyond the watch').toEqual([]);
+  });
+
+  it('a changed check takes effect without a new revision', async () => {
+    const bd = `probe-change-${t.runId}`;
+    const ns = `probe-change-${t.runId}`;
+    const group = `c${t.runId}.hoist.test`;
+    const sources = await servePinned(files, `/${bd}.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main', 2) });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources });
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'healthy without checks', 60_000);
+
+    await t.patchSpec(bd, { healthChecks: [{ name: 'size', match: { kind: 'Widget' }, cel: 'self.spec.size > 2' }] });
+    const waiting = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Progressing', 'the new check applies', 30_000);
+    expect(cond(waiting, 'Healthy')!.message).toContain('health check size: cel self.spec.size > 2 is false');
+    expect(waiting.status?.activeRevision?.number).toBe(1);
+
+    await t.patchSpec(bd, { healthChecks: [{ name: 'size', match: { kind: 'Widget' }, jsonPath: { path: '{.spec.size}', value: '2' } }] });
+    await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'the changed check passes', 30_000);
+
+    await t.patchSpec(bd, { healthChecks: [{ name: 'bad', match: { kind: 'Widget' }, cel: 'self.spec.((' }] });
+    const bad = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'a bad expression is reported', 30_000);
+    expect(cond(bad, 'Healthy')!.message).toMatch(/^healthChecks\[bad\]: cel: /);
+  });
+
+  it('a probe that never passes within progressDeadline: Rollback restores the last good revision in place, Hold blocks', async () => {
+    const bd = `probe-deadline-${t.runId}`;
+    const ns = `probe-deadline-${t.runId}`;
+    const group = `d${t.runId}.hoist.test`;
+    const v1 = await servePinned(files, `/${bd}-v1.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'app.yaml': cm('app', { v: '1' }) });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, healthChecks: check(group), upgrade: { progressDeadline: '4s', onFailure: 'Rollback' } });
+    await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 60_000);
+    await setReady(group, ns, 'main', 'True');
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy', 30_000);
+    const uid = async (kind: string, apiVersion: string, name: string) => ((await t.client.get({ apiVersion, kind }, name, ns)) as KubeObject | undefined)?.metadata.uid;
+    const before = { widget: await uid('Widget', `${group}/v1`, 'main'), app: await uid('ConfigMap', 'v1', 'app') };
+
+    // revision 2 adds a widget nobody makes Ready
+    const v2 = await servePinned(files, `/${bd}-v2.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'new.yaml': widget(group, 'extra'), 'app.yaml': cm('app', { v: '2' }) });
+    await t.patchSpec(bd, { sources: v2 });
+    const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back after the deadline', 60_000);
+    expect(cond(rolled, 'Progressing')!.message).toMatch(/not healthy within progressDeadline 4s/);
+    expect(cond(rolled, 'Progressing')!.message).toContain(`Widget ${ns}/extra: health check widget-ready`);
+    expect(rolled.status?.activeRevision?.number).toBe(1);
+    const app = (await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as (KubeObject & { data?: Record<string, string> }) | undefined;
+    expect(app?.data).toEqual({ v: '1' });
+    expect({ widget: await uid('Widget', `${group}/v1`, 'main'), app: app?.metadata.uid }).toEqual(before);
+
+    // Hold: the same failing revision is kept and reported Blocked
+    await t.patchSpec(bd, { upgrade: { progressDeadline: '4s', onFailure: 'Hold' } });
+    const failedDigest = rolled.status?.attemptedRevision?.contentDigest;
+    expect(failedDigest).toBeDefined();
+    const held = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked' && b.status?.activeRevision?.contentDigest === failedDigest, 'held after the deadline', 60_000);
+    expect(cond(held, 'Progressing')!.message).toMatch(/onFailure Hold keeps it/);
+  });
+});
+
+describe('rollout timing', () => {
+  it('a controller restart in the middle of a rollout neither resets nor shortens progressDeadline', async () => {
+    const bd = `restart-${t.runId}`;
+    const ns = `restart-${t.runId}`;
+    const group = `r${t.runId}.hoist.test`;
+    const v1 = await servePinned(files, `/${bd}-v1.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main') });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, healthChecks: check(group), upgrade: { progressDeadline: '12s', onFailure: 'Rollback' } });
+    await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 60_000);
+    await setReady(group, ns, 'main', 'True');
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy', 30_000);
+
+    const v2 = await servePinned(files, `/${bd}-v2.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'new.yaml': widget(group, 'never-ready') });
+    await t.patchSpec(bd, { sources: v2 });
+    const rolling = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RollingOut' && b.status?.activeRevision?.number === 2, 'revision 2 rolling out', 30_000);
+    const appliedAt = Date.parse(rolling.status!.activeRevision!.appliedAt!);
+    expect(appliedAt).toBeGreaterThan(Date.now() - 12_000);
+
+    // the controller goes away for 5 s in the middle of the rollout, and a new one takes over
+    const runId = t.runId;
+    await t.ctl.stop();
+    await new Promise((r) => setTimeout(r, 5_000));
+    const restarted = await startTestController({ runId });
+    try {
+      const rolled = await restarted.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back after the deadline', 60_000);
+      const at = Date.parse(cond(rolled, 'Progressing')!.lastTransitionTime);
+      // lastTransitionTime has second precision: not before the deadline, and not a fresh 12 s after the restart
+      expect(at).toBeGreaterThanOrEqual(appliedAt + 12_000 - 1_000);
+      expect(at).toBeLessThan(appliedAt + 12_000 + 5_000);
+      expect(rolled.status?.activeRevision?.number).toBe(1);
+    } finally {
+      // hand the rest of the file its controller back
+      t = { ...restarted, stop: restarted.stop };
+    }
+  });
+});
