@@ -52,6 +52,7 @@ export class RevisionStore {
   /**
    * Stores a revision's objects. Idempotent: chunks are content-addressed, so storing the same
    * revision twice (e.g. after a crash between store and status write) writes nothing new.
+   * Returns the compressed size in bytes.
    */
   async save(bdName: string, rev: RevisionRecord, objects: readonly KubeObject[]): Promise<number> {
     const packed = await gzipAsync(Buffer.from(JSON.stringify(objects)));
@@ -85,7 +86,7 @@ export class RevisionStore {
         }
       }),
     );
-    return chunks.length;
+    return packed.length;
   }
 
   /** every stored revision of a BD, oldest first */

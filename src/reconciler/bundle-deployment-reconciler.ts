@@ -5,6 +5,8 @@
  * stored before they are applied, objects are applied with server-side apply, and status is
  * recomputed from what is stored and observed.
  */
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { withDefaults, parseDuration, type DefaultedSpec } from '../../api/v1alpha2/defaults.ts';
 import {
@@ -37,6 +39,7 @@ import { lastGoodRevision, recordRevision, trimHistory } from './revision-histor
 import { readCredentials, secretRefOf } from './credentials.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
+import { recordApplied, recordPruned, recordRevisionBytes, recordStages, type HoistMetrics } from './metrics.ts';
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -54,6 +57,8 @@ export interface ReconcilerDeps {
   getBundleDeployment(name: string): BundleDeployment | undefined;
   listBundleDeployments(): BundleDeployment[];
   now?: () => Date;
+  /** Hoist's own metrics (optional: tests and `hoist render` run without) */
+  metrics?: HoistMetrics;
 }
 
 /** A rendered revision: the objects and where they came from. */
@@ -153,6 +158,7 @@ export class BundleDeploymentReconciler {
       const after = Math.max(recheckAt - this.now().getTime(), 100);
       outcome.result = { ...outcome.result, requeueAfter: Math.min(outcome.result.requeueAfter ?? after, after) };
     }
+    recordStages(this.d.metrics, outcome.timings);
     const installed = getCondition(status.conditions, 'Installed');
     this.d.log.info(
       {
@@ -210,7 +216,7 @@ export class BundleDeploymentReconciler {
       this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
       set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: describeResolved(resolved) });
-      rendered = await time('render', this.render(bd, spec, resolved, signal));
+      rendered = await this.render(bd, spec, resolved, time, signal);
       set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects, ${rendered.contentDigest}` });
       status.contentDigest = rendered.contentDigest;
     } catch (e) {
@@ -251,7 +257,9 @@ export class BundleDeploymentReconciler {
     await time(
       'store+watch',
       Promise.all([
-        isNew ? this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects) : undefined,
+        isNew
+          ? this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects).then((bytes) => recordRevisionBytes(this.d.metrics, bd.metadata.name, bytes))
+          : undefined,
         this.servedTypes(rendered.objects).then((types) => this.d.managed.watch(types, signal)),
       ]),
     );
@@ -261,6 +269,7 @@ export class BundleDeploymentReconciler {
     try {
       const report = await time('apply', this.d.applier.apply(target, rendered.objects));
       results = report.results;
+      recordApplied(this.d.metrics, results);
       status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
       await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
     } catch (e) {
@@ -285,6 +294,7 @@ export class BundleDeploymentReconciler {
         throw err;
       });
       outcome.changed += countChanged(pruned);
+      recordPruned(this.d.metrics, pruned);
       status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: this.now().toISOString() };
       status.attemptedRevision = undefined;
       status.revisions = recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' });
@@ -378,6 +388,7 @@ export class BundleDeploymentReconciler {
       if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
+      this.d.metrics?.rollbacks.inc({ reason: err.code === 'progress-deadline' ? 'ProgressDeadline' : reason });
       this.d.events.event(bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
       await this.observeHealth(bd, status, set, objects);
       outcome.note = 'rolled back';
@@ -425,7 +436,7 @@ export class BundleDeploymentReconciler {
   }
 
   /** the objects for these resolved sources: remembered, stored, or fetched and rendered */
-  private async render(bd: BundleDeployment, spec: DefaultedSpec, resolved: Resolved[], signal?: AbortSignal): Promise<Rendered> {
+  private async render(bd: BundleDeployment, spec: DefaultedSpec, resolved: Resolved[], time: Stopwatch, signal?: AbortSignal): Promise<Rendered> {
     const inputs = hashOf({
       format: spec.format,
       config: spec.config ?? {},
@@ -447,25 +458,35 @@ export class BundleDeploymentReconciler {
       }
     }
 
-    const dirs = await Promise.all(
-      spec.sources.map(async (src, i) => {
-        const source = this.d.sourceFor(src.kind);
-        const r = resolved[i]!;
-        // credentials also on a store hit: the source proves this BD's access before serving
-        // content another BD fetched (DESIGN §2); without them it would ask anonymously
-        const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) };
-        return { dir: await source.fetch(src, r, this.d.store, ctx), destination: src.destination };
-      }),
+    const dirs = await time(
+      'fetch',
+      Promise.all(
+        spec.sources.map(async (src, i) => {
+          const source = this.d.sourceFor(src.kind);
+          const r = resolved[i]!;
+          // credentials also on a store hit: the source proves this BD's access before serving
+          // content another BD fetched (DESIGN §2); without them it would ask anonymously
+          const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) };
+          const hit = this.d.metrics ? await this.d.store.has(r.key) : true;
+          const dir = await source.fetch(src, r, this.d.store, ctx);
+          this.d.metrics?.fetches.inc({ kind: src.kind, result: hit ? 'hit' : 'miss' });
+          if (!hit) this.d.metrics?.fetchBytes.inc({ kind: src.kind }, await treeBytes(dir));
+          return { dir, destination: src.destination };
+        }),
+      ),
     );
     const tree = await composeTree(dirs);
     try {
       const processor = this.d.processorFor(spec.format);
       const apiVersions = spec.format === 'plain' ? undefined : await this.d.client.discovery.apiVersions();
-      const out = await processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions }).catch((e: unknown) => {
-        // a process failure names the processor (DESIGN §1: stage, subject and which processor)
-        if (!(e instanceof HoistError) || e.stage !== 'process') throw e;
-        throw new HoistError(`${spec.format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
-      });
+      const out = await time(
+        'process',
+        processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions }).catch((e: unknown) => {
+          // a process failure names the processor (DESIGN §1: stage, subject and which processor)
+          if (!(e instanceof HoistError) || e.stage !== 'process') throw e;
+          throw new HoistError(`${spec.format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+        }),
+      );
       for (const w of out.warnings) this.d.log.warn({ bd: bd.metadata.name, format: spec.format }, w);
       // the digest is of the processor's output, as `hoist render` computes it
       const digest = contentDigest(out.objects);
@@ -711,7 +732,18 @@ interface Outcome {
 }
 
 /** times a stage's promise into `into[name]` */
-function stopwatch(into: Record<string, number>) {
+type Stopwatch = <T>(name: string, p: Promise<T>) => Promise<T>;
+
+/** total size of the regular files under a directory (fetch metrics, on a store miss only) */
+async function treeBytes(dir: string): Promise<number> {
+  let sum = 0;
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isFile()) sum += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return sum;
+}
+
+function stopwatch(into: Record<string, number>): Stopwatch {
   return async <T>(name: string, p: Promise<T>): Promise<T> => {
     const t0 = performance.now();
     try {

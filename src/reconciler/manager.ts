@@ -18,6 +18,7 @@ import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { ManagedObjects } from './managed-objects.ts';
+import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -57,6 +58,7 @@ export class BundleDeploymentManager {
   private gcTimer: NodeJS.Timeout | undefined;
   private gcSoon: NodeJS.Timeout | undefined;
   private gcRunning: Promise<ContentGcResult> | undefined;
+  private metrics: HoistMetrics | undefined;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -84,6 +86,7 @@ export class BundleDeploymentManager {
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
+      ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -163,6 +166,8 @@ export class BundleDeploymentManager {
     try {
       const removed = await this.opts.store.gc(keep);
       const evicted = (await this.opts.store.enforceBudget?.(keep)) ?? [];
+      if (removed.length) this.metrics?.cacheEvictions.inc({ why: 'unused' }, removed.length);
+      if (evicted.length) this.metrics?.cacheEvictions.inc({ why: 'budget' }, evicted.length);
       if (removed.length || evicted.length) this.opts.log.info({ removed: removed.length, evicted: evicted.length, kept: keep.size }, 'content store garbage collected');
       return { removed, evicted };
     } catch (e) {
