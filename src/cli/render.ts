@@ -85,13 +85,14 @@ export async function render(opts: RenderOptions): Promise<number> {
       dispose = tree.dispose;
     }
     let apiVersions: string[] | undefined;
+    let kubeVersion: string | undefined;
     if (opts.kubeconfig && spec.format !== 'plain') {
       const client = createKubeClient(loadKubeConfig(opts.kubeconfig));
-      apiVersions = await client.discovery.apiVersions();
+      [apiVersions, kubeVersion] = await Promise.all([client.discovery.apiVersions(), client.discovery.serverVersion()]);
       await client.close();
     }
     const out = await processorFor(spec.format)
-      .render(root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions })
+      .render(root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
       .finally(dispose);
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));

@@ -49,6 +49,7 @@ interface ResourceList { resources?: { name: string; kind: string; namespaced: b
 export class CachedDiscovery implements Discovery {
   private snapshot: Snapshot | undefined;
   private inflight: Promise<Snapshot> | undefined;
+  private version: Promise<string> | undefined;
   private readonly missRefreshIntervalMs: number;
 
   constructor(private readonly get: DiscoveryGet, opts: DiscoveryOptions = {}) {
@@ -69,6 +70,23 @@ export class CachedDiscovery implements Discovery {
 
   async apiVersions(): Promise<string[]> {
     return [...(await this.current()).groupVersions.keys()].sort();
+  }
+
+  /** one GET /version per process (an API server upgrade restarts the watches, not the version) */
+  serverVersion(): Promise<string> {
+    this.version ??= this.get({ path: '/version', subject: 'version' }).then(
+      (body) => {
+        const v = (body as { gitVersion?: unknown } | undefined)?.gitVersion;
+        if (typeof v !== 'string' || !/^v\d+\.\d+/.test(v)) throw new Error(`GET /version: no gitVersion in ${JSON.stringify(body)?.slice(0, 200)}`);
+        // helm wants a semver; distributions append build metadata ("v1.34.4+k3s1") that it accepts
+        return v;
+      },
+      (e: unknown) => {
+        this.version = undefined;
+        throw e;
+      },
+    );
+    return this.version;
   }
 
   private current(): Promise<Snapshot> {

@@ -80,6 +80,8 @@ export interface Discovery {
   invalidate(): void;
   /** "group/version" strings served, for Helm's .Capabilities */
   apiVersions(): Promise<string[]>;
+  /** the API server's version (GET /version gitVersion, e.g. "v1.34.4"), for Helm's .Capabilities.KubeVersion */
+  serverVersion(): Promise<string>;
 }
 
 export interface Reader {

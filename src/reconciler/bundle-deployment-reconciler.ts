@@ -478,10 +478,11 @@ export class BundleDeploymentReconciler {
     const tree = await composeTree(dirs);
     try {
       const processor = this.d.processorFor(spec.format);
-      const apiVersions = spec.format === 'plain' ? undefined : await this.d.client.discovery.apiVersions();
+      // helm's .Capabilities and registry-v1's served-API check see this cluster, not a default
+      const [apiVersions, kubeVersion] = spec.format === 'plain' ? [] : await Promise.all([this.d.client.discovery.apiVersions(), this.d.client.discovery.serverVersion()]);
       const out = await time(
         'process',
-        processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions }).catch((e: unknown) => {
+        processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion }).catch((e: unknown) => {
           // a process failure names the processor (DESIGN §1: stage, subject and which processor)
           if (!(e instanceof HoistError) || e.stage !== 'process') throw e;
           throw new HoistError(`${spec.format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
