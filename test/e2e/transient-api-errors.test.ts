@@ -1,8 +1,17 @@
 /**
  * A 5xx from the API server is transient (issue 10): the apply is retried with backoff and the BD
- * says Retrying, never Blocked. The 500 is a real one: an admission webhook the API server cannot
- * reach makes it answer `InternalError … failed calling webhook` for the selected objects only.
+ * says Retrying, never Blocked. The 500s are real ones, for the selected objects only: an
+ * admission webhook the API server cannot reach (`failed calling webhook`), and a webhook that
+ * answers with a 500 status whose text names no network trouble at all (as `… range is full`
+ * did), so only the status code can tell that it is worth retrying.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
@@ -12,6 +21,29 @@ import { stringify } from 'yaml';
 
 let t: TestController;
 let files: FileServer;
+let webhook: Server | undefined;
+let pki: string | undefined;
+
+/** an https admission webhook on loopback; `allow()` decides each answer */
+async function startWebhook(allow: () => boolean): Promise<{ url: string; caBundle: string }> {
+  pki = await mkdtemp(join(tmpdir(), 'hoist-webhook-'));
+  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(pki, 'key.pem'), '-out', join(pki, 'cert.pem')]);
+  const cert = await readFile(join(pki, 'cert.pem'));
+  webhook = createServer({ key: await readFile(join(pki, 'key.pem')), cert }, (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const review = JSON.parse(body) as { request: { uid: string } };
+      const response = allow()
+        ? { uid: review.request.uid, allowed: true }
+        : { uid: review.request.uid, allowed: false, status: { code: 500, reason: 'InternalError', message: 'the quota service behind this policy is down' } };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+    });
+  });
+  await new Promise<void>((r) => webhook!.listen(0, '127.0.0.1', r));
+  return { url: `https://127.0.0.1:${(webhook.address() as AddressInfo).port}/validate`, caBundle: cert.toString('base64') };
+}
 const WEBHOOK = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' };
 
 beforeAll(async () => {
@@ -20,6 +52,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t?.client.delete(WEBHOOK, `hoist-test-5xx-${t.runId}`, undefined).catch(() => undefined);
+  await t?.client.delete(WEBHOOK, `hoist-test-500-${t.runId}`, undefined).catch(() => undefined);
+  await new Promise((r) => webhook?.close(r));
+  if (pki) await rm(pki, { recursive: true, force: true });
   await t?.stop();
   await files?.close();
 });
@@ -59,5 +94,39 @@ describe('API server errors', () => {
     const done = await t.waitFor(bd, isDone, 'installed after the webhook is gone', 90_000);
     expect(done.status?.activeRevision?.number).toBe(1);
     expect(await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'guarded', ns)).toBeDefined();
+  });
+
+  it('a 500 whose message names no network trouble is still retried (decided by the status code, not the text)', async () => {
+    const bd = `status500-${t.runId}`;
+    const ns = `status500-${t.runId}`;
+    const label = { 'hoist.test/status-500': t.runId };
+    let healthy = false;
+    const { url, caBundle } = await startWebhook(() => healthy);
+    await t.client.create({
+      ...WEBHOOK,
+      metadata: { name: `hoist-test-500-${t.runId}` },
+      webhooks: [
+        {
+          name: 'quota.hoist.test',
+          clientConfig: { url, caBundle },
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
+          objectSelector: { matchLabels: label },
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 5,
+        },
+      ],
+    } as unknown as KubeObject);
+    const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'quota', labels: label }, data: { a: '1' } }) });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources });
+
+    const failing = await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying', 'Retrying after a 500', 60_000);
+    expect(cond(failing, 'Installed')?.message).toContain('the quota service behind this policy is down');
+    expect(cond(failing, 'Installed')?.message).not.toMatch(/connect|timeout|throttl|conflict|try again|ECONN|socket/i);
+
+    healthy = true;
+    const done = await t.waitFor(bd, isDone, 'installed once the webhook allows it', 90_000);
+    expect(done.status?.activeRevision?.number).toBe(1);
   });
 });
