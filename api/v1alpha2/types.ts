@@ -52,6 +52,14 @@ export interface SourceSpec {
   destination?: string;
 }
 
+/** whether the spec itself names immutable content (image digest, git commit, http sha256) */
+export function pinnedBySpec(src: SourceSpec): boolean {
+  if (src.image) return src.image.ref.includes('@sha256:');
+  if (src.git) return !!src.git.ref.commit;
+  if (src.http) return !!src.http.sha256;
+  return false;
+}
+
 export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
 export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';

@@ -23,6 +23,11 @@ import {
   type WatchOptions,
 } from './types.ts';
 
+
+// PartialObjectMetadata(List), with plain JSON as the fallback for servers that do not offer it
+const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
 export { loadKubeConfig, type ClusterConfig };
 
 export interface KubeClientOptions extends TransportOptions, DiscoveryOptions {
@@ -92,6 +97,7 @@ class HttpKubeClient implements RestKubeClient {
     const page = async (limit: number | undefined, cont: string | undefined): Promise<ListResult<T>> => {
       const body = await this.transport.json<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>({
         ...this.req('list', 'GET', path, subject),
+        ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
         query: {
           labelSelector: opts.labelSelector,
           fieldSelector: opts.fieldSelector,
@@ -123,6 +129,7 @@ class HttpKubeClient implements RestKubeClient {
     const subject = `${type.apiVersion} ${type.kind}${opts.namespace ? ` in ${opts.namespace}` : ''}`;
     const body = await this.transport.stream({
       ...this.req('watch', 'GET', objectPath(info, opts.namespace), subject),
+      ...(opts.metadataOnly ? { accept: METADATA_ACCEPT } : {}),
       query: {
         watch: 1,
         resourceVersion: opts.resourceVersion,

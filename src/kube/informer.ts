@@ -30,6 +30,8 @@ export interface InformerOptions<T extends KubeObject> {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** list and watch PartialObjectMetadata: only metadata is sent and cached */
+  metadataOnly?: boolean;
   /** shrinks objects before caching (managedFields are always removed first) */
   transform?: (obj: KubeObject) => T;
   /** server-side watch timeout; default a random 300–600s like client-go, to spread reconnects */
@@ -256,8 +258,9 @@ export class Informer<T extends KubeObject = KubeObject> {
     return this.opts.transform ? this.opts.transform(obj) : (obj as T);
   }
 
-  private listOptions(): { namespace?: string; labelSelector?: string; fieldSelector?: string } {
-    const o: { namespace?: string; labelSelector?: string; fieldSelector?: string } = {};
+  private listOptions(): { namespace?: string; labelSelector?: string; fieldSelector?: string; metadataOnly?: boolean } {
+    const o: { namespace?: string; labelSelector?: string; fieldSelector?: string; metadataOnly?: boolean } = {};
+    if (this.opts.metadataOnly) o.metadataOnly = true;
     if (this.opts.namespace) o.namespace = this.opts.namespace;
     if (this.opts.labelSelector) o.labelSelector = this.opts.labelSelector;
     if (this.opts.fieldSelector) o.fieldSelector = this.opts.fieldSelector;

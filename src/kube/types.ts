@@ -26,6 +26,8 @@ export interface ListOptions {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** metadata only (PartialObjectMetadata): no spec, data or status cross the wire */
+  metadataOnly?: boolean;
   limit?: number;
   continue?: string;
   resourceVersion?: string;

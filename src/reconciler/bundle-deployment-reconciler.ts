@@ -12,6 +12,7 @@ import { withDefaults, parseDuration, type DefaultedSpec } from '../../api/v1alp
 import {
   FINALIZER,
   lineageOf,
+  pinnedBySpec,
   type BundleDeployment,
   type BundleDeploymentStatus,
   type Condition,
@@ -36,9 +37,10 @@ import { hashOf } from '../util/hash.ts';
 import { getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { lineageWinner } from './lineage.ts';
 import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
-import { readCredentials, secretRefOf } from './credentials.ts';
+import { readCredentials, secretKeyOf, secretRefOf } from './credentials.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
+import type { SecretWatch } from './secret-watch.ts';
 import { recordApplied, recordPruned, recordRevisionBytes, recordStages, type HoistMetrics } from './metrics.ts';
 
 export interface ReconcilerDeps {
@@ -59,6 +61,8 @@ export interface ReconcilerDeps {
   now?: () => Date;
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
+  /** which referenced Secrets changed since a BD's last resolve */
+  secrets?: Pick<SecretWatch, 'takeRotated'>;
 }
 
 /** A rendered revision: the objects and where they came from. */
@@ -418,12 +422,16 @@ export class BundleDeploymentReconciler {
   private async resolve(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus): Promise<Resolved[]> {
     const gen = bd.metadata.generation ?? 0;
     const pollMs = spec.pollInterval ? parseDuration(spec.pollInterval, 'spec.pollInterval') : undefined;
+    const rotated = this.d.secrets?.takeRotated(bd.metadata.name) ?? new Set<string>();
     return Promise.all(
       spec.sources.map(async (src, i) => {
         const source = this.d.sourceFor(src.kind);
         const prev = status.resolvedSources?.[i];
         const previous = prev?.kind === src.kind && prev.generation === gen ? prev : undefined;
-        const recheck = !!previous && !!pollMs && (!previous.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
+        const pollDue = !!pollMs && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
+        // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
+        const secret = secretKeyOf(bd, src, this.d.controllerNamespace);
+        const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) : undefined;
         const r = await source.resolve(src, { previous, recheck, credentials });

@@ -14,6 +14,17 @@ export function secretRefOf(source: SourceSpec): string | undefined {
   return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;
 }
 
+/**
+ * "namespace/name" of the Secret a source's auth names, where readCredentials looks for it: the
+ * installNamespace when a service account reads it, else the controller's namespace.
+ */
+export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string): string | undefined {
+  const name = secretRefOf(source);
+  if (!name) return undefined;
+  const namespace = bd.spec.serviceAccount?.name ? bd.spec.installNamespace : controllerNamespace;
+  return namespace ? `${namespace}/${name}` : undefined;
+}
+
 export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;

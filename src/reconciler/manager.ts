@@ -19,6 +19,8 @@ import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
+import { SecretWatch } from './secret-watch.ts';
+import { secretKeyOf } from './credentials.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -59,6 +61,7 @@ export class BundleDeploymentManager {
   private gcSoon: NodeJS.Timeout | undefined;
   private gcRunning: Promise<ContentGcResult> | undefined;
   private metrics: HoistMetrics | undefined;
+  private readonly secrets: SecretWatch;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -72,6 +75,7 @@ export class BundleDeploymentManager {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
     }, log);
+    this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8 });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
@@ -87,6 +91,7 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
+      secrets: this.secrets,
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -107,12 +112,14 @@ export class BundleDeploymentManager {
       onAdd: (bd) => {
         // before the reconcile: its managed-object watches must evaluate the checks from the first event
         this.managed.setProbes(bd.metadata.name, bd.spec.healthChecks);
+        this.trackSecrets(bd);
         this.controller.enqueue(bd.metadata.name);
         // a newer member of a lineage takes over: the older ones must learn that they lost
         this.enqueueLineage(bd);
       },
       onUpdate: (a, b) => {
         this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
+        this.trackSecrets(b);
         // the event of our own status or finalizer write: that reconcile already saw everything
         const ownWrite = this.reconciler.isOwnWrite(b.metadata.name, b.metadata.resourceVersion) && a.metadata.generation === b.metadata.generation;
         if (!ownWrite) this.controller.enqueue(b.metadata.name);
@@ -124,6 +131,7 @@ export class BundleDeploymentManager {
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);
         this.managed.forgetProbes(bd.metadata.name);
+        this.secrets.forget(bd.metadata.name);
         this.enqueueLineage(bd);
         this.scheduleGc();
       },
@@ -195,7 +203,13 @@ export class BundleDeploymentManager {
     await this.bds.stop();
     await this.crds.stop();
     await this.managed.stop();
+    await this.secrets.stop();
     await this.gcRunning;
+  }
+
+  private trackSecrets(bd: BundleDeployment): void {
+    const keys = bd.spec.sources.map((s) => secretKeyOf(bd, s, this.opts.controllerNamespace)).filter((k): k is string => k !== undefined);
+    this.secrets.track(bd.metadata.name, keys);
   }
 
   private enqueueLineage(bd: BundleDeployment): void {

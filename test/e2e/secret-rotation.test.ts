@@ -1,0 +1,97 @@
+/**
+ * Referenced Secrets are watched (issue 12, DESIGN §1): rotating the pull Secret of a floating
+ * image source re-resolves it within seconds (no pollInterval), and a pinned source using the same
+ * Secret makes zero registry requests. The registry is the real one, behind a counting proxy.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { RegistryClient } from '../../src/sources/image/client.ts';
+import { pushImage, writeLayer } from '../../src/sources/image/push.ts';
+import { parseReference } from '../../src/sources/image/reference.ts';
+import { isDone, startTestController, type TestController } from '../support/controller.ts';
+import { startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
+
+const USERS = { alice: 'alice-pw-3c1d-never-shown', bob: 'bob-pw-9e2f-never-shown' };
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
+const cm = (value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-image\ndata:\n  value: "${value}"\n`;
+
+let t: TestController;
+let reg: TestRegistry;
+let proxy: CountingProxy;
+let work: string;
+let seq = 0;
+
+async function push(repo: string, tag: string, value: string): Promise<string> {
+  const client = new RegistryClient({ ca: reg.pki!.caCert });
+  try {
+    const layer = await writeLayer([{ name: 'cm.yaml', data: cm(value) }], join(work, `layer-${seq++}.tgz`));
+    return (await pushImage(client, parseReference(`${reg.host}/${repo}:${tag}`), [layer], { stage: 'fetch', credential: { username: 'alice', password: USERS.alice } })).digest;
+  } finally {
+    await client.close();
+  }
+}
+
+async function writePullSecret(user: keyof typeof USERS): Promise<void> {
+  const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pull', namespace: t.namespace }, type: 'kubernetes.io/dockerconfigjson', stringData: reg.dockerConfig(user, USERS[user], proxy.host) };
+  const live = await t.client.get({ apiVersion: 'v1', kind: 'Secret' }, 'pull', t.namespace);
+  if (live) await t.client.update({ ...body, metadata: { ...body.metadata, resourceVersion: live.metadata.resourceVersion } } as unknown as KubeObject);
+  else await t.client.create(body as unknown as KubeObject);
+}
+
+async function valueIn(ns: string): Promise<string | undefined> {
+  return ((await t.client.get(CM, 'from-image', ns)) as (KubeObject & { data?: { value?: string } }) | undefined)?.data?.value;
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'hoist-e2e-rotation-'));
+  reg = await startRegistry({ auth: 'htpasswd', users: USERS });
+  proxy = await startCountingProxy(reg.url, reg.pki!.caCert);
+  t = await startTestController({ sources: { image: { insecureHosts: [proxy.host], retry: { attempts: 2, baseDelayMs: 5 } } } });
+  await writePullSecret('alice');
+}, 120_000);
+
+afterAll(async () => {
+  await t?.stop();
+  await proxy?.stop();
+  await reg?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe('a rotated pull Secret', () => {
+  it('re-resolves a floating image within seconds; a pinned one makes no registry request', async () => {
+    await push('bundles/floating', 'stable', 'one');
+    const pinnedDigest = await push('bundles/pinned', 'v1', 'pinned');
+    const floating = `floating-${t.runId}`;
+    const pinned = `pinned-${t.runId}`;
+    const auth = { secretRef: { name: 'pull' } };
+    await t.create(floating, { installNamespace: floating, format: 'plain', sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/floating:stable`, auth } }] });
+    await t.create(pinned, { installNamespace: pinned, format: 'plain', sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/pinned@${pinnedDigest}`, auth } }] });
+    await t.waitFor(floating, isDone, 'floating installed', 60_000);
+    await t.waitFor(pinned, isDone, 'pinned installed', 60_000);
+    expect(await valueIn(floating)).toBe('one');
+
+    // the tag moves; without pollInterval nothing looks at it
+    await push('bundles/floating', 'stable', 'two');
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await valueIn(floating)).toBe('one');
+    proxy.reset();
+
+    // the credential is rotated (another user of the same registry)
+    await writePullSecret('bob');
+    const deadline = Date.now() + 15_000;
+    while ((await valueIn(floating)) !== 'two') {
+      expect(Date.now(), 'the floating BD re-resolved after the rotation').toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await t.waitFor(floating, isDone, 'floating done at the new digest', 30_000);
+    // the re-resolution used the new credential (requests carried Authorization)
+    expect(proxy.requests.some((r) => r.path.startsWith('/v2/bundles/floating/manifests/stable') && r.authorized)).toBe(true);
+    // both BDs heard of the rotation together; give the pinned one's reconcile time to run
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(proxy.count(/^\/v2\/bundles\/pinned\//), 'registry requests for the pinned source').toBe(0);
+    expect(await valueIn(pinned)).toBe('pinned');
+  });
+});
