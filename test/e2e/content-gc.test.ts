@@ -53,7 +53,8 @@ describe('content-store gc', () => {
     await t.patchSpec('gc-a', { sources: spec('', '/a2.tgz', a2).sources });
     await t.waitFor('gc-a', (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'a revision 2');
     const r = await t.ctl.manager.collectGarbage();
-    expect(r.removed).toEqual([`sha256:${a1}`]);
+    // the periodic gc (every 1.5 s) may have removed it just before this call
+    expect([[`sha256:${a1}`], []]).toContainEqual(r.removed);
     expect(await keys()).toEqual([`sha256:${a2}`, `sha256:${b1}`].sort());
 
     // content nobody asked for (e.g. left by an earlier run) goes with the periodic gc
