@@ -93,7 +93,7 @@ describe('helm template', () => {
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=4']);
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m']);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
