@@ -115,7 +115,7 @@ export class FsContentStore implements ContentStore {
     await this.init();
     const meta = await this.readMeta(key);
     if (!meta) return undefined;
-    this.leases.set(key, Date.now());
+    this.leases.set(key, this.now().getTime());
     await this.touch(key, meta);
     return this.contentDir(key);
   }
@@ -222,8 +222,8 @@ export class FsContentStore implements ContentStore {
     const fail = (message: string, code: string, terminal: boolean): HoistError =>
       new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject: key, terminal });
     if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, 'cache-budget', true);
-    const now = Date.now();
-    const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? 0) < LEASE_MS;
+    const now = this.now().getTime();
+    const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
     const { total } = await this.evict(max - size, leased);
     if (total + size > max) {
       throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, 'cache-full', false);
@@ -290,7 +290,7 @@ export class FsContentStore implements ContentStore {
   private async doPut(key: string, write: (tmpDir: string) => Promise<void>, origin: ContentOrigin | undefined): Promise<string> {
     await this.init();
     if (await this.readMeta(key)) {
-      this.leases.set(key, Date.now());
+      this.leases.set(key, this.now().getTime());
       return this.contentDir(key);
     }
     const tmp = await this.makeTemp();
@@ -310,7 +310,7 @@ export class FsContentStore implements ContentStore {
   private async commit(key: string, tmp: string, origin: ContentOrigin | undefined): Promise<string> {
     const now = this.now().toISOString();
     const stored = origin ? this.storedOrigin(origin) : undefined;
-    this.leases.set(key, Date.now());
+    this.leases.set(key, this.now().getTime());
     if (await this.readMeta(key)) {
       if (stored) await this.recordOrigin(key, stored);
       return this.contentDir(key);

@@ -28,7 +28,7 @@ import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
 import { fetchThroughStore } from './cached-fetch.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
 import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './http/deadline.ts';
-import { basicAuth, headerValue, HttpTransport, networkError, reasonFor, type SendResponse, type SourceStage, type TransportOptions } from './http/transport.ts';
+import { basicAuth, discard, headerValue, HttpTransport, networkError, reasonFor, type SendResponse, type SourceStage, type TransportOptions } from './http/transport.ts';
 import type { Credentials, Resolved, Source, SourceContext } from './source.ts';
 
 export interface HttpSourceOptions extends TransportOptions {
@@ -157,7 +157,7 @@ export class HttpSource implements Source {
       res = await this.get('GET', url, auth, {}, signal, 'fetch');
     }
     if (res.status < 200 || res.status > 299) throw await statusError(res, url, 'fetch');
-    res.body.destroy();
+    discard(res.body);
   }
 
   /** Streams the body through sha256 into the unpacker; returns the hex digest of the bytes served. */

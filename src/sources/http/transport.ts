@@ -198,6 +198,12 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   });
 }
 
+/** Drops a body without reading it (and without an unhandled abort error). */
+export function discard(body: SendResponse['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
 /** Passes `body` through, failing with a terminal `too-large` once more than `maxBytes` arrived. */
 export async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: string, stage: SourceStage, subject: string): AsyncGenerator<Buffer> {
   let total = 0;
@@ -214,14 +220,14 @@ export async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, wha
 export async function readCapped(res: SendResponse, maxBytes: number, what: string, stage: SourceStage, subject: string, signal?: AbortSignal): Promise<Buffer> {
   const declared = Number(headerValue(res.headers, 'content-length') ?? '-1');
   if (declared > maxBytes) {
-    res.body.destroy();
+    discard(res.body);
     throw new HoistError(`${what} is ${declared} bytes, more than the ${maxBytes} allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
   }
   const chunks: Buffer[] = [];
   try {
     for await (const chunk of capped(res.body as AsyncIterable<Buffer>, maxBytes, what, stage, subject)) chunks.push(chunk);
   } catch (e) {
-    res.body.destroy();
+    discard(res.body);
     throw networkError(e, stage, subject, signal);
   }
   return Buffer.concat(chunks);
