@@ -93,6 +93,8 @@ export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Re
     if (v !== undefined) env[name] = v;
   }
   const config = [...BASE_CONFIG, ...(opts.config ?? [])];
+  // GIT_SSL_CAINFO would win over a repository's own CA (http.sslCAInfo): that one is more specific
+  if (config.some(([k]) => k === 'http.sslCAInfo')) delete env.GIT_SSL_CAINFO;
   Object.assign(env, {
     HOME: opts.home,
     XDG_CONFIG_HOME: opts.home,
