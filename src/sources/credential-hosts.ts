@@ -38,8 +38,9 @@ export function credentialsForUrl(credentials: Credentials | undefined, url: URL
   const fail = (message: string, code: string): HoistError =>
     new HoistError(message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code, subject: redactUrl(url.toString()), terminal: true });
   if (url.protocol !== 'https:') throw fail(`credentials are sent only over https; ${secret} is not used for an http:// url`, 'insecure-credentials');
-  const hosts = (credentials.hosts ?? []).map(parseHostEntry);
-  if (hosts.length === 0) throw fail(`${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS}`, 'credential-hosts-missing');
+  // malformed entries (a URL, a path) bind nothing
+  const hosts = (credentials.hosts ?? []).map(parseHostEntry).filter((h): h is string => h !== undefined);
+  if (hosts.length === 0) throw fail(`${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS} (host or host:port, comma-separated)`, 'credential-hosts-missing');
   const here = hostPort(url);
   if (!hosts.includes(here)) throw fail(`${secret} is not bound to host ${here} (annotation ${ANNOTATION_CREDENTIAL_HOSTS})`, 'credential-host-mismatch');
   return credentials;
