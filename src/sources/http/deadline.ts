@@ -9,14 +9,14 @@ import { HoistError, type Stage } from '../../util/errors.ts';
 /** default overall deadline of one resolve or one fetch */
 export const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
 
-export interface Deadline {
+interface Deadline {
   signal: AbortSignal;
   /** clears the timer; call when the operation ends */
   done(): void;
 }
 
 /** `ms` formatted for messages: "90s", "10m", "250ms" */
-export function formatMs(ms: number): string {
+function formatMs(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
@@ -26,7 +26,7 @@ export function formatMs(ms: number): string {
  * A signal aborted with the parent's reason when `parent` aborts, or with a transient HoistError
  * (code `deadline-exceeded`, naming the deadline) after `ms`.
  */
-export function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<Stage, 'resolve' | 'fetch'>, subject: string): Deadline {
+function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<Stage, 'resolve' | 'fetch'>, subject: string): Deadline {
   const ctl = new AbortController();
   const onParent = (): void => ctl.abort(parent?.reason);
   if (parent?.aborted) onParent();

@@ -13,7 +13,7 @@
  *   only http(s) targets; requests with a body are never redirected.
  * - **Deadline**: every request takes the operation's signal (see deadline.ts); an aborted
  *   request or body stream rejects with the signal's reason.
- * - **Byte caps**: `readCapped` and `capped` stop a body at a limit.
+ * - **Byte caps**: `readCapped` stops a body at a limit.
  *
  * Errors are HoistErrors naming the URL through `redactUrl`; undici errors are never attached,
  * so nothing that held request headers reaches a log.
@@ -205,7 +205,7 @@ export function discard(body: SendResponse['body']): void {
 }
 
 /** Passes `body` through, failing with a terminal `too-large` once more than `maxBytes` arrived. */
-export async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: string, stage: SourceStage, subject: string): AsyncGenerator<Buffer> {
+async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: string, stage: SourceStage, subject: string): AsyncGenerator<Buffer> {
   let total = 0;
   for await (const chunk of body) {
     total += chunk.length;
