@@ -13,6 +13,11 @@ export const LABEL_LINEAGE = 'core.rukpak.io/lineage';
 export const ANNOTATION_REVISION = 'core.rukpak.io/revision';
 export const ANNOTATION_OPTIONAL = 'core.rukpak.io/optional';
 export const FINALIZER = 'core.rukpak.io/cleanup';
+/**
+ * On a Secret used by http and git sources: the hosts (`host` for port 443, or `host:port`),
+ * comma-separated, that may receive its credentials. A source on any other host never gets them.
+ */
+export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
 
 export interface SecretRef {
   name: string;

@@ -2,6 +2,30 @@
  * The content-addressed store: one directory per content key, written atomically (temp dir,
  * verify, rename) and shared by every BundleDeployment that asks for the same content.
  */
+/**
+ * Where an entry's content was fetched from, and with which credential. A cache hit proves
+ * access at the content's own location (DESIGN §2, docs/security.md): the store records every
+ * origin that fetched or proved the content, durably, so the proof survives restarts.
+ */
+export interface ContentOrigin {
+  /** the location, compared exactly: http URL (with query), git repository URL, registry/repository */
+  location: string;
+  /** opaque identity of the credential used (a hash is fine); undefined = anonymous */
+  credential?: string | undefined;
+  /** the location as shown to operators: no userinfo, no query */
+  display: string;
+}
+
+/**
+ * How an entry relates to a requester's origin:
+ * - `miss`: no entry;
+ * - `proven`: this location with this credential (or anonymously) already fetched or proved it;
+ * - `same-location`: fetched at this location, but with another credential: prove access with
+ *   the cheapest authenticated request before serving;
+ * - `elsewhere`: fetched only at other locations: a new fetch that verifies the digest.
+ */
+export type OriginAccess = 'miss' | 'proven' | 'same-location' | 'elsewhere';
+
 export interface ContentStore {
   has(key: string): Promise<boolean>;
   /** directory of the content; undefined when absent */
@@ -10,16 +34,24 @@ export interface ContentStore {
    * Runs `write` into a fresh temp directory at most once per key at a time (concurrent callers
    * share the same in-flight promise), then renames it into place. Returns the final directory.
    */
-  put(key: string, write: (tmpDir: string) => Promise<void>): Promise<string>;
+  put(key: string, write: (tmpDir: string) => Promise<void>, origin?: ContentOrigin): Promise<string>;
+  /** how the entry for `key` relates to `origin` (see OriginAccess) */
+  access(key: string, origin: ContentOrigin): Promise<OriginAccess>;
+  /**
+   * Records `origin` as proven for an existing entry. With `verify`, runs it first into a scratch
+   * directory that is discarded (a download whose digest check is the proof); without, the caller
+   * has already proven access (an authenticated request at the same location).
+   */
+  addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string) => Promise<void>): Promise<void>;
   /** removes every entry whose key is not in `keep`; returns the keys removed */
   gc(keep: ReadonlySet<string>): Promise<string[]>;
   /** Optional: evicts least-recently-used entries not in `keep` until the store fits its size budget */
   enforceBudget?(keep: ReadonlySet<string>): Promise<string[]>;
   /**
-   * Optional: for content whose key is known only after writing it (an unpinned download whose
-   * digest is computed while streaming). `write` fills a fresh temp directory and returns the
-   * key; the directory is renamed into place, or discarded when the key is already present.
-   * Stores without it make such sources stage elsewhere and copy.
+   * For content whose key is known only after writing it (an unpinned download whose digest is
+   * computed while streaming). `write` fills a fresh temp directory and returns the key; the
+   * directory is renamed into place, or discarded when the key is already present. Either way the
+   * download proved `origin`, which is recorded.
    */
-  putComputed?(write: (tmpDir: string) => Promise<string>): Promise<{ key: string; dir: string }>;
+  putComputed(write: (tmpDir: string) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }>;
 }

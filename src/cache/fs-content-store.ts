@@ -3,8 +3,9 @@
  *
  * Layout under `root`:
  *   entries/<sha256(key)>/content/   the content handed out by `open`
- *   entries/<sha256(key)>/meta.json  { key, size, createdAt, lastUsed }
+ *   entries/<sha256(key)>/meta.json  { key, size, createdAt, lastUsed, origins }
  *   tmp/<pid>-<random>/              entries being written (or being deleted)
+ *   origin-key                       random HMAC key for the origins recorded in meta.json
  *
  * Keys are hashed into directory names so that any key (`sha256:…`, `git:<commit>:<dir>`, an
  * image reference) maps to a safe, fixed-length name. An entry exists exactly when its
@@ -12,17 +13,29 @@
  * complete temp directory, and leaves through one rename() into `tmp/` before being deleted, so
  * a reader never sees a half-written or half-deleted entry. Temp directories left behind by a
  * crashed process are ignored and removed the next time a store opens the same root.
+ *
+ * Origins (docs/security.md, "Credentials and the content store"): every entry records, in its
+ * meta.json, each origin (location + credential) that downloaded or proved the content, as HMACs
+ * under the store's own key, so no URL query or credential is written in the clear and the record
+ * survives restarts. `access` compares a requester's origin against them.
+ *
+ * Size budget (`maxBytes`): enforced when an entry is committed. Least-recently-used entries are
+ * evicted to make room, except entries being written and entries handed out in the last
+ * LEASE_MS (a reconcile may still be reading them); content larger than the whole budget is
+ * refused (terminal), and content that cannot fit because everything left is in use is refused
+ * for now (transient). `enforceBudget(keep)` applies the same budget during gc.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, lstat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { ContentStore } from './content-store.ts';
+import { HoistError } from '../util/errors.ts';
+import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
 
 export interface FsContentStoreOptions {
   /** root directory; default `defaultContentRoot()` */
   root?: string;
-  /** size budget for `enforceBudget`; undefined = unlimited */
+  /** size budget in bytes, enforced on every commit and by `enforceBudget`; undefined = unlimited */
   maxBytes?: number;
   /** clock, for tests */
   now?: () => Date;
@@ -35,6 +48,17 @@ export interface ContentEntryMeta {
   size: number;
   createdAt: string;
   lastUsed: string;
+  /** origins that downloaded or proved this content */
+  origins: StoredOrigin[];
+}
+
+/** An origin as kept on disk: location and credential as HMACs under the store's key. */
+export interface StoredOrigin {
+  location: string;
+  /** HMAC of the credential identity, or "anonymous" */
+  credential: string;
+  /** the location as shown to operators (no userinfo, no query) */
+  display: string;
 }
 
 /** `${HOIST_CACHE:-~/.cache/hoist}/content` */
@@ -56,6 +80,8 @@ const TEMP_PREFIX = `${process.pid}.${INSTANCE}-`;
 // lastUsed is refreshed at most this often per entry: `open` is on the hot path of every
 // reconcile and a metadata write each time would turn reads into writes.
 const TOUCH_INTERVAL_MS = 60_000;
+// entries handed out this recently are not evicted by the budget: a reconcile may be reading them
+const LEASE_MS = 10 * 60_000;
 
 export class FsContentStore implements ContentStore {
   readonly root: string;
@@ -64,6 +90,11 @@ export class FsContentStore implements ContentStore {
   private readonly tmpDir: string;
   private readonly now: () => Date;
   private readonly inFlight = new Map<string, Promise<string>>();
+  /** key → when it was last handed out (open, put) */
+  private readonly leases = new Map<string, number>();
+  /** serializes metadata rewrites per key (touch, addOrigin) */
+  private readonly metaLocks = new Map<string, Promise<unknown>>();
+  private originKey: Buffer | undefined;
   private ready: Promise<void> | undefined;
 
   constructor(options: FsContentStoreOptions = {}) {
@@ -84,8 +115,33 @@ export class FsContentStore implements ContentStore {
     await this.init();
     const meta = await this.readMeta(key);
     if (!meta) return undefined;
+    this.leases.set(key, this.now().getTime());
     await this.touch(key, meta);
     return this.contentDir(key);
+  }
+
+  async access(key: string, origin: ContentOrigin): Promise<OriginAccess> {
+    await this.init();
+    const meta = await this.readMeta(key);
+    if (!meta) return 'miss';
+    const mine = this.storedOrigin(origin);
+    const here = meta.origins.filter((o) => o.location === mine.location);
+    if (here.length === 0) return 'elsewhere';
+    // anonymous access proven here means anyone reaching this location may read it
+    return here.some((o) => o.credential === mine.credential || o.credential === 'anonymous') ? 'proven' : 'same-location';
+  }
+
+  async addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string) => Promise<void>): Promise<void> {
+    await this.init();
+    if (verify) {
+      const tmp = await this.makeTemp();
+      try {
+        await verify(join(tmp, 'content'));
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+    }
+    await this.recordOrigin(key, this.storedOrigin(origin));
   }
 
   /**
@@ -93,10 +149,10 @@ export class FsContentStore implements ContentStore {
    * Concurrent calls for one key share one in-flight write. A writer that throws leaves nothing
    * behind and the error goes to every waiting caller.
    */
-  put(key: string, write: (tmpDir: string) => Promise<void>): Promise<string> {
+  put(key: string, write: (tmpDir: string) => Promise<void>, origin?: ContentOrigin): Promise<string> {
     const running = this.inFlight.get(key);
     if (running) return running;
-    const p = this.doPut(key, write).finally(() => this.inFlight.delete(key));
+    const p = this.doPut(key, write, origin).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, p);
     return p;
   }
@@ -104,14 +160,15 @@ export class FsContentStore implements ContentStore {
   /**
    * For content whose key is known only once it has been written (an unpinned download: the
    * digest is computed while streaming). `write` fills the temp dir and returns the key; the
-   * directory is then renamed into place, or discarded when that key is already present.
+   * directory is then renamed into place, or discarded when that key is already present; either
+   * way `origin` is recorded (the download proved it).
    */
-  async putComputed(write: (tmpDir: string) => Promise<string>): Promise<{ key: string; dir: string }> {
+  async putComputed(write: (tmpDir: string) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }> {
     await this.init();
     const tmp = await this.makeTemp();
     try {
       const key = await write(join(tmp, 'content'));
-      const dir = await this.commit(key, tmp);
+      const dir = await this.commit(key, tmp, origin);
       return { key, dir };
     } finally {
       await rm(tmp, { recursive: true, force: true });
@@ -138,10 +195,15 @@ export class FsContentStore implements ContentStore {
   async enforceBudget(keep: ReadonlySet<string>, maxBytes: number | undefined = this.maxBytes): Promise<string[]> {
     if (maxBytes === undefined) return [];
     await this.init();
+    return (await this.evict(maxBytes, (k) => keep.has(k))).removed;
+  }
+
+  /** Evicts LRU entries (not in flight, not `kept`) until the total is at most `maxBytes`. */
+  private async evict(maxBytes: number, kept: (key: string) => boolean): Promise<{ removed: string[]; total: number }> {
     const entries = await this.list();
     let total = entries.reduce((n, e) => n + e.size, 0);
     const candidates = entries
-      .filter((e) => !keep.has(e.key) && !this.inFlight.has(e.key))
+      .filter((e) => !kept(e.key) && !this.inFlight.has(e.key))
       .sort((a, b) => a.lastUsed.localeCompare(b.lastUsed) || a.createdAt.localeCompare(b.createdAt));
     const removed: string[] = [];
     for (const e of candidates) {
@@ -150,7 +212,22 @@ export class FsContentStore implements ContentStore {
       total -= e.size;
       removed.push(e.key);
     }
-    return removed;
+    return { removed, total };
+  }
+
+  /** Makes room for `size` more bytes under the budget, or refuses the entry. */
+  private async makeRoom(key: string, size: number): Promise<void> {
+    const max = this.maxBytes;
+    if (max === undefined) return;
+    const fail = (message: string, code: string, terminal: boolean): HoistError =>
+      new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject: key, terminal });
+    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, 'cache-budget', true);
+    const now = this.now().getTime();
+    const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
+    const { total } = await this.evict(max - size, leased);
+    if (total + size > max) {
+      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, 'cache-full', false);
+    }
   }
 
   /** Metadata of every complete entry. */
@@ -187,6 +264,7 @@ export class FsContentStore implements ContentStore {
     this.ready ??= (async () => {
       await mkdir(this.entriesDir, { recursive: true });
       await mkdir(this.tmpDir, { recursive: true });
+      this.originKey = await loadOriginKey(join(this.root, 'origin-key'));
       await this.cleanStaleTemps();
     })();
     return this.ready;
@@ -209,23 +287,37 @@ export class FsContentStore implements ContentStore {
     return tmp;
   }
 
-  private async doPut(key: string, write: (tmpDir: string) => Promise<void>): Promise<string> {
+  private async doPut(key: string, write: (tmpDir: string) => Promise<void>, origin: ContentOrigin | undefined): Promise<string> {
     await this.init();
-    if (await this.readMeta(key)) return this.contentDir(key);
+    if (await this.readMeta(key)) {
+      this.leases.set(key, this.now().getTime());
+      return this.contentDir(key);
+    }
     const tmp = await this.makeTemp();
     try {
       await write(join(tmp, 'content'));
-      return await this.commit(key, tmp);
+      return await this.commit(key, tmp, origin);
     } finally {
       // after a successful rename this is a no-op; after a failure it discards the partial write
       await rm(tmp, { recursive: true, force: true });
     }
   }
 
-  /** Writes meta.json into `tmp` and renames it into place; the first writer of a key wins. */
-  private async commit(key: string, tmp: string): Promise<string> {
+  /**
+   * Writes meta.json into `tmp` and renames it into place; the first writer of a key wins. The
+   * writer's origin is recorded either way: its download (digest verified) proved it.
+   */
+  private async commit(key: string, tmp: string, origin: ContentOrigin | undefined): Promise<string> {
     const now = this.now().toISOString();
-    const meta: ContentEntryMeta = { key, size: await treeSize(join(tmp, 'content')), createdAt: now, lastUsed: now };
+    const stored = origin ? this.storedOrigin(origin) : undefined;
+    this.leases.set(key, this.now().getTime());
+    if (await this.readMeta(key)) {
+      if (stored) await this.recordOrigin(key, stored);
+      return this.contentDir(key);
+    }
+    const size = await treeSize(join(tmp, 'content'));
+    await this.makeRoom(key, size);
+    const meta: ContentEntryMeta = { key, size, createdAt: now, lastUsed: now, origins: stored ? [stored] : [] };
     await writeFile(join(tmp, 'meta.json'), JSON.stringify(meta));
     const final = join(this.entriesDir, entryName(key));
     for (let attempt = 0; ; attempt++) {
@@ -236,7 +328,10 @@ export class FsContentStore implements ContentStore {
         const code = errCode(e);
         if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
         // another process (or a putComputed of the same content) got there first: same content, keep theirs
-        if (await this.readMeta(key)) return this.contentDir(key);
+        if (await this.readMeta(key)) {
+          if (stored) await this.recordOrigin(key, stored);
+          return this.contentDir(key);
+        }
         // a directory without valid metadata is debris (tampering, a foreign tool): replace it once
         if (attempt > 0) throw e;
         await this.remove(key);
@@ -253,16 +348,51 @@ export class FsContentStore implements ContentStore {
   private async touch(key: string, meta: ContentEntryMeta): Promise<void> {
     const now = this.now();
     if (now.getTime() - Date.parse(meta.lastUsed) < TOUCH_INTERVAL_MS) return;
-    const dir = join(this.entriesDir, entryName(key));
-    const tmpMeta = join(dir, `meta.json.${process.pid}-${randomBytes(4).toString('hex')}`);
-    try {
-      await writeFile(tmpMeta, JSON.stringify({ ...meta, lastUsed: now.toISOString() }));
-      await rename(tmpMeta, join(dir, 'meta.json'));
-    } catch (e) {
-      // the entry was removed concurrently; lastUsed is advisory, so this is not an error
-      await rm(tmpMeta, { force: true });
-      if (errCode(e) !== 'ENOENT') throw e;
-    }
+    await this.updateMeta(key, (m) => ({ ...m, lastUsed: now.toISOString() }));
+  }
+
+  private async recordOrigin(key: string, origin: StoredOrigin): Promise<void> {
+    const found = await this.updateMeta(key, (m) =>
+      m.origins.some((o) => o.location === origin.location && o.credential === origin.credential) ? undefined : { ...m, origins: [...m.origins, origin] },
+    );
+    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: key, terminal: false });
+  }
+
+  /**
+   * Rewrites meta.json atomically (temp file + rename), one rewrite per key at a time. `change`
+   * returns undefined for "nothing to write". Returns false when the entry is gone.
+   */
+  private updateMeta(key: string, change: (m: ContentEntryMeta) => ContentEntryMeta | undefined): Promise<boolean> {
+    const run = async (): Promise<boolean> => {
+      const meta = await this.readMeta(key);
+      if (!meta) return false;
+      const next = change(meta);
+      if (!next) return true;
+      const dir = join(this.entriesDir, entryName(key));
+      const tmpMeta = join(dir, `meta.json.${process.pid}-${randomBytes(4).toString('hex')}`);
+      try {
+        await writeFile(tmpMeta, JSON.stringify(next));
+        await rename(tmpMeta, join(dir, 'meta.json'));
+        return true;
+      } catch (e) {
+        // the entry was removed concurrently
+        await rm(tmpMeta, { force: true });
+        if (errCode(e) !== 'ENOENT') throw e;
+        return false;
+      }
+    };
+    const prev = this.metaLocks.get(key) ?? Promise.resolve();
+    const p = prev.then(run, run);
+    this.metaLocks.set(key, p);
+    void p.finally(() => {
+      if (this.metaLocks.get(key) === p) this.metaLocks.delete(key);
+    }).catch(() => undefined);
+    return p;
+  }
+
+  private storedOrigin(origin: ContentOrigin): StoredOrigin {
+    const mac = (kind: string, v: string): string => createHmac('sha256', this.originKey!).update(`${kind}\0${v}`).digest('hex');
+    return { location: mac('location', origin.location), credential: origin.credential === undefined ? 'anonymous' : mac('credential', origin.credential), display: origin.display };
   }
 }
 
@@ -277,10 +407,24 @@ async function readMetaFile(path: string): Promise<ContentEntryMeta | undefined>
   try {
     const m = JSON.parse(raw) as Partial<ContentEntryMeta>;
     if (typeof m.key !== 'string' || typeof m.size !== 'number') return undefined;
-    return { key: m.key, size: m.size, createdAt: String(m.createdAt ?? ''), lastUsed: String(m.lastUsed ?? m.createdAt ?? '') };
+    // an entry without origins (written before they were recorded) proves nothing: every hit re-fetches once
+    const origins = Array.isArray(m.origins) ? m.origins.filter((o) => typeof o?.location === 'string' && typeof o.credential === 'string') : [];
+    return { key: m.key, size: m.size, createdAt: String(m.createdAt ?? ''), lastUsed: String(m.lastUsed ?? m.createdAt ?? ''), origins };
   } catch {
     return undefined;
   }
+}
+
+/** The store's HMAC key: created once (mode 0600), then read; kept beside the entries it protects. */
+async function loadOriginKey(path: string): Promise<Buffer> {
+  try {
+    await writeFile(path, randomBytes(32), { flag: 'wx', mode: 0o600 });
+  } catch (e) {
+    if (errCode(e) !== 'EEXIST') throw e;
+  }
+  const key = await readFile(path);
+  if (key.length < 32) throw new Error(`content store key ${path} is damaged; remove it (the store's access records are then re-proven)`);
+  return key;
 }
 
 /** Sum of regular-file sizes under dir; does not follow symlinks. */

@@ -35,7 +35,7 @@ export interface ControllerOptions {
   sources?: Omit<SourceRegistryOptions, 'store'>;
   /** content-store garbage collection period (default 10 min) */
   gcIntervalMs?: number;
-  /** LRU size budget of the content store; undefined = unlimited */
+  /** size budget of the content store, enforced on every write (see FsContentStore); undefined = unlimited */
   cacheMaxBytes?: number;
 }
 

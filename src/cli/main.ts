@@ -17,6 +17,8 @@ commands:
              --workers <n>         concurrent reconciles (default 4)
              --selector <labels>   reconcile only BundleDeployments matching this label selector
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
+             --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
+             --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -38,8 +40,12 @@ async function main(argv: string[]): Promise<number> {
           workers: { type: 'string', default: '4' },
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
+          'cache-max-size': { type: 'string' },
+          'fetch-timeout': { type: 'string', default: '10m' },
         },
       });
+      const { parseDuration } = await import('../../api/v1alpha2/defaults.ts');
+      const { parseByteSize } = await import('../util/byte-size.ts');
       const { runController } = await import('./run.ts');
       return runController({
         kubeconfig: values.kubeconfig,
@@ -50,6 +56,8 @@ async function main(argv: string[]): Promise<number> {
         workers: Number(values.workers),
         selector: values.selector,
         cacheDir: values['cache-dir'],
+        ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
+        fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
         log: createLogger(),
       });
     }

@@ -21,6 +21,10 @@ export interface RunOptions {
   workers: number;
   selector?: string;
   cacheDir?: string;
+  /** content-store budget in bytes (--cache-max-size); undefined = unlimited */
+  cacheMaxBytes?: number;
+  /** overall deadline of one source resolve or fetch (--fetch-timeout) */
+  fetchTimeoutMs?: number;
   log: Logger;
 }
 
@@ -42,6 +46,8 @@ export async function runController(opts: RunOptions): Promise<number> {
     workers: opts.workers,
     selector: opts.selector,
     cacheDir: opts.cacheDir,
+    ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
+    ...(opts.fetchTimeoutMs !== undefined ? { sources: { fetchTimeoutMs: opts.fetchTimeoutMs } } : {}),
     log,
     autoStart: !opts.leaderElect,
   });

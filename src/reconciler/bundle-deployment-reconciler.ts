@@ -216,7 +216,7 @@ export class BundleDeploymentReconciler {
     const time = stopwatch(outcome.timings);
     let rendered: Rendered;
     try {
-      const resolved = await time('resolve', this.resolve(bd, spec, status));
+      const resolved = await time('resolve', this.resolve(bd, spec, status, signal));
       this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
       set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: describeResolved(resolved) });
@@ -419,7 +419,7 @@ export class BundleDeploymentReconciler {
   // ---- stages ----------------------------------------------------------------------------------
 
   /** turns every source into an immutable identity, reusing this generation's resolution */
-  private async resolve(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus): Promise<Resolved[]> {
+  private async resolve(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus, signal?: AbortSignal): Promise<Resolved[]> {
     const gen = bd.metadata.generation ?? 0;
     const pollMs = spec.pollInterval ? parseDuration(spec.pollInterval, 'spec.pollInterval') : undefined;
     const rotated = this.d.secrets?.takeRotated(bd.metadata.name) ?? new Set<string>();
@@ -434,7 +434,7 @@ export class BundleDeploymentReconciler {
         const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) : undefined;
-        const r = await source.resolve(src, { previous, recheck, credentials });
+        const r = await source.resolve(src, { previous, recheck, credentials, ...(signal ? { signal } : {}) });
         if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
         else r.status.resolvedAt = previous.resolvedAt;
         r.status.generation = gen;

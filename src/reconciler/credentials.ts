@@ -2,9 +2,10 @@
  * Reads the Secret a source's auth refers to (DESIGN §7): in the controller's own namespace, or,
  * when the BundleDeployment names a serviceAccount, in its installNamespace as that service
  * account, so Kubernetes RBAC decides who may use which secret. Values never leave this module
- * except inside Credentials handed to a source.
+ * except inside Credentials handed to a source, together with the hosts the Secret's
+ * `core.rukpak.io/credential-hosts` annotation binds them to (the sources enforce it).
  */
-import type { BundleDeployment, SourceSpec } from '../../api/v1alpha2/types.ts';
+import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } from '../../api/v1alpha2/types.ts';
 import { ApiError } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Credentials } from '../sources/source.ts';
@@ -49,5 +50,6 @@ export async function readCredentials(client: KubeClient, controllerNamespace: s
   }
   const data: Record<string, string> = {};
   for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
-  return { data };
+  const hosts = secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_HOSTS]?.split(',').map((h) => h.trim()).filter((h) => h !== '');
+  return { data, secret: `${namespace}/${name}`, ...(hosts && hosts.length > 0 ? { hosts } : {}) };
 }

@@ -21,6 +21,10 @@ export interface SourceRegistry {
 export interface SourceRegistryOptions {
   /** the content store, handed to sources that can land content while resolving */
   store?: ContentStore;
+  /** overall deadline of one resolve or one fetch, for every source (default 10 min) */
+  fetchTimeoutMs?: number;
+  /** extra CA certificates (PEM) every source trusts in addition to the system roots */
+  ca?: string;
   http?: Omit<HttpSourceOptions, 'store'>;
   image?: ImageSourceOptions;
   git?: GitSourceOptions;
@@ -45,9 +49,13 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
       return [...sources.keys()].sort();
     },
   };
-  registry.register(new HttpSource({ ...options.http, ...(options.store ? { store: options.store } : {}) }));
-  registry.register(new ImageSource(options.image));
-  registry.register(new GitSource(options.git));
+  const timeout = options.fetchTimeoutMs;
+  const ca = options.ca;
+  registry.register(new HttpSource({ ...(ca ? { ca } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.http, ...(options.store ? { store: options.store } : {}) }));
+  registry.register(new ImageSource({ ...(ca ? { ca } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.image }));
+  registry.register(
+    new GitSource({ ...(ca ? { caBundle: ca } : {}), ...(timeout ? { fetchTimeoutMs: timeout, resolveTimeoutMs: Math.min(timeout, 60_000) } : {}), ...options.git }),
+  );
   return registry;
 }
 

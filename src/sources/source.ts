@@ -10,11 +10,19 @@ import type { ContentStore } from '../cache/content-store.ts';
 export interface Credentials {
   /** raw Secret data (base64-decoded), e.g. .dockerconfigjson, username, password, token */
   data: Record<string, string>;
+  /** the Secret as `namespace/name`, for messages */
+  secret?: string;
+  /**
+   * The Secret's `core.rukpak.io/credential-hosts` annotation, split: the hosts http and git
+   * credentials may go to. Undefined when the Secret has none (then http/git refuse to use it).
+   */
+  hosts?: readonly string[];
 }
 
 export interface SourceContext {
   /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
   credentials?: Credentials;
+  /** cancels the operation; every source also bounds each resolve and fetch by its own deadline */
   signal?: AbortSignal;
   /**
    * Previous resolution of this source under the same spec generation. With `recheck` false (or

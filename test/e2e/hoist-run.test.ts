@@ -33,7 +33,7 @@ interface Proc {
 }
 
 function startHoist(extra: string[] = []): Proc {
-  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', 'run', '--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', cacheDir, '--metrics-bind-address', '127.0.0.1:0', ...extra], {
+  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', 'run', '--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', cacheDir, '--cache-max-size', '256Mi', '--fetch-timeout', '2m', '--metrics-bind-address', '127.0.0.1:0', ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOIST_LOG_LEVEL: 'info' },
   });

@@ -1,8 +1,9 @@
 /**
  * Issue 3 end to end, through the real controller: one BundleDeployment combining an image in a
  * real registry (docker-registry, htpasswd, behind a counting proxy), a git repository (git
- * http-backend, Basic auth) and an http tarball (Basic auth) into three destinations, pinned and
- * floating. Request budgets come from the servers' own counters; bad sources name their stage
+ * http-backend over https, Basic auth) and an http tarball (https, Basic auth) into three
+ * destinations, pinned and floating. The git and http secrets name their hosts
+ * (core.rukpak.io/credential-hosts). Request budgets come from the servers' own counters; bad sources name their stage
  * and source and leave the installed revision alone; no secret value ever reaches status or events.
  */
 import { createServer, type Server } from 'node:http';
@@ -110,8 +111,9 @@ function resetCounters(): void {
   files.requests = 0;
 }
 
-async function secret(name: string, type: string, stringData: Record<string, string>): Promise<void> {
-  await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: t.namespace }, type, stringData } as unknown as KubeObject);
+async function secret(name: string, type: string, stringData: Record<string, string>, hosts?: string): Promise<void> {
+  const annotations = hosts ? { 'core.rukpak.io/credential-hosts': hosts } : undefined;
+  await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: t.namespace, ...(annotations ? { annotations } : {}) }, type, stringData } as unknown as KubeObject);
 }
 
 async function configMapValue(name: string, ns: string): Promise<{ uid: string; value: string } | undefined> {
@@ -148,19 +150,23 @@ beforeAll(async () => {
   c1 = await commitGit('git-1');
   git(gitWork, ['tag', 'v1']);
   git(gitWork, ['push', '-q', bareRepo, 'v1']);
-  gitServer = await startGitServer({ projectRoot: repos, users: [{ username: GIT_USER, password: GIT_PW }] });
-  files = await startFileServer({ auth: { username: HTTP_USER, password: HTTP_PW } });
+  gitServer = await startGitServer({ projectRoot: repos, users: [{ username: GIT_USER, password: GIT_PW }], tls: reg.pki! });
+  files = await startFileServer({ auth: { username: HTTP_USER, password: HTTP_PW }, tls: reg.pki! });
   tgz1 = await tarGz({ 'http.yaml': cm('from-http', 'http-1') });
   files.set('/bundle.tgz', tgz1);
   img1 = await pushApp('v1', 'image-1');
 
-  t = await startTestController({ sources: { image: { insecureHosts: [proxy.host], retry: { attempts: 2, baseDelayMs: 5 } } } });
+  t = await startTestController({ sources: { ca: reg.pki!.caCert, image: { insecureHosts: [proxy.host], retry: { attempts: 2, baseDelayMs: 5 } } } });
+  const gitHost = new URL(gitServer.url).host;
+  const httpHost = new URL(files.url('/')).host;
   await secret('pull', 'kubernetes.io/dockerconfigjson', reg.dockerConfig(REG_USER, REG_PW, proxy.host));
   await secret('pull-wrong', 'kubernetes.io/dockerconfigjson', reg.dockerConfig(REG_USER, WRONG_PW, proxy.host));
-  await secret('git-creds', 'Opaque', { username: GIT_USER, password: GIT_PW });
-  await secret('git-wrong', 'Opaque', { username: GIT_USER, password: WRONG_PW });
-  await secret('http-creds', 'Opaque', { username: HTTP_USER, password: HTTP_PW });
-  await secret('http-wrong', 'Opaque', { username: HTTP_USER, password: WRONG_PW });
+  await secret('git-creds', 'Opaque', { username: GIT_USER, password: GIT_PW }, gitHost);
+  await secret('git-wrong', 'Opaque', { username: GIT_USER, password: WRONG_PW }, gitHost);
+  await secret('http-creds', 'Opaque', { username: HTTP_USER, password: HTTP_PW }, `downloads.example.com, ${httpHost}`);
+  await secret('http-wrong', 'Opaque', { username: HTTP_USER, password: WRONG_PW }, httpHost);
+  // the right password, bound to another host: never sent to the file server
+  await secret('http-elsewhere', 'Opaque', { username: HTTP_USER, password: HTTP_PW }, 'downloads.example.com');
 }, 120_000);
 
 afterAll(async () => {
@@ -368,6 +374,18 @@ describe('bad sources name the stage and the source and touch nothing installed'
     expect(r).toMatchObject({ type: 'Resolved', reason: 'ResolveFailed' });
     expect(r.message).toContain(files.url('/bundle.tgz'));
     expect(r.message).toMatch(/401/);
+    await expectUntouched();
+  });
+
+  it('a secret bound to another host is not used: Resolved=False names the URL and the secret, the server sees nothing', async () => {
+    const mark = files.log.length;
+    const r = await fail(sources({ http: { path: '/bundle.tgz' }, secrets: { http: 'http-elsewhere' } }));
+    expect(r).toMatchObject({ type: 'Resolved', reason: 'ResolveFailed' });
+    expect(r.message).toContain(files.url('/bundle.tgz'));
+    expect(r.message).toContain(`secret ${t.namespace}/http-elsewhere is not bound to host ${new URL(files.url('/')).host}`);
+    // the file server never saw http-elsewhere's (valid) password
+    const valid = `Basic ${Buffer.from(`${HTTP_USER}:${HTTP_PW}`).toString('base64')}`;
+    expect(files.log.slice(mark).filter((q) => q.authorization === valid)).toEqual([]);
     await expectUntouched();
   });
 

@@ -9,8 +9,10 @@
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import type { TestPki } from './registry.ts';
 
 export const GIT_HTTP_BACKEND = '/usr/lib/git-core/git-http-backend';
 
@@ -25,6 +27,8 @@ export interface GitServerOptions {
    * old servers and proxies that drop the header. Default true.
    */
   protocolV2?: boolean;
+  /** serve https with the PKI's server certificate */
+  tls?: TestPki;
 }
 
 export interface GitRequestRecord {
@@ -37,7 +41,7 @@ export interface GitRequestRecord {
 }
 
 export interface GitServer {
-  /** http://127.0.0.1:<port> */
+  /** http(s)://127.0.0.1:<port> */
   readonly url: string;
   /** every request answered, in order */
   readonly requests: GitRequestRecord[];
@@ -162,7 +166,7 @@ function handle(req: IncomingMessage, res: ServerResponse, opts: GitServerOption
 export async function startGitServer(opts: GitServerOptions): Promise<GitServer> {
   if (!existsSync(GIT_HTTP_BACKEND)) throw new Error(`${GIT_HTTP_BACKEND} not found: install Debian's git package`);
   const requests: GitRequestRecord[] = [];
-  const server: Server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const record: GitRequestRecord = {
       method: req.method ?? 'GET',
       url: req.url ?? '/',
@@ -171,11 +175,12 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
     };
     requests.push(record);
     handle(req, res, opts, record);
-  });
+  };
+  const server: Server = opts.tls ? createHttpsServer({ cert: readFileSync(opts.tls.serverCertPath), key: readFileSync(opts.tls.serverKeyPath) }, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     requests,
     resetRequests: () => {
       requests.length = 0;

@@ -36,7 +36,7 @@ export interface TestPki {
   dir: string;
   caCert: string;
   caCertPath: string;
-  /** server certificate for 127.0.0.1 / localhost signed by the CA */
+  /** server certificate for 127.0.0.1, 127.0.0.2 and localhost signed by the CA */
   serverCertPath: string;
   serverKeyPath: string;
   /** directory holding only ca.crt, for skopeo --*-cert-dir */
@@ -48,7 +48,7 @@ export async function makePki(dir: string): Promise<TestPki> {
   await mkdir(dir, { recursive: true });
   const p = (n: string): string => join(dir, n);
   await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('ca.key'), '-out', p('ca.crt'), '-days', '2', '-subj', '/CN=hoist test ca']);
-  await writeFile(p('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
+  await writeFile(p('server.ext'), 'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
   await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=127.0.0.1']);
   await run('openssl', ['x509', '-req', '-in', p('server.csr'), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial', '-out', p('server.crt'), '-days', '2', '-extfile', p('server.ext')]);
   const certDir = p('certs.d');

@@ -93,6 +93,8 @@ export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Re
     if (v !== undefined) env[name] = v;
   }
   const config = [...BASE_CONFIG, ...(opts.config ?? [])];
+  // GIT_SSL_CAINFO would win over a repository's own CA (http.sslCAInfo): that one is more specific
+  if (config.some(([k]) => k === 'http.sslCAInfo')) delete env.GIT_SSL_CAINFO;
   Object.assign(env, {
     HOME: opts.home,
     XDG_CONFIG_HOME: opts.home,
@@ -116,17 +118,23 @@ export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Re
 
 /**
  * Runs `git <args>`; resolves with the output on exit 0, rejects with GitCommandError otherwise.
- * Kills the process (SIGKILL: git holds no state we keep) on timeout or abort.
+ * Kills the process group (SIGKILL: git holds no state we keep) on timeout or abort.
  */
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'] });
+    // its own process group: `git fetch` runs git-remote-https as a child that holds the pipes
+    // open, so killing git alone would leave the transfer (and this promise) running
+    const child = spawn('git', args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     let err = '';
     let timedOut = false;
     let aborted = false;
     const kill = (): void => {
-      child.kill('SIGKILL');
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL'); // the group is gone already
+      }
     };
     const timer = setTimeout(() => {
       timedOut = true;

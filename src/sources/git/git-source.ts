@@ -12,23 +12,30 @@
  * Why the git CLI and not isomorphic-git: measured in README.md (about 2x faster for the whole
  * tree, 3x for a subdirectory, and it can fetch a bare commit id).
  *
- * Cache-hit authorization (DESIGN §2), as the image source does it: `authorize` proves access
- * with one authenticated ref advertisement; with `authorizeCacheHits` (default true) `fetch` calls
- * it itself on a store hit for an access identity (repository + credential hash, or anonymous)
- * that has not yet proven access to the key in this process. The download proves it for the
- * identity that made it, so the same BD fetching a pinned commit again makes zero requests.
+ * Cache-hit authorization (DESIGN §2, ../cached-fetch.ts): the store records which repository
+ * URL and credential fetched or proved each commit; a hit for the same URL with another credential
+ * costs one authenticated ref advertisement, a hit fetched only from another URL is fetched again
+ * from this one (git verifies every object against the commit id).
  *
- * Credentials go only to the repository's origin (DESIGN §7): as a URL-scoped
- * `http.<origin>/.extraHeader` in the environment, with redirects off while credentials are
- * configured (git would otherwise replay the header to wherever the first redirect pointed).
+ * Network rules, the same as the other sources': credentials only for the hosts the Secret names
+ * (../credential-hosts.ts) and only over https; resolve uses the shared transport
+ * (../http/transport.ts). The git CLI gets them as config: the Authorization header as a
+ * URL-scoped `http.<origin>/.extraHeader` in the environment, `http.followRedirects=false` while
+ * credentials are configured (git would otherwise replay the header to wherever the first
+ * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can
+ * downgrade it. HTTPS_PROXY/HTTP_PROXY/NO_PROXY pass through to git. One overall deadline per
+ * resolve and per fetch; at the deadline the git process is killed.
  */
-import { createHash } from 'node:crypto';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import type { ResolvedSourceStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
+import { fetchThroughStore } from '../cached-fetch.ts';
+import { credentialsForUrl } from '../credential-hosts.ts';
+import { withDeadline } from '../http/deadline.ts';
+import { HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { checkoutDirectory, type CheckoutLimits } from './checkout.ts';
 import { gitAuthFrom, type GitAuth } from './git-auth.ts';
@@ -38,16 +45,14 @@ import { fetchRefAdvertisement, type AdvertisedRef, type RefAdvertisement } from
 export interface GitSourceOptions {
   /** parent of the private temp repositories used while fetching; default os.tmpdir() */
   workRoot?: string;
-  /** budget for one ref advertisement request; default 30 s */
+  /** overall deadline of one resolve (the ref advertisement); default 60 s */
   resolveTimeoutMs?: number;
-  /** budget for each git process during fetch (the pack download dominates); default 10 min */
+  /** overall deadline of one fetch (every git process and request in it); default 10 min */
   fetchTimeoutMs?: number;
   /** limits on the checked-out directory; defaults 100 000 entries, 1 GiB */
   limits?: Partial<CheckoutLimits>;
   /** PEM CA bundle trusted for every repository without its own `ca.crt`; default system roots */
   caBundle?: string;
-  /** check access on store hits for identities not yet seen (default true); see the file comment */
-  authorizeCacheHits?: boolean;
 }
 
 /** A git source spec after validation: what resolve and fetch work from. */
@@ -142,17 +147,21 @@ export class GitSource implements Source {
   private readonly fetchTimeoutMs: number;
   private readonly limits: CheckoutLimits;
   private readonly caBundle: string | undefined;
-  private readonly authorizeCacheHits: boolean;
-  /** `key|identity` pairs known to have access, so repeated hits stay at zero requests */
-  private readonly proven = new Set<string>();
+  /** one transport (connection pool) per trust configuration */
+  private readonly transports = new Map<string, HttpTransport>();
 
   constructor(opts: GitSourceOptions = {}) {
     this.workRoot = opts.workRoot ?? tmpdir();
-    this.resolveTimeoutMs = opts.resolveTimeoutMs ?? 30_000;
+    this.resolveTimeoutMs = opts.resolveTimeoutMs ?? 60_000;
     this.fetchTimeoutMs = opts.fetchTimeoutMs ?? 600_000;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.caBundle = opts.caBundle;
-    this.authorizeCacheHits = opts.authorizeCacheHits ?? true;
+  }
+
+  /** Closes the transports' connections. */
+  async close(): Promise<void> {
+    for (const t of this.transports.values()) await t.close();
+    this.transports.clear();
   }
 
   /**
@@ -162,6 +171,9 @@ export class GitSource implements Source {
   async resolve(spec: SourceSpec, ctx: SourceContext): Promise<Resolved> {
     const target = parseGitSpec(spec, 'resolve');
     const directory = target.directory;
+    const subject = `${target.displayUrl} ${refLabel(target.ref)}`;
+    // checked even when no request follows: the BD says at once that the secret is not for this host
+    const auth = this.auth(target, ctx, 'resolve', subject);
     if (target.ref.kind === 'commit') {
       const commit = target.ref.value;
       return { status: { kind: 'git', commit }, key: gitContentKey(commit, directory), pinned: true };
@@ -171,9 +183,7 @@ export class GitSource implements Source {
       // resolved once per spec generation: reuse the recorded commit without a request
       return { status: { ...recorded }, key: gitContentKey(recorded.commit, directory), pinned: false };
     }
-    const subject = `${target.displayUrl} ${refLabel(target.ref)}`;
-    const auth = gitAuthFrom(ctx.credentials, 'resolve', subject, this.caBundle);
-    const adv = await this.advertise(target, auth, 'resolve', subject, ctx.signal);
+    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal));
     const name = refName(target.ref);
     const ref = adv.refs.get(name);
     if (!ref) {
@@ -191,33 +201,9 @@ export class GitSource implements Source {
   }
 
   /**
-   * Proves this BD may read the repository: one ref advertisement with its own credentials.
-   * Resolves when access is granted; throws the HoistError a fetch would (auth-failed,
-   * not-found, …) otherwise. Never reads the store.
-   */
-  async authorize(spec: SourceSpec, resolved: Resolved, ctx: SourceContext): Promise<void> {
-    const target = parseGitSpec(spec, 'fetch');
-    const subject = `${target.displayUrl} commit ${resolved.status.commit ?? ''}`;
-    const auth = gitAuthFrom(ctx.credentials, 'fetch', subject, this.caBundle);
-    await this.advertise(target, auth, 'fetch', subject, ctx.signal);
-    this.proven.add(`${gitContentKey(resolved.status.commit ?? '', target.directory)}|${this.accessIdentity(spec, ctx)}`);
-  }
-
-  /**
-   * Who is asking, as far as the git server can tell: the repository plus a hash of the
-   * credentials (or "anonymous"). Two BDs with equal identities have equal access.
-   */
-  accessIdentity(spec: SourceSpec, ctx: SourceContext): string {
-    const target = parseGitSpec(spec, 'fetch');
-    const data = ctx.credentials?.data ?? {};
-    const secret = [data.username ?? '', data.password ?? '', data.token ?? ''];
-    const who = secret.every((v) => v === '') ? 'anonymous' : `cred:${createHash('sha256').update(JSON.stringify(secret)).digest('hex').slice(0, 32)}`;
-    return `${target.displayUrl}|${who}`;
-  }
-
-  /**
-   * Idempotent: returns the store directory holding `directory` of the resolved commit. A cache
-   * hit makes no request. Throws HoistError (stage fetch).
+   * Idempotent: returns the store directory holding `directory` of the resolved commit. A hit this
+   * repository URL and credential proved before makes no request (see the file comment). Throws
+   * HoistError (stage fetch).
    */
   async fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string> {
     const target = parseGitSpec(spec, 'fetch');
@@ -226,43 +212,50 @@ export class GitSource implements Source {
     if (!HEX40.test(commit)) {
       throw new HoistError('resolved source has no commit', { stage: 'fetch', reason: 'FetchFailed', code: 'invalid-ref', subject, terminal: true });
     }
-    const key = gitContentKey(commit, target.directory);
-    const identity = `${key}|${this.accessIdentity(spec, ctx)}`;
-    const hit = await store.open(key);
-    if (hit !== undefined) {
-      if (this.authorizeCacheHits && !this.proven.has(identity)) await this.authorize(spec, resolved, ctx);
-      return hit;
-    }
-    const auth = gitAuthFrom(ctx.credentials, 'fetch', subject, this.caBundle);
-    const dir = await store.put(key, async (tmpDir) => {
-      await this.fetchInto(target, commit, tmpDir, auth, subject, ctx.signal);
-      // the download itself proved this identity's access
-      this.proven.add(identity);
-    });
-    // a concurrent put by a caller with other credentials may have done the download (the store
-    // shares one in-flight write per key): then this caller still has to prove its own access
-    if (this.authorizeCacheHits && !this.proven.has(identity)) await this.authorize(spec, resolved, ctx);
-    return dir;
+    const auth = this.auth(target, ctx, 'fetch', subject);
+    return withDeadline(ctx.signal, this.fetchTimeoutMs, 'fetch', subject, (signal) =>
+      fetchThroughStore({
+        store,
+        key: gitContentKey(commit, target.directory),
+        origin: { location: target.repository, credential: auth.header, display: target.displayUrl },
+        subject,
+        download: (tmpDir) => this.fetchInto(target, commit, tmpDir, auth, subject, signal),
+        prove: async () => {
+          await this.advertise(target, auth, 'fetch', subject, signal);
+        },
+      }),
+    );
   }
 
-  private advertise(target: GitTarget, auth: GitAuth, stage: Stage, subject: string, signal: AbortSignal | undefined): Promise<RefAdvertisement> {
-    return fetchRefAdvertisement(target.repository, {
-      auth,
-      timeoutMs: this.resolveTimeoutMs,
-      stage,
-      subject,
-      ...(signal ? { signal } : {}),
-    });
+  /** the secret's credentials, when it is bound to the repository's host (else a terminal error) */
+  private auth(target: GitTarget, ctx: SourceContext, stage: SourceStage, subject: string): GitAuth {
+    return gitAuthFrom(credentialsForUrl(ctx.credentials, new URL(target.repository), stage), stage, subject, this.caBundle);
+  }
+
+  private transport(ca: string | undefined): HttpTransport {
+    const id = ca ?? '';
+    let t = this.transports.get(id);
+    if (!t) {
+      t = new HttpTransport(ca === undefined ? {} : { ca });
+      this.transports.set(id, t);
+    }
+    return t;
+  }
+
+  private advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal): Promise<RefAdvertisement> {
+    return fetchRefAdvertisement(target.repository, { auth, transport: this.transport(auth.ca), stage, subject, signal });
   }
 
   /** Fetches `commit` into a private temp repository and checks `directory` out into `out`. */
-  private async fetchInto(target: GitTarget, commit: string, out: string, auth: GitAuth, subject: string, signal: AbortSignal | undefined): Promise<void> {
+  private async fetchInto(target: GitTarget, commit: string, out: string, auth: GitAuth, subject: string, signal: AbortSignal): Promise<void> {
     const work = await mkdtemp(join(this.workRoot, 'hoist-git-'));
     try {
       const home = join(work, 'home');
       await mkdir(home, { mode: 0o700 });
       const gitDir = join(work, 'repo.git');
       const config: Array<readonly [string, string]> = [];
+      // an https repository never speaks plain http, not even after a redirect
+      if (target.repository.startsWith('https:')) config.push(['protocol.http.allow', 'never']);
       if (auth.header !== undefined) {
         // URL-scoped: git sends the header only to this origin. Redirects off: after an initial
         // redirect git would send the same headers to the new base URL, whatever its host.
@@ -311,7 +304,7 @@ export class GitSource implements Source {
     run: Omit<GitRunOptions, 'input' | 'env'>,
     auth: GitAuth,
     subject: string,
-    signal: AbortSignal | undefined,
+    signal: AbortSignal,
   ): Promise<void> {
     const fetchArgs = (depth: boolean, refspecs: readonly string[]): string[] => [
       '--git-dir',

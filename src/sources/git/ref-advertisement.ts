@@ -8,11 +8,11 @@
  * lists every ref with its peeled value in the response itself, where v2 would need a second
  * round trip (`ls-refs`).
  *
- * Credentials are attached only while the request stays on the repository's origin: a redirect to
- * another origin (host, port or scheme) is followed without the Authorization header (DESIGN §7).
+ * Redirects, credentials (only to the repository's origin, only over https), proxy, CA and the
+ * deadline are the shared transport's rules (../http/transport.ts).
  */
-import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
+import { HoistError, redactUrl } from '../../util/errors.ts';
+import { readCapped, reasonFor, type HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { GitAuth } from './git-auth.ts';
 import { redactSecrets } from './git-auth.ts';
 
@@ -34,17 +34,17 @@ export interface RefAdvertisement {
 
 export interface AdvertisementOptions {
   auth: GitAuth;
-  /** whole-request budget (connect, headers and body) */
-  timeoutMs: number;
+  /** the transport trusting the repository's CA */
+  transport: HttpTransport;
+  /** the operation's deadline */
   signal?: AbortSignal;
-  stage: Stage;
+  stage: SourceStage;
   /** shown in errors: the repository URL without credentials plus the ref being resolved */
   subject: string;
   /** refuse advertisements larger than this (a hostile or broken server) */
   maxBytes?: number;
 }
 
-const MAX_REDIRECTS = 5;
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 const ADVERTISEMENT_TYPE = 'application/x-git-upload-pack-advertisement';
 
@@ -121,167 +121,46 @@ export function parseAdvertisement(body: Buffer): { refs: Map<string, Advertised
   return { refs, capabilities };
 }
 
-let sharedDispatcher: Dispatcher | undefined;
-const caDispatchers = new Map<string, Dispatcher>();
-
-/**
- * One connection pool per trust configuration. EnvHttpProxyAgent honours HTTP(S)_PROXY/NO_PROXY
- * like the git CLI does, so resolve and fetch take the same network path.
- */
-function dispatcherFor(ca: string | undefined): Dispatcher {
-  if (ca === undefined) {
-    sharedDispatcher ??= new EnvHttpProxyAgent();
-    return sharedDispatcher;
-  }
-  let d = caDispatchers.get(ca);
-  if (!d) {
-    d = new EnvHttpProxyAgent({ connect: { ca }, requestTls: { ca } });
-    caDispatchers.set(ca, d);
-  }
-  return d;
-}
-
-function networkError(e: unknown, opts: AdvertisementOptions, timedOut: boolean): HoistError {
-  const raw = e instanceof Error ? e.message : String(e);
-  const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
-  const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? (e as NodeJS.ErrnoException).code ?? '';
-  if (timedOut) {
-    return new HoistError(`ref advertisement timed out after ${opts.timeoutMs} ms`, {
-      stage: opts.stage,
-      reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-      code: 'timeout',
-      subject: opts.subject,
-      terminal: false,
-    });
-  }
-  // Certificate problems are configuration (wrong CA, wrong host), not weather: retrying with
-  // backoff cannot fix them, so they are terminal until the spec or the CA secret changes.
-  const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(`${code} ${cause?.message ?? ''}`);
-  const detail = redactSecrets(cause?.message ?? raw, opts.auth.secrets);
-  return new HoistError(tls ? `tls verification failed: ${detail}` : `cannot reach repository: ${detail}`, {
-    stage: opts.stage,
-    reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-    code: tls ? 'tls-verify-failed' : 'network',
-    subject: opts.subject,
-    terminal: tls,
-  });
+function fail(opts: AdvertisementOptions, message: string, code: string, terminal: boolean): HoistError {
+  return new HoistError(message, { stage: opts.stage, reason: reasonFor(opts.stage), code, subject: opts.subject, terminal });
 }
 
 function statusError(status: number, opts: AdvertisementOptions, withAuth: boolean): HoistError {
-  const reason = opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
   if (status === 401 || status === 403) {
-    const message = withAuth
-      ? `credentials rejected (http ${status})`
-      : `repository requires credentials (http ${status}); set auth.secretRef`;
-    return new HoistError(message, { stage: opts.stage, reason, code: 'auth-failed', subject: opts.subject, terminal: true });
+    return fail(opts, withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`, 'auth-failed', true);
   }
-  if (status === 404) {
-    return new HoistError('repository not found (http 404)', {
-      stage: opts.stage,
-      reason,
-      code: 'not-found',
-      subject: opts.subject,
-      terminal: true,
-    });
-  }
+  if (status === 404) return fail(opts, 'repository not found (http 404)', 'not-found', true);
   // 5xx, 429 and anything odd are the server's trouble; try again later.
-  return new HoistError(`unexpected http ${status} from the repository`, {
-    stage: opts.stage,
-    reason,
-    code: 'http-status',
-    subject: opts.subject,
-    terminal: status >= 400 && status < 500 && status !== 408 && status !== 429,
-  });
+  return fail(opts, `unexpected http ${status} from the repository`, 'http-status', status >= 400 && status < 500 && status !== 408 && status !== 429);
 }
 
 /**
- * Fetches and parses the ref advertisement. Makes exactly one request per redirect hop (normally
- * one). Never throws anything but HoistError.
+ * Fetches and parses the ref advertisement: one request per redirect hop (normally one), under
+ * the shared transport's rules. Throws HoistError, or the signal's reason (the deadline).
  */
 export async function fetchRefAdvertisement(repository: string, opts: AdvertisementOptions): Promise<RefAdvertisement> {
-  const timeout = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-  const origin = new URL(repository).origin;
-  const dispatcher = dispatcherFor(opts.auth.ca);
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
-  let url = infoRefsUrl(repository);
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const sameOrigin = new URL(url).origin === origin;
-    const headers: Record<string, string> = { 'user-agent': 'git/2.39-hoist', accept: '*/*', pragma: 'no-cache' };
-    const withAuth = sameOrigin && opts.auth.header !== undefined;
-    if (withAuth && opts.auth.header) headers.authorization = opts.auth.header;
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await request(url, { method: 'GET', headers, signal, dispatcher });
-    } catch (e) {
-      if (opts.signal?.aborted) throw new HoistError('aborted', { stage: opts.stage, reason: 'Aborted', code: 'aborted', subject: opts.subject, terminal: false, cause: e });
-      throw networkError(e, opts, timeout.aborted);
-    }
-    const status = res.statusCode;
-    if (status >= 300 && status < 400 && status !== 304) {
-      await res.body.dump();
-      const location = res.headers.location;
-      const loc = Array.isArray(location) ? location[0] : location;
-      if (!loc) throw statusError(status, opts, withAuth);
-      const next = new URL(loc, url);
-      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw statusError(status, opts, withAuth);
-      url = next.toString();
-      continue;
-    }
-    if (status !== 200) {
-      await res.body.dump();
-      throw statusError(status, opts, withAuth);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res.body) {
-        const b = chunk as Buffer;
-        size += b.length;
-        if (size > maxBytes) {
-          res.body.destroy();
-          throw new HoistError(`ref advertisement larger than ${maxBytes} bytes`, {
-            stage: opts.stage,
-            reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-            code: 'too-large',
-            subject: opts.subject,
-            terminal: true,
-          });
-        }
-        chunks.push(b);
-      }
-    } catch (e) {
-      if (e instanceof HoistError) throw e;
-      throw networkError(e, opts, timeout.aborted);
-    }
-    const type = String(res.headers['content-type'] ?? '');
-    if (!type.startsWith(ADVERTISEMENT_TYPE)) {
-      throw new HoistError(`server does not speak git smart http (content-type "${type}")`, {
-        stage: opts.stage,
-        reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-        code: 'not-smart-http',
-        subject: opts.subject,
-        terminal: true,
-      });
-    }
-    try {
-      const parsed = parseAdvertisement(Buffer.concat(chunks));
-      return { ...parsed, finalUrl: redactUrl(url) };
-    } catch (e) {
-      throw new HoistError(`malformed ref advertisement: ${(e as Error).message}`, {
-        stage: opts.stage,
-        reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-        code: 'protocol-error',
-        subject: opts.subject,
-        terminal: false,
-      });
-    }
-  }
-  throw new HoistError(`more than ${MAX_REDIRECTS} redirects`, {
+  const withAuth = opts.auth.header !== undefined;
+  const res = await opts.transport.send({
+    method: 'GET',
+    url: infoRefsUrl(repository),
+    headers: { accept: '*/*', pragma: 'no-cache' },
+    authorization: opts.auth.header,
+    credentialOrigin: new URL(repository).origin,
+    signal: opts.signal,
     stage: opts.stage,
-    reason: opts.stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-    code: 'too-many-redirects',
     subject: opts.subject,
-    terminal: true,
   });
+  if (res.status !== 200) {
+    await res.body.dump().catch(() => undefined);
+    throw statusError(res.status, opts, withAuth && res.url.origin === new URL(repository).origin);
+  }
+  const body = await readCapped(res, maxBytes, 'ref advertisement', opts.stage, opts.subject, opts.signal);
+  const type = String(res.headers['content-type'] ?? '');
+  if (!type.startsWith(ADVERTISEMENT_TYPE)) throw fail(opts, `server does not speak git smart http (content-type "${type}")`, 'not-smart-http', true);
+  try {
+    return { ...parseAdvertisement(body), finalUrl: redactUrl(res.url.toString()) };
+  } catch (e) {
+    throw fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, 'protocol-error', false);
+  }
 }

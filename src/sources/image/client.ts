@@ -7,33 +7,29 @@
  *   `Docker-Content-Digest` is only ever compared, never trusted on its own;
  * - memory stays bounded: manifests are capped at 4 MiB, blobs are streamed chunk by chunk;
  * - credentials go only to the registry they were issued for and to the token realm that registry
- *   names (the distribution token protocol); a redirect to another origin (blob storage) is followed
- *   without `Authorization`, and an https → http redirect is refused;
- * - TLS is always verified (system roots plus an optional custom CA); plain HTTP is spoken only to
- *   hosts listed in `insecureHosts` (loopback test registries, in-cluster registries);
+ *   names (the distribution token protocol); redirects, https-only credentials, proxy, CA and the
+ *   deadline are the shared transport's rules (../http/transport.ts): a redirect to another origin
+ *   (blob storage) is followed without `Authorization`, an https → http redirect is refused;
+ * - TLS is always verified (system roots plus an optional custom CA); plain HTTP, with
+ *   credentials, is spoken only to hosts listed in `insecureHosts` (loopback test registries,
+ *   in-cluster registries): listing a registry there is the operator's explicit choice;
  * - 429 and 5xx responses and connection failures are retried a bounded number of times, honouring
- *   `Retry-After`; a body is never retried once it started streaming to the caller;
+ *   `Retry-After` (../http/backoff.ts); a body is never retried once it started streaming;
  * - Bearer tokens are cached per (realm, service, scope, credential) until shortly before they
  *   expire and refreshed once on a 401; errors never contain credentials or tokens.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { rootCertificates } from 'node:tls';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { HoistError, redactUrl } from '../../util/errors.ts';
+import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
+import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
 import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
 import { credentialIdentity, type RegistryCredential } from './docker-config.ts';
 import { atStage, imageError, type ImageStage } from './errors.ts';
 import { MANIFEST_ACCEPT, parseManifest, type Descriptor, type ParsedManifest } from './manifest.ts';
 import { formatReference, manifestReference, type ImageReference } from './reference.ts';
 
-export interface RetryOptions {
-  /** total attempts, including the first (default 4) */
-  attempts?: number;
-  /** first backoff delay; doubles each attempt, with jitter (default 250 ms) */
-  baseDelayMs?: number;
-  /** longest wait we accept, from backoff or Retry-After; a longer Retry-After fails (default 30 s) */
-  maxDelayMs?: number;
-}
+export type { RetryOptions } from '../http/backoff.ts';
 
 export interface RegistryClientOptions {
   /**
@@ -48,9 +44,7 @@ export interface RegistryClientOptions {
   insecureHosts?: readonly string[];
   retry?: RetryOptions;
   userAgent?: string;
-  /** time to wait for response headers and between body chunks (default 60 s) */
-  timeoutMs?: number;
-  /** use this dispatcher instead of the client's own Agent (tests, shared pools) */
+  /** use this dispatcher instead of the transport's own proxy-aware agent (tests, shared pools) */
   dispatcher?: Dispatcher;
 }
 
@@ -94,7 +88,7 @@ export interface RegistryResponse {
 }
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-const MAX_REDIRECTS = 5;
+const MAX_TOKEN_RESPONSE_BYTES = 1024 * 1024;
 const TOKEN_EXPIRY_MARGIN_MS = 10_000;
 const DEFAULT_TOKEN_TTL_S = 60;
 const MANIFEST_CACHE_ENTRIES = 64;
@@ -106,14 +100,10 @@ interface CachedToken {
 }
 
 export class RegistryClient {
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
-  private readonly insecure: ReadonlySet<string>;
+  private readonly transport: HttpTransport;
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
-  private readonly userAgent: string;
-  private readonly timeoutMs: number;
   /** last challenge seen per registry host: lets later requests authenticate up front */
   private readonly challenges = new Map<string, AuthChallenge>();
   private readonly tokens = new Map<string, CachedToken>();
@@ -122,34 +112,26 @@ export class RegistryClient {
   private readonly manifestCache = new Map<string, { bytes: Buffer; mediaType: string }>();
 
   constructor(options: RegistryClientOptions = {}) {
-    this.insecure = new Set((options.insecureHosts ?? []).map((h) => h.toLowerCase()));
     this.attempts = Math.max(1, options.retry?.attempts ?? 4);
     this.baseDelayMs = options.retry?.baseDelayMs ?? 250;
     this.maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
-    this.userAgent = options.userAgent ?? 'hoist';
-    this.timeoutMs = options.timeoutMs ?? 60_000;
-    if (options.dispatcher) {
-      this.dispatcher = options.dispatcher;
-      this.ownsDispatcher = false;
-    } else {
-      const extra = options.ca === undefined ? [] : typeof options.ca === 'string' ? [options.ca] : [...options.ca];
-      this.dispatcher = new Agent({
-        connect: extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {},
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      this.ownsDispatcher = true;
-    }
+    const ca = options.ca === undefined ? undefined : typeof options.ca === 'string' ? [options.ca] : [...options.ca];
+    this.transport = new HttpTransport({
+      ...(ca ? { ca } : {}),
+      ...(options.insecureHosts ? { insecureHosts: options.insecureHosts } : {}),
+      ...(options.userAgent ? { userAgent: options.userAgent } : {}),
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
   }
 
   /** Closes the client's connections (not an injected dispatcher's). */
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    await this.transport.close();
   }
 
   /** `http` for hosts listed in insecureHosts, else `https`. */
   schemeFor(host: string): 'http' | 'https' {
-    return this.insecure.has(host.toLowerCase()) ? 'http' : 'https';
+    return this.transport.isInsecure(host) ? 'http' : 'https';
   }
 
   /**
@@ -279,8 +261,7 @@ export class RegistryClient {
     const scope = `repository:${ref.repository}:${req.scope}`;
     let authorization = await this.authorizationFor(ref, scope, ctx, false);
     for (let round = 0; ; round++) {
-      const headers: Record<string, string> = { 'user-agent': this.userAgent, ...req.headers };
-      const res = await this.withRetry(() => this.exchange(url, req.method, headers, authorization, req.body, ctx, base), ctx, subject);
+      const res = await this.withRetry(() => this.exchange(url, req.method, req.headers ?? {}, authorization, req.body, ctx, base), ctx, subject);
       if (res.statusCode !== 401 || round > 0) return res;
       await res.body.dump();
       let challenge = pickChallenge(parseChallenges(res.headers['www-authenticate']));
@@ -330,7 +311,7 @@ export class RegistryClient {
     if (!challenge) return undefined;
     if (challenge.scheme === 'basic') {
       if (!cred?.username || cred.password === undefined) return undefined;
-      return `Basic ${Buffer.from(`${cred.username}:${cred.password}`).toString('base64')}`;
+      return basicAuth(cred.username, cred.password);
     }
     if (cred?.registryToken) return `Bearer ${cred.registryToken}`;
     const realm = challenge.params.realm ?? '';
@@ -357,13 +338,14 @@ export class RegistryClient {
     } catch {
       throw imageError(ctx.stage, 'token', `registry advertised an invalid token realm`, subject, true);
     }
-    if (realmUrl.protocol !== 'https:' && !(realmUrl.protocol === 'http:' && this.insecure.has(realmUrl.host.toLowerCase()))) {
+    if (realmUrl.protocol !== 'https:' && !(realmUrl.protocol === 'http:' && this.transport.isInsecure(realmUrl.host))) {
       throw imageError(ctx.stage, 'token', `token realm ${redactUrl(realm)} is not https (add its host to insecureHosts to allow it)`, subject, true);
     }
     const cred = ctx.credential;
-    const headers: Record<string, string> = { 'user-agent': this.userAgent, accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json' };
     let method: 'GET' | 'POST' = 'GET';
     let body: string | undefined;
+    let basic: string | undefined;
     if (cred?.identityToken) {
       // OAuth2 refresh-token grant, as docker does with an identity token
       method = 'POST';
@@ -372,13 +354,11 @@ export class RegistryClient {
     } else {
       if (service) realmUrl.searchParams.set('service', service);
       realmUrl.searchParams.set('scope', scope);
-      if (cred?.username && cred.password !== undefined) {
-        headers.authorization = `Basic ${Buffer.from(`${cred.username}:${cred.password}`).toString('base64')}`;
-      }
+      if (cred?.username && cred.password !== undefined) basic = basicAuth(cred.username, cred.password);
     }
     const url = realmUrl.toString();
     const res = await this.withRetry(
-      () => this.exchange(url, method, headers, undefined, body === undefined ? undefined : () => body, ctx, realmUrl.origin),
+      () => this.exchange(url, method, headers, basic, body === undefined ? undefined : () => body, ctx, realmUrl.origin),
       ctx,
       subject,
     );
@@ -393,8 +373,9 @@ export class RegistryClient {
       throw imageError(ctx.stage, 'token', `token service answered ${res.statusCode}`, subject, res.statusCode >= 400 && res.statusCode < 500);
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
+    const raw = await readCapped({ status: res.statusCode, headers: res.headers, body: res.body, url: new URL(url) }, MAX_TOKEN_RESPONSE_BYTES, 'token response', ctx.stage, subject, ctx.signal);
     try {
-      parsed = (await res.body.json()) as typeof parsed;
+      parsed = JSON.parse(raw.toString('utf8')) as typeof parsed;
     } catch (e) {
       throw imageError(ctx.stage, 'token', 'token service answered with invalid JSON', subject, false, e);
     }
@@ -406,9 +387,9 @@ export class RegistryClient {
   }
 
   /**
-   * One HTTP exchange following redirects. `authorization` is sent only while the URL stays on
-   * `authOrigin` (the registry); a hop to another origin drops it, and https → http is refused
-   * unless the target host is in insecureHosts.
+   * One HTTP exchange through the shared transport: `authorization` goes only to `authOrigin`
+   * (the registry, or the token realm), redirects follow the transport's rules; requests with a
+   * body (uploads) are not redirected.
    */
   private async exchange(
     startUrl: string,
@@ -419,40 +400,19 @@ export class RegistryClient {
     ctx: OperationContext,
     authOrigin?: string,
   ): Promise<RegistryResponse> {
-    let url = startUrl;
-    const origin = authOrigin ?? new URL(startUrl).origin;
-    for (let hop = 0; ; hop++) {
-      const u = new URL(url);
-      const sameOrigin = u.origin === origin;
-      const h: Record<string, string> = { ...headers };
-      if (!sameOrigin) delete h.authorization; // also drops a token-realm Basic header on a cross-origin hop
-      if (authorization && sameOrigin) h.authorization = authorization;
-      // a redirected request is re-sent without its body: only GET/HEAD are redirected in practice
-      const sendBody = hop === 0 && body ? body() : undefined;
-      const res = await request(url, {
-        method,
-        headers: h,
-        body: sendBody,
-        dispatcher: this.dispatcher,
-        signal: ctx.signal,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      const location = single(res.headers.location);
-      if (![301, 302, 303, 307, 308].includes(res.statusCode) || !location || method === 'PUT' || method === 'POST' || method === 'PATCH') {
-        return { statusCode: res.statusCode, headers: res.headers, body: res.body, url };
-      }
-      await res.body.dump();
-      if (hop + 1 > MAX_REDIRECTS) throw imageError(ctx.stage, 'too-many-redirects', `more than ${MAX_REDIRECTS} redirects`, redactUrl(startUrl), false);
-      const next = new URL(location, url);
-      if (next.protocol === 'http:' && u.protocol === 'https:' && !this.insecure.has(next.host.toLowerCase())) {
-        throw imageError(ctx.stage, 'insecure-redirect', `refusing redirect from https to http (${redactUrl(next.toString())})`, redactUrl(startUrl), true);
-      }
-      if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-        throw imageError(ctx.stage, 'insecure-redirect', `refusing redirect to ${next.protocol}`, redactUrl(startUrl), true);
-      }
-      url = next.toString();
-    }
+    const res = await this.transport.send({
+      method,
+      url: startUrl,
+      headers,
+      ...(body ? { body } : {}),
+      authorization,
+      credentialOrigin: authOrigin ?? new URL(startUrl).origin,
+      signal: ctx.signal,
+      stage: ctx.stage,
+      subject: redactUrl(startUrl),
+      followRedirects: method === 'GET' || method === 'HEAD' || method === 'DELETE',
+    });
+    return { statusCode: res.status, headers: res.headers, body: res.body, url: res.url.toString() };
   }
 
   /**
@@ -465,12 +425,12 @@ export class RegistryClient {
       try {
         res = await fn();
       } catch (e) {
-        if (e instanceof HoistError) throw e;
         if (ctx.signal?.aborted) throw ctx.signal.reason;
-        if (attempt >= this.attempts) {
-          throw imageError(ctx.stage, 'network', `registry request failed: ${errorText(e)}`, subject, false, e);
-        }
-        await sleep(this.backoff(attempt), ctx.signal);
+        // only connection failures are retried; refusals of the transport's rules are final
+        const network = e instanceof HoistError && e.code === 'network';
+        if (!network) throw e;
+        if (attempt >= this.attempts) throw imageError(ctx.stage, 'network', `registry ${e.message}`, subject, false);
+        await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
         continue;
       }
       const retryable = res.statusCode === 429 || res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504 || res.statusCode === 500;
@@ -486,13 +446,8 @@ export class RegistryClient {
           false,
         );
       }
-      await sleep(after ?? this.backoff(attempt), ctx.signal);
+      await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
     }
-  }
-
-  private backoff(attempt: number): number {
-    const exp = this.baseDelayMs * 2 ** (attempt - 1);
-    return Math.min(this.maxDelayMs, exp / 2 + Math.random() * (exp / 2));
   }
 }
 
@@ -594,36 +549,8 @@ function sameAlgorithm(a: string, b: string): boolean {
   return a.split(':')[0] === b.split(':')[0];
 }
 
-/** Retry-After as milliseconds from `now`: delta-seconds or an HTTP date; undefined when absent or invalid. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) return undefined;
-  return Math.max(0, t - now);
-}
-
 function errorText(e: unknown): string {
   const m = e instanceof Error ? e.message : String(e);
   // undici errors can quote the URL; never let userinfo or query tokens through
   return m.replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u)).toLowerCase();
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

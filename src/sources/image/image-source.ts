@@ -13,22 +13,21 @@
  * fetch — a store hit makes no request (see authorization); a miss downloads, verifies and unpacks
  *   through the store's atomic, de-duplicated `put`.
  *
- * Cache-hit authorization (DESIGN §2, §7). Content fetched with one BundleDeployment's credentials
- * must not be served to another that cannot read the image. Two ways to get that:
- * - `authorize(spec, resolved, ctx)`: one authenticated manifest HEAD (by digest) with this BD's
- *   credentials; throws the same HoistError a pull would (unauthorized, credentials-required,
- *   not-found). The reconciler calls it on a store hit when `accessIdentity(spec, ctx)` is not
- *   among the identities that already proved access to the key.
- * - `authorizeCacheHits: true` (the default): `fetch` does exactly that itself, remembering in
- *   memory which (key, identity) pairs proved access, including the one that downloaded the
- *   content. The same BD fetching pinned content again therefore makes zero requests; another BD
- *   with different (or no) credentials makes one HEAD (plus a token request where the registry
- *   uses tokens) the first time. After a restart the first hit per identity is checked again.
+ * Cache-hit authorization (DESIGN §2, ../cached-fetch.ts): the store records which
+ * registry/repository and credential pulled or proved each digest. A hit for the same repository
+ * with another credential (or none) costs one authenticated manifest HEAD by digest (`authorize`);
+ * a hit pulled only from another repository or registry is pulled again from this one, every
+ * blob verified against its digest. The same BD fetching pinned content again, also after a
+ * restart, makes zero requests.
+ *
+ * Every resolve and every fetch runs under one overall deadline (`timeoutMs`).
  */
 import type { ImageSource as ImageSourceSpec, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError } from '../../util/errors.ts';
 import type { UnpackLimits } from '../../util/unpack-tar.ts';
+import { fetchThroughStore } from '../cached-fetch.ts';
+import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from '../http/deadline.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
 import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';
@@ -42,8 +41,8 @@ export interface ImageSourceOptions extends RegistryClientOptions {
   platform?: string | Platform;
   /** unpack limits for one image (all layers together) */
   limits?: Partial<UnpackLimits>;
-  /** check access on store hits for identities not yet seen (default true); see the file comment */
-  authorizeCacheHits?: boolean;
+  /** overall deadline of one resolve or one fetch; default 10 min */
+  timeoutMs?: number;
   /** share a client (and its token cache and connections) instead of creating one */
   client?: RegistryClient;
   /** called after every completed pull, e.g. for metrics */
@@ -61,18 +60,16 @@ export class ImageSource implements Source {
   readonly client: RegistryClient;
   private readonly platform: Platform;
   private readonly limits: Partial<UnpackLimits> | undefined;
-  private readonly authorizeCacheHits: boolean;
+  private readonly timeoutMs: number;
   private readonly onPull: ((result: PullResult, ref: string) => void) | undefined;
   private readonly ownsClient: boolean;
-  /** `key|identity` pairs known to have access, so repeated hits stay at zero requests */
-  private readonly proven = new Set<string>();
 
   constructor(options: ImageSourceOptions = {}) {
     this.client = options.client ?? new RegistryClient(options);
     this.ownsClient = options.client === undefined;
     this.platform = typeof options.platform === 'string' ? parsePlatform(options.platform) : (options.platform ?? DEFAULT_PLATFORM);
     this.limits = options.limits;
-    this.authorizeCacheHits = options.authorizeCacheHits ?? true;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
     this.onPull = options.onPull;
   }
 
@@ -93,6 +90,10 @@ export class ImageSource implements Source {
       return { status: { ...recorded }, key: this.key(recorded.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
     const op = this.op(ref, ctx, 'resolve');
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(ref, subject, { ...op, signal }, ctx));
+  }
+
+  private async resolveTag(ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
     try {
       const head = await this.client.headManifest(ref, op);
       const prev = ctx.previous;
@@ -113,27 +114,25 @@ export class ImageSource implements Source {
 
   async fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string> {
     const ref = this.pinned(spec, resolved);
+    const subject = formatReference(ref);
     const op = this.op(ref, ctx, 'fetch');
-    const identity = `${resolved.key}|${this.accessIdentity(spec, ctx)}`;
-    const hit = await store.open(resolved.key);
-    if (hit) {
-      if (this.authorizeCacheHits && !this.proven.has(identity)) {
-        await this.authorize(spec, resolved, ctx);
-      }
-      return hit;
-    }
-    const dir = await store.put(resolved.key, async (tmp) => {
-      const result = await pullImage(this.client, ref, tmp, op, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
-      // the download itself proved this identity's access
-      this.proven.add(identity);
-      this.onPull?.(result, formatReference(ref));
-    });
-    // a concurrent put by a caller with other credentials may have done the download (the store
-    // shares one in-flight write per key): then this caller still has to prove its own access
-    if (this.authorizeCacheHits && !this.proven.has(identity)) {
-      await this.authorize(spec, resolved, ctx);
-    }
-    return dir;
+    return withDeadline(ctx.signal, this.timeoutMs, 'fetch', subject, (signal) =>
+      fetchThroughStore({
+        store,
+        key: resolved.key,
+        origin: {
+          location: `${ref.registry}/${ref.repository}`,
+          credential: op.credential ? credentialIdentity(op.credential) : undefined,
+          display: `${ref.registry}/${ref.repository}`,
+        },
+        subject,
+        download: async (tmp) => {
+          const result = await pullImage(this.client, ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
+          this.onPull?.(result, subject);
+        },
+        prove: () => this.authorize(spec, resolved, { ...ctx, signal }),
+      }),
+    );
   }
 
   /**
@@ -144,16 +143,6 @@ export class ImageSource implements Source {
   async authorize(spec: SourceSpec, resolved: Resolved, ctx: SourceContext): Promise<void> {
     const ref = this.pinned(spec, resolved);
     await this.client.headManifest(ref, this.op(ref, ctx, 'fetch'));
-    this.proven.add(`${resolved.key}|${this.accessIdentity(spec, ctx)}`);
-  }
-
-  /**
-   * Who is asking, as far as the registry can tell: the repository plus a hash of the matching
-   * credential (or "anonymous"). Two BDs with equal identities have equal access.
-   */
-  accessIdentity(spec: SourceSpec, ctx: SourceContext): string {
-    const ref = this.reference(spec);
-    return `${ref.registry}/${ref.repository}|${credentialIdentity(this.credentialFor(ref, ctx))}`;
   }
 
   private resolved(ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {

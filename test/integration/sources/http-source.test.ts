@@ -1,10 +1,12 @@
 /**
- * The http source against a real HTTP server on loopback. 127.0.0.1 and 127.0.0.2 are two
- * different hosts as far as credentials are concerned. Every request is recorded, so the tests
- * assert request budgets, not timings.
+ * The http source against a real HTTPS server on loopback (a test CA). 127.0.0.1 and 127.0.0.2
+ * are two different hosts as far as credentials are concerned. Every request is recorded, so the
+ * tests assert request budgets, not timings. The network rules shared by every source are tested
+ * in network-rules.test.ts.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,6 +20,7 @@ import type { SourceContext } from '../../../src/sources/source.ts';
 import type { HoistError } from '../../../src/util/errors.ts';
 import { buildTar, buildTarGz } from '../../unit/util/tar-fixtures.ts';
 import { failure } from '../../support/failure.ts';
+import { makePki, type TestPki } from '../../support/registry.ts';
 
 const FIXTURE = new URL('../../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url).pathname;
 const USER = 'deployer';
@@ -40,14 +43,22 @@ let a: Server;
 let b: Server;
 let A: string;
 let B: string;
+let pki: TestPki & { serverCert: Buffer; serverKey: Buffer };
+let pkiDir: string;
 
 const sha = (buf: Buffer): string => createHash('sha256').update(buf).digest('hex');
 
 function listen(server: Server, host: string): Promise<string> {
-  return new Promise((resolve) => server.listen(0, host, () => resolve(`http://${host}:${(server.address() as AddressInfo).port}`)));
+  return new Promise((resolve) => server.listen(0, host, () => resolve(`https://${host}:${(server.address() as AddressInfo).port}`)));
 }
 
+const createServer = (handler: (req: IncomingMessage, res: ServerResponse) => void): Server =>
+  createHttpsServer({ cert: pki.serverCert, key: pki.serverKey }, handler);
+
 beforeAll(async () => {
+  pkiDir = await mkdtemp(join(tmpdir(), 'hoist-http-pki-'));
+  const made = await makePki(pkiDir);
+  pki = { ...made, serverCert: await readFile(made.serverCertPath), serverKey: await readFile(made.serverKeyPath) };
   install = await readFile(FIXTURE, 'utf8');
   tgz = await buildTarGz([{ header: { name: 'manifests/install.yaml' }, body: install }]);
   otherTgz = await buildTarGz([{ header: { name: 'other.yaml' }, body: 'kind: Other\n' }]);
@@ -122,8 +133,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  a.closeAllConnections();
+  b.closeAllConnections();
   await new Promise((r) => a.close(r));
   await new Promise((r) => b.close(r));
+  await rm(pkiDir, { recursive: true, force: true });
 });
 
 let root: string;
@@ -141,13 +155,16 @@ afterEach(async () => {
 });
 
 function source(opts: ConstructorParameters<typeof HttpSource>[0] = {}): HttpSource {
-  const s = new HttpSource(opts);
+  const s = new HttpSource({ ca: pki.caCert, ...opts });
   sources.push(s);
   return s;
 }
 
 const spec = (url: string, sha256?: string): SourceSpec => ({ kind: 'http', http: { url, ...(sha256 ? { sha256 } : {}) } });
-const basicCreds: SourceContext = { credentials: { data: { username: USER, password: PASSWORD } } };
+const hostOf = (url: string): string => new URL(url).host;
+/** a secret bound to host A (127.0.0.1) */
+const bound = (data: Record<string, string>): SourceContext => ({ credentials: { data, secret: 'test/creds', hosts: [hostOf(A)] } });
+const basicCreds = (): SourceContext => bound({ username: USER, password: PASSWORD });
 
 
 function noSecrets(e: HoistError): void {
@@ -190,9 +207,9 @@ describe('http source: pinned', () => {
   it('a pin mismatch is terminal, names the URL without credentials and both digests, and stores nothing', async () => {
     const wrong = 'ab'.repeat(32);
     const s = source();
-    const url = `http://${USER}:${PASSWORD}@127.0.0.1:${new URL(A).port}/private.tar.gz?token=${TOKEN}`;
-    const r = await s.resolve(spec(url, wrong), {});
-    const e = await failure(s.fetch(spec(url, wrong), r, store, {}));
+    const url = `${A}/private.tar.gz?token=${TOKEN}`;
+    const r = await s.resolve(spec(url, wrong), basicCreds());
+    const e = await failure(s.fetch(spec(url, wrong), r, store, basicCreds()));
     expect(e.code).toBe('digest-mismatch');
     expect(e.stage).toBe('fetch');
     expect(e.terminal).toBe(true);
@@ -201,8 +218,14 @@ describe('http source: pinned', () => {
     expect(e.message).toContain(sha(tgz));
     noSecrets(e);
     expect(await store.list()).toEqual([]);
-    // the URL's userinfo was used as Basic credentials
     expect(seen[0]?.headers.authorization).toMatch(/^Basic /);
+  });
+
+  it('refuses credentials written into the URL (they belong in a Secret), naming the URL without them', async () => {
+    const e = await failure(source().resolve(spec(`https://${USER}:${PASSWORD}@${hostOf(A)}/private.tar.gz`, sha(tgz)), {}));
+    expect(e).toMatchObject({ stage: 'spec', code: 'credentials-in-url', terminal: true, subject: `${A}/private.tar.gz` });
+    noSecrets(e);
+    expect(seen).toHaveLength(0);
   });
 
   it('unpacks an uncompressed tar too', async () => {
@@ -227,13 +250,13 @@ describe('http source: unpinned', () => {
     expect(seen).toHaveLength(1);
   });
 
-  it('without a store at hand, resolve stages the download and fetch adopts it: still one request', async () => {
-    const s = createSourceRegistry().sourceFor('http') as HttpSource;
+  it('without a store at hand, resolve only hashes the download and fetch downloads again', async () => {
+    const s = createSourceRegistry({ ca: pki.caCert }).sourceFor('http') as HttpSource;
     sources.push(s);
     const r = await s.resolve(spec(`${A}/bundle.tar.gz`), {});
     const dir = await s.fetch(spec(`${A}/bundle.tar.gz`), r, store, {});
     expect(await readFile(join(dir, 'manifests/install.yaml'), 'utf8')).toBe(install);
-    expect(seen).toHaveLength(1);
+    expect(seen.map((x) => x.method)).toEqual(['GET', 'GET']);
   });
 
   it('a re-check sends If-None-Match / If-Modified-Since and a 304 keeps the previous resolution', async () => {
@@ -254,21 +277,21 @@ describe('http source: credentials', () => {
     expect(e).toMatchObject({ stage: 'resolve', code: 'unauthorized', terminal: true, subject: `${A}/private.tar.gz` });
     expect(e.message).toContain('401');
 
-    const r = await source({ store }).resolve(spec(`${A}/private.tar.gz`), basicCreds);
+    const r = await source({ store }).resolve(spec(`${A}/private.tar.gz`), basicCreds());
     expect(r.key).toBe(`sha256:${sha(tgz)}`);
   });
 
   it('sends a token as Bearer', async () => {
     const s = source();
     const r = await s.resolve(spec(`${A}/private.tar.gz`, sha(tgz)), {});
-    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, { credentials: { data: { token: TOKEN } } });
+    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, bound({ token: TOKEN }));
     expect(seen[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
   it('keeps Authorization on a same-host redirect and drops it on a cross-host one', async () => {
     const s = source();
     const same = await s.resolve(spec(`${A}/redirect-same`, sha(tgz)), {});
-    await s.fetch(spec(`${A}/redirect-same`, sha(tgz)), same, store, basicCreds);
+    await s.fetch(spec(`${A}/redirect-same`, sha(tgz)), same, store, basicCreds());
     expect(seen.map((x) => [x.host, x.path, x.headers.authorization !== undefined])).toEqual([
       ['a', '/redirect-same', true],
       ['a', '/private.tar.gz', true],
@@ -276,7 +299,7 @@ describe('http source: credentials', () => {
 
     seen = [];
     const cross = await s.resolve(spec(`${A}/redirect-cross`, sha(otherTgz)), {});
-    const dir = await s.fetch(spec(`${A}/redirect-cross`, sha(otherTgz)), cross, store, basicCreds);
+    const dir = await s.fetch(spec(`${A}/redirect-cross`, sha(otherTgz)), cross, store, basicCreds());
     expect(await readFile(join(dir, 'other.yaml'), 'utf8')).toBe('kind: Other\n');
     expect(seen.map((x) => [x.host, x.path, x.headers.authorization])).toEqual([
       ['a', '/redirect-cross', `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`],
@@ -284,11 +307,11 @@ describe('http source: credentials', () => {
     ]);
   });
 
-  it('a cache hit of private content needs proof of access once per caller, then none', async () => {
+  it('a cache hit of private content needs proof of access once per caller, then none, also after a restart', async () => {
     const s = source();
     const r = await s.resolve(spec(`${A}/private.tar.gz`, sha(tgz)), {});
-    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds);
-    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds);
+    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds());
+    await s.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds());
     expect(seen.map((x) => x.method)).toEqual(['GET']);
 
     // another caller without credentials does not get the private content from the cache
@@ -296,18 +319,25 @@ describe('http source: credentials', () => {
     expect(e).toMatchObject({ code: 'unauthorized', terminal: true });
     expect(seen.map((x) => x.method)).toEqual(['GET', 'HEAD']);
 
-    // a restarted controller with credentials proves access with one HEAD, not a download
+    // a restarted controller (new source, store reopened from disk): the proof is durable, so
+    // the same credential needs no request and the anonymous caller is still refused
     const fresh = source();
-    await fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds);
-    await fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, store, basicCreds);
+    const reopened = new FsContentStore({ root });
+    await fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, reopened, basicCreds());
+    expect(seen.map((x) => x.method)).toEqual(['GET', 'HEAD']);
+    expect(await failure(fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, reopened, {}))).toMatchObject({ code: 'unauthorized' });
     expect(seen.map((x) => x.method)).toEqual(['GET', 'HEAD', 'HEAD']);
+    // another credential that the server accepts proves access with one HEAD, not a download
+    await fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, reopened, bound({ token: TOKEN }));
+    await fresh.fetch(spec(`${A}/private.tar.gz`, sha(tgz)), r, reopened, bound({ token: TOKEN }));
+    expect(seen.map((x) => x.method)).toEqual(['GET', 'HEAD', 'HEAD', 'HEAD']);
   });
 });
 
 describe('http source: failures', () => {
-  it('404 is terminal and names the URL without userinfo or query', async () => {
+  it('404 is terminal and names the URL without its query', async () => {
     const s = source();
-    const url = `http://${USER}:${PASSWORD}@127.0.0.1:${new URL(A).port}/nope.tar.gz?token=${TOKEN}`;
+    const url = `${A}/nope.tar.gz?token=${TOKEN}`;
     const r = await s.resolve(spec(url, sha(tgz)), {});
     const e = await failure(s.fetch(spec(url, sha(tgz)), r, store, {}));
     expect(e).toMatchObject({ stage: 'fetch', reason: 'FetchFailed', code: 'not-found', terminal: true, subject: `${A}/nope.tar.gz` });
@@ -316,17 +346,17 @@ describe('http source: failures', () => {
   });
 
   it('5xx is transient', async () => {
-    const e = await failure(source().resolve(spec(`${A}/error`), basicCreds));
+    const e = await failure(source().resolve(spec(`${A}/error`), basicCreds()));
     expect(e).toMatchObject({ code: 'http-status', terminal: false });
     expect(e.message).toContain('503');
     noSecrets(e);
   });
 
   it('a refused connection is transient', async () => {
-    const closed = createServer();
+    const closed = createServer(() => undefined);
     const url = await listen(closed, '127.0.0.1');
     await new Promise((r) => closed.close(r));
-    const e = await failure(source().resolve(spec(`${url}/x.tar.gz`), basicCreds));
+    const e = await failure(source().resolve(spec(`${url}/x.tar.gz`), { credentials: { data: { username: USER, password: PASSWORD }, hosts: [hostOf(url)] } }));
     expect(e).toMatchObject({ stage: 'resolve', code: 'network', terminal: false });
     noSecrets(e);
   });

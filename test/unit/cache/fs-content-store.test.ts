@@ -126,23 +126,103 @@ describe('FsContentStore', () => {
     expect(await readdir(join(root, 'tmp'))).toEqual([]);
   });
 
-  it('enforceBudget evicts least-recently-used entries outside keep until under maxBytes', async () => {
+  it('the budget bounds the store on every write: LRU entries are evicted, recently handed-out ones kept', async () => {
     const c = clock();
     const store = new FsContentStore({ root, maxBytes: 250, now: c.now });
+    await store.put('a', writeFileOf('f', 'x'.repeat(100)));
+    c.advance(11 * 60_000);
+    await store.put('b', writeFileOf('f', 'x'.repeat(100)));
+    c.advance(11 * 60_000);
+    await store.open('a'); // a is handed out again: a reconcile may be reading it
+    c.advance(60_000);
+    await store.put('c', writeFileOf('f', 'x'.repeat(100)));
+    // 300 bytes would not fit in 250: b, the least recently used entry not in use, made room
+    expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'c']);
+    expect((await store.list()).reduce((n, m) => n + m.size, 0)).toBeLessThanOrEqual(250);
+  });
+
+  it('refuses content larger than the whole budget (terminal), and content that cannot fit beside content in use (transient)', async () => {
+    const c = clock();
+    const store = new FsContentStore({ root, maxBytes: 250, now: c.now });
+    await expect(store.put('huge', writeFileOf('f', 'x'.repeat(300)))).rejects.toMatchObject({ code: 'cache-budget', terminal: true });
+    await store.put('a', writeFileOf('f', 'x'.repeat(100)));
+    c.advance(1000);
+    await store.put('b', writeFileOf('f', 'x'.repeat(100)));
+    await expect(store.put('c', writeFileOf('f', 'x'.repeat(100)))).rejects.toMatchObject({ code: 'cache-full', terminal: false });
+    expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'b']);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    // once a and b are no longer in use, c fits
+    c.advance(11 * 60_000);
+    await store.put('c', writeFileOf('f', 'x'.repeat(100)));
+    expect((await store.list()).map((m) => m.key).sort()).toEqual(['b', 'c']);
+  });
+
+  it('enforceBudget (during gc) evicts least-recently-used entries outside keep', async () => {
+    const c = clock();
+    const store = new FsContentStore({ root, now: c.now });
     for (const k of ['a', 'b', 'c', 'd']) {
       await store.put(k, writeFileOf('f', 'x'.repeat(100)));
       c.advance(120_000);
     }
     await store.open('a'); // a becomes the most recently used
     c.advance(120_000);
-    // 400 bytes, budget 250: evict LRU not kept — b is kept, so c and d... c is older than d
-    const removed = await store.enforceBudget(new Set(['b']));
-    expect(removed).toEqual(['c', 'd']);
+    // 400 bytes, budget 250: b is kept, so c and d (c is older than d) go
+    expect(await store.enforceBudget(new Set(['b']), 250)).toEqual(['c', 'd']);
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'b']);
     // keep wins over the budget
     expect(await store.enforceBudget(new Set(['a', 'b']), 10)).toEqual([]);
     // without a budget nothing is evicted
     expect(await new FsContentStore({ root }).enforceBudget(new Set())).toEqual([]);
+  });
+
+  it('records origins durably, as HMACs, and tells a requester how its origin relates to them', async () => {
+    const victim = { location: 'https://a.example/private.tgz?sig=SIG-SECRET', credential: 'Basic VICTIM-SECRET', display: 'https://a.example/private.tgz' };
+    const store = new FsContentStore({ root });
+    expect(await store.access('k', victim)).toBe('miss');
+    await store.put('k', writeFileOf('f', 'private'), victim);
+    expect(await store.access('k', victim)).toBe('proven');
+    expect(await store.access('k', { ...victim, credential: undefined })).toBe('same-location');
+    expect(await store.access('k', { ...victim, credential: 'Basic OTHER' })).toBe('same-location');
+    // another query string is another location: a pre-signed URL's signature is a credential
+    expect(await store.access('k', { ...victim, location: 'https://a.example/private.tgz' })).toBe('elsewhere');
+    expect(await store.access('k', { location: 'https://evil.example/x', credential: undefined, display: '' })).toBe('elsewhere');
+    // nothing secret is written in the clear
+    const meta = await readFile(join(root, 'entries', entryName('k'), 'meta.json'), 'utf8');
+    expect(meta).not.toContain('SECRET');
+    // a restarted controller (store reopened from disk) sees the same records
+    const reopened = new FsContentStore({ root });
+    expect(await reopened.access('k', victim)).toBe('proven');
+    expect(await reopened.access('k', { ...victim, credential: undefined })).toBe('same-location');
+    // a proof without download (same location) and with a verifying download (elsewhere)
+    await reopened.addOrigin('k', { ...victim, credential: 'Basic OTHER' });
+    expect(await reopened.access('k', { ...victim, credential: 'Basic OTHER' })).toBe('proven');
+    const evil = { location: 'https://evil.example/x', credential: undefined, display: 'https://evil.example/x' };
+    await expect(reopened.addOrigin('k', evil, async () => Promise.reject(new Error('digest mismatch')))).rejects.toThrow('digest mismatch');
+    expect(await reopened.access('k', evil)).toBe('elsewhere');
+    let scratch = '';
+    await reopened.addOrigin('k', evil, async (d) => {
+      scratch = d;
+      await writeFile(join(d, 'f'), 'private');
+    });
+    expect(await reopened.access('k', evil)).toBe('proven');
+    // the verifying download was discarded; the stored content is untouched
+    expect(scratch).not.toBe('');
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    expect(await readFile(join((await reopened.open('k'))!, 'f'), 'utf8')).toBe('private');
+    // anonymous access proven at a location serves every requester at that location
+    await reopened.put('pub', writeFileOf('f', 'public'), { ...evil, credential: undefined });
+    expect(await reopened.access('pub', { ...evil, credential: 'Basic ANY' })).toBe('proven');
+  });
+
+  it('putComputed records the origin also when the content was already there (the download proved it)', async () => {
+    const store = new FsContentStore({ root });
+    const a = { location: 'https://a.example/x', credential: undefined, display: 'https://a.example/x' };
+    const b = { location: 'https://b.example/x', credential: 'Bearer t', display: 'https://b.example/x' };
+    await store.putComputed(async (d) => (await writeFile(join(d, 'f'), 'same'), 'sha256:same'), a);
+    expect(await store.access('sha256:same', b)).toBe('elsewhere');
+    await store.putComputed(async (d) => (await writeFile(join(d, 'f'), 'same'), 'sha256:same'), b);
+    expect(await store.access('sha256:same', b)).toBe('proven');
+    expect(await store.list()).toHaveLength(1);
   });
 });
 

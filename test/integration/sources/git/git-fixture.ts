@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { git, setAllowUnadvertisedWants, startGitServer, type GitServer } from '../../../support/git-server.ts';
+import { makePki, type TestPki } from '../../../support/registry.ts';
 
 export interface GitFixture {
   root: string;
@@ -25,7 +26,9 @@ export interface GitFixture {
   /** tip of branch "links": a symlink staying inside manifests/app */
   links: string;
   publicServer: GitServer;
+  /** https (credentials go only over https), certificate from `pki` */
   privateServer: GitServer;
+  pki: TestPki;
   v0Server: GitServer;
   users: { username: string; password: string }[];
   /** commits in `work` and pushes to every served repo; returns the new commit */
@@ -95,7 +98,8 @@ export async function createGitFixture(): Promise<GitFixture> {
     { username: 'x-access-token', password: 'tok-0123456789' },
   ];
   const publicServer = await startGitServer({ projectRoot: repos });
-  const privateServer = await startGitServer({ projectRoot: repos, users });
+  const pki = await makePki(join(root, 'pki'));
+  const privateServer = await startGitServer({ projectRoot: repos, users, tls: pki });
   const v0Server = await startGitServer({ projectRoot: repos, protocolV2: false });
   return {
     root,
@@ -108,6 +112,7 @@ export async function createGitFixture(): Promise<GitFixture> {
     links,
     publicServer,
     privateServer,
+    pki,
     v0Server,
     users,
     async commitAndPush(file, content) {

@@ -1,0 +1,46 @@
+/**
+ * A store hit proves access at the content's own location (DESIGN §2, docs/security.md). Every
+ * source's `fetch` goes through `fetchThroughStore`:
+ *
+ * - miss → download (verifying the digest) into the store, recording this origin;
+ * - proven (this location, this credential or anonymous access, recorded durably) → serve;
+ * - same location, another credential → the source's cheapest authenticated request (HEAD,
+ *   manifest HEAD, ref advertisement) with the requester's own credential, then serve;
+ * - fetched only elsewhere → a new download from the requester's location, verified against the
+ *   digest and discarded (the stored copy is byte-identical), then serve. A 200 from the
+ *   requester's own server therefore never unlocks someone else's content.
+ */
+import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
+import { HoistError } from '../util/errors.ts';
+
+export interface StoreFetch {
+  store: ContentStore;
+  key: string;
+  origin: ContentOrigin;
+  /** downloads into `dir`, failing unless the content matches `key` */
+  download(dir: string): Promise<void>;
+  /** the cheapest request proving `origin`'s credential may read the content at its location */
+  prove(): Promise<void>;
+  subject: string;
+}
+
+/** Returns the store directory once this origin's access is proven. */
+export async function fetchThroughStore(f: StoreFetch): Promise<string> {
+  for (let round = 0; round < 3; round++) {
+    const access = await f.store.access(f.key, f.origin);
+    if (access === 'miss') {
+      // a concurrent put for another origin may have done the download: the next round checks
+      await f.store.put(f.key, f.download, f.origin);
+      continue;
+    }
+    if (access === 'same-location') {
+      await f.prove();
+      await f.store.addOrigin(f.key, f.origin);
+    } else if (access === 'elsewhere') {
+      await f.store.addOrigin(f.key, f.origin, f.download);
+    }
+    const dir = await f.store.open(f.key);
+    if (dir !== undefined) return dir;
+  }
+  throw new HoistError('content kept leaving the store while it was fetched', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: f.subject, terminal: false });
+}

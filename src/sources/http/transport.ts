@@ -1,0 +1,234 @@
+/**
+ * The one HTTP client of the sources (http tarballs, OCI registries, git ref advertisements).
+ * Each source keeps only its protocol; the network rules live here, once:
+ *
+ * - **Proxy**: `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment (undici's
+ *   EnvHttpProxyAgent), the same variables the git CLI reads.
+ * - **TLS**: always verified; an optional CA bundle is added to Node's roots, never substituted.
+ * - **Credentials**: an Authorization value is sent only to its origin (scheme, host and port of
+ *   the URL it was meant for) and only over https — plain http only to hosts explicitly listed
+ *   as insecure (test and in-cluster registries). A request that would break either rule fails.
+ * - **Redirects**: followed by hand, at most `maxRedirects` hops; a hop to another origin drops
+ *   Authorization; https → http is refused (unless the target host is listed as insecure);
+ *   only http(s) targets; requests with a body are never redirected.
+ * - **Deadline**: every request takes the operation's signal (see deadline.ts); an aborted
+ *   request or body stream rejects with the signal's reason.
+ * - **Byte caps**: `readCapped` stops a body at a limit.
+ *
+ * Errors are HoistErrors naming the URL through `redactUrl`; undici errors are never attached,
+ * so nothing that held request headers reaches a log.
+ */
+import { rootCertificates } from 'node:tls';
+import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
+
+export type SourceStage = Extract<Stage, 'resolve' | 'fetch'>;
+
+export interface TransportOptions {
+  /** extra CA certificates (PEM), trusted in addition to Node's built-in roots */
+  ca?: string | Buffer | ReadonlyArray<string | Buffer>;
+  /**
+   * `host[:port]` spoken to over plain http even with credentials, and allowed as the target of an
+   * https → http redirect (registries configured as insecure). Empty by default.
+   */
+  insecureHosts?: readonly string[];
+  /** default 5 */
+  maxRedirects?: number;
+  /** default 30 s */
+  connectTimeoutMs?: number;
+  userAgent?: string;
+  /** replaces the built-in proxy-aware agent (tests, shared pools); `ca` then belongs to it */
+  dispatcher?: Dispatcher;
+}
+
+export interface SendRequest {
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: URL | string;
+  headers?: Record<string, string>;
+  /** called once, for the first hop; requests with a body are never redirected */
+  body?: () => Dispatcher.DispatchOptions['body'];
+  /** the Authorization value; sent only to `credentialOrigin` and only over https */
+  authorization?: string | undefined;
+  /** origin the credential belongs to (default: the request URL's origin) */
+  credentialOrigin?: string | undefined;
+  signal?: AbortSignal | undefined;
+  stage: SourceStage;
+  /** what errors name (no userinfo, no query): default the redacted URL */
+  subject?: string;
+  /** default true for GET and HEAD */
+  followRedirects?: boolean;
+}
+
+export interface SendResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+  /** the URL that answered, after redirects */
+  url: URL;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+export function reasonFor(stage: SourceStage): string {
+  return stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
+}
+
+/** `Basic base64(user:password)`, the one place it is built */
+export function basicAuth(username: string, password: string): string {
+  return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
+}
+
+/** One header value (the first when repeated). */
+export function headerValue(headers: SendResponse['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export class HttpTransport {
+  readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly insecure: ReadonlySet<string>;
+  private readonly maxRedirects: number;
+  readonly userAgent: string;
+
+  constructor(options: TransportOptions = {}) {
+    this.insecure = new Set((options.insecureHosts ?? []).map((h) => h.toLowerCase()));
+    this.maxRedirects = options.maxRedirects ?? 5;
+    this.userAgent = options.userAgent ?? 'hoist';
+    if (options.dispatcher) {
+      this.dispatcher = options.dispatcher;
+      this.ownsDispatcher = false;
+    } else {
+      const extra = options.ca === undefined ? [] : Array.isArray(options.ca) ? [...(options.ca as Array<string | Buffer>)] : [options.ca as string | Buffer];
+      const tls = extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {};
+      this.dispatcher = new EnvHttpProxyAgent({
+        connect: { timeout: options.connectTimeoutMs ?? 30_000, rejectUnauthorized: true, ...tls },
+        requestTls: { rejectUnauthorized: true, ...tls },
+      });
+      this.ownsDispatcher = true;
+    }
+  }
+
+  /** Closes the built-in agent's connections (not an injected dispatcher's). */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /** true when `host` (host[:port]) was listed as insecure */
+  isInsecure(host: string): boolean {
+    return this.insecure.has(host.toLowerCase());
+  }
+
+  /**
+   * One exchange, following redirects under the rules in the file comment. The caller consumes
+   * or dumps the body.
+   */
+  async send(req: SendRequest): Promise<SendResponse> {
+    const start = typeof req.url === 'string' ? new URL(req.url) : new URL(req.url.toString());
+    const subject = req.subject ?? redactUrl(start.toString());
+    const fail = (message: string, code: string, terminal: boolean): HoistError =>
+      new HoistError(message, { stage: req.stage, reason: reasonFor(req.stage), code, subject, terminal });
+    const credentialOrigin = req.credentialOrigin ?? start.origin;
+    const follow = req.followRedirects ?? (req.method === 'GET' || req.method === 'HEAD');
+    let current = start;
+    for (let hop = 0; ; hop++) {
+      if (current.protocol !== 'https:' && current.protocol !== 'http:') throw fail(`unsupported scheme ${current.protocol}`, 'bad-url', true);
+      const headers: Record<string, string> = { 'user-agent': this.userAgent };
+      for (const [k, v] of Object.entries(req.headers ?? {})) if (k.toLowerCase() !== 'authorization') headers[k.toLowerCase()] = v;
+      const withCredential = req.authorization !== undefined && current.origin === credentialOrigin;
+      if (withCredential) {
+        if (current.protocol !== 'https:' && !this.isInsecure(current.host)) {
+          throw fail(`credentials are sent only over https, not to ${redactUrl(current.toString())}`, 'insecure-credentials', true);
+        }
+        headers.authorization = req.authorization!;
+      }
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(current, {
+          method: req.method,
+          headers,
+          body: hop === 0 && req.body ? req.body() : undefined,
+          dispatcher: this.dispatcher,
+          signal: req.signal,
+        });
+      } catch (e) {
+        throw networkError(e, req.stage, subject, req.signal);
+      }
+      const location = headerValue(res.headers, 'location');
+      if (!follow || !REDIRECTS.has(res.statusCode) || location === undefined) {
+        return { status: res.statusCode, headers: res.headers, body: res.body, url: current };
+      }
+      await res.body.dump().catch(() => undefined);
+      if (hop >= this.maxRedirects) throw fail(`more than ${this.maxRedirects} redirects`, 'too-many-redirects', true);
+      let next: URL;
+      try {
+        next = new URL(location, current);
+      } catch {
+        throw fail('redirect to an invalid location', 'bad-redirect', true);
+      }
+      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw fail(`refusing redirect to ${next.protocol}`, 'insecure-redirect', true);
+      if (current.protocol === 'https:' && next.protocol === 'http:' && !this.isInsecure(next.host)) {
+        throw fail(`refusing redirect from https to http (${redactUrl(next.toString())})`, 'insecure-redirect', true);
+      }
+      next.username = '';
+      next.password = '';
+      current = next;
+    }
+  }
+}
+
+/**
+ * A failure to talk to the server: transient. When the operation's signal fired (deadline or
+ * cancellation) its reason is the error. Only code and message of the undici error are kept.
+ */
+export function networkError(e: unknown, stage: SourceStage, subject: string, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted) return signal.reason;
+  if (e instanceof HoistError) return e;
+  const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? (e as NodeJS.ErrnoException | undefined)?.code;
+  const message = (cause?.message ?? (e instanceof Error ? e.message : String(e))).replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u));
+  // certificate problems are configuration, not weather: retrying cannot fix them
+  const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(`${code ?? ''} ${message}`);
+  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${code ? `${code}: ` : ''}${message.toLowerCase()}`, {
+    stage,
+    reason: reasonFor(stage),
+    code: tls ? 'tls-verify-failed' : 'network',
+    subject,
+    terminal: tls,
+  });
+}
+
+/** Drops a body without reading it (and without an unhandled abort error). */
+export function discard(body: SendResponse['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+/** Passes `body` through, failing with a terminal `too-large` once more than `maxBytes` arrived. */
+async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: string, stage: SourceStage, subject: string): AsyncGenerator<Buffer> {
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > maxBytes) {
+      throw new HoistError(`${what} is larger than the ${maxBytes} bytes allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
+    }
+    yield chunk;
+  }
+}
+
+/** Reads a whole body into memory, at most `maxBytes`; read failures map through networkError. */
+export async function readCapped(res: SendResponse, maxBytes: number, what: string, stage: SourceStage, subject: string, signal?: AbortSignal): Promise<Buffer> {
+  const declared = Number(headerValue(res.headers, 'content-length') ?? '-1');
+  if (declared > maxBytes) {
+    discard(res.body);
+    throw new HoistError(`${what} is ${declared} bytes, more than the ${maxBytes} allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
+  }
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of capped(res.body as AsyncIterable<Buffer>, maxBytes, what, stage, subject)) chunks.push(chunk);
+  } catch (e) {
+    discard(res.body);
+    throw networkError(e, stage, subject, signal);
+  }
+  return Buffer.concat(chunks);
+}
