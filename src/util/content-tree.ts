@@ -206,7 +206,8 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
     } catch (e) {
       throw fail('read-error', dirRel || '.', `cannot read directory ${quote(prefix + (dirRel || '.'))}: ${describeFsError(e)}`);
     }
-    for (const entry of entries) {
+    // bytewise order: the first problem reported is the same on every run
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const rel = dirRel === '' ? entry.name : `${dirRel}/${entry.name}`;
       if (entry.isDirectory()) {
         dirs.add(rel);
