@@ -191,12 +191,14 @@ export interface VerifyResult {
 
 /**
  * Checks a whole tree against the rule (module comment), and the limits when given. Throws a
- * terminal HoistError naming the first offending path relative to the root (with `prefix`).
+ * terminal HoistError naming the worst offending link relative to the root (with `prefix`), and
+ * the other offending links after it; a special file or a size limit stops the walk at once.
  */
 export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?: TreeLimits; prefix?: string }): Promise<VerifyResult> {
   const prefix = ctx.prefix ? `${ctx.prefix.replace(/\/+$/, '')}/` : '';
   const result: VerifyResult = { files: 0, symlinks: 0, bytes: 0 };
   const dirs = new Set<string>();
+  const problems: ContainmentProblem[] = [];
   const fail = (code: ContainmentCode, rel: string, message: string): HoistError =>
     toHoistError(new ContainmentProblem(code, prefix + rel, message), ctx);
   const walk = async (dirRel: string): Promise<void> => {
@@ -218,7 +220,7 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
           await resolveFileInTree(root, rel, dirs);
         } catch (e) {
           if (!(e instanceof ContainmentProblem)) throw fail('read-error', rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
-          throw toHoistError(new ContainmentProblem(e.code, prefix + rel, prefixed(e.message, rel, prefix)), ctx);
+          problems.push(new ContainmentProblem(e.code, prefix + rel, prefixed(e.message, rel, prefix)));
         }
       } else if (entry.isFile()) {
         result.files++;
@@ -233,8 +235,17 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
     }
   };
   await walk('');
+  if (problems.length > 0) {
+    // the worst first: a link out of the tree matters more than a link to a directory
+    const worst = [...problems].sort((a, b) => SEVERITY.indexOf(a.code) - SEVERITY.indexOf(b.code))[0]!;
+    const others = problems.filter((p) => p !== worst);
+    const more = others.length === 0 ? '' : `; other offending links: ${others.slice(0, 10).map((p) => quote(p.path)).join(', ')}${others.length > 10 ? ` and ${others.length - 10} more` : ''}`;
+    throw toHoistError(new ContainmentProblem(worst.code, worst.path, worst.message + more), ctx);
+  }
   return result;
 }
+
+const SEVERITY: readonly ContainmentCode[] = ['symlink-escape', 'special-file', 'not-a-regular-file', 'not-found', 'too-large', 'read-error'];
 
 /** Re-roots the quoted paths of a message made for a tree at `prefix/`. */
 function prefixed(message: string, rel: string, prefix: string): string {
