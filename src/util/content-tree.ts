@@ -120,13 +120,15 @@ async function lstatOrUndefined(abs: string): Promise<Stats | undefined> {
  * (absolute target, `..` above the root, a loop), not-found. `dirs` caches paths known to be real
  * directories, so reading many files of one tree costs one lstat per directory.
  */
-export async function resolveInTree(root: string, rel: string, dirs: Set<string> = new Set()): Promise<Resolved> {
+export async function resolveInTree(root: string, rel: string, dirs: Set<string> = new Set(), prefix = ''): Promise<Resolved> {
+  /** a tree path as messages show it */
+  const show = (p: string): string => quote(prefix + p);
   const stack: string[] = [];
   let pending = rel.split('/');
   let hops = 0;
   let via: string | undefined;
   const escape = (why: string): ContainmentProblem =>
-    new ContainmentProblem('symlink-escape', rel, `${via === undefined ? `path ${quote(rel)}` : `symlink ${quote(via)}`} ${why}`);
+    new ContainmentProblem('symlink-escape', prefix + rel, `${via === undefined ? `path ${show(rel)}` : `symlink ${show(via)}`} ${why}`);
   let stats: Stats | undefined;
   while (pending.length > 0) {
     const part = pending.shift()!;
@@ -142,12 +144,12 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
     if (pending.length > 0 && dirs.has(cur)) continue;
     const st = await lstatOrUndefined(join(root, ...stack));
     if (st === undefined) {
-      if (via === undefined) throw new ContainmentProblem('not-found', rel, `${quote(rel)} does not exist`, true);
-      throw new ContainmentProblem('not-found', rel, `symlink ${quote(via)} points to ${quote(cur)}, which does not exist in the content tree`);
+      if (via === undefined) throw new ContainmentProblem('not-found', prefix + rel, `${show(rel)} does not exist`, true);
+      throw new ContainmentProblem('not-found', prefix + rel, `symlink ${show(via)} points to ${show(cur)}, which does not exist in the content tree`);
     }
     if (!st.isSymbolicLink()) {
       if (st.isDirectory()) dirs.add(cur);
-      else if (pending.some((p) => p !== '' && p !== '.')) throw new ContainmentProblem('not-found', rel, `${quote(cur)} is not a directory`);
+      else if (pending.some((p) => p !== '' && p !== '.')) throw new ContainmentProblem('not-found', prefix + rel, `${show(cur)} is not a directory`);
       stats = st;
       continue;
     }
@@ -164,15 +166,15 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
 }
 
 /** Resolves `rel` and requires a regular file at the end of it. */
-export async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>): Promise<Resolved> {
-  const r = await resolveInTree(root, rel, dirs);
+export async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
+  const r = await resolveInTree(root, rel, dirs, prefix);
   if (!r.stats.isFile()) {
     const linked = r.path !== rel;
     const what = kindOf(r.stats);
     throw new ContainmentProblem(
       r.stats.isDirectory() ? 'not-a-regular-file' : 'special-file',
-      rel,
-      linked ? `symlink ${quote(rel)} points to ${quote(r.path || '.')}, which is ${what}; links must end at a regular file in the content tree` : `${quote(rel)} is ${what}`,
+      prefix + rel,
+      linked ? `symlink ${quote(prefix + rel)} points to ${quote(prefix + r.path || '.')}, which is ${what}; links must end at a regular file in the content tree` : `${quote(prefix + rel)} is ${what}`,
     );
   }
   return r;
@@ -217,10 +219,10 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
       } else if (entry.isSymbolicLink()) {
         result.symlinks++;
         try {
-          await resolveFileInTree(root, rel, dirs);
+          await resolveFileInTree(root, rel, dirs, prefix);
         } catch (e) {
           if (!(e instanceof ContainmentProblem)) throw fail('read-error', rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
-          problems.push(new ContainmentProblem(e.code, prefix + rel, prefixed(e.message, rel, prefix)));
+          problems.push(new ContainmentProblem(e.code, prefix + rel, e.message));
         }
       } else if (entry.isFile()) {
         result.files++;
@@ -246,11 +248,6 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
 }
 
 const SEVERITY: readonly ContainmentCode[] = ['symlink-escape', 'special-file', 'not-a-regular-file', 'not-found', 'too-large', 'read-error'];
-
-/** Re-roots the quoted paths of a message made for a tree at `prefix/`. */
-function prefixed(message: string, rel: string, prefix: string): string {
-  return prefix === '' ? message : message.replaceAll(quote(rel), quote(prefix + rel));
-}
 
 function checkSize(limits: TreeLimits | undefined, rel: string, size: number, total: number, fail: (code: ContainmentCode, m: string) => HoistError): void {
   if (limits?.maxFileBytes !== undefined && size > limits.maxFileBytes) {
