@@ -37,7 +37,9 @@ export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()
     await verifyTree(only.dir, { stage: 'fetch', reason: 'FetchFailed' });
     return { root: only.dir, dispose: async () => {} };
   }
-  const root = await mkdtemp(join(workDir, 'hoist-tree-'));
+  const root = await mkdtemp(join(workDir, 'hoist-tree-')).catch((e: unknown) => {
+    throw new HoistError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, { stage: 'fetch', reason: 'FetchFailed', code: 'compose-failed', terminal: false, cause: e });
+  });
   try {
     for (const p of parts) {
       const dest = safeDestination(p.destination);

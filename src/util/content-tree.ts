@@ -227,7 +227,9 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
       } else if (entry.isFile()) {
         result.files++;
         if (ctx.limits?.maxFileBytes !== undefined || ctx.limits?.maxTotalBytes !== undefined) {
-          const size = (await lstat(join(root, rel))).size;
+          const size = (await lstat(join(root, rel)).catch((e: unknown) => {
+            throw fail('read-error', rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          })).size;
           result.bytes += size;
           checkSize(ctx.limits, prefix + rel, size, result.bytes, (code, m) => fail(code, rel, m));
         }
