@@ -196,7 +196,16 @@ export interface VerifyResult {
  * terminal HoistError naming the worst offending link relative to the root (with `prefix`), and
  * the other offending links after it; a special file or a size limit stops the walk at once.
  */
-export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?: TreeLimits; prefix?: string }): Promise<VerifyResult> {
+export async function verifyTree(
+  root: string,
+  ctx: TreeErrorContext & {
+    limits?: TreeLimits;
+    /** shown in front of every path: where this tree sits in the bundle */
+    prefix?: string;
+    /** walk only this directory of the tree (links still resolve against the whole tree) */
+    under?: string;
+  },
+): Promise<VerifyResult> {
   const prefix = ctx.prefix ? `${ctx.prefix.replace(/\/+$/, '')}/` : '';
   const result: VerifyResult = { files: 0, symlinks: 0, bytes: 0 };
   const dirs = new Set<string>();
@@ -238,7 +247,7 @@ export async function verifyTree(root: string, ctx: TreeErrorContext & { limits?
       }
     }
   };
-  await walk('');
+  await walk(ctx.under ?? '');
   if (problems.length > 0) {
     // the worst first: a link out of the tree matters more than a link to a directory
     const worst = [...problems].sort((a, b) => SEVERITY.indexOf(a.code) - SEVERITY.indexOf(b.code))[0]!;

@@ -127,8 +127,9 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     const label = chartLabel(chart);
     const subject = `helm chart ${label}`;
     // helm reads the chart directory itself and follows every link in it (.Files.Get, templates,
-    // subcharts): it gets the chart only once all of it obeys the rule the other processors read by
-    await verifyTree(chart.dir, { stage: 'process', reason: PROCESS_FAILED, who: WHO, limits: BUNDLE_LIMITS, ...(chart.relDir ? { prefix: chart.relDir } : {}) });
+    // subcharts): it gets the chart only once all of it obeys the rule the other processors read
+    // by (links may end anywhere in the content tree, as for them)
+    await verifyTree(tree, { stage: 'process', reason: PROCESS_FAILED, who: WHO, limits: BUNDLE_LIMITS, under: chart.relDir });
     await checkSchemaReferences(bundle, chart.relDir);
     const namespace = ctx.installNamespace;
     if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', 'invalid-config', subject);

@@ -73,8 +73,9 @@ describe('helm gets a chart that cannot leak', () => {
     expect(err).toMatchObject({ code: 'special-file', subject: 'chart/files/pipe' });
   });
 
-  it('links that stay inside the tree keep working, and helm\'s warnings name no controller directory', async () => {
-    await writeFile(path.join(chart, 'files', 'real'), 'inside-value');
+  it('links that stay inside the tree keep working (also to a file next to the chart), and helm\'s warnings name no controller directory', async () => {
+    await writeFile(path.join(tree, 'shared.txt'), 'inside-value');
+    await symlink('../../shared.txt', path.join(chart, 'files', 'real'));
     await symlink('real', path.join(chart, 'files', 'p'));
     const r = await processor().render(tree, undefined, ctx);
     expect(r.objects).toEqual([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'loot' }, data: { p: 'inside-value' } }]);
