@@ -141,7 +141,10 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
     }
     stack.push(part);
     const cur = stack.join('/');
-    if (pending.length > 0 && dirs.has(cur)) continue;
+    if (pending.length > 0 && dirs.has(cur)) {
+      stats = undefined;
+      continue;
+    }
     const st = await lstatOrUndefined(join(root, ...stack));
     if (st === undefined) {
       if (via === undefined) throw new ContainmentProblem('not-found', prefix + rel, `${show(rel)} does not exist`, true);

@@ -41,6 +41,8 @@ describe('links that stay inside the tree', () => {
     expect(await t.readText('sub/deep/c.yaml')).toBe('kind: A\n');
     expect(await t.readText('sub/deep/d.yaml')).toBe('kind: F\n');
     expect(await t.readTextOptional('missing.yaml')).toBeUndefined();
+    // a directory known from an earlier read is still a directory, not the file read before it
+    expect((await failure(t.read('sub/deep/.'))).code).toBe('not-a-regular-file');
   });
 });
 
