@@ -59,7 +59,7 @@ const CASES: Case[] = [
       format: 'plain',
       installNamespace: 'default',
       sources: [
-        { ...serve('/base.tgz', await tarGz({ 'base.yaml': cm('base') })), destination: '' },
+        serve('/base.tgz', await tarGz({ 'base.yaml': cm('base') })),
         { ...serve('/dangling.tgz', await buildTarGz([{ header: { name: 'x.yaml', type: 'symlink', linkname: 'missing.yaml' } }] as TarItem[])), destination: 'app' },
       ],
     }),
