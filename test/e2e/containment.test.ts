@@ -100,6 +100,17 @@ const CASES: Case[] = [
     }),
   },
   {
+    // before issue 16 this message carried the store path of the missing directory (scandir '/…/manifests')
+    name: 'rv1-no-manifests',
+    reason: 'ProcessFailed',
+    names: 'manifests/',
+    spec: async () => ({
+      format: 'registry-v1',
+      installNamespace: 'default',
+      sources: [serve('/rv1-empty.tgz', await tarGz({ 'metadata/annotations.yaml': 'annotations:\n  operators.operatorframework.io.bundle.package.v1: p\n' }))],
+    }),
+  },
+  {
     name: 'rv1-no-annotations',
     reason: 'ProcessFailed',
     names: 'metadata/annotations.yaml',
