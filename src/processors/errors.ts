@@ -17,7 +17,13 @@ export type ProcessErrorCode =
   | 'unsupported-install-mode'
   | 'unsupported-api'
   | 'invalid-config'
-  | 'read-error';
+  | 'read-error'
+  // the containment rule and size caps (src/util/content-tree.ts, ./bundle-files.ts)
+  | 'symlink-escape'
+  | 'not-a-regular-file'
+  | 'special-file'
+  | 'not-found'
+  | 'too-large';
 
 export function processError(message: string, code: ProcessErrorCode, subject?: string, cause?: unknown): HoistError {
   return new HoistError(message, {

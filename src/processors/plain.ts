@@ -4,87 +4,82 @@
  * Every `*.yaml`, `*.yml` and `*.json` file under the tree is read, in the order `kubectl apply
  * -R -f` walks it (Go's filepath.Walk: each directory's entries in byte order, depth first).
  * Hidden directories and files (a name starting with ".", e.g. .git, .github, .gitlab-ci.yml)
- * are skipped: they are tooling, not manifests. Symlinked files are followed when they stay
- * inside the tree; symlinked directories are not (cycles), which is reported as a warning.
+ * are skipped: they are tooling, not manifests. Files are read through ./bundle-files.ts: a
+ * symlink must end at a regular file inside the tree (src/util/content-tree.ts), and files are
+ * capped in size, per file and per bundle; a violation fails the render naming the path.
  *
  * Pure: reads the tree, nothing else. Namespaces are left as written: the applier, which knows
  * which kinds are namespaced, defaults them to installNamespace.
  */
-import { readFile, readdir, realpath, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
+import type { ContentTree, TreeLimits } from '../util/content-tree.ts';
 import type { HoistError } from '../util/errors.ts';
-import { combineProcessErrors, processError } from './errors.ts';
+import { isHoistError } from '../util/errors.ts';
+import { openBundle } from './bundle-files.ts';
+import { combineProcessErrors } from './errors.ts';
 import { duplicateErrors, readManifestText } from './manifest.ts';
 import type { SourcedObject } from './manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from './processor.ts';
-import { isHoistError } from '../util/errors.ts';
 
 const MANIFEST_FILE = /\.(ya?ml|json)$/i;
+const WHO = 'plain processor';
 
 export interface ManifestFile {
   /** path relative to the tree, with "/" separators */
   path: string;
-  absolute: string;
 }
 
 export interface ListFilesResult {
   files: ManifestFile[];
   warnings: string[];
+  /** links that break the containment rule (src/util/content-tree.ts), one per link */
+  errors: HoistError[];
 }
 
-/** The manifest files under `tree`, in kubectl -R order. */
-export async function listManifestFiles(tree: string): Promise<ListFilesResult> {
-  const root = await realpath(tree).catch((e: unknown) => {
-    throw processError(`cannot read content tree: ${errorMessage(e)}`, 'read-error', '.', e);
-  });
+/** The manifest files under the tree, in kubectl -R order. */
+export async function listManifestFiles(tree: string | ContentTree): Promise<ListFilesResult> {
+  const bundle = typeof tree === 'string' ? openBundle(tree, WHO) : tree;
   const files: ManifestFile[] = [];
   const warnings: string[] = [];
-  async function walk(dirAbs: string, dirRel: string): Promise<void> {
-    const entries = await readdir(dirAbs, { withFileTypes: true });
-    // Go's filepath.Walk order: names compared bytewise, not by locale
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const entry of entries) {
+  const errors: HoistError[] = [];
+  async function walk(dirRel: string): Promise<void> {
+    // Go's filepath.Walk order: names compared bytewise, not by locale (list sorts so)
+    for (const entry of (await bundle.list(dirRel)) ?? []) {
       if (entry.name.startsWith('.')) continue;
-      const abs = path.join(dirAbs, entry.name);
       const rel = dirRel ? `${dirRel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) {
-        await walk(abs, rel);
+        await walk(rel);
       } else if (entry.isSymbolicLink()) {
-        const target = await realpath(abs).catch(() => undefined);
-        if (target === undefined || !(target === root || target.startsWith(root + path.sep))) {
-          warnings.push(`${rel}: symlink points outside the tree, skipped`);
+        // the one rule: a link must end at a regular file inside the tree, whatever its name
+        try {
+          await bundle.resolveFile(rel);
+        } catch (e) {
+          if (!isHoistError(e)) throw e;
+          errors.push(e);
           continue;
         }
-        const st = await stat(target);
-        if (st.isDirectory()) warnings.push(`${rel}: symlinked directory not followed`);
-        else if (st.isFile() && MANIFEST_FILE.test(entry.name)) files.push({ path: rel, absolute: target });
+        if (MANIFEST_FILE.test(entry.name)) files.push({ path: rel });
       } else if (entry.isFile() && MANIFEST_FILE.test(entry.name)) {
-        files.push({ path: rel, absolute: abs });
+        files.push({ path: rel });
       }
     }
   }
-  await walk(root, '');
-  return { files, warnings };
+  await walk('');
+  return { files, warnings, errors };
 }
 
 /**
  * Reads and validates every object under the tree. All problems (bad documents, objects without
- * apiVersion/kind/name, duplicates) are reported together in one terminal HoistError.
+ * apiVersion/kind/name, duplicates, links out of the tree, files over the caps) are reported
+ * together in one terminal HoistError.
  */
-export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'installNamespace'>): Promise<ProcessResult> {
-  const { files, warnings } = await listManifestFiles(tree);
+export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'installNamespace'>, limits: Partial<TreeLimits> = {}): Promise<ProcessResult> {
+  const bundle = openBundle(tree, WHO, limits);
+  const { files, warnings, errors } = await listManifestFiles(bundle);
   const sourced: SourcedObject[] = [];
-  const errors: HoistError[] = [];
   for (const file of files) {
-    let text: string;
     try {
-      text = await readFile(file.absolute, 'utf8');
-    } catch (e) {
-      errors.push(processError(`cannot read file: ${errorMessage(e)}`, 'read-error', file.path, e));
-      continue;
-    }
-    try {
+      const text = await bundle.readText(file.path);
       const read = readManifestText(text, file.path);
       sourced.push(...read.objects);
       warnings.push(...read.warnings);
@@ -92,6 +87,8 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
     } catch (e) {
       if (!isHoistError(e)) throw e;
       errors.push(e);
+      // past the per-bundle cap every further read fails the same way
+      if (e.code === 'too-large' && e.message.includes('per bundle')) break;
     }
   }
   errors.push(...duplicateErrors(sourced, ctx.installNamespace ?? ''));
@@ -99,10 +96,6 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
   if (failure) throw failure;
   if (sourced.length === 0) warnings.push('no objects found: the tree has no *.yaml, *.yml or *.json manifests');
   return { objects: sourced.map((s) => s.object), warnings };
-}
-
-function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 export const plainProcessor: Processor = {

@@ -493,7 +493,8 @@ export class BundleDeploymentReconciler {
         processor.render(tree.root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion }).catch((e: unknown) => {
           // a process failure names the processor (DESIGN §1: stage, subject and which processor)
           if (!(e instanceof HoistError) || e.stage !== 'process') throw e;
-          throw new HoistError(`${spec.format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+          const named = e.message.startsWith(`${spec.format} processor: `) ? e.message : `${spec.format} processor: ${e.message}`;
+          throw new HoistError(named, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
         }),
       );
       for (const w of out.warnings) this.d.log.warn({ bd: bd.metadata.name, format: spec.format }, w);

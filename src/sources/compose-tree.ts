@@ -1,10 +1,15 @@
 /**
- * Puts each fetched source at its destination in one tree for the processor. A single source at
- * the root is used in place (no copy); otherwise the parts are copied into a temp directory.
+ * Puts each fetched source at its destination in one tree for the processor, then checks the
+ * result against the containment rule (src/util/content-tree.ts: every symlink ends at a regular
+ * file inside the tree, no special files). The check runs on the final tree because that is
+ * where links meet: a destination can place one source's links next to another's files. A single
+ * source at the root is used in place (no copy); otherwise the parts are copied into a temp
+ * directory. Errors name paths relative to the composed tree, never the store's directories.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, normalize, sep } from 'node:path';
+import { describeFsError, verifyTree } from '../util/content-tree.ts';
 import { HoistError } from '../util/errors.ts';
 
 export interface TreePart {
@@ -25,15 +30,34 @@ function safeDestination(dest: string): string {
   return n === '.' ? '' : n;
 }
 
+/** Composes and verifies; throws a terminal HoistError (stage fetch) for a tree that breaks the rule. */
 export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()): Promise<ComposedTree> {
   const only = parts[0];
-  if (parts.length === 1 && only && safeDestination(only.destination) === '') return { root: only.dir, dispose: async () => {} };
-  const root = await mkdtemp(join(workDir, 'hoist-tree-'));
+  if (parts.length === 1 && only && safeDestination(only.destination) === '') {
+    await verifyTree(only.dir, { stage: 'fetch', reason: 'FetchFailed' });
+    return { root: only.dir, dispose: async () => {} };
+  }
+  const root = await mkdtemp(join(workDir, 'hoist-tree-')).catch((e: unknown) => {
+    throw new HoistError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, { stage: 'fetch', reason: 'FetchFailed', code: 'compose-failed', terminal: false, cause: e });
+  });
   try {
     for (const p of parts) {
-      // copies keep symlinks as links; the unpacker already refused links that leave their tree
-      await cp(p.dir, join(root, safeDestination(p.destination)), { recursive: true, verbatimSymlinks: true, force: true });
+      const dest = safeDestination(p.destination);
+      // each part first, so no copy can go through a link of an earlier part (parts hold no
+      // links to directories once verified); the final check judges links where they ended up
+      await verifyTree(p.dir, { stage: 'fetch', reason: 'FetchFailed', ...(dest ? { prefix: dest } : {}) });
+      await cp(p.dir, join(root, dest), { recursive: true, verbatimSymlinks: true, force: true }).catch((e: unknown) => {
+        throw new HoistError(`cannot place a source at destination ${JSON.stringify(dest || '.')}: ${describeFsError(e)}`, {
+          stage: 'fetch',
+          reason: 'FetchFailed',
+          code: 'compose-failed',
+          subject: dest || '.',
+          terminal: false,
+          cause: e,
+        });
+      });
     }
+    await verifyTree(root, { stage: 'fetch', reason: 'FetchFailed' });
   } catch (e) {
     await rm(root, { recursive: true, force: true });
     throw e;

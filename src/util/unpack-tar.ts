@@ -7,7 +7,9 @@
  * - nothing is written outside `dest`: entry paths with `..` or a leading `/` are refused, no
  *   entry is written through a symlink (every parent directory is checked with lstat and files
  *   are created with O_EXCL after unlinking whatever was there), symlinks whose target leaves the
- *   tree are refused both lexically when they arrive and by resolving them against the final tree,
+ *   tree are refused both lexically when they arrive and by resolving them against the unpacked
+ *   tree (with the shared resolver of ./content-tree.ts; links of one archive only: the full rule
+ *   for a tree built from several archives, e.g. image layers, is `verifyTree` on the result),
  *   hardlinks may only point at regular files inside the tree;
  * - device, fifo and other special files are refused;
  * - limits (total bytes, file count, single file size, decompressed archive bytes) are enforced
@@ -19,7 +21,7 @@
  * On failure `dest` may hold a partial tree; callers unpack into a temp dir they discard.
  */
 import { constants as fsConstants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readlink, rm, symlink, link, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rm, symlink, link, unlink } from 'node:fs/promises';
 import { posix, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
@@ -29,6 +31,7 @@ import * as tar from 'tar-stream';
 /** one entry as the extractor yields it: header plus a stream of its data */
 type TarEntry = tar.Extract extends AsyncIterable<infer E> ? E : never;
 import { HoistError } from './errors.ts';
+import { ContainmentProblem, resolveInTree } from './content-tree.ts';
 
 export interface UnpackLimits {
   /** sum of regular-file sizes */
@@ -60,6 +63,11 @@ export interface UnpackOptions {
    * are never written. Off by default: for a plain tarball they are ordinary files.
    */
   whiteouts?: boolean;
+  /**
+   * false: symlink and hardlink entries are refused (code link-refused). For archives whose
+   * consumer never follows links, e.g. Helm chart archives, which helm reads as regular files only.
+   */
+  allowLinks?: boolean;
   /** names the archive in errors, e.g. a redacted URL or a layer digest */
   subject?: string;
   signal?: AbortSignal;
@@ -77,7 +85,6 @@ const GZIP_MAGIC = [0x1f, 0x8b];
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
 const WHITEOUT_PREFIX = '.wh.';
 const OPAQUE_WHITEOUT = '.wh..wh..opq';
-const MAX_SYMLINK_HOPS = 40;
 
 type ZstdFactory = () => Transform;
 /** Node's zstd decompressor, when this Node has one (24+ does; older ones report 'bad-archive'). */
@@ -158,7 +165,7 @@ export async function unpackTar(
   stages.push(new ByteLimit(limits.maxArchiveBytes, subject));
 
   const extract = tar.extract();
-  const writer = new TreeWriter(dest, limits, options.whiteouts === true, subject);
+  const writer = new TreeWriter(dest, limits, options.whiteouts === true, subject, options.allowLinks !== false);
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onOuterAbort, { once: true });
@@ -257,6 +264,7 @@ class TreeWriter {
     private readonly limits: Required<UnpackLimits>,
     private readonly whiteouts: boolean,
     private readonly subject: string | undefined,
+    private readonly allowLinks: boolean,
   ) {}
 
   async entry(entry: TarEntry): Promise<void> {
@@ -276,9 +284,11 @@ class TreeWriter {
           await this.directory(rel, h.name);
           return;
         case 'symlink':
-          return await this.symlink(rel, h.name, h.linkname ?? '');
         case 'link':
-          return await this.hardlink(rel, h.name, h.linkname ?? '');
+          if (!this.allowLinks) {
+            throw fail('link-refused', `entry ${quote(h.name)} is a ${h.type === 'link' ? 'hard link' : 'symlink'}; this archive may hold regular files and directories only`, this.subject);
+          }
+          return h.type === 'link' ? await this.hardlink(rel, h.name, h.linkname ?? '') : await this.symlink(rel, h.name, h.linkname ?? '');
         case 'character-device':
         case 'block-device':
         case 'fifo':
@@ -448,27 +458,17 @@ class TreeWriter {
     }
   }
 
-  /** Follows `rel` through the tree's symlinks, as the kernel would, refusing to leave dest. */
+  /**
+   * Follows `rel` through the tree's links with the shared resolver (./content-tree.ts), refusing
+   * any that leaves dest. A dangling link is left for the final check of the composed tree: a
+   * later layer may still add its target.
+   */
   private async resolveInside(rel: string): Promise<void> {
-    const stack: string[] = [];
-    let pending = rel.split('/');
-    let hops = 0;
-    while (pending.length > 0) {
-      const part = pending.shift()!;
-      if (part === '' || part === '.') continue;
-      if (part === '..') {
-        if (stack.length === 0) throw fail('symlink-escape', `symlink ${quote(rel)} resolves outside the tree`, this.subject);
-        stack.pop();
-        continue;
-      }
-      stack.push(part);
-      const st = await lstatOrUndefined(join(this.dest, ...stack));
-      if (!st?.isSymbolicLink()) continue;
-      if (++hops > MAX_SYMLINK_HOPS) throw fail('symlink-escape', `symlink ${quote(rel)} has too many levels of links`, this.subject);
-      const target = await readlink(join(this.dest, ...stack));
-      if (target.startsWith('/')) throw fail('symlink-escape', `symlink ${quote(rel)} resolves to an absolute path`, this.subject);
-      stack.pop();
-      pending = [...target.split('/'), ...pending];
+    try {
+      await resolveInTree(this.dest, rel);
+    } catch (e) {
+      if (!(e instanceof ContainmentProblem)) throw e;
+      if (e.code === 'symlink-escape') throw fail('symlink-escape', `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
     }
   }
 }

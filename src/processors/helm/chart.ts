@@ -9,11 +9,12 @@
  * guessed at. A Helm OCI artifact arrives from the image source unpacked as `<name>/Chart.yaml`,
  * which the one-level rule covers.
  *
- * Reads the tree only; no helm process.
+ * Reads the tree only, through the bundle reader (../bundle-files.ts: containment rule, size
+ * caps); no helm process.
  */
-import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { ContentTree } from '../../util/content-tree.ts';
 import { helmError } from './helm-errors.ts';
 
 export interface ChartDependency {
@@ -25,7 +26,7 @@ export interface ChartDependency {
 }
 
 export interface ChartInfo {
-  /** absolute path of the chart directory */
+  /** absolute path of the chart directory (for helm only: never put it in a message) */
   dir: string;
   /** the chart directory relative to the tree, "" for the root */
   relDir: string;
@@ -40,29 +41,25 @@ export function chartLabel(chart: Pick<ChartInfo, 'name' | 'version'>): string {
   return `${chart.name}-${chart.version}`;
 }
 
-async function isFile(p: string): Promise<boolean> {
-  try {
-    return (await stat(p)).isFile();
-  } catch {
-    return false;
-  }
+/** `a/b` joined the way tree-relative paths are ("" is the root). */
+export function joinRel(...parts: string[]): string {
+  return parts.filter((p) => p !== '').join('/');
+}
+
+async function isFile(tree: ContentTree, rel: string): Promise<boolean> {
+  return (await tree.resolveFile(rel)) !== undefined;
 }
 
 /** Locates the chart directory in a tree (see the module comment for the rule). */
-export async function locateChart(tree: string): Promise<ChartInfo> {
-  if (await isFile(path.join(tree, 'Chart.yaml'))) return readChart(tree, '');
-  let entries;
-  try {
-    entries = await readdir(tree, { withFileTypes: true });
-  } catch (e) {
-    throw helmError(`cannot read the content tree: ${(e as Error).message}`, 'read-error', undefined, e);
-  }
+export async function locateChart(tree: ContentTree): Promise<ChartInfo> {
+  if (await isFile(tree, 'Chart.yaml')) return readChart(tree, '');
+  const entries = (await tree.list('')) ?? [];
   const candidates: string[] = [];
-  // byte order, so the "ambiguous" message lists directories the same way every time
-  for (const entry of [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+  // byte order (list sorts so), so the "ambiguous" message lists directories the same way every time
+  for (const entry of entries) {
     // hidden directories (.git, .github) are tooling, never the chart
     if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
-    if (await isFile(path.join(tree, entry.name, 'Chart.yaml'))) candidates.push(entry.name);
+    if (await isFile(tree, `${entry.name}/Chart.yaml`)) candidates.push(entry.name);
   }
   if (candidates.length === 0) {
     throw helmError(
@@ -79,18 +76,18 @@ export async function locateChart(tree: string): Promise<ChartInfo> {
       'Chart.yaml',
     );
   }
-  const only = candidates[0] as string;
-  return readChart(path.join(tree, only), only);
+  return readChart(tree, candidates[0] as string);
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Reads Chart.yaml (and requirements.yaml for apiVersion v1 charts) of a chart directory. */
-export async function readChart(dir: string, relDir: string): Promise<ChartInfo> {
-  const file = relDir === '' ? 'Chart.yaml' : `${relDir}/Chart.yaml`;
-  const meta = await readYamlMap(path.join(dir, 'Chart.yaml'), file);
+/** Reads Chart.yaml (and requirements.yaml for apiVersion v1 charts) of the chart at `relDir` of the tree. */
+export async function readChart(tree: ContentTree, relDir: string): Promise<ChartInfo> {
+  const dir = relDir === '' ? tree.root : path.join(tree.root, relDir);
+  const file = joinRel(relDir, 'Chart.yaml');
+  const meta = await readYamlMap(tree, file);
   const name = typeof meta['name'] === 'string' ? meta['name'] : '';
   const version = meta['version'] === undefined || meta['version'] === null ? '' : String(meta['version']);
   if (name === '') throw helmError('Chart.yaml has no name', 'invalid-chart', file);
@@ -99,10 +96,8 @@ export async function readChart(dir: string, relDir: string): Promise<ChartInfo>
   let declared: unknown = meta['dependencies'];
   // Helm 2 style charts declare dependencies in requirements.yaml, which Helm 3 still honours.
   if (apiVersion === 'v1' && declared === undefined) {
-    const reqFile = relDir === '' ? 'requirements.yaml' : `${relDir}/requirements.yaml`;
-    if (await isFile(path.join(dir, 'requirements.yaml'))) {
-      declared = (await readYamlMap(path.join(dir, 'requirements.yaml'), reqFile))['dependencies'];
-    }
+    const reqFile = joinRel(relDir, 'requirements.yaml');
+    if (await isFile(tree, reqFile)) declared = (await readYamlMap(tree, reqFile))['dependencies'];
   }
   const dependencies: ChartDependency[] = [];
   if (declared !== undefined && declared !== null) {
@@ -122,13 +117,8 @@ export async function readChart(dir: string, relDir: string): Promise<ChartInfo>
   return { dir, relDir, name, version, apiVersion, dependencies };
 }
 
-async function readYamlMap(abs: string, file: string): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await readFile(abs, 'utf8');
-  } catch (e) {
-    throw helmError(`cannot read ${path.basename(abs)}: ${(e as Error).message}`, 'read-error', file, e);
-  }
+async function readYamlMap(tree: ContentTree, file: string): Promise<Record<string, unknown>> {
+  const text = await tree.readText(file);
   let value: unknown;
   try {
     value = parseYaml(text);

@@ -14,10 +14,9 @@
  * recursively. Subcharts vendored as .tgz archives are checked by name and version but not
  * opened to check their own dependencies.
  */
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
+import type { ContentTree } from '../../util/content-tree.ts';
 import { redactUrl } from '../../util/errors.ts';
-import { chartLabel, readChart } from './chart.ts';
+import { chartLabel, joinRel, readChart } from './chart.ts';
 import type { ChartDependency, ChartInfo } from './chart.ts';
 import { helmError } from './helm-errors.ts';
 
@@ -74,9 +73,9 @@ function problemFor(d: ChartDependency, status: string): string {
  * Throws one terminal HoistError (code missing-dependency) listing every declared dependency,
  * at any depth of unpacked subcharts, that helm would not render.
  */
-export async function checkDependencies(chart: ChartInfo, list: DependencyLister): Promise<void> {
+export async function checkDependencies(tree: ContentTree, chart: ChartInfo, list: DependencyLister): Promise<void> {
   const problems: string[] = [];
-  await visit(chart, '', list, problems, 0);
+  await visit(tree, chart, '', list, problems, 0);
   if (problems.length > 0) {
     throw helmError(problems.join('; '), 'missing-dependency', `helm chart ${chartLabel(chart)}`);
   }
@@ -85,7 +84,7 @@ export async function checkDependencies(chart: ChartInfo, list: DependencyLister
 /** Subcharts nest rarely more than two or three levels; a bound protects against symlink loops. */
 const MAX_DEPTH = 16;
 
-async function visit(chart: ChartInfo, where: string, list: DependencyLister, problems: string[], depth: number): Promise<void> {
+async function visit(tree: ContentTree, chart: ChartInfo, where: string, list: DependencyLister, problems: string[], depth: number): Promise<void> {
   if (depth > MAX_DEPTH) return;
   const prefix = where === '' ? '' : `subchart ${where} (${chartLabel(chart)}): `;
   if (chart.dependencies.length > 0) {
@@ -97,27 +96,20 @@ async function visit(chart: ChartInfo, where: string, list: DependencyLister, pr
       if (!PRESENT.has(status)) problems.push(prefix + problemFor(dep, status));
     }
   }
-  for (const sub of await unpackedSubcharts(chart.dir)) {
+  for (const sub of await unpackedSubcharts(tree, chart.relDir)) {
     const rel = where === '' ? `charts/${sub}` : `${where}/charts/${sub}`;
     let info: ChartInfo;
     try {
-      info = await readChart(path.join(chart.dir, 'charts', sub), rel);
+      info = await readChart(tree, joinRel(chart.relDir, 'charts', sub));
     } catch {
       // an unreadable subchart is reported by helm itself when it loads the chart
       continue;
     }
-    await visit(info, rel, list, problems, depth + 1);
+    await visit(tree, info, rel, list, problems, depth + 1);
   }
 }
 
-async function unpackedSubcharts(dir: string): Promise<string[]> {
-  try {
-    const entries = await readdir(path.join(dir, 'charts'), { withFileTypes: true });
-    return entries
-      .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-      .map((e) => e.name)
-      .sort();
-  } catch {
-    return [];
-  }
+async function unpackedSubcharts(tree: ContentTree, relDir: string): Promise<string[]> {
+  const entries = (await tree.list(joinRel(relDir, 'charts'))) ?? [];
+  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
 }

@@ -5,10 +5,11 @@
  * always returns nothing under `helm template` (no cluster access, by design). Helm itself is
  * not changed: the render goes ahead and the warning tells the user why revisions churn.
  *
- * Reads the template files of the chart and its unpacked subcharts; archives are not opened.
+ * Reads the template files of the chart and its unpacked subcharts through the bundle reader;
+ * archives are not opened.
  */
-import { readFile, readdir } from 'node:fs/promises';
-import path from 'node:path';
+import type { ContentTree } from '../../util/content-tree.ts';
+import { joinRel } from './chart.ts';
 
 const NON_DETERMINISTIC: ReadonlyMap<string, string> = new Map([
   ['randAlphaNum', 'random'],
@@ -54,14 +55,14 @@ export function nonDeterministicCalls(template: string): string[] {
 }
 
 /** One warning per template file that calls a non-deterministic function. */
-export async function determinismWarnings(chartDir: string, chartName: string): Promise<string[]> {
+export async function determinismWarnings(tree: ContentTree, chartRelDir: string, chartName: string): Promise<string[]> {
   const warnings: string[] = [];
-  const files: string[] = [];
-  await collectTemplates(chartDir, chartName, files, 0);
-  for (const rel of files.sort()) {
+  const files: Array<{ shown: string; rel: string }> = [];
+  await collectTemplates(tree, chartRelDir, chartName, files, 0);
+  for (const { shown, rel } of files.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0))) {
     let text: string;
     try {
-      text = await readFile(path.join(chartDir, ...rel.split('/').slice(1)), 'utf8');
+      text = await tree.readText(rel);
     } catch {
       continue;
     }
@@ -71,36 +72,28 @@ export async function determinismWarnings(chartDir: string, chartName: string): 
     const why = kinds.has('lookup') && kinds.size === 1
       ? 'lookup returns nothing when rendering without cluster access'
       : 'its output changes from render to render, so each render is a new revision';
-    warnings.push(`${rel} calls ${calls.join(', ')}: ${why}`);
+    warnings.push(`${shown} calls ${calls.join(', ')}: ${why}`);
   }
   return warnings;
 }
 
-/** Template files of a chart and its unpacked subcharts, as "<chart>/templates/x.yaml" paths. */
-async function collectTemplates(dir: string, prefix: string, out: string[], depth: number): Promise<void> {
+type Template = { shown: string; rel: string };
+
+/** Template files of a chart and its unpacked subcharts: "<chart>/templates/x.yaml" for messages, and the tree path. */
+async function collectTemplates(tree: ContentTree, dirRel: string, prefix: string, out: Template[], depth: number): Promise<void> {
   if (depth > 16 || out.length >= MAX_FILES) return;
-  await walk(path.join(dir, 'templates'), `${prefix}/templates`, out);
-  let subs;
-  try {
-    subs = await readdir(path.join(dir, 'charts'), { withFileTypes: true });
-  } catch {
-    return;
-  }
-  for (const s of subs) {
-    if (s.isDirectory()) await collectTemplates(path.join(dir, 'charts', s.name), `${prefix}/charts/${s.name}`, out, depth + 1);
+  await walk(tree, joinRel(dirRel, 'templates'), `${prefix}/templates`, out);
+  const subs = await tree.list(joinRel(dirRel, 'charts')).catch(() => undefined);
+  for (const s of subs ?? []) {
+    if (s.isDirectory()) await collectTemplates(tree, joinRel(dirRel, 'charts', s.name), `${prefix}/charts/${s.name}`, out, depth + 1);
   }
 }
 
-async function walk(dir: string, rel: string, out: string[]): Promise<void> {
-  let entries;
-  try {
-    entries = await readdir(dir, { withFileTypes: true });
-  } catch {
-    return;
-  }
-  for (const e of entries) {
+async function walk(tree: ContentTree, dirRel: string, shown: string, out: Template[]): Promise<void> {
+  const entries = await tree.list(dirRel).catch(() => undefined);
+  for (const e of entries ?? []) {
     if (out.length >= MAX_FILES) return;
-    if (e.isDirectory()) await walk(path.join(dir, e.name), `${rel}/${e.name}`, out);
-    else if (e.isFile()) out.push(`${rel}/${e.name}`);
+    if (e.isDirectory()) await walk(tree, `${dirRel}/${e.name}`, `${shown}/${e.name}`, out);
+    else if (e.isFile()) out.push({ shown: `${shown}/${e.name}`, rel: `${dirRel}/${e.name}` });
   }
 }

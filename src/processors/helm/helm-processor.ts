@@ -9,12 +9,14 @@
  * the command line (where they would show in `ps`). Charts that call random or time functions are
  * the exception helm cannot remove; they are rendered and reported in the warnings.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import type { HoistError } from '../../util/errors.ts';
-import { combineProcessErrors } from '../errors.ts';
+import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
+import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
+import { combineProcessErrors, PROCESS_FAILED } from '../errors.ts';
 import { duplicateErrors } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { chartLabel, locateChart } from './chart.ts';
@@ -24,6 +26,7 @@ import { helmError, helmFailure } from './helm-errors.ts';
 import { classifyHook, orderHooks } from './hooks.ts';
 import { parseHelmOutput } from './output.ts';
 import { runHelm } from './run-helm.ts';
+import { checkSchemaReferences } from './schema-refs.ts';
 import type { HelmRunResult } from './run-helm.ts';
 
 export interface HelmProcessorOptions {
@@ -71,7 +74,20 @@ export function helmTemplateArgs(input: HelmTemplateInput): string[] {
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
-const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
+/** the same bound as the bytes the other processors parse per bundle */
+const DEFAULT_MAX_OUTPUT = BUNDLE_LIMITS.maxTotalBytes;
+const WHO = 'helm processor';
+
+/** Replaces absolute directories of the controller in helm's text (longest first, also their realpath forms). */
+export function scrubPaths(text: string, replacements: ReadonlyArray<readonly [string, string]>): string {
+  let out = text;
+  for (const [dir, by] of [...replacements].sort((a, b) => b[0].length - a[0].length)) {
+    if (dir === '' || dir === '/') continue;
+    const d = dir.replace(/\/+$/, '');
+    out = out.replaceAll(`${d}/`, by === '.' ? '' : `${by}/`).replaceAll(d, by);
+  }
+  return out;
+}
 
 /** Creates the helm processor. Rendering is concurrency-safe: every render has its own helm home. */
 export function createHelmProcessor(options: HelmProcessorOptions): Processor {
@@ -96,19 +112,25 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     try {
       result = await runHelm(helm(), args, { home, timeoutMs, maxOutputBytes });
     } catch (e) {
-      throw helmError(`cannot run helm: ${(e as Error).message}`, 'helm-unavailable', subject, e);
+      throw helmError(`cannot run helm: ${describeFsError(e)}`, 'helm-unavailable', subject, e);
     }
     if (result.timedOut) throw helmError(`${what} did not finish within ${timeoutMs / 1000}s`, 'helm-timeout', subject);
     if (result.outputTooLarge) {
-      throw helmError(`${what} produced more than ${maxOutputBytes} bytes of output`, 'output-too-large', subject);
+      throw helmError(`${WHO}: ${what} rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, 'output-too-large', subject);
     }
     return result;
   }
 
   async function render(tree: string, config: BundleDeploymentSpec['config'], ctx: ProcessContext): Promise<ProcessResult> {
-    const chart = await locateChart(tree);
+    const bundle = openBundle(tree, WHO);
+    const chart = await locateChart(bundle);
     const label = chartLabel(chart);
     const subject = `helm chart ${label}`;
+    // helm reads the chart directory itself and follows every link in it (.Files.Get, templates,
+    // subcharts): it gets the chart only once all of it obeys the rule the other processors read
+    // by (links may end anywhere in the content tree, as for them)
+    await verifyTree(tree, { stage: 'process', reason: PROCESS_FAILED, who: WHO, limits: BUNDLE_LIMITS, under: chart.relDir });
+    await checkSchemaReferences(bundle, chart.relDir);
     const namespace = ctx.installNamespace;
     if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', 'invalid-config', subject);
     const values = config?.helm?.values ?? {};
@@ -117,9 +139,12 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     const home = await mkdtemp(path.join(options.tmpDir ?? tmpdir(), 'hoist-helm-'));
     try {
       await Promise.all(['cache', 'config', 'data'].map((d) => mkdir(path.join(home, d))));
-      await checkDependencies(chart, async (dir) => {
+      // helm names the directories it was given: messages show them relative to the tree
+      const realTree = await realpath(tree).catch(() => tree);
+      const scrub = (text: string): string => scrubPaths(text, [[home, '<helm-home>'], [tree, '.'], [realTree, '.']]);
+      await checkDependencies(bundle, chart, async (dir) => {
         const r = await run(['dependency', 'list', dir], home, subject, 'helm dependency list');
-        if (r.code !== 0) throw helmFailure(r.stderr, label);
+        if (r.code !== 0) throw helmFailure(scrub(r.stderr), label);
         return r.stdout;
       });
       const valuesFile = path.join(home, 'values.json');
@@ -135,9 +160,9 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       });
       const [result, scanWarnings] = await Promise.all([
         run(args, home, subject, 'helm template'),
-        determinismWarnings(chart.dir, chart.name),
+        determinismWarnings(bundle, chart.relDir, chart.name),
       ]);
-      if (result.code !== 0) throw helmFailure(result.stderr, label);
+      if (result.code !== 0) throw helmFailure(scrub(result.stderr), label);
 
       const parsed = parseHelmOutput(result.stdout, label);
       const errors: HoistError[] = [...parsed.errors];
@@ -147,7 +172,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       if (failure) throw failure;
 
       const ordered = orderHooks(parsed.objects.map((o) => ({ object: o.object, source: o.file })));
-      const helmWarnings = result.stderr
+      const helmWarnings = scrub(result.stderr)
         .split('\n')
         .map((l) => l.trim())
         .filter((l) => l !== '')

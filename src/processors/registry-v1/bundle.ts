@@ -3,11 +3,13 @@
  * (rukpak/bundle/source FromFS): `metadata/annotations.yaml` (required: the package name),
  * optional `metadata/properties.yaml` (merged into the CSV's `olm.properties` annotation), and
  * every file in `manifests/` (no subdirectories) split into the one ClusterServiceVersion, the
- * CustomResourceDefinitions and the other objects. Reads the tree only.
+ * CustomResourceDefinitions and the other objects. Reads the tree only, through
+ * ../bundle-files.ts (links must end at a regular file inside the tree; size caps per file and
+ * per bundle).
  */
-import { readFile, readdir } from 'node:fs/promises';
-import path from 'node:path';
 import type { KubeObject } from '../../kube/types.ts';
+import type { ContentTree, TreeLimits } from '../../util/content-tree.ts';
+import { openBundle } from '../bundle-files.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
@@ -34,13 +36,11 @@ export interface RegistryV1Bundle {
   others: SourcedObject[];
 }
 
-async function readText(tree: string, rel: string): Promise<string | undefined> {
-  try {
-    return await readFile(path.join(tree, rel), 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw processError(`cannot read file: ${(e as Error).message}`, 'read-error', rel, e);
-  }
+const WHO = 'registry-v1 processor';
+
+/** The file's text through the bundle reader (containment rule, size caps); undefined when absent. */
+function readText(tree: ContentTree, rel: string): Promise<string | undefined> {
+  return tree.readTextOptional(rel);
 }
 
 function singleObject(text: string, file: string): JsonObject {
@@ -52,7 +52,7 @@ function singleObject(text: string, file: string): JsonObject {
   return doc.value;
 }
 
-async function readAnnotations(tree: string): Promise<Record<string, string>> {
+async function readAnnotations(tree: ContentTree): Promise<Record<string, string>> {
   const text = await readText(tree, ANNOTATIONS_FILE);
   if (text === undefined) {
     throw processError(`not a registry+v1 bundle: ${ANNOTATIONS_FILE} is missing`, 'invalid-bundle', ANNOTATIONS_FILE);
@@ -75,7 +75,7 @@ async function readAnnotations(tree: string): Promise<Record<string, string>> {
  * already in the CSV's olm.properties annotation and re-encoded as compact JSON with sorted keys
  * (what Go's json.Marshal produces for values that went through sigs.k8s.io/yaml).
  */
-async function mergeProperties(tree: string, csv: ClusterServiceVersion, csvFile: string): Promise<void> {
+async function mergeProperties(tree: ContentTree, csv: ClusterServiceVersion, csvFile: string): Promise<void> {
   const text = await readText(tree, PROPERTIES_FILE);
   if (text === undefined || text.trim() === '') return;
   let existing: JsonValue[] = [];
@@ -112,20 +112,18 @@ function sortedJson(v: JsonValue): string {
 }
 
 /** Loads and classifies the bundle. Every problem found is reported in one terminal HoistError. */
-export async function loadRegistryV1Bundle(tree: string): Promise<RegistryV1Bundle> {
+export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLimits> = {}): Promise<RegistryV1Bundle> {
+  const tree = openBundle(root, WHO, limits);
   const annotations = await readAnnotations(tree);
   const mediaType = annotations[MEDIATYPE_ANNOTATION];
   if (mediaType !== undefined && mediaType !== 'registry+v1') {
     throw processError(`bundle media type is "${mediaType}", not registry+v1`, 'invalid-bundle', ANNOTATIONS_FILE);
   }
 
-  let entries;
-  try {
-    entries = await readdir(path.join(tree, MANIFESTS_DIR), { withFileTypes: true });
-  } catch (e) {
-    throw processError(`not a registry+v1 bundle: cannot read ${MANIFESTS_DIR}/: ${(e as Error).message}`, 'invalid-bundle', MANIFESTS_DIR, e);
+  const entries = await tree.list(MANIFESTS_DIR);
+  if (entries === undefined) {
+    throw processError(`not a registry+v1 bundle: ${MANIFESTS_DIR}/ is missing or not a directory`, 'invalid-bundle', MANIFESTS_DIR);
   }
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
   const errors: HoistError[] = [];
   const objects: SourcedObject[] = [];

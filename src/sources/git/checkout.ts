@@ -3,14 +3,17 @@
  * listing first: nothing is written when any entry is unsafe or a limit is exceeded, so a hostile
  * repository fails before it costs disk.
  *
- * Checks: every path segment is a plain name (no "", ".", "..", ".git"); symlinks stay inside the
- * checked-out directory (targets are read and resolved lexically — git trees cannot nest entries
- * under a symlink, so a lexical check of every link is complete); file count and total bytes stay
- * within limits. The files themselves are written by git (`read-tree` into a private index, then
+ * Checks: every path segment is a plain name (no "", ".", "..", ".git"); each symlink's target,
+ * read from the listing, stays inside the checked-out directory lexically (an early, cheap
+ * refusal); file count and total bytes stay within limits. A lexical check is not complete — a
+ * chain (`y -> .`, `x -> y/../..`) leaves the tree although every link alone looks inside — so
+ * the written tree is then checked with the containment rule (src/util/content-tree.ts), which
+ * follows chains as the kernel would. The files themselves are written by git (`read-tree` into a private index, then
  * `checkout-index`), which is as fast as `git clone`'s own checkout and applies the same
  * attributes (eol, ident).
  */
 import { posix } from 'node:path';
+import { verifyTree } from '../../util/content-tree.ts';
 import { HoistError } from '../../util/errors.ts';
 import { runGit, type GitRunOptions } from './git-cli.ts';
 
@@ -96,7 +99,7 @@ async function readBlobs(oids: readonly string[], gitDir: string, run: CheckoutR
 /**
  * Validates and writes `commit:directory` into `target` (which must exist and be empty). Returns
  * the entries written. Throws HoistError: directory-missing, unsafe-path, symlink-escape,
- * too-many-files, too-large (all terminal).
+ * not-a-regular-file, not-found (a dangling link), too-many-files, too-large (all terminal).
  */
 export async function checkoutDirectory(req: CheckoutRequest): Promise<TreeEntry[]> {
   const { gitDir, commit, directory, subject, run } = req;
@@ -145,5 +148,6 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<TreeEntry
   const indexEnv = { GIT_INDEX_FILE: req.indexFile };
   await runGit(['--git-dir', gitDir, 'read-tree', treeOid], { ...run, env: indexEnv });
   await runGit(['--git-dir', gitDir, '--work-tree', req.target, 'checkout-index', '-a', '-f'], { ...run, env: indexEnv });
+  await verifyTree(req.target, { stage: 'fetch', reason: 'FetchFailed', who: `git ${subject}` });
   return entries;
 }

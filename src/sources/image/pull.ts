@@ -2,7 +2,8 @@
  * Pulls one image (or Helm OCI chart) into a directory: manifest (through the index when there
  * is one, by platform), then every layer in order, each streamed from the registry through the
  * digest check and a decompressor into the shared safe unpacker. OCI whiteouts and opaque directories apply across
- * layers. Memory is bounded by the stream chunk size; the caller unpacks into a temp directory it
+ * layers; the finished tree is checked once more as a whole against the containment rule
+ * (src/util/content-tree.ts). Helm chart archives may not hold links at all. Memory is bounded by the stream chunk size; the caller unpacks into a temp directory it
  * discards on failure (the content store's `put`), because files of a layer are written before the
  * layer's digest is known to match: nothing is published until every digest matched.
  */
@@ -13,6 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createZstdDecompress } from 'node:zlib';
 import { HoistError } from '../../util/errors.ts';
+import { verifyTree } from '../../util/content-tree.ts';
 import { DEFAULT_UNPACK_LIMITS, unpackTar, type UnpackLimits } from '../../util/unpack-tar.ts';
 import { imageError } from './errors.ts';
 import type { BlobStream, FetchedManifest, OperationContext, RegistryClient } from './client.ts';
@@ -99,6 +101,8 @@ export async function pullImage(
       // limits hold for the image as a whole, not per layer
       const r = await unpackTar(decompress(blob, compression), target, {
         whiteouts: !helm,
+        // helm reads chart archives as regular files only; a link there means nothing to helm
+        allowLinks: !helm,
         subject,
         signal: ctx.signal,
         limits: {
@@ -138,6 +142,9 @@ export async function pullImage(
     }
   }
   if (helm) await liftChart(target, dest);
+  // the rule for the image as a whole: a later layer can make an earlier layer's link leave the
+  // tree (turning a directory into a link), which no single layer's check can see
+  await verifyTree(dest, { stage: 'fetch', reason: 'UnpackFailed', who: `image ${subject}` });
   const result: PullResult = {
     digest: top.digest,
     manifestDigest,

@@ -1,11 +1,12 @@
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { contentDigest } from '../../../src/processors/content-digest.ts';
-import { listManifestFiles, plainProcessor } from '../../../src/processors/plain.ts';
+import { listManifestFiles, plainProcessor, renderPlain } from '../../../src/processors/plain.ts';
+import { expectNoControllerPaths } from '../../support/controller-paths.ts';
+import { failure } from '../../support/failure.ts';
 import type { HoistError } from '../../../src/util/errors.ts';
-import { isHoistError } from '../../../src/util/errors.ts';
 
 const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/plain');
 
@@ -22,14 +23,8 @@ async function write(rel: string, text: string): Promise<void> {
   await writeFile(join(dir, rel), text);
 }
 
-async function renderError(tree: string): Promise<HoistError> {
-  try {
-    await plainProcessor.render(tree, undefined, { name: 'bd', installNamespace: 'ns' });
-  } catch (e) {
-    if (isHoistError(e)) return e;
-    throw e;
-  }
-  throw new Error('render succeeded');
+function renderError(tree: string): Promise<HoistError> {
+  return failure(plainProcessor.render(tree, undefined, { name: 'bd', installNamespace: 'ns' }));
 }
 
 const cm = (name: string, extra = '') => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n${extra}`;
@@ -149,19 +144,48 @@ describe('plain processor', () => {
     expect(err.subject).toMatch(/^dir\/bad\.yaml:\d+$/);
   });
 
-  it('symlinks: files inside the tree are read, links out of the tree are skipped with a warning', async () => {
+  it('symlinks: links to files inside the tree are read; a link out of it fails the render, naming it, and nothing outside is read', async () => {
     const outside = await mkdtemp(join(tmpdir(), 'hoist-outside-'));
     try {
-      await writeFile(join(outside, 'secret.yaml'), cm('outside'));
+      await writeFile(join(outside, 'secret.yaml'), cm('outside-secret'));
       await write('real/a.yaml', cm('a'));
-      await symlink(join(dir, 'real/a.yaml'), join(dir, 'link.yaml'));
-      await symlink(join(outside, 'secret.yaml'), join(dir, 'escape.yaml'));
-      const { files, warnings } = await listManifestFiles(dir);
+      await symlink('real/a.yaml', join(dir, 'link.yaml'));
+      const { files, errors } = await listManifestFiles(dir);
       expect(files.map((f) => f.path)).toEqual(['link.yaml', 'real/a.yaml']);
-      expect(warnings).toEqual(['escape.yaml: symlink points outside the tree, skipped']);
+      expect(errors).toEqual([]);
+      // the link and the real file are one object twice
+      expect((await renderError(dir)).code).toBe('duplicate-object');
+
+      await rm(join(dir, 'real'), { recursive: true });
+      await write('real/a.yaml', cm('a'));
+      await rm(join(dir, 'link.yaml'));
+      await symlink(`../${basename(outside)}/secret.yaml`, join(dir, 'escape.yaml'));
+      const err = await renderError(dir);
+      expect(err).toMatchObject({ code: 'symlink-escape', subject: 'escape.yaml', terminal: true, stage: 'process' });
+      expect(err.message).toBe(`plain processor: symlink "escape.yaml" leads outside the content tree`);
+      expect(err.message).not.toContain('outside-secret');
+      expectNoControllerPaths(err.describe(), [dir]);
     } finally {
       await rm(outside, { recursive: true, force: true });
     }
+  });
+
+  it('a symlinked directory fails the render (links must end at a regular file)', async () => {
+    await write('real/a.yaml', cm('a'));
+    await symlink('real', join(dir, 'more'));
+    const err = await renderError(dir);
+    expect(err).toMatchObject({ code: 'not-a-regular-file', subject: 'more' });
+  });
+
+  it('size caps: per file and per bundle, naming the processor, the file and the cap', async () => {
+    await write('a.yaml', cm('a', `data:\n  x: "${'x'.repeat(3000)}"\n`));
+    await write('b.yaml', cm('b', `data:\n  x: "${'x'.repeat(3000)}"\n`));
+    const perFile = await failure(renderPlain(dir, {}, { maxFileBytes: 2048 }));
+    expect(perFile).toMatchObject({ code: 'too-large', subject: 'a.yaml', terminal: true, stage: 'process' });
+    expect(perFile.message).toMatch(/^2 problems: a\.yaml: plain processor: "a\.yaml" is \d+ bytes, over the limit of 2 KiB per file/);
+    const perBundle = await failure(renderPlain(dir, {}, { maxTotalBytes: 4096 }));
+    expect(perBundle).toMatchObject({ code: 'too-large', subject: 'b.yaml' });
+    expect(perBundle.message).toBe('plain processor: files read add up to more than the limit of 4 KiB per bundle (at "b.yaml")');
   });
 
   it('an empty tree renders nothing, with a warning', async () => {

@@ -1,13 +1,16 @@
-import { cp, mkdtemp, readFile, rm, writeFile, mkdir, unlink } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rename, rm, symlink, writeFile, mkdir, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadRegistryV1Bundle } from '../../../src/processors/registry-v1/bundle.ts';
 import { registryV1Processor, renderRegistryV1 } from '../../../src/processors/registry-v1/render.ts';
+import { expectNoControllerPaths } from '../../support/controller-paths.ts';
 import { processorFor, supportedFormats } from '../../../src/processors/registry.ts';
 import { plainProcessor } from '../../../src/processors/plain.ts';
 import { contentDigest } from '../../../src/processors/content-digest.ts';
 import type { HoistError } from '../../../src/util/errors.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
+import { failure } from '../../support/failure.ts';
 
 const FIXTURES = join(import.meta.dirname, '../../../testdata/fixtures/registry-v1');
 const TESTDATA = join(import.meta.dirname, '../../../testdata/registry-v1');
@@ -30,14 +33,9 @@ async function copyBundle(src: string): Promise<string> {
   return dir;
 }
 
-async function errorOf(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (isHoistError(e)) return e;
-    throw e;
-  }
-  throw new Error('expected a HoistError');
+/** every error of these tests is a condition message: it must not name the controller's directories */
+function errorOf(p: Promise<unknown>): Promise<HoistError> {
+  return failure(p);
 }
 
 const names = (objs: { kind: string; metadata: { name: string; namespace?: string } }[]) =>
@@ -262,6 +260,55 @@ describe('registry-v1 bundle errors', () => {
     expect(deploy.spec.template.metadata.annotations['olm.properties']).toBe(
       '[{"type":"olm.maxOpenShiftVersion","value":"4.14"},{"type":"olm.package","value":{"packageName":"argocd-operator","version":"0.6.0"}}]',
     );
+  });
+});
+
+describe('registry-v1 containment (links and size caps)', () => {
+  const CM_FILE = 'manifests/argocd-operator-manager-config_v1_configmap.yaml';
+
+  for (const [name, target] of [
+    ['/proc/self/environ (the controller\'s environment)', '/proc/self/environ'],
+    ['/dev/zero (endless)', '/dev/zero'],
+    ['/dev/zero by a relative path', `${'../'.repeat(30)}dev/zero`],
+  ] as const) {
+    it(`a manifest that is a link to ${name} is refused, naming it`, async () => {
+      const dir = await copyBundle(ARGOCD);
+      await unlink(join(dir, CM_FILE));
+      await symlink(target, join(dir, CM_FILE));
+      const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'argocd' }));
+      expect(err).toMatchObject({ code: 'symlink-escape', subject: CM_FILE, terminal: true, stage: 'process' });
+      expect(err.message).toMatch(/^registry-v1 processor: symlink ".+" leads/);
+      expectNoControllerPaths(err.describe(), [dir]);
+    });
+  }
+
+  it('metadata/annotations.yaml as a link to a file outside the bundle is refused, and its content never appears', async () => {
+    const dir = await copyBundle(ARGOCD);
+    const outside = await mkdtemp(join(tmpdir(), 'hoist-rv1-outside-'));
+    temps.push(outside);
+    await writeFile(join(outside, 'a.yaml'), 'annotations:\n  operators.operatorframework.io.bundle.package.v1: stolen-package-name\n');
+    await unlink(join(dir, 'metadata/annotations.yaml'));
+    await symlink(`../../${basename(outside)}/a.yaml`, join(dir, 'metadata/annotations.yaml'));
+    const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'argocd' }));
+    expect(err).toMatchObject({ code: 'symlink-escape', subject: 'metadata/annotations.yaml' });
+    expect(err.message).not.toContain('stolen-package-name');
+  });
+
+  it('a manifest that is a link to another file inside the bundle is read', async () => {
+    const dir = await copyBundle(ARGOCD);
+    await mkdir(join(dir, 'shared'));
+    await rename(join(dir, CM_FILE), join(dir, 'shared/cm.yaml'));
+    await symlink('../shared/cm.yaml', join(dir, CM_FILE));
+    const linked = await renderRegistryV1(dir, { installNamespace: 'argocd' });
+    const plain = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd' });
+    expect(contentDigest(linked.objects)).toBe(contentDigest(plain.objects));
+  });
+
+  it('a manifest over the per-file cap is refused, naming the processor, the file and the cap', async () => {
+    const dir = await copyBundle(ARGOCD);
+    const err = await errorOf(loadRegistryV1Bundle(dir, { maxFileBytes: 64 * 1024 }));
+    expect(err.code).toBe('too-large');
+    expect(err.message).toMatch(/registry-v1 processor: "manifests\/[^"]+" is \d+ bytes, over the limit of 64 KiB per file/);
   });
 });
 

@@ -256,3 +256,20 @@ describe('unpackTar: OCI whiteouts', () => {
   });
 });
 
+
+describe('unpackTar: archives that may hold no links (Helm chart archives)', () => {
+  for (const [type, code] of [
+    ['symlink', 'link-refused'],
+    ['link', 'link-refused'],
+  ] as const) {
+    it(`refuses a ${type} entry, naming it`, async () => {
+      const archive = await buildTar([
+        { header: { name: 'chart/Chart.yaml' }, body: 'name: c\n' },
+        { header: { name: 'chart/files/p', type, linkname: type === 'link' ? 'chart/Chart.yaml' : '../Chart.yaml' } },
+      ]);
+      const e = await failure(unpackTar(chunked(archive), dest, { allowLinks: false, subject: 'chart.tgz' }));
+      expect(e).toMatchObject({ code, subject: 'chart.tgz', terminal: true });
+      expect(e.message).toMatch(/^entry "chart\/files\/p" is a (symlink|hard link); this archive may hold regular files and directories only$/);
+    });
+  }
+});

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { toolPath } from '../../../../src/devcluster/tools.ts';
 import { createHelmProcessor } from '../../../../src/processors/helm/helm-processor.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
+import { expectNoControllerPaths } from '../../../support/controller-paths.ts';
 
 const testdata = fileURLToPath(new URL('./testdata/', import.meta.url));
 const scratch = mkdtempSync(path.join(tmpdir(), 'hoist-helm-errors-'));
@@ -27,6 +28,8 @@ async function renderError(tree: string, values?: Record<string, unknown>): Prom
     const err = e as HoistError;
     expect(err.stage).toBe('process');
     expect(err.reason).toBe('ProcessFailed');
+    // a condition message: bundle-relative paths only, never the controller's directories (issue 16)
+    expectNoControllerPaths(err.describe(), [testdata, scratch]);
     return err;
   }
   throw new Error('render succeeded, expected an error');

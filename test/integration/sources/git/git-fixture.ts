@@ -3,7 +3,7 @@
  * `git http-backend` (test/support/git-server.ts): one public server speaking protocol v2, one
  * with Basic auth, one that only speaks v0 (refuses unadvertised wants).
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { git, setAllowUnadvertisedWants, startGitServer, type GitServer } from '../../../support/git-server.ts';
@@ -25,6 +25,13 @@ export interface GitFixture {
   cTag: string;
   /** tip of branch "links": a symlink staying inside manifests/app */
   links: string;
+  /**
+   * tip of branch "chain": in manifests/app, `d -> .` and `leak.yaml -> d/d/…/d/../../…/etc/hostname`
+   * (20 of each): every link alone stays inside lexically, the chain reaches the host's /etc/hostname
+   */
+  chain: string;
+  /** where the kernel resolves manifests/app/leak.yaml of a plain checkout of "chain" */
+  chainResolvesTo: string;
   publicServer: GitServer;
   /** https (credentials go only over https), certificate from `pki` */
   privateServer: GitServer;
@@ -87,6 +94,14 @@ export async function createGitFixture(): Promise<GitFixture> {
   git(work, ['commit', '-qm', 'inside symlink']);
   const links = git(work, ['rev-parse', 'HEAD']);
   git(work, ['checkout', '-q', 'main']);
+  git(work, ['checkout', '-q', '-b', 'chain']);
+  await symlink('.', join(work, 'manifests/app/d'));
+  await symlink(`${'d/'.repeat(20)}${'../'.repeat(20)}etc/hostname`, join(work, 'manifests/app/leak.yaml'));
+  const chainResolvesTo = await realpath(join(work, 'manifests/app/leak.yaml')).catch((e: Error) => `unresolved: ${e.message}`);
+  git(work, ['add', '.']);
+  git(work, ['commit', '-qm', 'a chain of links out of the tree']);
+  const chain = git(work, ['rev-parse', 'HEAD']);
+  git(work, ['checkout', '-q', 'main']);
 
   for (const name of ['public', 'private', 'v0']) {
     git(root, ['clone', '-q', '--bare', '--mirror', work, join(repos, `${name}.git`)]);
@@ -110,6 +125,8 @@ export async function createGitFixture(): Promise<GitFixture> {
     evil,
     cTag,
     links,
+    chain,
+    chainResolvesTo,
     publicServer,
     privateServer,
     pki,

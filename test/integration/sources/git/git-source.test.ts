@@ -13,6 +13,7 @@ import { FsContentStore } from '../../../../src/cache/fs-content-store.ts';
 import { GitSource, gitContentKey } from '../../../../src/sources/git/git-source.ts';
 import type { Credentials, SourceContext } from '../../../../src/sources/source.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
+import { expectNoControllerPaths } from '../../../support/controller-paths.ts';
 import { createGitFixture, type GitFixture } from './git-fixture.ts';
 
 let fx: GitFixture;
@@ -221,6 +222,19 @@ describe('fetch', () => {
     const dir = await src.fetch(ok, await src.resolve(ok, {}), store, {});
     expect((await lstat(join(dir, 'alias.yaml'))).isSymbolicLink()).toBe(true);
     expect(await readlink(join(dir, 'alias.yaml'))).toBe('nested/cm.yaml');
+  });
+
+  it('refuses a chain of links that leaves the directory although each link alone stays inside', async () => {
+    // the attack is real: a plain checkout of this commit resolves the link to the host's file
+    expect(fx.chainResolvesTo).toBe('/etc/hostname');
+    const src = new GitSource();
+    const store = newStore();
+    const chain = spec(pub(), { commit: fx.chain }, 'manifests/app');
+    const e = await hoistError(src.fetch(chain, await src.resolve(chain, {}), store, {}));
+    expect(e).toMatchObject({ stage: 'fetch', code: 'symlink-escape', terminal: true, subject: 'leak.yaml' });
+    expect(e.message).toMatch(/^git .+: symlink "leak\.yaml" leads outside the content tree; other offending links: "d"$/);
+    expectNoControllerPaths(e.describe(), [storeRoot, fx.root]);
+    expect(await store.has(gitContentKey(fx.chain, 'manifests/app'))).toBe(false);
   });
 
   it('enforces the file-count limit before writing', async () => {

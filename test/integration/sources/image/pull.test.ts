@@ -16,6 +16,7 @@ import { MEDIA_TYPES } from '../../../../src/sources/image/manifest.ts';
 import { directoryEntries, fileLayer, pushImage, pushIndex, writeLayer, type LayerEntry } from '../../../../src/sources/image/push.ts';
 import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
+import { expectNoControllerPaths } from '../../../support/controller-paths.ts';
 import { startCountingProxy, startRegistry, skopeo, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
 
 const CHART_DIR = join(import.meta.dirname, '../../../../testdata/fixtures/helm/argo-rollouts-2.40.10');
@@ -62,7 +63,11 @@ async function rejection(p: Promise<unknown>): Promise<HoistError> {
   try {
     await p;
   } catch (e) {
-    if (e instanceof HoistError) return e;
+    if (e instanceof HoistError) {
+      // a condition message: never the store's or any temp directory (issue 16)
+      expectNoControllerPaths(e.describe(), [work]);
+      return e;
+    }
     throw e;
   }
   throw new Error('expected a HoistError');
@@ -403,5 +408,66 @@ describe('image source failures are condition-ready HoistErrors and publish noth
     const e = await rejection(plain.resolve(spec(`${proxy.host}/acme/app:v1`), {}));
     // https spoken to a plain-http server: a configuration problem, retrying cannot fix it
     expect(e).toMatchObject({ stage: 'resolve', code: 'tls-verify-failed', terminal: true });
+  });
+});
+
+describe('containment: the pulled tree as a whole (issue 8)', () => {
+  it('a second layer that turns a directory into a link cannot make a first-layer link leave the tree', async () => {
+    // layer 1: manifests/sub/sub/.../sub (20 real directories) and a link that climbs back out of
+    // them: lexically and on layer 1's own tree it ends at etc/hostname inside the image
+    const depth = 20;
+    const dirs: LayerEntry[] = [{ name: 'manifests/', type: 'directory' }];
+    for (let i = 1; i <= depth; i++) dirs.push({ name: `manifests/${'sub/'.repeat(i)}`, type: 'directory' });
+    const layer1: LayerEntry[] = [
+      ...dirs,
+      { name: 'manifests/ok.yaml', data: 'kind: ConfigMap\n' },
+      { name: 'manifests/cm.yaml', type: 'symlink', linkname: `${'sub/'.repeat(depth)}${'../'.repeat(depth + 1)}etc/hostname` },
+    ];
+    // layer 2: manifests/sub becomes a link to "." -- every sub/ now stays in manifests/, and the
+    // link's ../ climb out of the tree to the controller's /etc/hostname
+    const layer2: LayerEntry[] = [{ name: 'manifests/sub', type: 'symlink', linkname: '.' }];
+    const pushed = await push('acme/layered-escape:v1', [layer1, layer2]);
+    const ref = `${proxy.host}/acme/layered-escape@${pushed.digest}`;
+    const st = await store();
+    const src = source();
+    const resolved = await src.resolve(spec(ref), {});
+    const e = await rejection(src.fetch(spec(ref), resolved, st, {}));
+    expect(e).toMatchObject({ stage: 'fetch', code: 'symlink-escape', terminal: true, subject: 'manifests/cm.yaml' });
+    expect(e.message).toContain(`image ${ref}: symlink "manifests/cm.yaml" leads outside the content tree`);
+    expect(await st.has(resolved.key)).toBe(false);
+  });
+
+  it('links that stay inside the image keep working, also across layers', async () => {
+    const pushed = await push('acme/inside-links:v1', [
+      [{ name: 'manifests/a.yaml', data: 'kind: A\n' }, { name: 'manifests/b.yaml', type: 'symlink', linkname: 'a.yaml' }],
+      [{ name: 'more/c.yaml', type: 'symlink', linkname: '../manifests/b.yaml' }],
+    ]);
+    const ref = `${proxy.host}/acme/inside-links@${pushed.digest}`;
+    const src = source();
+    const dir = await src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {});
+    expect(await readFile(join(dir, 'more/c.yaml'), 'utf8')).toBe('kind: A\n');
+  });
+
+  it('a Helm OCI chart holding a link is refused, naming it (helm never reads links in a chart archive)', async () => {
+    // files/p points at the archive root next to the chart directory: after the chart is lifted
+    // to the destination root, the same link would point above the tree
+    const entries: LayerEntry[] = [
+      { name: 'evil/Chart.yaml', data: 'apiVersion: v2\nname: evil\nversion: 0.1.0\n' },
+      { name: 'evil/templates/cm.yaml', data: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {p: {{ .Files.Get "files/p" | quote }}}\n' },
+      { name: 'evil/files/p', type: 'symlink', linkname: '../../secret' },
+      { name: 'secret', data: 'not part of the chart' },
+    ];
+    const tgz = await writeLayer(entries, join(work, 'evil-chart.tgz'), 'gzip');
+    const layer = await fileLayer(tgz.path, MEDIA_TYPES.helmChart);
+    const config = Buffer.from(JSON.stringify({ name: 'evil', version: '0.1.0', apiVersion: 'v2' }));
+    const pushed = await pushImage(pusher, parseReference(`${reg.host}/charts/evil:0.1.0`), [layer], pushCtx, { configMediaType: MEDIA_TYPES.helmConfig, config });
+    const ref = `${proxy.host}/charts/evil@${pushed.digest}`;
+    const st = await store();
+    const src = source();
+    const resolved = await src.resolve(spec(ref), {});
+    const e = await rejection(src.fetch(spec(ref), resolved, st, {}));
+    expect(e).toMatchObject({ stage: 'fetch', code: 'link-refused', terminal: true, subject: ref });
+    expect(e.message).toBe('entry "evil/files/p" is a symlink; this archive may hold regular files and directories only');
+    expect(await st.has(resolved.key)).toBe(false);
   });
 });

@@ -1,0 +1,402 @@
+/**
+ * The one containment rule for content trees (a fetched source, a composed bundle, a chart):
+ *
+ *   every symlink in the tree, followed through any chain of links as the kernel would but with
+ *   the tree's root as "/" boundary, must end at a regular file inside the tree.
+ *
+ * Refused: absolute targets, targets that climb above the root (also through a chain, e.g.
+ * `y -> .`, `x -> y/..`), links to directories (helm walks them: cycles and fan-out), to
+ * fifos, sockets or devices, dangling links, loops. Special files themselves are refused too.
+ * Paths in every error are relative to the tree root (the bundle's own paths); the absolute
+ * location of the tree (the controller's cache) never appears in a message.
+ *
+ * Two uses, one resolver:
+ *   - `verifyTree(root)` walks a whole tree once (after it is composed, or before helm reads it);
+ *   - `ContentTree.read(rel)` is how processors read a file: resolved inside the root, a regular
+ *     file, at most `maxBytes` (checked on the bytes actually read, so a file that grows or lies
+ *     about its size cannot exceed it), opened with O_NOFOLLOW.
+ * Both only read the tree; may block on I/O.
+ */
+import { constants as fsConstants, type Dirent, type Stats } from 'node:fs';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { HoistError, type Stage } from './errors.ts';
+
+/** Links followed before a chain counts as a loop (Linux's own limit). */
+const MAX_SYMLINK_HOPS = 40;
+
+export type ContainmentCode = 'symlink-escape' | 'not-a-regular-file' | 'special-file' | 'not-found' | 'too-large' | 'read-error';
+
+export interface TreeErrorContext {
+  stage: Stage;
+  /** condition reason of the errors, e.g. FetchFailed, ProcessFailed */
+  reason: string;
+  /** names the tree's owner in messages, e.g. "plain processor"; optional */
+  who?: string;
+}
+
+export interface TreeLimits {
+  /** most bytes of one file */
+  maxFileBytes?: number;
+  /** most bytes of all regular files together (verifyTree only) */
+  maxTotalBytes?: number;
+}
+
+export interface Resolved {
+  /** canonical path relative to the root, no links in it; "" is the root */
+  path: string;
+  stats: Stats;
+}
+
+/** Why a path does not resolve to something usable inside the tree (no absolute paths in it). */
+export class ContainmentProblem extends Error {
+  constructor(
+    readonly code: ContainmentCode,
+    readonly path: string,
+    message: string,
+    /** true when the path itself is absent (no link led there): callers may treat it as optional */
+    readonly absent = false,
+  ) {
+    super(message);
+  }
+}
+
+function quote(s: string): string {
+  return JSON.stringify(s);
+}
+
+function errnoCode(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
+}
+
+/** Node's fs error, without the path Node puts in its message. */
+export function describeFsError(e: unknown): string {
+  switch (errnoCode(e)) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ENOTDIR':
+      return 'a parent is not a directory';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    case 'EMFILE':
+    case 'ENFILE':
+      return 'too many open files';
+    case 'EIO':
+      return 'input/output error';
+    default: {
+      const code = errnoCode(e);
+      return code ? `i/o error ${code}` : 'i/o error';
+    }
+  }
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a fifo';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+}
+
+async function lstatOrUndefined(abs: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(abs);
+  } catch (e) {
+    const code = errnoCode(e);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Follows `rel` through the tree's links, component by component, never leaving `root`. Returns
+ * the canonical path and its lstat (never a link). Throws ContainmentProblem: symlink-escape
+ * (absolute target, `..` above the root, a loop), not-found. `dirs` caches paths known to be real
+ * directories, so reading many files of one tree costs one lstat per directory.
+ */
+export async function resolveInTree(root: string, rel: string, dirs: Set<string> = new Set(), prefix = ''): Promise<Resolved> {
+  /** a tree path as messages show it */
+  const show = (p: string): string => quote(prefix + p);
+  const stack: string[] = [];
+  let pending = rel.split('/');
+  let hops = 0;
+  let via: string | undefined;
+  const escape = (why: string): ContainmentProblem =>
+    new ContainmentProblem('symlink-escape', prefix + rel, `${via === undefined ? `path ${show(rel)}` : `symlink ${show(via)}`} ${why}`);
+  let stats: Stats | undefined;
+  while (pending.length > 0) {
+    const part = pending.shift()!;
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (stack.length === 0) throw escape('leads outside the content tree');
+      stack.pop();
+      stats = undefined;
+      continue;
+    }
+    stack.push(part);
+    const cur = stack.join('/');
+    if (pending.length > 0 && dirs.has(cur)) {
+      stats = undefined;
+      continue;
+    }
+    const st = await lstatOrUndefined(join(root, ...stack));
+    if (st === undefined) {
+      if (via === undefined) throw new ContainmentProblem('not-found', prefix + rel, `${show(rel)} does not exist`, true);
+      throw new ContainmentProblem('not-found', prefix + rel, `symlink ${show(via)} points to ${show(cur)}, which does not exist in the content tree`);
+    }
+    if (!st.isSymbolicLink()) {
+      if (st.isDirectory()) dirs.add(cur);
+      else if (pending.some((p) => p !== '' && p !== '.')) throw new ContainmentProblem('not-found', prefix + rel, `${show(cur)} is not a directory`);
+      stats = st;
+      continue;
+    }
+    if (++hops > MAX_SYMLINK_HOPS) throw escape('has too many levels of links (a loop)');
+    via ??= cur;
+    const target = await readlink(join(root, ...stack));
+    if (target.startsWith('/')) throw escape(`leads to absolute path ${quote(target)}, outside the content tree`);
+    stack.pop();
+    pending = [...target.split('/'), ...pending];
+    stats = undefined;
+  }
+  stats ??= await lstat(join(root, ...stack));
+  return { path: stack.join('/'), stats };
+}
+
+/** Resolves `rel` and requires a regular file at the end of it. */
+export async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
+  const r = await resolveInTree(root, rel, dirs, prefix);
+  if (!r.stats.isFile()) {
+    const linked = r.path !== rel;
+    const what = kindOf(r.stats);
+    throw new ContainmentProblem(
+      r.stats.isDirectory() ? 'not-a-regular-file' : 'special-file',
+      prefix + rel,
+      linked ? `symlink ${quote(prefix + rel)} points to ${quote(prefix + r.path || '.')}, which is ${what}; links must end at a regular file in the content tree` : `${quote(prefix + rel)} is ${what}`,
+    );
+  }
+  return r;
+}
+
+function toHoistError(p: ContainmentProblem, ctx: TreeErrorContext): HoistError {
+  const message = ctx.who ? `${ctx.who}: ${p.message}` : p.message;
+  return new HoistError(message, { stage: ctx.stage, reason: ctx.reason, code: p.code, subject: p.path, terminal: true });
+}
+
+export interface VerifyResult {
+  files: number;
+  symlinks: number;
+  bytes: number;
+}
+
+/**
+ * Checks a whole tree against the rule (module comment), and the limits when given. Throws a
+ * terminal HoistError naming the worst offending link relative to the root (with `prefix`), and
+ * the other offending links after it; a special file or a size limit stops the walk at once.
+ */
+export async function verifyTree(
+  root: string,
+  ctx: TreeErrorContext & {
+    limits?: TreeLimits;
+    /** shown in front of every path: where this tree sits in the bundle */
+    prefix?: string;
+    /** walk only this directory of the tree (links still resolve against the whole tree) */
+    under?: string;
+  },
+): Promise<VerifyResult> {
+  const prefix = ctx.prefix ? `${ctx.prefix.replace(/\/+$/, '')}/` : '';
+  const result: VerifyResult = { files: 0, symlinks: 0, bytes: 0 };
+  const dirs = new Set<string>();
+  const problems: ContainmentProblem[] = [];
+  const fail = (code: ContainmentCode, rel: string, message: string): HoistError =>
+    toHoistError(new ContainmentProblem(code, prefix + rel, message), ctx);
+  const walk = async (dirRel: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dirRel === '' ? root : join(root, dirRel), { withFileTypes: true });
+    } catch (e) {
+      throw fail('read-error', dirRel || '.', `cannot read directory ${quote(prefix + (dirRel || '.'))}: ${describeFsError(e)}`);
+    }
+    // bytewise order: the first problem reported is the same on every run
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const rel = dirRel === '' ? entry.name : `${dirRel}/${entry.name}`;
+      if (entry.isDirectory()) {
+        dirs.add(rel);
+        await walk(rel);
+      } else if (entry.isSymbolicLink()) {
+        result.symlinks++;
+        try {
+          await resolveFileInTree(root, rel, dirs, prefix);
+        } catch (e) {
+          if (!(e instanceof ContainmentProblem)) throw fail('read-error', rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          problems.push(new ContainmentProblem(e.code, prefix + rel, e.message));
+        }
+      } else if (entry.isFile()) {
+        result.files++;
+        if (ctx.limits?.maxFileBytes !== undefined || ctx.limits?.maxTotalBytes !== undefined) {
+          const size = (await lstat(join(root, rel)).catch((e: unknown) => {
+            throw fail('read-error', rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          })).size;
+          result.bytes += size;
+          checkSize(ctx.limits, prefix + rel, size, result.bytes, (code, m) => fail(code, rel, m));
+        }
+      } else {
+        throw fail('special-file', rel, `${quote(prefix + rel)} is a special file (fifo, socket or device); only regular files, directories and symlinks to files are allowed`);
+      }
+    }
+  };
+  await walk(ctx.under ?? '');
+  if (problems.length > 0) {
+    // the worst first: a link out of the tree matters more than a link to a directory
+    const worst = [...problems].sort((a, b) => SEVERITY.indexOf(a.code) - SEVERITY.indexOf(b.code))[0]!;
+    const others = problems.filter((p) => p !== worst);
+    const more = others.length === 0 ? '' : `; other offending links: ${others.slice(0, 10).map((p) => quote(p.path)).join(', ')}${others.length > 10 ? ` and ${others.length - 10} more` : ''}`;
+    throw toHoistError(new ContainmentProblem(worst.code, worst.path, worst.message + more), ctx);
+  }
+  return result;
+}
+
+const SEVERITY: readonly ContainmentCode[] = ['symlink-escape', 'special-file', 'not-a-regular-file', 'not-found', 'too-large', 'read-error'];
+
+function checkSize(limits: TreeLimits | undefined, rel: string, size: number, total: number, fail: (code: ContainmentCode, m: string) => HoistError): void {
+  if (limits?.maxFileBytes !== undefined && size > limits.maxFileBytes) {
+    throw fail('too-large', `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(limits.maxFileBytes)} per file`);
+  }
+  if (limits?.maxTotalBytes !== undefined && total > limits.maxTotalBytes) {
+    throw fail('too-large', `files add up to more than the limit of ${formatBytes(limits.maxTotalBytes)} (at ${quote(rel)})`);
+  }
+}
+
+/** "64 MiB" for round sizes, bytes otherwise. */
+export function formatBytes(n: number): string {
+  const mib = 1024 * 1024;
+  if (n >= mib && n % mib === 0) return `${n / mib} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
+export interface ReadOptions {
+  /** most bytes this file may have; default: the tree's maxFileBytes */
+  maxBytes?: number;
+}
+
+/**
+ * Reads files of one tree under the rule, with a per-file cap and an optional running total.
+ * Not safe to share between trees; cheap to create (one per render).
+ */
+export class ContentTree {
+  private readonly dirs = new Set<string>();
+  /** bytes returned by read() so far */
+  bytesRead = 0;
+
+  constructor(
+    readonly root: string,
+    private readonly ctx: TreeErrorContext & { limits: Required<TreeLimits> },
+  ) {}
+
+  /** The HoistError for a problem with `rel`, in this tree's stage and wording. */
+  error(code: ContainmentCode, rel: string, message: string): HoistError {
+    return toHoistError(new ContainmentProblem(code, rel, message), this.ctx);
+  }
+
+  /** Resolves `rel` to a regular file inside the tree; undefined when nothing is there (no link involved). */
+  async resolveFile(rel: string): Promise<Resolved | undefined> {
+    try {
+      return await resolveFileInTree(this.root, rel, this.dirs);
+    } catch (e) {
+      if (e instanceof ContainmentProblem) {
+        if (e.absent) return undefined;
+        throw toHoistError(e, this.ctx);
+      }
+      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+    }
+  }
+
+  /** The file's bytes; undefined when `rel` does not exist. Throws a HoistError for anything unsafe. */
+  async readOptional(rel: string, opts: ReadOptions = {}): Promise<Buffer | undefined> {
+    const r = await this.resolveFile(rel);
+    if (r === undefined) return undefined;
+    const max = opts.maxBytes ?? this.ctx.limits.maxFileBytes;
+    const tooLarge = (size: number | string): HoistError =>
+      this.error('too-large', rel, `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(max)} per file`);
+    if (r.stats.size > max) throw tooLarge(r.stats.size);
+    let fh;
+    try {
+      // O_NOFOLLOW: the resolved path has no links; refuse one planted since
+      fh = await open(join(this.root, r.path), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    } catch (e) {
+      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw this.error('special-file', rel, `${quote(rel)} is ${kindOf(st)}`);
+      // read until EOF, never more than max+1 bytes: the cap holds whatever the size said
+      const chunks: Buffer[] = [];
+      let n = 0;
+      for (;;) {
+        const chunk = Buffer.allocUnsafe(Math.min(max + 1 - n, Math.max(st.size - n, 0) + 64 * 1024));
+        const { bytesRead } = await fh.read(chunk, 0, chunk.length, n);
+        if (bytesRead === 0) break;
+        chunks.push(chunk.subarray(0, bytesRead));
+        n += bytesRead;
+        if (n > max) break;
+      }
+      if (n > max) throw tooLarge(`more than ${max}`);
+      this.bytesRead += n;
+      if (this.bytesRead > this.ctx.limits.maxTotalBytes) {
+        throw this.error('too-large', rel, `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`);
+      }
+      return Buffer.concat(chunks, n);
+    } catch (e) {
+      if (e instanceof HoistError) throw e;
+      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** The file's bytes; a missing file is a read-error naming it. */
+  async read(rel: string, opts: ReadOptions = {}): Promise<Buffer> {
+    const b = await this.readOptional(rel, opts);
+    if (b === undefined) throw this.error('not-found', rel, `${quote(rel)} does not exist`);
+    return b;
+  }
+
+  /** UTF-8 text of the file; undefined when it does not exist. */
+  async readTextOptional(rel: string, opts: ReadOptions = {}): Promise<string | undefined> {
+    return (await this.readOptional(rel, opts))?.toString('utf8');
+  }
+
+  async readText(rel: string, opts: ReadOptions = {}): Promise<string> {
+    return (await this.read(rel, opts)).toString('utf8');
+  }
+
+  /** Entries of a directory of the tree (which must be a real directory inside it), sorted bytewise. */
+  async list(rel: string): Promise<Dirent[] | undefined> {
+    if (rel !== '' && rel !== '.') {
+      let r: Resolved;
+      try {
+        r = await resolveInTree(this.root, rel, this.dirs);
+      } catch (e) {
+        if (e instanceof ContainmentProblem) {
+          if (e.absent) return undefined;
+          throw toHoistError(e, this.ctx);
+        }
+        throw this.error('read-error', rel, `cannot read directory ${quote(rel)}: ${describeFsError(e)}`);
+      }
+      if (r.path !== rel) throw this.error('not-a-regular-file', rel, `${quote(rel)} is a symlink to a directory; links must end at a regular file in the content tree`);
+      if (!r.stats.isDirectory()) return undefined;
+    }
+    try {
+      const entries = await readdir(rel === '' || rel === '.' ? this.root : join(this.root, rel), { withFileTypes: true });
+      return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    } catch (e) {
+      throw this.error('read-error', rel || '.', `cannot read directory ${quote(rel || '.')}: ${describeFsError(e)}`);
+    }
+  }
+}
