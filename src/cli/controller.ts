@@ -34,6 +34,8 @@ export interface ControllerOptions {
   sources?: Omit<SourceRegistryOptions, 'store'>;
   /** content-store garbage collection period (default 10 min) */
   gcIntervalMs?: number;
+  /** a ServiceAccount name (in each BD's installNamespace) impersonated for BDs without spec.serviceAccount */
+  defaultServiceAccount?: string;
   /** LRU size budget of the content store; undefined = unlimited */
   cacheMaxBytes?: number;
 }
@@ -87,6 +89,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     registry,
     selector: opts.selector,
     gcIntervalMs: opts.gcIntervalMs,
+    defaultServiceAccount: opts.defaultServiceAccount,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

@@ -17,6 +17,9 @@ commands:
              --workers <n>         concurrent reconciles (default 4)
              --selector <labels>   reconcile only BundleDeployments matching this label selector
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
+             --default-service-account <name>
+                                   BundleDeployments without spec.serviceAccount act as this
+                                   ServiceAccount of their installNamespace (impersonation)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -38,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
           workers: { type: 'string', default: '4' },
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
+          'default-service-account': { type: 'string' },
         },
       });
       const { runController } = await import('./run.ts');
@@ -50,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
         workers: Number(values.workers),
         selector: values.selector,
         cacheDir: values['cache-dir'],
+        defaultServiceAccount: values['default-service-account'] || undefined,
         log: createLogger(),
       });
     }

@@ -21,6 +21,7 @@ export interface RunOptions {
   workers: number;
   selector?: string;
   cacheDir?: string;
+  defaultServiceAccount?: string;
   log: Logger;
 }
 
@@ -42,6 +43,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     workers: opts.workers,
     selector: opts.selector,
     cacheDir: opts.cacheDir,
+    defaultServiceAccount: opts.defaultServiceAccount,
     log,
     autoStart: !opts.leaderElect,
   });

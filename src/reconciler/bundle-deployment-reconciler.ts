@@ -35,6 +35,7 @@ import { getCondition, setCondition, type ConditionInput } from './conditions.ts
 import { lineageWinner } from './lineage.ts';
 import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
 import { readCredentials, secretRefOf } from './credentials.ts';
+import type { Identities } from './identity.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
 
@@ -47,6 +48,8 @@ export interface ReconcilerDeps {
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
   applier: Applier;
+  /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
+  identities: Identities;
   revisions: RevisionStore;
   managed: ManagedObjects;
   events: EventRecorder;
@@ -197,6 +200,8 @@ export class BundleDeploymentReconciler {
     const time = stopwatch(outcome.timings);
     let rendered: Rendered;
     try {
+      // who acts for this BD; a default account without a namespace to live in stops here
+      this.d.identities.for(bd);
       const resolved = await time('resolve', this.resolve(bd, spec, status));
       this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
@@ -265,9 +270,10 @@ export class BundleDeploymentReconciler {
     if (isNew) {
       // Objects that left the bundle go only now that the new revision applied completely.
       const previous = active ? await this.objectsOf(bd, active).catch(() => []) : [];
-      const pruned = await time('prune', deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
+      const pruned = await time('prune', deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
         keepCRDs: !spec.deleteCRDsOnUninstall,
         log: this.d.log,
+        retained: rendered.objects,
       })).catch((e: unknown) => {
         // the new revision is applied; what failed is removing what left the bundle: say so, retry
         const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
@@ -353,7 +359,7 @@ export class BundleDeploymentReconciler {
       const objects = await this.objectsOf(bd, lastGood);
       try {
         const report = await this.d.applier.apply(this.target(bd, spec, lastGood.number), objects);
-        const pruned = await deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
+        const pruned = await deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log, retained: objects });
         outcome.changed = countChanged(report.results) + countChanged(pruned);
       } catch (e) {
         const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
@@ -402,7 +408,7 @@ export class BundleDeploymentReconciler {
         const previous = prev?.kind === src.kind && prev.generation === gen ? prev : undefined;
         const recheck = !!previous && !!pollMs && (!previous.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
         // a recorded resolution is reused without a network call, so no credentials are read
-        const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) : undefined;
+        const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
         const r = await source.resolve(src, { previous, recheck, credentials });
         if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
         else r.status.resolvedAt = previous.resolvedAt;
@@ -441,7 +447,7 @@ export class BundleDeploymentReconciler {
         const r = resolved[i]!;
         // credentials also on a store hit: the source proves this BD's access before serving
         // content another BD fetched (DESIGN §2); without them it would ask anonymously
-        const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) };
+        const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) };
         return { dir: await source.fetch(src, r, this.d.store, ctx), destination: src.destination };
       }),
     );
@@ -536,15 +542,17 @@ export class BundleDeploymentReconciler {
       this.d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
     } else {
       const active = bd.status?.activeRevision;
-      const objects = active ? await this.objectsOf(bd, active).catch(() => undefined) : [];
-      if (objects === undefined) {
-        this.d.log.warn({ bd: name, revision: active?.number }, 'active revision not stored: nothing to uninstall');
-      } else {
-        // what another member of the lineage installs is handed over, not deleted (DESIGN §4)
-        const kept = await this.installedByLineage(bd);
-        const results = await deleteOwned(this.d.client, { name, lineage: lineageOf(bd) }, objects.filter((o) => !kept.has(objectId(o))), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
-        this.d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
-      }
+      // Not knowing what is installed is never "nothing installed": a revision that cannot be
+      // loaded (API error, Secret missing) keeps the finalizer and is retried with backoff.
+      // Removing the finalizer by hand orphans the objects.
+      const objects = active ? await this.objectsOf(bd, active).catch((e: unknown) => this.uninstallBlocked(bd, e)) : [];
+      // what another member of the lineage installs is handed over, not deleted (DESIGN §4)
+      const kept = await this.installedByLineage(bd);
+      const doomed = objects.filter((o) => !kept.has(objectId(o)));
+      const results = doomed.length === 0 ? [] : await Promise.resolve()
+        .then(() => deleteOwned(this.actor(bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log }))
+        .catch((e: unknown) => this.uninstallBlocked(bd, e));
+      this.d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
     }
     await this.d.revisions.prune(name);
     try {
@@ -559,6 +567,20 @@ export class BundleDeploymentReconciler {
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
+  }
+
+  /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
+  private uninstallBlocked(bd: BundleDeployment, e: unknown): never {
+    const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'uninstall-failed', terminal: false });
+    const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
+    this.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
+    this.d.events.event(bd, 'Warning', 'UninstallFailed', message);
+    throw new HoistError(message, { stage: err.stage, reason: err.reason, code: err.code, subject: err.subject, terminal: false, cause: err });
+  }
+
+  /** the client acting for bd: its ServiceAccount (impersonated) or the controller */
+  private actor(bd: BundleDeployment): KubeClient {
+    return this.d.identities.for(bd).client;
   }
 
   /** ids of the objects the other (undeleted) members of bd's lineage have installed */
@@ -590,7 +612,7 @@ export class BundleDeploymentReconciler {
   // ---- helpers -------------------------------------------------------------------------------
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd) };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */

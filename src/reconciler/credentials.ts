@@ -1,7 +1,8 @@
 /**
  * Reads the Secret a source's auth refers to (DESIGN §7): in the controller's own namespace, or,
- * when the BundleDeployment names a serviceAccount, in its installNamespace as that service
- * account, so Kubernetes RBAC decides who may use which secret. Values never leave this module
+ * when a service account acts for the BundleDeployment (spec.serviceAccount or the controller's
+ * --default-service-account), in its installNamespace as that service account, so Kubernetes
+ * RBAC decides who may use which secret. Values never leave this module
  * except inside Credentials handed to a source.
  */
 import type { BundleDeployment, SourceSpec } from '../../api/v1alpha2/types.ts';
@@ -14,10 +15,10 @@ export function secretRefOf(source: SourceSpec): string | undefined {
   return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;
 }
 
-export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec): Promise<Credentials | undefined> {
+export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;
-  const sa = bd.spec.serviceAccount?.name;
+  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
   const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
   if (!namespace) {
     throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `secret ${name}`, terminal: true });

@@ -17,6 +17,7 @@ import type { Source } from '../sources/source.ts';
 import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
+import { Identities } from './identity.ts';
 import { ManagedObjects } from './managed-objects.ts';
 
 export interface ManagerOptions {
@@ -33,6 +34,8 @@ export interface ManagerOptions {
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector (sharding, tests) */
   selector?: string;
+  /** impersonated for BundleDeployments without spec.serviceAccount (hoist run --default-service-account) */
+  defaultServiceAccount?: string;
   /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
   gcIntervalMs?: number;
 }
@@ -79,6 +82,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
+      identities: new Identities(opts.client, opts.defaultServiceAccount),
       revisions: new RevisionStore(opts.client, opts.controllerNamespace),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),

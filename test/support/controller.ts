@@ -52,7 +52,7 @@ export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
 
-export async function startTestController(opts: { workers?: number; kubeconfig?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes'> = {}): Promise<TestController> {
+export async function startTestController(opts: { workers?: number; kubeconfig?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount'> = {}): Promise<TestController> {
   const runId = randomBytes(4).toString('hex');
   const namespace = `hoist-test-${runId}`;
   const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
@@ -60,7 +60,7 @@ export async function startTestController(opts: { workers?: number; kubeconfig?:
   const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
-  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes });
+  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount });
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {
