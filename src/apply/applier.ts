@@ -238,7 +238,8 @@ export class Applier {
       }
     });
     if (refused.length > 0) {
-      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: true });
+      // not terminal: RBAC is often granted after the BundleDeployment is created
+      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
     }
     return planned.filter((p): p is Planned => p !== undefined);
   }
@@ -324,8 +325,8 @@ export class Applier {
       code: 'apply-failed',
       subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
       // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (connection, conflicts, throttling)
-      terminal: failed.every((f) => !/connect|timeout|throttl|conflict|try again|ECONN|socket/i.test(f.message ?? '')),
+      // only helps for transient failures (connection, conflicts, throttling) and missing RBAC
+      terminal: failed.every((f) => !/connect|timeout|throttl|conflict|try again|ECONN|socket|forbidden/i.test(f.message ?? '')),
     });
   }
 
