@@ -352,9 +352,9 @@ export class BundleDeploymentReconciler {
     outcome: Outcome,
   ): Promise<void> {
     const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
-    // refused before any write (another owner, or the acting account may not read an object):
-    // the new revision installed nothing, so there is nothing of it to prune or roll back from
-    const refusedBeforeWrite = reason === 'ConflictingOwner' || err.code === 'forbidden';
+    // the acting account may not read an object of the new revision: refused before any write,
+    // and pruning the new revision's objects would only be refused the same way
+    const forbidden = err.code === 'forbidden';
     const message = err.describe();
     status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason };
     const lastGood = lastGoodRevision(status, failed.contentDigest);
@@ -362,7 +362,7 @@ export class BundleDeploymentReconciler {
       const objects = await this.objectsOf(bd, lastGood);
       try {
         const report = await this.d.applier.apply(this.target(bd, spec, lastGood.number), objects);
-        const pruned = refusedBeforeWrite ? [] : await deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log, retained: objects });
+        const pruned = forbidden ? [] : await deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log, retained: objects });
         outcome.changed = countChanged(report.results) + countChanged(pruned);
       } catch (e) {
         const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
@@ -372,7 +372,8 @@ export class BundleDeploymentReconciler {
       }
       status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length };
       status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
-      if (refusedBeforeWrite) set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
+      // refused before any write: the new revision installed nothing, say that rather than "rolled back"
+      if (reason === 'ConflictingOwner' || forbidden) set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
       this.d.events.event(bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
