@@ -13,7 +13,7 @@ import {
   LABEL_OWNER_NAME,
   type CollisionProtection,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isTransient } from '../kube/api-error.ts';
+import { ApiError, isConflict, isForbidden, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -36,6 +36,11 @@ export interface ApplyTarget {
   revision: number;
   protection: CollisionProtection;
   installNamespace?: string;
+  /**
+   * who reads and writes the objects (an impersonating client for the BD's ServiceAccount);
+   * default the applier's own client. Discovery and the live index stay the controller's.
+   */
+  actor?: KubeClient;
 }
 
 export interface ApplyReport {
@@ -121,7 +126,7 @@ export class Applier {
     this.refuseConflicts([...firstPlanned, ...restPlanned]);
 
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
-    if (needsWrite && target.installNamespace) await this.ensureNamespace(target.installNamespace, objects);
+    if (needsWrite && target.installNamespace) await this.ensureNamespace(this.actor(target), target.installNamespace, objects);
 
     results.push(...(await this.applyAll(target, manager, firstPlanned)));
     applied.push(...firstPlanned.map((p) => p.obj));
@@ -130,7 +135,7 @@ export class Applier {
     const crds = firstPlanned.filter((p) => isCRD(p.obj));
     let established: Promise<void> = Promise.resolve();
     if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-      established = this.waitEstablished(crds.map((c) => c.obj.metadata.name)).then(() => this.client.discovery.invalidate());
+      established = this.waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name)).then(() => this.client.discovery.invalidate());
       // keep a rejection observed until it is awaited below
       established.catch(() => {});
     }
@@ -209,17 +214,38 @@ export class Applier {
     return { ready: out, deferred };
   }
 
-  /** decides per object whether it may be taken over; reads the live object only when unknown */
+  /**
+   * Decides per object whether it may be taken over; reads the live object (as the actor) only
+   * when the watches do not know it. A read the API server refuses (forbidden) fails the whole
+   * apply before any write, naming every refused object.
+   */
   private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>): Promise<Planned[]> {
     const me = { name: target.name, lineage: target.lineage, protection: target.protection };
-    return mapLimit(prepared, this.concurrency, async (p): Promise<Planned> => {
+    const client = this.actor(target);
+    const refused: string[] = [];
+    const planned = await mapLimit(prepared, this.concurrency, async (p): Promise<Planned | undefined> => {
       const known = this.live?.get(p.id);
       if (known && known.labels?.[LABEL_LINEAGE] === target.lineage) {
-        return { ...p, decision: decideTakeOver(known, me) };
+        return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
-      const live = await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
-      return { ...p, decision: decideTakeOver(live?.metadata, me), live };
+      try {
+        const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+        return { ...p, decision: decideTakeOver(live?.metadata, me, { crd: isCRD(p.obj) }), live };
+      } catch (e) {
+        if (!isForbidden(e)) throw e;
+        refused.push(`${p.subject}: get refused: ${(e as ApiError).apiMessage}`);
+        return undefined;
+      }
     });
+    if (refused.length > 0) {
+      // not terminal: RBAC is often granted after the BundleDeployment is created
+      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
+    }
+    return planned.filter((p): p is Planned => p !== undefined);
+  }
+
+  private actor(target: ApplyTarget): KubeClient {
+    return target.actor ?? this.client;
   }
 
   private refuseConflicts(planned: readonly Planned[]): void {
@@ -253,18 +279,19 @@ export class Applier {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
     const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
+    const client = this.actor(target);
     try {
       const action = p.decision.action;
-      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(p.live, p, manager);
+      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager);
       let result: KubeObject;
       try {
-        result = await this.client.apply(p.obj, { fieldManager: manager, force: true });
+        result = await client.apply(p.obj, { fieldManager: manager, force: true });
       } catch (e) {
         if (!(isImmutable(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
         this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
-        await this.client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
-        await this.waitGone(p);
-        result = await this.client.apply(p.obj, { fieldManager: manager, force: true });
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
+        await this.waitGone(client, p);
+        result = await client.apply(p.obj, { fieldManager: manager, force: true });
       }
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
@@ -274,16 +301,16 @@ export class Applier {
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb };
     } catch (e) {
-      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || (e instanceof HoistError && !e.terminal) };
+      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal) };
     }
   }
 
   /** folds other managers' fields into ours (with a resourceVersion test, so a racing write wins) */
-  private async takeOverFields(live: KubeObject, p: Planned, manager: string): Promise<void> {
+  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string): Promise<void> {
     const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
     const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion);
     if (!merged) return;
-    await this.client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
+    await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
       { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
       { op: 'replace', path: '/metadata/managedFields', value: merged },
     ], 'json');
@@ -298,18 +325,27 @@ export class Applier {
       code: 'apply-failed',
       subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
       // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (no response, 5xx, throttling, conflicts)
+      // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing RBAC
       terminal: failed.every((f) => !f.transient),
     });
   }
 
-  /** the install namespace must exist; Hoist creates it (unlabelled, never deleted) when missing */
-  private async ensureNamespace(name: string, objects: readonly KubeObject[]): Promise<void> {
+  /**
+   * The install namespace must exist; the actor creates it (unlabelled, never deleted) when
+   * missing. An actor that may not read namespaces (a ServiceAccount with rights only inside its
+   * own namespace, which therefore exists) goes on: its applies say so if the namespace is missing.
+   */
+  private async ensureNamespace(client: KubeClient, name: string, objects: readonly KubeObject[]): Promise<void> {
     if (objects.some((o) => isNamespace(o) && o.metadata.name === name)) return;
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
-    if (await this.client.get(ns, name)) return;
     try {
-      await this.client.create(ns);
+      if (await client.get(ns, name)) return;
+    } catch (e) {
+      if (isForbidden(e)) return;
+      throw e;
+    }
+    try {
+      await client.create(ns);
       this.log.info({ namespace: name }, 'created install namespace');
     } catch (e) {
       if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
@@ -322,7 +358,7 @@ export class Applier {
    * overshot the establishing controller by up to a second). A watch that ends early falls back
    * to another GET round.
    */
-  private async waitEstablished(names: readonly string[]): Promise<void> {
+  private async waitEstablished(client: KubeClient, names: readonly string[]): Promise<void> {
     const deadline = Date.now() + this.crdTimeoutMs;
     const pending = new Set(names);
     const type = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
@@ -330,7 +366,7 @@ export class Applier {
       const versions = new Map<string, string>();
       await Promise.all(
         [...pending].map(async (name) => {
-          const crd = await this.client.get(type, name);
+          const crd = await client.get(type, name);
           if (crd && isEstablished(crd)) pending.delete(name);
           else if (crd?.metadata.resourceVersion) versions.set(name, crd.metadata.resourceVersion);
         }),
@@ -347,7 +383,7 @@ export class Applier {
         await Promise.all(
           [...versions].map(async ([name, resourceVersion]) => {
             try {
-              const events = this.client.watch(type, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: Math.ceil(this.crdTimeoutMs / 1000), signal: abort.signal });
+              const events = client.watch(type, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: Math.ceil(this.crdTimeoutMs / 1000), signal: abort.signal });
               for await (const ev of events) {
                 if ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isEstablished(ev.object)) {
                   pending.delete(name);
@@ -381,9 +417,9 @@ export class Applier {
     }
   }
 
-  private async waitGone(p: Planned): Promise<void> {
+  private async waitGone(client: KubeClient, p: Planned): Promise<void> {
     const deadline = Date.now() + 60_000;
-    while (await this.client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
+    while (await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
       if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
       await new Promise((r) => setTimeout(r, 200));
     }

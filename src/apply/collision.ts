@@ -21,7 +21,12 @@ export interface Claimant {
   protection: CollisionProtection;
 }
 
-export function decideTakeOver(live: { labels?: Record<string, string> } | undefined, me: Claimant): TakeOver {
+/**
+ * `crd`: the object is a CustomResourceDefinition. Another lineage's CRD is never taken, not even
+ * under None: its new owner's uninstall (deleteCRDsOnUninstall) would delete every custom
+ * resource of its kinds, which the other lineage's users created.
+ */
+export function decideTakeOver(live: { labels?: Record<string, string> } | undefined, me: Claimant, opts: { crd?: boolean } = {}): TakeOver {
   if (!live) return { action: 'create' };
   const owner = live.labels?.[LABEL_OWNER_NAME];
   const lineage = live.labels?.[LABEL_LINEAGE];
@@ -33,6 +38,9 @@ export function decideTakeOver(live: { labels?: Record<string, string> } | undef
     return { action: 'adopt' };
   }
   const ownerDesc = `BundleDeployment ${owner} (lineage ${lineage ?? 'unknown'})`;
+  if (me.protection === 'None' && opts.crd) {
+    return { action: 'refuse', owner: ownerDesc, why: 'a CustomResourceDefinition of another lineage is never taken over, not even under collisionProtection None (its custom resources belong to that lineage)' };
+  }
   if (me.protection === 'None') return { action: 'steal', owner: ownerDesc };
   return { action: 'refuse', owner: ownerDesc, why: `owned by another lineage; collisionProtection ${me.protection} refuses it` };
 }

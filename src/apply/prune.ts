@@ -2,7 +2,9 @@
  * Deleting objects Hoist installed: objects that left the bundle (after the new revision applied
  * completely) and everything on uninstall. An object is deleted only while its live labels still
  * name this BundleDeployment — never one that was handed over, refused, or changed hands — and
- * with a uid precondition, so a re-created object of the same name survives.
+ * with a uid precondition, so a re-created object of the same name survives. A Namespace is
+ * deleted only when it holds nothing else (namespace-contents.ts). `client` is whoever acts for
+ * the BundleDeployment (its ServiceAccount when it has one).
  */
 import type { Logger } from 'pino';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
@@ -10,6 +12,7 @@ import { ApiError } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
+import { namespaceVerdict } from './namespace-contents.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
@@ -18,6 +21,8 @@ export interface PruneOptions {
   keepCRDs?: boolean;
   concurrency?: number;
   log: Logger;
+  /** objects that stay installed (the current revision, when pruning): their namespaces stay too */
+  retained?: readonly KubeObject[];
 }
 
 export async function deleteOwned(
@@ -43,6 +48,17 @@ export async function deleteOwned(
             return { id, subject, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
           }
           if (isCRD(obj) && keepCRDs) return { id, subject, action: 'orphaned', message: 'CRDs are kept' };
+          if (isNamespace(obj)) {
+            // deleting a namespace deletes everything in it: only when nothing else is left there
+            const staying = opts.retained?.find((o) => o.metadata.namespace === obj.metadata.name);
+            const verdict = staying
+              ? { ours: false as const, why: `${describeObject(staying)} of the current revision lives in it` }
+              : await namespaceVerdict(client, obj.metadata.name, owner, opts.concurrency ?? 8);
+            if (!verdict.ours) {
+              opts.log.info({ object: subject, why: verdict.why }, 'namespace kept');
+              return { id, subject, action: 'orphaned', message: `kept: ${verdict.why}` };
+            }
+          }
           await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live.metadata.uid, propagationPolicy: 'Background' });
           opts.log.debug({ object: subject }, 'deleted');
           return { id, subject, action: 'deleted' };

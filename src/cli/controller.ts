@@ -35,6 +35,8 @@ export interface ControllerOptions {
   sources?: Omit<SourceRegistryOptions, 'store'>;
   /** content-store garbage collection period (default 10 min) */
   gcIntervalMs?: number;
+  /** a ServiceAccount name (in each BD's installNamespace) impersonated for BDs without spec.serviceAccount */
+  defaultServiceAccount?: string;
   /** size budget of the content store, enforced on every write (see FsContentStore); undefined = unlimited */
   cacheMaxBytes?: number;
 }
@@ -88,6 +90,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     registry,
     selector: opts.selector,
     gcIntervalMs: opts.gcIntervalMs,
+    defaultServiceAccount: opts.defaultServiceAccount,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

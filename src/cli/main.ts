@@ -19,6 +19,9 @@ commands:
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
              --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
+             --default-service-account <name>
+                                   BundleDeployments without spec.serviceAccount act as this
+                                   ServiceAccount of their installNamespace (impersonation)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -42,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
           'cache-dir': { type: 'string' },
           'cache-max-size': { type: 'string' },
           'fetch-timeout': { type: 'string', default: '10m' },
+          'default-service-account': { type: 'string' },
         },
       });
       const { parseDuration } = await import('../../api/v1alpha2/defaults.ts');
@@ -58,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
         cacheDir: values['cache-dir'],
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
+        defaultServiceAccount: values['default-service-account'] || undefined,
         log: createLogger(),
       });
     }

@@ -25,6 +25,7 @@ export interface RunOptions {
   cacheMaxBytes?: number;
   /** overall deadline of one source resolve or fetch (--fetch-timeout) */
   fetchTimeoutMs?: number;
+  defaultServiceAccount?: string;
   log: Logger;
 }
 
@@ -48,6 +49,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { sources: { fetchTimeoutMs: opts.fetchTimeoutMs } } : {}),
+    defaultServiceAccount: opts.defaultServiceAccount,
     log,
     autoStart: !opts.leaderElect,
   });

@@ -38,13 +38,13 @@ interface AggregatedList {
     metadata?: { name?: string };
     versions?: {
       version: string;
-      resources?: { resource: string; scope?: string; responseKind?: { kind?: string } }[];
+      resources?: { resource: string; scope?: string; responseKind?: { kind?: string }; verbs?: string[] }[];
     }[];
   }[];
 }
 interface LegacyVersions { kind?: string; versions?: string[] }
 interface LegacyGroups { kind?: string; groups?: { name: string; versions: { groupVersion: string }[] }[] }
-interface ResourceList { resources?: { name: string; kind: string; namespaced: boolean }[] }
+interface ResourceList { resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] }
 
 export class CachedDiscovery implements Discovery {
   private snapshot: Snapshot | undefined;
@@ -66,6 +66,23 @@ export class CachedDiscovery implements Discovery {
 
   invalidate(): void {
     this.snapshot = undefined;
+  }
+
+  /** every listable resource, once per group in the group's preferred (first served) version */
+  async listable(): Promise<ResourceInfo[]> {
+    const snap = await this.current();
+    const groups = new Map<string, string>();
+    for (const gv of snap.groupVersions.keys()) {
+      const group = gv.includes('/') ? gv.split('/')[0]! : '';
+      if (!groups.has(group)) groups.set(group, gv);
+    }
+    const out: ResourceInfo[] = [];
+    for (const gv of groups.values()) {
+      let kinds = snap.groupVersions.get(gv);
+      if (!kinds) snap.groupVersions.set(gv, (kinds = await this.loadGroupVersion(gv)));
+      for (const info of kinds.values()) if (info.verbs?.includes('list')) out.push(info);
+    }
+    return out;
   }
 
   async apiVersions(): Promise<string[]> {
@@ -125,7 +142,7 @@ export class CachedDiscovery implements Discovery {
             for (const r of v.resources ?? []) {
               const kind = r.responseKind?.kind;
               if (!kind) continue;
-              kinds.set(kind, { group, version: v.version, resource: r.resource, kind, namespaced: r.scope === 'Namespaced' });
+              kinds.set(kind, { group, version: v.version, resource: r.resource, kind, namespaced: r.scope === 'Namespaced', ...(r.verbs ? { verbs: r.verbs } : {}) });
             }
             groupVersions.set(group ? `${group}/${v.version}` : v.version, kinds);
           }
@@ -158,7 +175,7 @@ export class CachedDiscovery implements Discovery {
     const kinds = new Map<string, ResourceInfo>();
     for (const r of list?.resources ?? []) {
       if (r.name.includes('/')) continue; // subresources such as deployments/status
-      kinds.set(r.kind, { group, version, resource: r.name, kind: r.kind, namespaced: r.namespaced });
+      kinds.set(r.kind, { group, version, resource: r.name, kind: r.kind, namespaced: r.namespaced, ...(r.verbs ? { verbs: r.verbs } : {}) });
     }
     return kinds;
   }

@@ -20,6 +20,8 @@ export interface ResourceInfo {
   resource: string;
   kind: string;
   namespaced: boolean;
+  /** the verbs discovery lists for the resource (list, watch, …), when it says */
+  verbs?: string[];
 }
 
 export interface ListOptions {
@@ -80,6 +82,8 @@ export interface Discovery {
   resourceFor(type: TypeRef, opts?: { refreshOnMiss?: boolean }): Promise<ResourceInfo | undefined>;
   /** forget cached discovery, e.g. after a CRD became Established */
   invalidate(): void;
+  /** every listable resource, once per group (its preferred version) */
+  listable(): Promise<ResourceInfo[]>;
   /** "group/version" strings served, for Helm's .Capabilities */
   apiVersions(): Promise<string[]>;
   /** the API server's version (GET /version gitVersion, e.g. "v1.34.4"), for Helm's .Capabilities.KubeVersion */

@@ -38,6 +38,7 @@ import { getCondition, setCondition, type ConditionInput } from './conditions.ts
 import { lineageWinner } from './lineage.ts';
 import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
 import { readCredentials, secretKeyOf, secretRefOf } from './credentials.ts';
+import type { Identities } from './identity.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
 import type { SecretWatch } from './secret-watch.ts';
@@ -52,6 +53,8 @@ export interface ReconcilerDeps {
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
   applier: Applier;
+  /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
+  identities: Identities;
   revisions: RevisionStore;
   managed: ManagedObjects;
   events: EventRecorder;
@@ -216,6 +219,8 @@ export class BundleDeploymentReconciler {
     const time = stopwatch(outcome.timings);
     let rendered: Rendered;
     try {
+      // who acts for this BD; a default account without a namespace to live in stops here
+      this.d.identities.for(bd);
       const resolved = await time('resolve', this.resolve(bd, spec, status, signal));
       this.contentKeys.set(bd.metadata.name, resolved.map((r) => r.key));
       status.resolvedSources = resolved.map((r) => r.status);
@@ -287,9 +292,10 @@ export class BundleDeploymentReconciler {
     if (isNew) {
       // Objects that left the bundle go only now that the new revision applied completely.
       const previous = active ? await this.objectsOf(bd, active).catch(() => []) : [];
-      const pruned = await time('prune', deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
+      const pruned = await time('prune', deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(previous, rendered.objects), {
         keepCRDs: !spec.deleteCRDsOnUninstall,
         log: this.d.log,
+        retained: rendered.objects,
       })).catch((e: unknown) => {
         // the new revision is applied; what failed is removing what left the bundle: say so, retry
         const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
@@ -372,6 +378,9 @@ export class BundleDeploymentReconciler {
     outcome: Outcome,
   ): Promise<void> {
     const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
+    // the acting account may not read an object of the new revision: refused before any write,
+    // and pruning the new revision's objects would only be refused the same way
+    const forbidden = err.code === 'forbidden';
     const message = err.describe();
     status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason };
     const lastGood = lastGoodRevision(status, failed.contentDigest);
@@ -379,7 +388,7 @@ export class BundleDeploymentReconciler {
       const objects = await this.objectsOf(bd, lastGood);
       try {
         const report = await this.d.applier.apply(this.target(bd, spec, lastGood.number), objects);
-        const pruned = await deleteOwned(this.d.client, { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
+        const pruned = forbidden ? [] : await deleteOwned(this.actor(bd), { name: bd.metadata.name, lineage: lineageOf(bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log, retained: objects });
         outcome.changed = countChanged(report.results) + countChanged(pruned);
       } catch (e) {
         const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
@@ -389,7 +398,8 @@ export class BundleDeploymentReconciler {
       }
       status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: this.now().toISOString() };
       status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
-      if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
+      // refused before any write: the new revision installed nothing, say that rather than "rolled back"
+      if (reason === 'ConflictingOwner' || forbidden) set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
       this.d.metrics?.rollbacks.inc({ reason: err.code === 'progress-deadline' ? 'ProgressDeadline' : reason });
@@ -430,10 +440,10 @@ export class BundleDeploymentReconciler {
         const previous = prev?.kind === src.kind && prev.generation === gen ? prev : undefined;
         const pollDue = !!pollMs && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
         // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
-        const secret = secretKeyOf(bd, src, this.d.controllerNamespace);
+        const secret = secretKeyOf(bd, src, this.d.controllerNamespace, this.d.identities.defaultServiceAccount);
         const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
-        const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) : undefined;
+        const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
         const r = await source.resolve(src, { previous, recheck, credentials, ...(signal ? { signal } : {}) });
         if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
         else r.status.resolvedAt = previous.resolvedAt;
@@ -474,7 +484,7 @@ export class BundleDeploymentReconciler {
           const r = resolved[i]!;
           // credentials also on a store hit: the source proves this BD's access before serving
           // content another BD fetched (DESIGN §2); without them it would ask anonymously
-          const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src) };
+          const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) };
           const hit = this.d.metrics ? await this.d.store.has(r.key) : true;
           const dir = await source.fetch(src, r, this.d.store, ctx);
           this.d.metrics?.fetches.inc({ kind: src.kind, result: hit ? 'hit' : 'miss' });
@@ -601,15 +611,17 @@ export class BundleDeploymentReconciler {
       this.d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
     } else {
       const active = bd.status?.activeRevision;
-      const objects = active ? await this.objectsOf(bd, active).catch(() => undefined) : [];
-      if (objects === undefined) {
-        this.d.log.warn({ bd: name, revision: active?.number }, 'active revision not stored: nothing to uninstall');
-      } else {
-        // what another member of the lineage installs is handed over, not deleted (DESIGN §4)
-        const kept = await this.installedByLineage(bd);
-        const results = await deleteOwned(this.d.client, { name, lineage: lineageOf(bd) }, objects.filter((o) => !kept.has(objectId(o))), { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log });
-        this.d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
-      }
+      // Not knowing what is installed is never "nothing installed": a revision that cannot be
+      // loaded (API error, Secret missing) keeps the finalizer and is retried with backoff.
+      // Removing the finalizer by hand orphans the objects.
+      const objects = active ? await this.objectsOf(bd, active).catch((e: unknown) => this.uninstallBlocked(bd, e)) : [];
+      // what another member of the lineage installs is handed over, not deleted (DESIGN §4)
+      const kept = await this.installedByLineage(bd);
+      const doomed = objects.filter((o) => !kept.has(objectId(o)));
+      const results = doomed.length === 0 ? [] : await Promise.resolve()
+        .then(() => deleteOwned(this.actor(bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: this.d.log }))
+        .catch((e: unknown) => this.uninstallBlocked(bd, e));
+      this.d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
     }
     await this.d.revisions.prune(name);
     try {
@@ -624,6 +636,20 @@ export class BundleDeploymentReconciler {
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
+  }
+
+  /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
+  private uninstallBlocked(bd: BundleDeployment, e: unknown): never {
+    const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'uninstall-failed', terminal: false });
+    const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
+    this.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
+    this.d.events.event(bd, 'Warning', 'UninstallFailed', message);
+    throw new HoistError(message, { stage: err.stage, reason: err.reason, code: err.code, subject: err.subject, terminal: false, cause: err });
+  }
+
+  /** the client acting for bd: its ServiceAccount (impersonated) or the controller */
+  private actor(bd: BundleDeployment): KubeClient {
+    return this.d.identities.for(bd).client;
   }
 
   /** ids of the objects the other (undeleted) members of bd's lineage have installed */
@@ -655,7 +681,7 @@ export class BundleDeploymentReconciler {
   // ---- helpers -------------------------------------------------------------------------------
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd) };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */

@@ -1,8 +1,9 @@
 /**
  * Reads the Secret a source's auth refers to (DESIGN §7): in the controller's own namespace, or,
- * when the BundleDeployment names a serviceAccount, in its installNamespace as that service
- * account, so Kubernetes RBAC decides who may use which secret. Values never leave this module
- * except inside Credentials handed to a source, together with the hosts the Secret's
+ * when a service account acts for the BundleDeployment (spec.serviceAccount or the controller's
+ * --default-service-account), in its installNamespace as that service account, so Kubernetes
+ * RBAC decides who may use which secret. Values never leave this module except inside
+ * Credentials handed to a source, together with the hosts the Secret's
  * `core.rukpak.io/credential-hosts` annotation binds them to (the sources enforce it).
  */
 import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } from '../../api/v1alpha2/types.ts';
@@ -19,17 +20,17 @@ export function secretRefOf(source: SourceSpec): string | undefined {
  * "namespace/name" of the Secret a source's auth names, where readCredentials looks for it: the
  * installNamespace when a service account reads it, else the controller's namespace.
  */
-export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string): string | undefined {
+export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string, defaultServiceAccount?: string): string | undefined {
   const name = secretRefOf(source);
   if (!name) return undefined;
-  const namespace = bd.spec.serviceAccount?.name ? bd.spec.installNamespace : controllerNamespace;
+  const namespace = (bd.spec.serviceAccount?.name ?? defaultServiceAccount) ? bd.spec.installNamespace : controllerNamespace;
   return namespace ? `${namespace}/${name}` : undefined;
 }
 
-export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec): Promise<Credentials | undefined> {
+export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;
-  const sa = bd.spec.serviceAccount?.name;
+  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
   const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
   if (!namespace) {
     throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `secret ${name}`, terminal: true });

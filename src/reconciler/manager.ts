@@ -17,6 +17,7 @@ import type { Source } from '../sources/source.ts';
 import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
+import { Identities } from './identity.ts';
 import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
@@ -36,6 +37,8 @@ export interface ManagerOptions {
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector (sharding, tests) */
   selector?: string;
+  /** impersonated for BundleDeployments without spec.serviceAccount (hoist run --default-service-account) */
+  defaultServiceAccount?: string;
   /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
   gcIntervalMs?: number;
 }
@@ -85,6 +88,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
+      identities: new Identities(opts.client, opts.defaultServiceAccount),
       revisions: new RevisionStore(opts.client, opts.controllerNamespace),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
@@ -208,7 +212,7 @@ export class BundleDeploymentManager {
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const keys = bd.spec.sources.map((s) => secretKeyOf(bd, s, this.opts.controllerNamespace)).filter((k): k is string => k !== undefined);
+    const keys = bd.spec.sources.map((s) => secretKeyOf(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)).filter((k): k is string => k !== undefined);
     this.secrets.track(bd.metadata.name, keys);
   }
 

@@ -150,7 +150,19 @@ describe('helm template', () => {
     expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] });
   });
 
+  it('renders rbac.impersonationOnly with --default-service-account', async () => {
+    const objs = await render('imp', 'ops', { 'rbac.clusterAdmin': false, 'rbac.impersonationOnly': true, defaultServiceAccount: 'hoist-installer' });
+    expect(find(objs, 'ClusterRoleBinding', 'imp-hoist-cluster-admin')).toBeUndefined();
+    const rules = (find(objs, 'ClusterRole') as unknown as { rules: Array<Record<string, unknown>> }).rules;
+    expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['list', 'watch'] });
+    expect(rules).toContainEqual({ apiGroups: [''], resources: ['namespaces'], resourceNames: ['ops'], verbs: ['get'] });
+    expect(rules).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] });
+    expect(podSpec(objs).c.args).toContain('--default-service-account=hoist-installer');
+  });
+
   it('refuses bad values: schema types, unknown keys, several replicas without leader election', async () => {
+    await expect(render('bad', 'ns', { 'rbac.impersonationOnly': true })).rejects.toThrow(/impersonationOnly needs rbac.clusterAdmin=false/);
+    await expect(render('bad', 'ns', { defaultServiceAccount: 'Not A Name' })).rejects.toThrow(/defaultServiceAccount/);
     await expect(render('bad', 'ns', { replicaCount: 'two' })).rejects.toThrow(/replicaCount/);
     await expect(render('bad', 'ns', { rbac: { clusterAdmin: true, typo: 1 } })).rejects.toThrow(/typo/);
     await expect(render('bad', 'ns', { 'image.digest': 'latest' })).rejects.toThrow(/digest/);
@@ -222,21 +234,21 @@ describe('the chart on a real API server', () => {
   }
 
   /** the real controller, authenticated as the chart's ServiceAccount, scoped to BDs labelled for it */
-  async function controllerAs(namespace: string, sa: string, label: string): Promise<RunningController> {
+  async function controllerAs(namespace: string, sa: string, label: string, defaultServiceAccount?: string): Promise<RunningController> {
     const kubeconfig = await serviceAccountKubeconfig(namespace, sa);
     const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-chart-cache-'));
     tmpDirs.push(cacheDir);
-    const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `hoist.test/chart=${label}`, workers: 2 });
+    const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `hoist.test/chart=${label}`, workers: 2, defaultServiceAccount });
     controllers.push(ctl);
     return ctl;
   }
 
-  async function createBD(name: string, label: string, installNamespace: string, body: Buffer): Promise<void> {
+  async function createBD(name: string, label: string, installNamespace: string, body: Buffer, serviceAccount?: string): Promise<void> {
     files.set(`/${name}.tgz`, body);
     const bd = {
       ...BD_TYPE,
       metadata: { name, labels: { 'hoist.test/chart': label } },
-      spec: { installNamespace, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${name}.tgz`), sha256: sha256(body) } }] },
+      spec: { installNamespace, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${name}.tgz`), sha256: sha256(body) } }], ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) },
     };
     await admin.create(bd as unknown as KubeObject);
     cleanup.push(bd as unknown as KubeObject);
@@ -320,6 +332,49 @@ describe('the chart on a real API server', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs)).toBeUndefined();
+  }, 120_000);
+
+  it('rbac.impersonationOnly: the controller writes nothing itself; a BD installs and uninstalls only as its ServiceAccount, and one without is refused', async () => {
+    const { namespace, sa, objs } = await install('imp', { 'rbac.clusterAdmin': false, 'rbac.impersonationOnly': true });
+    expect(find(objs, 'ClusterRoleBinding', 'imp-hoist-cluster-admin')).toBeUndefined();
+    const rules = (find(objs, 'ClusterRole') as unknown as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }).rules;
+    // no write verb on anything but its own API, events and impersonation
+    for (const r of rules) {
+      const own = r.apiGroups.includes('core.rukpak.io') || r.resources.includes('events') || r.verbs.every((v) => v === 'impersonate');
+      if (!own) expect(r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v)), JSON.stringify(r)).toEqual([]);
+    }
+    const label = `imp-${runId}`;
+    const ctl = await controllerAs(namespace, sa, label);
+    const tenant = `imp-tenant-${runId}`;
+    await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: tenant } });
+    cleanup.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: tenant } });
+
+    // the controller's own identity can write no bundle object, nor read a Secret outside its namespace
+    await expect(ctl.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: tenant } })).rejects.toThrow(/forbidden/i);
+    await expect(ctl.client.get({ apiVersion: 'v1', kind: 'Secret' }, 'anything', tenant)).rejects.toThrow(/forbidden/i);
+
+    // without a ServiceAccount nothing is installed: the controller may not write it
+    await createBD(`imp-nosa-${runId}`, label, tenant, await bundle([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'nosa' }, data: { a: 'b' } }]));
+    const refused = await waitFor(`imp-nosa-${runId}`, (b) => cond(b, 'Installed')?.status === 'False', 'refused');
+    expect(cond(refused, 'Installed')?.message).toContain(`User "system:serviceaccount:${namespace}:${sa}" cannot get resource "configmaps"`);
+    expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'nosa', tenant)).toBeUndefined();
+
+    // a tenant's account with rights in its namespace installs the app bundle as itself
+    await admin.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'installer', namespace: tenant } });
+    await admin.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'installer-admin', namespace: tenant }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' }, subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: tenant }] } as KubeObject);
+    await createBD(`imp-app-${runId}`, label, tenant, await bundle(app(tenant)), 'installer');
+    const bd = await waitFor(`imp-app-${runId}`, isDone, 'installed as the tenant account');
+    expect(cond(bd, 'Installed')).toMatchObject({ status: 'True', message: 'revision 1: 5 objects' });
+    expect((await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', tenant))?.metadata.labels?.['core.rukpak.io/owner-name']).toBe(`imp-app-${runId}`);
+
+    await admin.delete(BD_TYPE, `imp-app-${runId}`, undefined);
+    const deadline = Date.now() + 60_000;
+    while (await admin.get(BD_TYPE, `imp-app-${runId}`)) {
+      if (Date.now() > deadline) throw new Error('BD not deleted within 60s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', tenant)).toBeUndefined();
+    expect(await admin.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'app', tenant)).toBeUndefined();
   }, 120_000);
 
   it('rbac.clusterAdmin=true (default): the same "*" ClusterRole installs', async () => {

@@ -25,10 +25,15 @@ describe('kube client against a real api server', () => {
     const d = createKubeClient(loadKubeConfig(kubeconfigPath()));
     try {
       expect(await d.discovery.resourceFor({ apiVersion: 'apps/v1', kind: 'Deployment' })).toEqual({
-        group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true,
+        group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true, verbs: expect.arrayContaining(['list', 'watch', 'patch']),
       });
       expect(await d.discovery.resourceFor(NS)).toMatchObject({ resource: 'namespaces', namespaced: false });
       expect(await d.discovery.apiVersions()).toEqual(expect.arrayContaining(['v1', 'apps/v1', 'coordination.k8s.io/v1']));
+      // listable: each group once, no subresources, only kinds that support list
+      const listable = (await d.discovery.listable()).map((r) => `${r.group}/${r.resource}`);
+      expect(listable).toEqual(expect.arrayContaining(['apps/deployments', '/configmaps', '/namespaces']));
+      expect(listable.filter((r) => r === 'apps/deployments')).toHaveLength(1);
+      expect(listable.some((r) => r.includes('/status') || r.endsWith('subjectaccessreviews') || r.endsWith('tokenreviews'))).toBe(false);
       // aggregated discovery: everything in two requests, then served from the cache
       expect(d.requests.count('discovery')).toBe(2);
       await d.discovery.resourceFor({ apiVersion: 'batch/v1', kind: 'Job' });
