@@ -31,6 +31,16 @@ if [ -n "$only" ]; then
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 
+# One build at a time per cache: parallel test runs that find a tool missing wait for the build
+# already under way instead of starting another (three concurrent Kubernetes builds on 2 cores
+# never finish). The re-run under the lock builds only what is still missing then.
+if [ -z "${HOIST_TOOLS_LOCKED:-}" ]; then
+  if ! flock -n "$CACHE/.build.lock" true 2>/dev/null; then
+    echo "hoist tools: another build is under way (lock $CACHE/.build.lock); waiting for it" >&2
+  fi
+  exec env HOIST_TOOLS_LOCKED=1 flock "$CACHE/.build.lock" bash "$0" "$@"
+fi
+
 command -v go >/dev/null || { echo "hoist: Go is needed to build ${want[*]} (apt-get install golang, or /usr/local/go)" >&2; exit 1; }
 start=$SECONDS
 say() { echo "hoist tools: $* ($((SECONDS - start))s elapsed, cache $BIN)" >&2; }
