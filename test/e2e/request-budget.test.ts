@@ -5,10 +5,10 @@
  * applies, at most 3 status writes, the revision Secret and the finalizer patch; a reconcile with
  * nothing changed makes no write and no per-object GET.
  */
+import { open, stat } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestVerb } from '../../src/kube/request-counter.ts';
-import { AuditReader, writesOf, type AuditEvent } from '../support/audit-log.ts';
 import { auditLogPath } from '../support/env.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
@@ -18,10 +18,62 @@ import { FIXTURES, isolatePlain } from '../support/upgrade-fixtures.ts';
 const rollouts = (id: string) => isolatePlain(readFileSync(new URL('plain/argo-rollouts-v1.8.4/install.yaml', FIXTURES), 'utf8'), id);
 const BUNDLE_RESOURCES = new Set(['customresourcedefinitions', 'serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'configmaps', 'secrets', 'services', 'deployments']);
 
+interface AuditEvent {
+  stage: string;
+  verb: string;
+  userAgent?: string;
+  requestURI: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+}
+
+/** the controller's completed requests in the audit log, read from a byte offset */
+class AuditReader {
+  constructor(
+    private readonly path: string,
+    private readonly userAgent: string,
+  ) {}
+
+  async offset(): Promise<number> {
+    return (await stat(this.path)).size;
+  }
+
+  /** events from `from` on; waits until no new event of ours arrived for 300 ms (blocking audit mode writes before responding, this is a margin) */
+  async since(from: number): Promise<AuditEvent[]> {
+    let last = -1;
+    let events: AuditEvent[] = [];
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 300));
+      events = await this.read(from);
+      if (events.length === last) return events;
+      last = events.length;
+    }
+  }
+
+  private async read(from: number): Promise<AuditEvent[]> {
+    const fh = await open(this.path, 'r');
+    try {
+      const size = (await fh.stat()).size;
+      const buf = Buffer.alloc(size - from);
+      await fh.read(buf, 0, buf.length, from);
+      const text = buf.toString('utf8');
+      const complete = text.slice(0, text.lastIndexOf('\n') + 1);
+      return complete
+        .split('\n')
+        .filter((l) => l.includes(this.userAgent))
+        .map((l) => JSON.parse(l) as AuditEvent)
+        .filter((e) => e.userAgent === this.userAgent && e.stage === 'ResponseComplete');
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
 function describeEvents(events: readonly AuditEvent[]): string {
   return events.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}`).join('\n');
 }
 
+const writesOf = (events: readonly AuditEvent[]) => events.filter((e) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb));
 const bundleObject = (e: AuditEvent, ns: string) =>
   !!e.objectRef?.resource && BUNDLE_RESOURCES.has(e.objectRef.resource) && !e.objectRef.subresource && (e.objectRef.namespace === ns || !e.objectRef.namespace) && !!e.objectRef.name;
 
@@ -59,8 +111,7 @@ async function reconcileCount(): Promise<number> {
 beforeAll(async () => {
   t = await startTestController();
   files = await startFileServer();
-  const ua = `hoist/test-${t.runId}`;
-  audit = new AuditReader(auditLogPath(), ua, (e) => e.userAgent === ua);
+  audit = new AuditReader(auditLogPath(), `hoist/test-${t.runId}`);
 });
 afterAll(async () => {
   await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, `budget-${t.runId}`, undefined).catch(() => undefined);

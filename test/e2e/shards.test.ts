@@ -22,7 +22,7 @@ import { SHARD_LABEL } from '../../src/cli/shard.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { AuditReader, writesOf, type AuditEvent } from '../support/audit-log.ts';
+import { AuditReader, type AuditEvent as AnyAuditEvent } from '../support/audit.ts';
 import { BD_TYPE, isDone } from '../support/controller.ts';
 import { CM, configMap, deleteBundleDeployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
 import { auditLogPath, kubeconfigPath } from '../support/env.ts';
@@ -30,6 +30,9 @@ import { startHoistRun, type HoistProcess } from '../support/hoist-process.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 
 const exec = promisify(execFile);
+type AuditEvent = AnyAuditEvent & { user?: { username?: string } };
+const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+const writesOf = (events: readonly AuditEvent[]) => events.filter((e) => WRITES.has(e.verb));
 const runId = randomBytes(4).toString('hex');
 const ns = `shards-${runId}`;
 const TEST = 'hoist.test/shards';
@@ -113,7 +116,14 @@ afterAll(async () => {
 });
 
 describe.runIf(run)('shards (two hoist run --shard processes)', () => {
-  const audit = () => new AuditReader(auditLogPath(), `system:serviceaccount:${ns}:shard-`, (e) => e.user?.username === userOf('a') || e.user?.username === userOf('b'));
+  // `hoist run` sends User-Agent "hoist"; the two shards are told apart by their ServiceAccounts
+  const audit = () => {
+    const reader = new AuditReader(auditLogPath(), 'hoist');
+    return {
+      offset: () => reader.offset(),
+      since: async (from: number) => ((await reader.since(from)) as AuditEvent[]).filter((e) => e.user?.username === userOf('a') || e.user?.username === userOf('b')),
+    };
+  };
 
   it('split 100 BundleDeployments by label, none touched by both; unlabelled ones are left to the default shard', async () => {
     const reader = audit();

@@ -1,7 +1,6 @@
 /**
- * Reads the local API server's audit log (JSON lines, level Metadata) from a byte offset: the
- * completed requests of one client, picked by a substring every one of its lines holds (its
- * User-Agent or user name) and a predicate on the parsed event.
+ * Reads the test control plane's audit log (inject('auditLog')): the completed requests of one
+ * controller, found by its unique User-Agent.
  */
 import { open, stat } from 'node:fs/promises';
 
@@ -9,18 +8,18 @@ export interface AuditEvent {
   stage: string;
   verb: string;
   userAgent?: string;
-  user?: { username?: string };
   requestURI: string;
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
   responseStatus?: { code?: number };
+  /** set when the request impersonated someone */
+  impersonatedUser?: { username?: string };
 }
 
+/** the controller's completed requests in the audit log, read from a byte offset */
 export class AuditReader {
   constructor(
     private readonly path: string,
-    /** a substring of every line of interest: lines without it are not parsed */
-    private readonly needle: string,
-    private readonly accept: (e: AuditEvent) => boolean,
+    private readonly userAgent: string,
   ) {}
 
   async offset(): Promise<number> {
@@ -49,14 +48,12 @@ export class AuditReader {
       const complete = text.slice(0, text.lastIndexOf('\n') + 1);
       return complete
         .split('\n')
-        .filter((l) => l.includes(this.needle))
+        .filter((l) => l.includes(this.userAgent))
         .map((l) => JSON.parse(l) as AuditEvent)
-        .filter((e) => e.stage === 'ResponseComplete' && this.accept(e));
+        .filter((e) => e.userAgent === this.userAgent && e.stage === 'ResponseComplete');
     } finally {
       await fh.close();
     }
   }
 }
 
-export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
-export const writesOf = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => WRITE_VERBS.has(e.verb));
