@@ -15,7 +15,9 @@ const MAX_SHARD = 63 - LEASE.length - 1;
 export function checkShard(shard: string | undefined): void {
   if (!shard) return;
   if (!SHARD_NAME.test(shard) || shard.length > MAX_SHARD) {
-    throw new Error(`bad --shard ${JSON.stringify(shard)}: lowercase letters, digits and '-', starting and ending with a letter or digit, at most ${MAX_SHARD} characters`);
+    throw new Error(
+      `bad --shard ${JSON.stringify(shard)}: lowercase letters, digits and '-', starting and ending with a letter or digit, at most ${MAX_SHARD} characters`,
+    );
   }
 }
 

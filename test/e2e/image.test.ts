@@ -93,7 +93,10 @@ if ('unavailable' in engine) {
   async function pushBundle(): Promise<string> {
     const work = await mkdtemp(join(tmpdir(), 'hoist-image-layer-'));
     dirs.push(work);
-    const layer = await writeLayer([{ name: 'manifests/cm.yaml', data: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-image\ndata:\n  shipped: "yes"\n' }], join(work, 'layer.tgz'));
+    const layer = await writeLayer(
+      [{ name: 'manifests/cm.yaml', data: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-image\ndata:\n  shipped: "yes"\n' }],
+      join(work, 'layer.tgz'),
+    );
     const client = new RegistryClient({ ca: registry.pki!.caCert });
     try {
       const pushed = await pushImage(client, parseReference(`${registry.host}/bundles/app:v1`), [layer], { stage: 'fetch' });
@@ -128,90 +131,122 @@ if ('unavailable' in engine) {
   describe('the controller image', () => {
     it('is what the chart deploys by default: no shell, non-root, Node 24, helm', async () => {
       console.error(`[image] ${image.ref} ready in ${image.ms} ms\n${image.log.trim()}`);
-      const deployment = (await chart()).find((o) => o.kind === 'Deployment') as KubeObject & { spec: { template: { spec: { containers: Array<{ image: string }> } } } };
+      const deployment = (await chart()).find((o) => o.kind === 'Deployment') as KubeObject & {
+        spec: { template: { spec: { containers: Array<{ image: string }> } } };
+      };
       // podman names a registry-less image localhost/…; a cluster's runtime resolves the same name locally
       expect(`localhost/${deployment.spec.template.spec.containers[0]!.image}`).toBe(image.ref);
       const inspect = JSON.parse(await podman(env, ['image', 'inspect', image.ref]))[0] as { Config: { User: string; Entrypoint: string[] }; Size: number };
       expect(inspect.Config.User).toBe('65532:65532');
       expect(inspect.Config.Entrypoint[0]).toBe('/usr/local/bin/node');
       expect(inspect.Size).toBeLessThan(250e6);
-      const files = await podman(env, ['run', '--rm', '--read-only', '--entrypoint', '/usr/local/bin/node', image.ref, '-e', `const fs=require('fs');console.log(process.version, fs.existsSync('/bin/sh'), fs.existsSync('/usr/local/bin/helm'), fs.existsSync('/usr/bin/git'))`]);
+      const files = await podman(env, [
+        'run',
+        '--rm',
+        '--read-only',
+        '--entrypoint',
+        '/usr/local/bin/node',
+        image.ref,
+        '-e',
+        `const fs=require('fs');console.log(process.version, fs.existsSync('/bin/sh'), fs.existsSync('/usr/local/bin/helm'), fs.existsSync('/usr/bin/git'))`,
+      ]);
       expect(files).toMatch(/^v24\.\d+\.\d+ false true true$/);
       const helm = await podman(env, ['run', '--rm', '--read-only', '--entrypoint', '/usr/local/bin/helm', image.ref, 'version', '--short']);
       expect(helm).toMatch(/^v3\./);
     });
 
-    it('runs as the chart ServiceAccount with a read-only root: installs a bundle from the registry, serves /readyz and /metrics', async () => {
-      const objs = await chart();
-      // the chart's RBAC and ServiceAccount; the Deployment is what this container stands for
-      for (const o of objs.filter((x) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(x.kind))) {
-        await admin.apply(o, { fieldManager: 'hoist-image-test' });
-        if (!o.metadata.namespace) clusterObjects.push(o);
-      }
-      const sa = objs.find((o) => o.kind === 'ServiceAccount')!.metadata.name;
-      const saDir = await serviceAccountDir(sa);
-      const caDir = await mkdtemp(join(tmpdir(), 'hoist-image-ca-'));
-      dirs.push(caDir);
-      await chmod(caDir, 0o755);
-      await writeFile(join(caDir, 'registry-ca.crt'), registry.pki!.caCert, { mode: 0o644 });
-      const ref = await pushBundle();
-      metricsPort = await freePort();
-      const server = apiServer();
+    it(
+      'runs as the chart ServiceAccount with a read-only root: installs a bundle from the registry, serves /readyz and /metrics',
+      { timeout: 180_000 },
+      async () => {
+        const objs = await chart();
+        // the chart's RBAC and ServiceAccount; the Deployment is what this container stands for
+        for (const o of objs.filter((x) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(x.kind))) {
+          await admin.apply(o, { fieldManager: 'hoist-image-test' });
+          if (!o.metadata.namespace) clusterObjects.push(o);
+        }
+        const sa = objs.find((o) => o.kind === 'ServiceAccount')!.metadata.name;
+        const saDir = await serviceAccountDir(sa);
+        const caDir = await mkdtemp(join(tmpdir(), 'hoist-image-ca-'));
+        dirs.push(caDir);
+        await chmod(caDir, 0o755);
+        await writeFile(join(caDir, 'registry-ca.crt'), registry.pki!.caCert, { mode: 0o644 });
+        const ref = await pushBundle();
+        metricsPort = await freePort();
+        const server = apiServer();
 
-      container = await new HardenedContainer(image.ref)
-        .withNetworkMode('host')
-        .withUser('65532:65532')
-        .withDroppedCapabilities('ALL')
-        .withSecurityOpt('no-new-privileges')
-        .withTmpFs({ '/tmp': 'rw,size=256m,mode=1777', '/var/cache/hoist': 'rw,size=256m,mode=1777' })
-        .withBindMounts([
-          { source: saDir, target: '/var/run/secrets/kubernetes.io/serviceaccount', mode: 'ro' },
-          { source: caDir, target: '/etc/hoist-test', mode: 'ro' },
-        ])
-        .withEnvironment({
-          KUBERNETES_SERVICE_HOST: server.hostname,
-          KUBERNETES_SERVICE_PORT: server.port,
-          HOIST_NAMESPACE: ns,
-          HOIST_LOG_LEVEL: 'info',
-          NODE_EXTRA_CA_CERTS: '/etc/hoist-test/registry-ca.crt',
-        })
-        .withCommand(['run', `--namespace=${ns}`, '--leader-elect', `--metrics-bind-address=127.0.0.1:${metricsPort}`, '--workers=2', `--selector=${label}=${runId}`])
-        .withLogConsumer((stream) => stream.on('data', (d: Buffer | string) => (logs += d.toString())))
-        .withWaitStrategy(Wait.forLogMessage(/serving \/healthz/))
-        .withStartupTimeout(60_000)
-        .start();
+        container = await new HardenedContainer(image.ref)
+          .withNetworkMode('host')
+          .withUser('65532:65532')
+          .withDroppedCapabilities('ALL')
+          .withSecurityOpt('no-new-privileges')
+          // U: owned by the container's user, as the chart's fsGroup makes its emptyDirs writable
+          .withTmpFs({ '/tmp': 'rw,size=256m,U', '/var/cache/hoist': 'rw,size=256m,U' })
+          .withBindMounts([
+            { source: saDir, target: '/var/run/secrets/kubernetes.io/serviceaccount', mode: 'ro' },
+            { source: caDir, target: '/etc/hoist-test', mode: 'ro' },
+          ])
+          .withEnvironment({
+            KUBERNETES_SERVICE_HOST: server.hostname,
+            KUBERNETES_SERVICE_PORT: server.port,
+            HOIST_NAMESPACE: ns,
+            HOIST_LOG_LEVEL: 'info',
+            NODE_EXTRA_CA_CERTS: '/etc/hoist-test/registry-ca.crt',
+          })
+          .withCommand([
+            'run',
+            `--namespace=${ns}`,
+            '--leader-elect',
+            `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+            '--workers=2',
+            `--selector=${label}=${runId}`,
+          ])
+          .withLogConsumer((stream) => stream.on('data', (d: Buffer | string) => (logs += d.toString())))
+          .withWaitStrategy(Wait.forLogMessage(/serving \/healthz/))
+          .withStartupTimeout(60_000)
+          .start();
 
-      await waitUntil('/readyz answers 200', async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200, 60_000);
-      await admin.create({ ...BD_TYPE, metadata: { name: `image-${runId}`, labels: { [label]: runId } }, spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'image', image: { ref } }] } } as unknown as KubeObject);
-      let bd: BundleDeployment | undefined;
-      await waitUntil(
-        'the container installs the bundle',
-        async () => {
-          bd = (await admin.get(BD_TYPE, `image-${runId}`)) as unknown as BundleDeployment | undefined;
-          return !!bd && isDone(bd);
-        },
-        90_000,
-      ).catch((e: Error) => {
-        throw new Error(`${e.message}\n${describeStatus(bd)}\ncontainer logs:\n${logs.slice(-4000)}`);
-      });
-      expect(cond(bd, 'Installed')).toMatchObject({ status: 'True' });
-      const cm = (await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'from-image', ns)) as { data?: Record<string, string> } | undefined;
-      expect(cm?.data).toEqual({ shipped: 'yes' });
-      const lease = await admin.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'hoist-controller', ns);
-      expect((lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity).toBeTruthy();
+        await waitUntil(
+          '/readyz answers 200',
+          async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200,
+          60_000,
+        );
+        await admin.create({
+          ...BD_TYPE,
+          metadata: { name: `image-${runId}`, labels: { [label]: runId } },
+          spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'image', image: { ref } }] },
+        } as unknown as KubeObject);
+        let bd: BundleDeployment | undefined;
+        await waitUntil(
+          'the container installs the bundle',
+          async () => {
+            bd = (await admin.get(BD_TYPE, `image-${runId}`)) as unknown as BundleDeployment | undefined;
+            return !!bd && isDone(bd);
+          },
+          90_000,
+        ).catch((e: Error) => {
+          throw new Error(`${e.message}\n${describeStatus(bd)}\ncontainer logs:\n${logs.slice(-4000)}`);
+        });
+        expect(cond(bd, 'Installed')).toMatchObject({ status: 'True' });
+        const cm = (await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'from-image', ns)) as { data?: Record<string, string> } | undefined;
+        expect(cm?.data).toEqual({ shipped: 'yes' });
+        const lease = await admin.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'hoist-controller', ns);
+        expect((lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity).toBeTruthy();
 
-      const ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
-      expect(ready.status).toBe(200);
-      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      expect(metrics).toMatch(/controller_runtime_reconcile_total\{controller="bundledeployment",result="success"\} [1-9]/);
-      expect(metrics).toContain('nodejs_heap_size_used_bytes');
-    });
+        const ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+        expect(ready.status).toBe(200);
+        const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        expect(metrics).toMatch(/controller_runtime_reconcile_total\{controller="bundledeployment",result="success"\} [1-9]/);
+        expect(metrics).toContain('nodejs_heap_size_used_bytes');
+      },
+    );
 
-    it('drains on SIGTERM: exit code 0, the Lease released, "shut down" clean', async () => {
+    it('drains on SIGTERM: exit code 0, the Lease released, "shut down" clean', { timeout: 120_000 }, async () => {
       expect(container, 'the previous test started the container').toBeDefined();
       // the finalizer is removed by the running controller; then stop it
       await deleteBundleDeployment(admin, `image-${runId}`);
-      const stopped = await container!.stop({ timeout: 30, remove: false });
+      // timeout in ms: the grace period before SIGKILL, as terminationGracePeriodSeconds
+      const stopped = await container!.stop({ timeout: 45_000, remove: false });
       container = undefined;
       const state = JSON.parse(await podman(env, ['inspect', '--format', '{{json .State}}', stopped.getId()])) as { ExitCode: number; OOMKilled: boolean };
       await podman(env, ['rm', stopped.getId()]);

@@ -63,7 +63,18 @@ async function shardKubeconfig(shard: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `hoist-shard-${shard}-`));
   dirs.push(dir);
   const path = join(dir, 'kubeconfig');
-  await writeFile(path, stringify({ apiVersion: 'v1', kind: 'Config', clusters: kc.clusters, users: [{ name: sa, user: { token: token.trim() } }], contexts: [{ name: sa, context: { cluster: kc.clusters[0]!.name, user: sa } }], 'current-context': sa }), { mode: 0o600 });
+  await writeFile(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: kc.clusters,
+      users: [{ name: sa, user: { token: token.trim() } }],
+      contexts: [{ name: sa, context: { cluster: kc.clusters[0]!.name, user: sa } }],
+      'current-context': sa,
+    }),
+    { mode: 0o600 },
+  );
   return path;
 }
 
@@ -93,7 +104,21 @@ beforeAll(async () => {
   for (const shard of ['a', 'b']) {
     const cacheDir = await mkdtemp(join(tmpdir(), `hoist-shard-cache-${shard}-`));
     dirs.push(cacheDir);
-    const p = startHoistRun(['--kubeconfig', await shardKubeconfig(shard), '--namespace', ns, '--leader-elect', '--shard', shard, '--selector', `${TEST}=${runId}`, '--cache-dir', cacheDir, '--workers', '4']);
+    const p = startHoistRun([
+      '--kubeconfig',
+      await shardKubeconfig(shard),
+      '--namespace',
+      ns,
+      '--leader-elect',
+      '--shard',
+      shard,
+      '--selector',
+      `${TEST}=${runId}`,
+      '--cache-dir',
+      cacheDir,
+      '--workers',
+      '4',
+    ]);
     procs.push(p);
   }
   await Promise.all(procs.map((p) => p.port));
@@ -103,12 +128,17 @@ afterAll(async () => {
   if (!run) return;
   for (let i = 0; i < COUNT + 2; i++) await admin.delete(BD_TYPE, bdName(i), undefined).catch(() => undefined);
   // the shards remove their finalizers; then stop them
-  await waitUntil('test BundleDeployments are gone', async () => (await admin.list(BD_TYPE, { labelSelector: `${TEST}=${runId}` })).items.length === 0, 60_000).catch(() => undefined);
+  await waitUntil(
+    'test BundleDeployments are gone',
+    async () => (await admin.list(BD_TYPE, { labelSelector: `${TEST}=${runId}` })).items.length === 0,
+    60_000,
+  ).catch(() => undefined);
   for (const p of procs) {
     if (p.child.exitCode === null) p.child.kill('SIGTERM');
     await p.exit;
   }
-  for (const s of ['a', 'b']) await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, `${ns}-shard-${s}`, undefined).catch(() => undefined);
+  for (const s of ['a', 'b'])
+    await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, `${ns}-shard-${s}`, undefined).catch(() => undefined);
   await admin.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
   await files?.close();
   await admin?.close();
@@ -121,7 +151,8 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     const reader = new AuditReader(auditLogPath(), 'hoist');
     return {
       offset: () => reader.offset(),
-      since: async (from: number) => ((await reader.since(from)) as AuditEvent[]).filter((e) => e.user?.username === userOf('a') || e.user?.username === userOf('b')),
+      since: async (from: number) =>
+        ((await reader.since(from)) as AuditEvent[]).filter((e) => e.user?.username === userOf('a') || e.user?.username === userOf('b')),
     };
   };
 
@@ -131,7 +162,11 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     const create = async (i: number, shard: string | undefined) => {
       const source = await serveBundle(files, `/cm-${i}.tgz`, [configMap(`cm-${i}`, { index: String(i) })]);
       const labels: Record<string, string> = { [TEST]: runId, ...(shard ? { [SHARD_LABEL]: shard } : {}) };
-      await admin.create({ ...BD_TYPE, metadata: { name: bdName(i), labels }, spec: { installNamespace: ns, format: 'plain', sources: [source] } } as unknown as KubeObject);
+      await admin.create({
+        ...BD_TYPE,
+        metadata: { name: bdName(i), labels },
+        spec: { installNamespace: ns, format: 'plain', sources: [source] },
+      } as unknown as KubeObject);
     };
     for (let i = 0; i < COUNT; i++) await create(i, shardOf(i));
     // neither shard's: no --shard process runs in this test
@@ -166,10 +201,16 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     expect(touchedBy.get(COUNT + 1)).toBeUndefined();
     for (const i of [COUNT, COUNT + 1]) expect(((await admin.get(BD_TYPE, bdName(i))) as unknown as BundleDeployment).status).toBeUndefined();
     const writes = writesOf(events);
-    console.log(`shards: ${events.length} requests, ${writes.length} writes for ${COUNT} BundleDeployments (a: ${writes.filter((e) => e.user?.username === userOf('a')).length}, b: ${writes.filter((e) => e.user?.username === userOf('b')).length})`);
+    console.log(
+      `shards: ${events.length} requests, ${writes.length} writes for ${COUNT} BundleDeployments (a: ${writes.filter((e) => e.user?.username === userOf('a')).length}, b: ${writes.filter((e) => e.user?.username === userOf('b')).length})`,
+    );
 
     // each shard leads on its own Lease
-    const holders = await Promise.all(['hoist-controller-a', 'hoist-controller-b'].map(async (l) => ((await admin.get(LEASE, l, ns))?.spec as { holderIdentity?: string } | undefined)?.holderIdentity));
+    const holders = await Promise.all(
+      ['hoist-controller-a', 'hoist-controller-b'].map(
+        async (l) => ((await admin.get(LEASE, l, ns))?.spec as { holderIdentity?: string } | undefined)?.holderIdentity,
+      ),
+    );
     expect(holders.every(Boolean)).toBe(true);
     expect(holders[0]).not.toBe(holders[1]);
     expect(await admin.get(LEASE, 'hoist-controller', ns)).toBeUndefined();
@@ -188,9 +229,14 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     const moved = await reader.since(from);
     const aboutIt = moved.filter((e) => indexOf(e) === i);
     const objectWrites = writesOf(aboutIt).filter((e) => e.objectRef?.resource === 'configmaps');
-    console.log(`handover: ${aboutIt.length} requests about BD ${i}: ${aboutIt.map((e) => `${e.user?.username?.slice(-1)} ${e.verb} ${e.requestURI}`).join('; ')}`);
-    expect(aboutIt.filter((e) => e.user?.username === userOf('a')), 'shard a let go without a request').toEqual([]);
-    expect(objectWrites, 'writes to the moved BundleDeployment\'s ConfigMap').toEqual([]);
+    console.log(
+      `handover: ${aboutIt.length} requests about BD ${i}: ${aboutIt.map((e) => `${e.user?.username?.slice(-1)} ${e.verb} ${e.requestURI}`).join('; ')}`,
+    );
+    expect(
+      aboutIt.filter((e) => e.user?.username === userOf('a')),
+      'shard a let go without a request',
+    ).toEqual([]);
+    expect(objectWrites, "writes to the moved BundleDeployment's ConfigMap").toEqual([]);
     expect((await admin.get(CM, `cm-${i}`, ns))?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
     expect(await reconciles(portA!)).toBeGreaterThan(0);
 
