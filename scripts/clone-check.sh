@@ -13,7 +13,7 @@ say() { echo "hoist clone check: $* ($((SECONDS - start))s)" >&2; }
 git clone --quiet --no-hardlinks "$src" "$dir/hoist"
 cd "$dir/hoist"
 say "cloned $(git rev-parse --short HEAD) into $dir/hoist; npm ci"
-npm ci --no-audit --no-fund --loglevel=error </dev/null >"$dir/npm-ci.log" 2>&1 || { cat "$dir/npm-ci.log" >&2; say "npm ci failed"; exit 1; }
+npm ci --prefer-offline --no-audit --no-fund --loglevel=error </dev/null >"$dir/npm-ci.log" 2>&1 || { cat "$dir/npm-ci.log" >&2; say "npm ci failed"; exit 1; }
 say "npm run demo"
 if ! npm run demo </dev/null >"$dir/demo.log" 2>&1; then
   tail -40 "$dir/demo.log" >&2
