@@ -10,6 +10,8 @@ command -v htpasswd >/dev/null || need+=(apache2-utils)
 [ -x /usr/lib/git-core/git-http-backend ] || need+=(git)
 command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "hoist packages: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -18,5 +20,8 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # the package enables a system service we don't want: tests start their own registries
-if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+# (and podman's API socket: the tests start their own on a private path)
+if command -v systemctl >/dev/null 2>&1; then
+  for unit in docker-registry podman.socket; do $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true; done
+fi
 echo "hoist packages: installed ${need[*]}" >&2

@@ -128,6 +128,8 @@ export interface RevisionRef {
   number: number;
   contentDigest: string;
   objects?: number;
+  /** activeRevision only: what was applied and how the objects looked right after (see the CRD) */
+  appliedDigest?: string;
 }
 
 export interface ActiveRevision extends RevisionRef {

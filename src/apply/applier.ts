@@ -41,6 +41,8 @@ export interface ApplyTarget {
    * default the applier's own client. Discovery and the live index stay the controller's.
    */
   actor?: KubeClient;
+  /** the appliedDigest another process recorded for this revision (ApplyReport.appliedDigest) */
+  appliedDigest?: string;
 }
 
 export interface ApplyReport {
@@ -49,6 +51,12 @@ export interface ApplyReport {
   skippedOptional: string[];
   /** the objects as applied (labels, namespace set): what a revision stores */
   applied: KubeObject[];
+  /**
+   * digest of what was applied and how the live objects looked right after (hash + live
+   * fingerprint of each): recorded in status, it lets the next process that reconciles the BD (a
+   * shard taking over, a restart) see that nothing changed without applying again
+   */
+  appliedDigest?: string;
 }
 
 export interface ApplierOptions {
@@ -73,6 +81,10 @@ interface Planned extends Prepared {
   decision: TakeOver;
   /** the live object read for the collision check (has managedFields), when one was read */
   live?: KubeObject;
+}
+
+function digestOfRecords(records: ReadonlyMap<string, { hash: string; fingerprint: string }>, ids: readonly string[]): string {
+  return hashOf([...ids].sort().map((id) => [id, records.get(id)!.hash, records.get(id)!.fingerprint]));
 }
 
 export function fieldManagerFor(lineage: string): string {
@@ -124,6 +136,7 @@ export class Applier {
     const firstPlanned = await this.plan(target, firstPrepared.ready);
     let restPlanned = await this.plan(target, restPrepared.ready);
     this.refuseConflicts([...firstPlanned, ...restPlanned]);
+    if (restPrepared.deferred.length === 0) this.adoptRecords(target, [...firstPlanned, ...restPlanned]);
 
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
     if (needsWrite && target.installNamespace) await this.ensureNamespace(this.actor(target), target.installNamespace, objects);
@@ -159,7 +172,29 @@ export class Applier {
     }
     // installed means usable: the CRDs serve their kinds
     await established;
-    return { results, skippedOptional, applied };
+    const appliedDigest = this.digestOf(target.name, applied.map(objectId));
+    return { results, skippedOptional, applied, ...(appliedDigest ? { appliedDigest } : {}) };
+  }
+
+  /**
+   * The first apply of a BD in this process: when target.appliedDigest (recorded by whichever
+   * process applied last) matches every object's desired hash and current live fingerprint, those
+   * records are taken as this process's own, so nothing unchanged is sent again.
+   */
+  private adoptRecords(target: ApplyTarget, planned: readonly Planned[]): void {
+    if (!target.appliedDigest || this.applied.has(target.name)) return;
+    const records = new Map<string, { hash: string; fingerprint: string }>();
+    for (const p of planned) {
+      const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
+      if (p.decision.action !== 'update' || !live) return;
+      records.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(live, p.obj.metadata) });
+    }
+    if (digestOfRecords(records, [...records.keys()]) === target.appliedDigest) this.applied.set(target.name, records);
+  }
+
+  private digestOf(bd: string, ids: readonly string[]): string | undefined {
+    const records = this.applied.get(bd);
+    return records && ids.every((id) => records.has(id)) ? digestOfRecords(records, ids) : undefined;
   }
 
   /**

@@ -15,7 +15,11 @@ commands:
              --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
              --leader-elect        take part in leader election on a Lease
              --workers <n>         concurrent reconciles (default 4)
+             --shard <name>        reconcile only BundleDeployments labelled core.rukpak.io/shard=<name>,
+                                   on the Lease hoist-controller-<name>; without it (or '') only
+                                   unlabelled ones, on the Lease hoist-controller
              --selector <labels>   reconcile only BundleDeployments matching this label selector
+                                   (as well as the shard's)
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
              --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
@@ -41,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
           'metrics-bind-address': { type: 'string', default: '127.0.0.1:8080' },
           'leader-elect': { type: 'boolean', default: false },
           workers: { type: 'string', default: '4' },
+          shard: { type: 'string' },
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
           'cache-max-size': { type: 'string' },
@@ -58,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
         metricsBindAddress: values['metrics-bind-address'],
         leaderElect: values['leader-elect'],
         workers: Number(values.workers),
+        shard: values.shard,
         selector: values.selector,
         cacheDir: values['cache-dir'],
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),

@@ -10,6 +10,7 @@ import { LeaderElector } from '../kube/leader-election.ts';
 import { startManagerServer, type ManagerServer } from '../kube/manager-server.ts';
 import { handleShutdown } from '../kube/shutdown.ts';
 import { startController } from './controller.ts';
+import { checkShard, shardLease, shardSelector } from './shard.ts';
 
 export interface RunOptions {
   kubeconfig?: string;
@@ -19,6 +20,8 @@ export interface RunOptions {
   metricsBindAddress: string;
   leaderElect: boolean;
   workers: number;
+  /** reconcile only BundleDeployments of this shard (label core.rukpak.io/shard); ''/undefined: unlabelled ones */
+  shard?: string;
   selector?: string;
   cacheDir?: string;
   /** content-store budget in bytes (--cache-max-size); undefined = unlimited */
@@ -39,13 +42,14 @@ function parseBind(addr: string): { host: string; port: number } | undefined {
 }
 
 export async function runController(opts: RunOptions): Promise<number> {
-  const log = opts.log;
+  checkShard(opts.shard);
+  const log = opts.shard ? opts.log.child({ shard: opts.shard }) : opts.log;
   const ctl = await startController({
     kubeconfig: opts.kubeconfig,
     namespace: opts.namespace,
     installCRD: opts.installCRD,
     workers: opts.workers,
-    selector: opts.selector,
+    selector: shardSelector(opts.shard, opts.selector),
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { sources: { fetchTimeoutMs: opts.fetchTimeoutMs } } : {}),
@@ -60,7 +64,7 @@ export async function runController(opts: RunOptions): Promise<number> {
   if (opts.leaderElect) {
     elector = new LeaderElector({
       client: ctl.client,
-      name: 'hoist-controller',
+      name: shardLease(opts.shard),
       namespace: opts.namespace,
       identity: `${hostname()}_${randomBytes(4).toString('hex')}`,
       logger: log,

@@ -275,10 +275,12 @@ export class BundleDeploymentReconciler {
     if (isNew) this.loaded.set(bd.metadata.name, { number, objects: rendered.objects });
 
     let results: ObjectResult[];
+    let appliedDigest: string | undefined;
     try {
       const report = await time('apply', this.d.applier.apply(target, rendered.objects));
       results = report.results;
       recordApplied(this.d.metrics, results);
+      appliedDigest = report.appliedDigest;
       status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
       await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
     } catch (e) {
@@ -312,8 +314,9 @@ export class BundleDeploymentReconciler {
       this.d.events.event(bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(results)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
       set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
     }
-    const appliedAt = status.activeRevision?.number === number ? status.activeRevision.appliedAt : undefined;
-    status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, ...(appliedAt ? { appliedAt } : {}) };
+    const previous = status.activeRevision?.number === number ? status.activeRevision : undefined;
+    const appliedAt = previous?.appliedAt;
+    status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, ...(appliedAt ? { appliedAt } : {}), ...(appliedDigest ? { appliedDigest } : {}) };
     set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
     const healthy = await this.observeHealth(bd, status, set, rendered.objects);
     outcome.result = await this.progress(bd, spec, status, set, healthy, outcome);
@@ -681,7 +684,8 @@ export class BundleDeploymentReconciler {
   // ---- helpers -------------------------------------------------------------------------------
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd) };
+    const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd), ...(recorded ? { appliedDigest: recorded } : {}) };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */

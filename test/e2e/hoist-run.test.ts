@@ -3,7 +3,7 @@
  * in leader election on a Lease (one leader at a time, a standby takes over), and exits cleanly
  * on SIGTERM.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { pino } from 'pino';
 import { cond } from '../support/controller.ts';
 import { kubeconfigPath } from '../support/env.ts';
+import { startHoistRun, type HoistProcess } from '../support/hoist-process.ts';
 import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 
 const run = randomBytes(4).toString('hex');
@@ -26,30 +27,10 @@ let files: FileServer;
 let cacheDir: string;
 const procs: ChildProcess[] = [];
 
-interface Proc {
-  child: ChildProcess;
-  port: Promise<number>;
-  exit: Promise<number | null>;
-}
-
-function startHoist(extra: string[] = []): Proc {
-  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', 'run', '--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', cacheDir, '--cache-max-size', '256Mi', '--fetch-timeout', '2m', '--metrics-bind-address', '127.0.0.1:0', ...extra], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, HOIST_LOG_LEVEL: 'info' },
-  });
-  procs.push(child);
-  let out = '';
-  const port = new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /"port":(\d+).*serving \/healthz/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`hoist run exited ${code} before serving: ${out.slice(-2000)}`)));
-  });
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, port, exit };
+function startHoist(extra: string[] = []): HoistProcess {
+  const p = startHoistRun(['--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', cacheDir, '--cache-max-size', '256Mi', '--fetch-timeout', '2m', ...extra]);
+  procs.push(p.child);
+  return p;
 }
 
 async function http(port: number, path: string): Promise<{ status: number; body: string }> {

@@ -51,3 +51,8 @@ app.kubernetes.io/component: controller
 {{- printf "%s:%s" .Values.image.repository $tag -}}
 {{- end -}}
 {{- end -}}
+
+{{/* which shard a controller Deployment's pods serve ("" for the default shard): part of each Deployment's selector, so no two select the same pods */}}
+{{- define "hoist.shardLabel" -}}
+hoist.rukpak.io/shard: {{ . | quote }}
+{{- end -}}

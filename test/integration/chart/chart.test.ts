@@ -160,6 +160,19 @@ describe('helm template', () => {
     expect(podSpec(objs).c.args).toContain('--default-service-account=hoist-installer');
   });
 
+  it('shards: one Deployment per shard beside the default one, each with its own selector and --shard', async () => {
+    const objs = await render('hoist', 'hoist-system', { shards: ['a', 'b'] });
+    const deployments = objs.filter((o) => o.kind === 'Deployment') as Array<KubeObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } } } }>;
+    expect(deployments.map((d) => d.metadata.name)).toEqual(['hoist', 'hoist-a', 'hoist-b']);
+    expect(deployments.map((d) => d.spec.template.spec.containers[0]!.args.filter((a) => a.startsWith('--shard')))).toEqual([[], ['--shard=a'], ['--shard=b']]);
+    expect(deployments.map((d) => d.spec.selector.matchLabels['hoist.rukpak.io/shard'])).toEqual(['', 'a', 'b']);
+    for (const d of deployments) expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
+    // one metrics Service for every shard's pods
+    expect(objs.filter((o) => o.kind === 'Service')).toHaveLength(1);
+    await expect(render('bad', 'ns', { shards: ['Upper'] })).rejects.toThrow(/shards/);
+    await expect(render('bad', 'ns', { shards: ['a', 'a'] })).rejects.toThrow(/shards/);
+  });
+
   it('refuses bad values: schema types, unknown keys, several replicas without leader election', async () => {
     await expect(render('bad', 'ns', { 'rbac.impersonationOnly': true })).rejects.toThrow(/impersonationOnly needs rbac.clusterAdmin=false/);
     await expect(render('bad', 'ns', { defaultServiceAccount: 'Not A Name' })).rejects.toThrow(/defaultServiceAccount/);

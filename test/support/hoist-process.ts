@@ -1,0 +1,38 @@
+/**
+ * `hoist run` as a real process (tsx on src/cli/main.ts), as `npm run hoist -- run` starts it:
+ * resolves its metrics port from the "serving /healthz" log line and its exit code. Killed by
+ * the caller, by its own pid only.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface HoistProcess {
+  child: ChildProcess;
+  port: Promise<number>;
+  exit: Promise<number | null>;
+  /** stdout and stderr so far (pino JSON lines) */
+  output(): string;
+}
+
+export function startHoistRun(args: readonly string[], env: Record<string, string> = {}): HoistProcess {
+  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', 'run', '--metrics-bind-address', '127.0.0.1:0', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HOIST_LOG_LEVEL: 'info', ...env },
+  });
+  let out = '';
+  const port = new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /"port":(\d+).*serving \/healthz/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`hoist run exited ${code} before serving: ${out.slice(-2000)}`)));
+  });
+  port.catch(() => undefined);
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, port, exit, output: () => out };
+}
