@@ -74,7 +74,12 @@ export interface BundleDeploymentSpec {
   sources: SourceSpec[];
   config?: {
     helm?: { releaseName?: string; values?: Record<string, unknown> };
-    registryV1?: { watchNamespace?: string };
+    registryV1?: {
+      /** "" AllNamespaces, installNamespace OwnNamespace, another SingleNamespace; shorthand for watchNamespaces: [x] */
+      watchNamespace?: string;
+      /** two or more: MultiNamespace; exclusive with watchNamespace */
+      watchNamespaces?: string[];
+    };
   };
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string };

@@ -225,8 +225,9 @@ function ensureCertVolumes(podSpec: JsonObject, secret: CertSecretInfo): void {
  * BundleCSVDeploymentGenerator: a Deployment per install strategy deployment, in the install
  * namespace, labelled with its `label`; the pod template's annotations are the CSV's annotations
  * overlaid with the template's own, plus olm.targetNamespaces (the watched namespaces joined by
- * ","; "" for all); revisionHistoryLimit 1 (OLM v0 parity); certificate volumes for Deployments
- * that serve webhooks.
+ * ","; "" for all) and olm.operatorNamespace (the install namespace), the annotations OLM v0's
+ * OperatorGroup put on CSVs; revisionHistoryLimit 1 (OLM v0 parity); certificate volumes for
+ * Deployments that serve webhooks.
  */
 export const deployments: Generator = (b, opts) => {
   const webhookDeployments = new Set(b.csv.webhookDefinitions.map((w) => w.deploymentName));
@@ -239,6 +240,7 @@ export const deployments: Generator = (b, opts) => {
       ...b.csv.annotations,
       ...templateAnnotations,
       'olm.targetNamespaces': opts.targetNamespaces.join(','),
+      'olm.operatorNamespace': opts.installNamespace,
     };
     template['metadata'] = templateMeta;
     spec['template'] = template;

@@ -37,8 +37,10 @@ import { validateBundle } from './validate.ts';
 
 export interface RegistryV1RenderOptions {
   installNamespace: string;
-  /** "" or undefined: AllNamespaces */
+  /** "" or undefined: AllNamespaces; shorthand for watchNamespaces: [watchNamespace] */
   watchNamespace?: string;
+  /** the target namespaces; two or more: MultiNamespace. Exclusive with watchNamespace */
+  watchNamespaces?: readonly string[];
   /** API versions the cluster serves; when given, every object's apiVersion must be among them */
   apiVersions?: readonly string[];
   /** default: cert-manager; null renders webhooks without certificate management, as OLM v1 does without a provider */
@@ -66,7 +68,7 @@ export function renderRegistryV1Bundle(bundle: RegistryV1Bundle, options: Regist
   if (problems.length > 0) {
     throw combineProcessErrors(problems.map((p) => processError(p, 'invalid-bundle', bundle.csvFile))) as HoistError;
   }
-  const { mode, targetNamespaces } = resolveInstallMode(bundle.csv, bundle.csvFile, installNamespace, options.watchNamespace);
+  const { mode, targetNamespaces } = resolveInstallMode(bundle.csv, bundle.csvFile, installNamespace, options);
   const provider = options.certificateProvider === null ? undefined : (options.certificateProvider ?? certManagerProvider);
   const opts: RenderOptions = { installNamespace, targetNamespaces, ...(provider ? { certificateProvider: provider } : {}) };
 
@@ -129,10 +131,11 @@ export async function renderRegistryV1(tree: string, options: RegistryV1RenderOp
 export const registryV1Processor: Processor = {
   format: 'registry-v1',
   async render(tree: string, config: BundleDeploymentSpec['config'], ctx: ProcessContext): Promise<ProcessResult> {
-    const watchNamespace = config?.registryV1?.watchNamespace;
+    const { watchNamespace, watchNamespaces } = config?.registryV1 ?? {};
     const result = await renderRegistryV1(tree, {
       installNamespace: ctx.installNamespace ?? '',
       ...(watchNamespace === undefined ? {} : { watchNamespace }),
+      ...(watchNamespaces === undefined ? {} : { watchNamespaces }),
       ...(ctx.apiVersions === undefined ? {} : { apiVersions: ctx.apiVersions }),
     });
     return { objects: result.objects, warnings: result.warnings };

@@ -119,7 +119,7 @@ describe('BundleDeployment CRD on a real API server', () => {
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
         ],
-        config: { registryV1: { watchNamespace: '' } },
+        config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
         pollInterval: '1h30m',
         upgrade: { onFailure: 'Hold', progressDeadline: '90s' },
         healthChecks: [
@@ -132,7 +132,7 @@ describe('BundleDeployment CRD on a real API server', () => {
         serviceAccount: { name: 'installer' },
         deleteCRDsOnUninstall: true,
       });
-      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true });
+      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true, config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } } });
     });
   });
 
@@ -277,6 +277,26 @@ describe('BundleDeployment CRD on a real API server', () => {
       'config.registryV1 with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'ns' } } },
       ['spec.config.registryV1: Forbidden: config.registryV1 is only allowed with format: registry-v1 (format is helm)'],
+    ],
+    [
+      'watchNamespace and watchNamespaces',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'a', watchNamespaces: ['b', 'c'] } } },
+      ['spec.config.registryV1.watchNamespaces: Forbidden: set watchNamespace or watchNamespaces, not both'],
+    ],
+    [
+      'watchNamespaces with a duplicate',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: ['a', 'b', 'a'] } } },
+      ['spec.config.registryV1.watchNamespaces[2]: Duplicate value: "a"'],
+    ],
+    [
+      'watchNamespaces entry not a DNS label',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: ['a', 'Team_B'] } } },
+      ['spec.config.registryV1.watchNamespaces[1]', 'watchNamespaces entries must be DNS-1123 labels, got "Team_B"'],
+    ],
+    [
+      'empty watchNamespaces',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: [] } } },
+      ['spec.config.registryV1.watchNamespaces', 'should have at least 1 items'],
     ],
     ['helm without installNamespace', { ...plain, format: 'helm' }, ['spec.installNamespace: Required value: installNamespace is required when format is helm']],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],

@@ -84,7 +84,7 @@ describe('bundleDeploymentCRD', () => {
         { kind: 'git', git: { repository: 'u', ref: { commit: 'c', tag: 't', branch: 'b' }, directory: 'd', auth: { secretRef: { name: 's' } } } },
         { kind: 'http', http: { url: 'u', sha256: 'h', auth: { secretRef: { name: 's' } } } },
       ],
-      config: { helm: { releaseName: 'r', values: {} }, registryV1: { watchNamespace: '' } },
+      config: { helm: { releaseName: 'r', values: {} }, registryV1: { watchNamespace: '', watchNamespaces: ['a'] } },
       pollInterval: '1m',
       upgrade: { onFailure: 'Rollback', progressDeadline: '1m' },
       healthChecks: [
