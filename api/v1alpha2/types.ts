@@ -67,6 +67,24 @@ export interface HealthCheck {
   initialDelaySeconds?: number;
 }
 
+/**
+ * OLM v1's deploymentConfig (OLM v0's SubscriptionConfig without selector), applied to every
+ * Deployment of a registry-v1 bundle. Members are Kubernetes core/v1 shapes (EnvVar,
+ * EnvFromSource, Volume, VolumeMount, Toleration, ResourceRequirements, Affinity); the CRD
+ * declares their fields and the API server validates the resulting Deployment.
+ */
+export interface RegistryV1DeploymentConfig {
+  nodeSelector?: Record<string, string>;
+  tolerations?: Array<Record<string, unknown>>;
+  resources?: Record<string, unknown>;
+  env?: Array<{ name: string } & Record<string, unknown>>;
+  envFrom?: Array<Record<string, unknown>>;
+  volumes?: Array<{ name: string } & Record<string, unknown>>;
+  volumeMounts?: Array<{ name: string; mountPath: string } & Record<string, unknown>>;
+  affinity?: Record<string, unknown>;
+  annotations?: Record<string, string>;
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   installNamespace?: string;
@@ -79,6 +97,7 @@ export interface BundleDeploymentSpec {
       watchNamespace?: string;
       /** two or more: MultiNamespace; exclusive with watchNamespace */
       watchNamespaces?: string[];
+      deploymentConfig?: RegistryV1DeploymentConfig;
     };
   };
   pollInterval?: string;

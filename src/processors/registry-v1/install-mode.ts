@@ -42,9 +42,11 @@ function requestedTargets(watch: WatchConfig): string[] {
     throw processError('config.registryV1: set watchNamespace or watchNamespaces, not both', 'invalid-config');
   }
   if (watch.watchNamespaces !== undefined) {
-    if (watch.watchNamespaces.length === 0) throw processError('config.registryV1.watchNamespaces must not be empty (leave it unset for AllNamespaces)', 'invalid-config');
+    if (watch.watchNamespaces.length === 0)
+      throw processError('config.registryV1.watchNamespaces must not be empty (leave it unset for AllNamespaces)', 'invalid-config');
     const bad = watch.watchNamespaces.filter((ns) => !isDns1123Label(ns));
-    if (bad.length > 0) throw processError(`config.registryV1.watchNamespaces: ${bad.map((b) => `"${b}"`).join(', ')} is not a valid namespace name`, 'invalid-config');
+    if (bad.length > 0)
+      throw processError(`config.registryV1.watchNamespaces: ${bad.map((b) => `"${b}"`).join(', ')} is not a valid namespace name`, 'invalid-config');
     const dup = watch.watchNamespaces.find((ns, i) => watch.watchNamespaces?.indexOf(ns) !== i);
     if (dup !== undefined) throw processError(`config.registryV1.watchNamespaces lists "${dup}" twice`, 'invalid-config');
     return [...watch.watchNamespaces];
@@ -80,9 +82,13 @@ export function resolveInstallMode(csv: ClusterServiceVersion, csvFile: string, 
     if (supported.has('OwnNamespace')) hints.push(`set config.registryV1.watchNamespace to "${installNamespace}" for OwnNamespace`);
     if (supported.has('SingleNamespace')) hints.push('set config.registryV1.watchNamespace to another namespace for SingleNamespace');
     if (supported.has('MultiNamespace')) {
-      hints.push(`set config.registryV1.watchNamespaces to two or more namespaces${supported.has('OwnNamespace') ? '' : ` other than "${installNamespace}"`} for MultiNamespace`);
+      hints.push(
+        `set config.registryV1.watchNamespaces to two or more namespaces${supported.has('OwnNamespace') ? '' : ` other than "${installNamespace}"`} for MultiNamespace`,
+      );
     }
-    const what = missing ? `install mode MultiNamespace with the install namespace "${installNamespace}" among its targets (that needs OwnNamespace)` : `install mode ${mode}`;
+    const what = missing
+      ? `install mode MultiNamespace with the install namespace "${installNamespace}" among its targets (that needs OwnNamespace)`
+      : `install mode ${mode}`;
     throw processError(
       `ClusterServiceVersion ${csv.name} does not support ${what}; it supports ${modes.length ? modes.join(', ') : 'none'}` +
         (hints.length ? ` (${hints.join('; ')})` : ''),

@@ -136,6 +136,25 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('registry-v1 deploymentConfig with every member (OLM v1\'s regression options) is kept as written', async () => {
+    const deploymentConfig = {
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      tolerations: [
+        { key: 'some/key', operator: 'Equal', effect: 'NoSchedule' },
+        { key: 'someother/key', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      ],
+      resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: 1, memory: '512Mi' } },
+      env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }, { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+      envFrom: [{ prefix: 'test' }, { configMapRef: { name: 'cm' } }, { secretRef: { name: 's', optional: true } }],
+      volumes: [{ name: 'cfg', configMap: { name: 'cm' } }, { name: 'scratch', emptyDir: {} }],
+      volumeMounts: [{ name: 'cfg', mountPath: '/cfg', readOnly: true }],
+      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'infra', operator: 'Exists' }] }] } }, podAffinity: {} },
+      annotations: { foo: 'bar' },
+    };
+    const bd = await create('deployment-config', { format: 'registry-v1', installNamespace: 'operators', sources: [httpSource], config: { registryV1: { deploymentConfig } } });
+    expect(bd.spec.config?.registryV1?.deploymentConfig).toEqual(deploymentConfig);
+  });
+
   it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
     const bd = await create('defaults', {
       format: 'plain',
@@ -297,6 +316,26 @@ describe('BundleDeployment CRD on a real API server', () => {
       'empty watchNamespaces',
       { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: [] } } },
       ['spec.config.registryV1.watchNamespaces', 'should have at least 1 items'],
+    ],
+    [
+      'deploymentConfig toleration with an unknown operator',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { tolerations: [{ key: 'k', operator: 'Is' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.tolerations[0].operator: Unsupported value: "Is"'],
+    ],
+    [
+      'deploymentConfig volume without a name, mount without a path',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { volumes: [{ emptyDir: {} }], volumeMounts: [{ name: 'v' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.volumes[0].name: Required value', 'spec.config.registryV1.deploymentConfig.volumeMounts[0].mountPath: Required value'],
+    ],
+    [
+      'deploymentConfig resources that are not quantities',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { resources: { limits: { memory: 'lots' } } } } } },
+      ['spec.config.registryV1.deploymentConfig.resources.limits.memory'],
+    ],
+    [
+      'deploymentConfig env without a name',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { env: [{ value: 'x' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.env[0].name: Required value'],
     ],
     ['helm without installNamespace', { ...plain, format: 'helm' }, ['spec.installNamespace: Required value: installNamespace is required when format is helm']],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],

@@ -177,6 +177,14 @@ describe('registry-v1 MultiNamespace (config.registryV1.watchNamespaces)', () =>
     }
   });
 
+  it('the processor reads deploymentConfig from config.registryV1 and applies it to the Deployments', async () => {
+    const config = { registryV1: { deploymentConfig: { nodeSelector: { 'node-role.kubernetes.io/infra': '' }, env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }] } } };
+    const r = await registryV1Processor.render(ARGOCD, config, { name: 'bd', installNamespace: 'argocd' });
+    const pod = (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.spec;
+    expect(pod.nodeSelector).toEqual({ 'node-role.kubernetes.io/infra': '' });
+    for (const c of pod.containers) expect(c.env.at(-1)).toEqual({ name: 'HTTPS_PROXY', value: 'http://proxy:3128' });
+  });
+
   it('the processor reads watchNamespaces from config.registryV1', async () => {
     const r = await registryV1Processor.render(MULTI, { registryV1: { watchNamespaces: ['x', 'y'] } }, { name: 'bd', installNamespace: 'argocd' });
     expect(r.objects.filter((o) => o.kind === 'Role').map((o) => o.metadata.namespace)).toEqual(['x', 'y']);
