@@ -55,6 +55,8 @@ export interface SourceSpec {
 export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
 export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
+/** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
+export type CRDSafety = 'Enforce' | 'None';
 
 export interface HealthCheck {
   name: string;
@@ -101,7 +103,7 @@ export interface BundleDeploymentSpec {
     };
   };
   pollInterval?: string;
-  upgrade?: { onFailure?: OnFailure; progressDeadline?: string };
+  upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;

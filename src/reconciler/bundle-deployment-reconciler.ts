@@ -345,7 +345,8 @@ export class BundleDeploymentReconciler {
     failedObjects: KubeObject[],
     outcome: Outcome,
   ): Promise<void> {
-    const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
+    // refused before any write: the installed revision is untouched
+    const reason = err.reason === 'ConflictingOwner' || err.reason === 'UnsafeCRDUpgrade' ? err.reason : 'ApplyFailed';
     const message = err.describe();
     status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason };
     const lastGood = lastGoodRevision(status, failed.contentDigest);
@@ -363,7 +364,7 @@ export class BundleDeploymentReconciler {
       }
       status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length };
       status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
-      if (reason === 'ConflictingOwner') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
+      if (reason !== 'ApplyFailed') set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
       this.d.events.event(bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
@@ -590,7 +591,7 @@ export class BundleDeploymentReconciler {
   // ---- helpers -------------------------------------------------------------------------------
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, crdSafety: spec.upgrade.crdSafety };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */

@@ -101,7 +101,7 @@ describe('bundleDeploymentCRD', () => {
         },
       },
       pollInterval: '1m',
-      upgrade: { onFailure: 'Rollback', progressDeadline: '1m' },
+      upgrade: { onFailure: 'Rollback', progressDeadline: '1m', crdSafety: 'Enforce' },
       healthChecks: [
         {
           name: 'n',
