@@ -4,7 +4,8 @@
  * (Enforce) the revision is refused before anything is written — Installed=False
  * UnsafeCRDUpgrade naming CRD, version, field and rule — the old CRD keeps serving and the
  * existing resource still validates. With crdSafety: None the same content applies, and the
- * stricter CRD then refuses a resource without the field (the change really was breaking).
+ * stricter CRD then refuses a new resource shaped like the existing one (the change really was
+ * breaking).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -104,9 +105,10 @@ describe('upgrade.crdSafety', () => {
     expect(cond(applied, 'Installed')?.reason).toBe('Installed');
     const after = (await t.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, crdName)) as any;
     expect(after.spec.versions[0].schema.openAPIV3Schema.properties.spec.required).toEqual(['size', 'color']);
-    // what Enforce protected: the user's resource no longer validates
-    const stale = { ...widget(group, 'user-made', { size: 3 }), metadata: { name: 'user-made', namespace: ns } };
-    await expect(t.client.apply(stale, { fieldManager: `hoist-test-${t.runId}`, dryRun: true, force: true })).rejects.toThrow(/color: Required value/);
+    // what Enforce protected against: a resource like the user's is no longer valid (the live one
+    // stays readable; the API server's validation ratcheting lets unchanged fields through)
+    const like = { ...widget(group, 'like-user-made', { size: 3 }), metadata: { name: 'like-user-made', namespace: ns } };
+    await expect(t.client.apply(like, { fieldManager: `hoist-test-${t.runId}`, dryRun: true, force: true })).rejects.toThrow(/color: Required value/);
 
     await t.client.delete({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment' }, 'crd-safety', undefined);
   });

@@ -1,6 +1,6 @@
 /**
  * Issue 4 end to end: registry-v1 fixture bundles × every install mode their CSV supports (and
- * MultiNamespace with a MultiNamespace-only copy),
+ * MultiNamespace with a MultiNamespace-only copy, with a deploymentConfig),
  * installed through a BundleDeployment by the real controller (webhook bundles: a clear error
  * without cert-manager, and a server-side dry-run apply of everything else); argo-rollouts plain
  * manifests read exactly as kubectl reads them (object identities and YAML 1.1 scalars, kubectl
@@ -114,9 +114,16 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
     expect(cond(refused, 'Unpacked')?.reason).toBe('ProcessFailed');
     expect(cond(refused, 'Unpacked')?.message).toMatch(/argocd-operator\.v0\.6\.0 does not support install mode SingleNamespace; it supports MultiNamespace/);
     expect(refused.status?.activeRevision?.number).toBe(3);
-    await t.patchSpec('argocd-operator', { config: { registryV1: { watchNamespace: null, watchNamespaces: [watched, watched2] } } });
+    // with a deploymentConfig, as OLM v1 users configure operators
+    const deploymentConfig = {
+      env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }],
+      tolerations: [{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }],
+      resources: { requests: { cpu: '50m', memory: '64Mi' } },
+      annotations: { 'example.com/team': 'platform' },
+    };
+    await t.patchSpec('argocd-operator', { config: { registryV1: { watchNamespace: null, watchNamespaces: [watched, watched2], deploymentConfig } } });
     const bd = await t.waitFor('argocd-operator', (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === 4, 'MultiNamespace installed', 120_000);
-    const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(multiDir), { installNamespace: ns, watchNamespaces: [watched, watched2] }).objects;
+    const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(multiDir), { installNamespace: ns, watchNamespaces: [watched, watched2], deploymentConfig }).objects;
     expect(bd.status?.activeRevision?.objects).toBe(expected.length);
     for (const target of [watched, watched2]) {
       for (const kind of ['Role', 'RoleBinding']) {
@@ -125,7 +132,14 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
       }
     }
     const deployment = (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argocd-operator-controller-manager', ns)) as any;
-    expect(deployment.spec.template.metadata.annotations).toMatchObject({ 'olm.targetNamespaces': `${watched},${watched2}`, 'olm.operatorNamespace': ns });
+    expect(deployment.spec.template.metadata.annotations).toMatchObject({ 'olm.targetNamespaces': `${watched},${watched2}`, 'olm.operatorNamespace': ns, 'example.com/team': 'platform' });
+    expect(deployment.metadata.annotations['example.com/team']).toBe('platform');
+    const pod = deployment.spec.template.spec;
+    expect(pod.tolerations).toEqual([{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }]);
+    for (const c of pod.containers) {
+      expect(c.env).toContainEqual({ name: 'HTTPS_PROXY', value: 'http://proxy:3128' });
+      expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' } });
+    }
   });
 
   for (const name of ['webhook-operator.v0.0.1', 'webhook-operator.v0.0.5']) {

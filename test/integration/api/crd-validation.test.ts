@@ -165,7 +165,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       format: 'plain',
       paused: false,
       sources: [{ ...httpSource, destination: '' }],
-      upgrade: { onFailure: 'Rollback', progressDeadline: '10m' },
+      upgrade: { onFailure: 'Rollback', progressDeadline: '10m', crdSafety: 'Enforce' },
       healthChecks: [
         { name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' }, periodSeconds: 10, failureThreshold: 3, initialDelaySeconds: 0 },
       ],
@@ -181,7 +181,7 @@ describe('BundleDeployment CRD on a real API server', () => {
 
   it('fills nested defaults inside a partially set upgrade', async () => {
     const bd = await create('upgrade', { ...plain, upgrade: { onFailure: 'Hold' } });
-    expect(bd.spec.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m' });
+    expect(bd.spec.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m', crdSafety: 'Enforce' });
   });
 
   it('keeps status writes to the status subresource and validates them', async () => {
@@ -346,6 +346,7 @@ describe('BundleDeployment CRD on a real API server', () => {
     ['zero pollInterval', { ...plain, pollInterval: '0s' }, ['spec.pollInterval', 'must be greater than zero']],
     ['bad progressDeadline', { ...plain, upgrade: { progressDeadline: 'soon' } }, ['spec.upgrade.progressDeadline', 'must be a duration']],
     ['unknown onFailure', { ...plain, upgrade: { onFailure: 'Retry' } }, ['spec.upgrade.onFailure: Unsupported value: "Retry"', '"Rollback", "Hold"']],
+    ['unknown crdSafety', { ...plain, upgrade: { crdSafety: 'Warn' } }, ['spec.upgrade.crdSafety: Unsupported value: "Warn"', '"Enforce", "None"']],
     ['unknown collisionProtection', { ...plain, collisionProtection: 'Always' }, ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"']],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
