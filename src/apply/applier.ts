@@ -38,7 +38,10 @@ export interface ApplyTarget {
   revision: number;
   protection: CollisionProtection;
   installNamespace?: string;
-  /** default Enforce: refuse CRD changes that break existing resources, before any write */
+  /**
+   * Enforce: refuse CRD changes that break existing resources, before any write (the reconciler
+   * passes the spec's value, default Enforce); undefined or None: not checked
+   */
   crdSafety?: CRDSafety;
 }
 
@@ -124,7 +127,7 @@ export class Applier {
     const firstPlanned = await this.plan(target, firstPrepared.ready);
     let restPlanned = await this.plan(target, restPrepared.ready);
     this.refuseConflicts([...firstPlanned, ...restPlanned]);
-    if (target.crdSafety !== 'None') await this.refuseUnsafeCRDs(target, firstPlanned);
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, firstPlanned);
 
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
     if (needsWrite && target.installNamespace) await this.ensureNamespace(target.installNamespace, objects);

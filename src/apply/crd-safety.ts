@@ -18,7 +18,9 @@
  * | minimum, minLength, minItems, minProperties | added where there was none, or raised |
  *
  * Compatible, and let through: new optional properties, new versions, enum values added,
- * description changes. Not checked (as in crdify's defaults these would be refused; here they
+ * description changes, and a typed schema replaced by an untyped one with
+ * `x-kubernetes-preserve-unknown-fields: true` (its former children are then kept, not pruned;
+ * crdify refuses this as a type change and field removal). Not checked (as in crdify's defaults these would be refused; here they
  * pass): `pattern`, `default`, `nullable`, `x-kubernetes-validations` (CEL) and format changes,
  * and schema differences between versions of the new CRD.
  *
@@ -94,11 +96,16 @@ function num(v: unknown): number | undefined {
 
 const show = (values: readonly unknown[]): string => values.map((v) => JSON.stringify(v)).join(', ');
 
+const preservesUnknown = (s: Schema | undefined): boolean => s?.['x-kubernetes-preserve-unknown-fields'] === true;
+
 /** the property rules for one path present in both versions */
 function propertyProblems(a: Schema, b: Schema): Array<{ rule: CrdSafetyRule; detail: string }> {
   const out: Array<{ rule: CrdSafetyRule; detail: string }> = [];
-  if ((a['type'] ?? '') !== (b['type'] ?? ''))
+  // an untyped node that keeps unknown fields accepts whatever the old type did: a widening
+  const widened = b['type'] === undefined && preservesUnknown(b);
+  if ((a['type'] ?? '') !== (b['type'] ?? '') && !widened) {
     out.push({ rule: 'type', detail: `type changed ${JSON.stringify(a['type'] ?? '')} -> ${JSON.stringify(b['type'] ?? '')}` });
+  }
 
   const oldRequired = new Set(Array.isArray(a['required']) ? (a['required'] as unknown[]) : []);
   const added = (Array.isArray(b['required']) ? (b['required'] as unknown[]) : []).filter((r) => !oldRequired.has(r));
@@ -178,8 +185,12 @@ export function crdUpgradeProblems(existing: KubeObject, next: KubeObject): CrdS
     for (const [path, schema] of before) {
       const counterpart = after.get(path);
       if (counterpart === undefined) {
-        // report the topmost removed property only, not each of its children
-        if (path === '^' || after.has(parentOf(path))) problems.push({ crd, version: old.name, path, rule: 'existingFieldRemoval', detail: 'removed field' });
+        // report the topmost removed property only, not each of its children; under a node that
+        // keeps unknown fields nothing is pruned, so the data stays
+        const parent = after.get(parentOf(path));
+        if (path === '^' || (parent !== undefined && !preservesUnknown(parent))) {
+          problems.push({ crd, version: old.name, path, rule: 'existingFieldRemoval', detail: 'removed field' });
+        }
         continue;
       }
       for (const p of propertyProblems(schema, counterpart)) problems.push({ crd, version: old.name, path, ...p });

@@ -171,6 +171,10 @@ const compatible: Array<[string, KubeObject]> = [
     ),
   ],
   [
+    'typed schema replaced by an untyped one that keeps unknown fields',
+    v1(changed((s) => (s.properties.tags = { 'x-kubernetes-preserve-unknown-fields': true, maxItems: 8 }))),
+  ],
+  [
     'new version',
     crd([
       { name: 'v1', schema: SPEC },
