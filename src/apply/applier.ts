@@ -40,7 +40,8 @@ export interface ApplyTarget {
   installNamespace?: string;
   /**
    * Enforce: refuse CRD changes that break existing resources, before any write (the reconciler
-   * passes the spec's value, default Enforce); undefined or None: not checked
+   * passes the spec's value, default Enforce, when it applies a new revision); undefined or
+   * None: not checked
    */
   crdSafety?: CRDSafety;
 }

@@ -237,7 +237,8 @@ export class BundleDeploymentReconciler {
     // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
     if (!isNew) status.attemptedRevision = undefined;
     const number = isNew ? await this.revisionNumber(bd, status, rendered) : active.number;
-    const target = this.target(bd, spec, number);
+    // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
+    const target = isNew ? { ...this.target(bd, spec, number), crdSafety: spec.upgrade.crdSafety } : this.target(bd, spec, number);
     // independent: the revision is stored (before anything is applied) while the watches sync
     await time(
       'store+watch',
@@ -591,7 +592,7 @@ export class BundleDeploymentReconciler {
   // ---- helpers -------------------------------------------------------------------------------
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, crdSafety: spec.upgrade.crdSafety };
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */
