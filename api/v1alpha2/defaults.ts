@@ -8,6 +8,7 @@ import { HoistError } from '../../src/util/errors.ts';
 import type {
   BundleDeploymentSpec,
   CollisionProtection,
+  CRDSafety,
   HealthCheck,
   OnFailure,
   SourceSpec,
@@ -17,6 +18,7 @@ import type {
 export const DEFAULT_ON_FAILURE: OnFailure = 'Rollback';
 export const DEFAULT_PROGRESS_DEADLINE = '10m';
 export const DEFAULT_COLLISION_PROTECTION: CollisionProtection = 'Prevent';
+export const DEFAULT_CRD_SAFETY: CRDSafety = 'Enforce';
 export const DEFAULT_REVISION_HISTORY_LIMIT = 3;
 export const DEFAULT_HEALTH_CHECK_PERIOD_SECONDS = 10;
 export const DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD = 3;
@@ -33,7 +35,7 @@ export type DefaultedHealthCheck = HealthCheck & {
 export interface DefaultedSpec extends BundleDeploymentSpec {
   paused: boolean;
   sources: DefaultedSource[];
-  upgrade: { onFailure: OnFailure; progressDeadline: string };
+  upgrade: { onFailure: OnFailure; progressDeadline: string; crdSafety: CRDSafety };
   healthChecks: DefaultedHealthCheck[];
   revisionHistoryLimit: number;
   collisionProtection: CollisionProtection;
@@ -54,7 +56,7 @@ export function withDefaults(spec: BundleDeploymentSpec): DefaultedSpec {
     ...spec,
     paused: spec.paused ?? false,
     sources: spec.sources.map((s) => ({ ...s, destination: s.destination ?? '' })),
-    upgrade: { onFailure: spec.upgrade?.onFailure ?? DEFAULT_ON_FAILURE, progressDeadline },
+    upgrade: { onFailure: spec.upgrade?.onFailure ?? DEFAULT_ON_FAILURE, progressDeadline, crdSafety: spec.upgrade?.crdSafety ?? DEFAULT_CRD_SAFETY },
     healthChecks: (spec.healthChecks ?? []).map((c) => ({
       ...c,
       periodSeconds: c.periodSeconds ?? DEFAULT_HEALTH_CHECK_PERIOD_SECONDS,

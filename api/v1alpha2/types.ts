@@ -68,6 +68,8 @@ export function pinnedBySpec(src: SourceSpec): boolean {
 export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
 export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
+/** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
+export type CRDSafety = 'Enforce' | 'None';
 
 export interface HealthCheck {
   name: string;
@@ -80,6 +82,24 @@ export interface HealthCheck {
   initialDelaySeconds?: number;
 }
 
+/**
+ * OLM v1's deploymentConfig (OLM v0's SubscriptionConfig without selector), applied to every
+ * Deployment of a registry-v1 bundle. Members are Kubernetes core/v1 shapes (EnvVar,
+ * EnvFromSource, Volume, VolumeMount, Toleration, ResourceRequirements, Affinity); the CRD
+ * declares their fields and the API server validates the resulting Deployment.
+ */
+export interface RegistryV1DeploymentConfig {
+  nodeSelector?: Record<string, string>;
+  tolerations?: Array<Record<string, unknown>>;
+  resources?: Record<string, unknown>;
+  env?: Array<{ name: string } & Record<string, unknown>>;
+  envFrom?: Array<Record<string, unknown>>;
+  volumes?: Array<{ name: string } & Record<string, unknown>>;
+  volumeMounts?: Array<{ name: string; mountPath: string } & Record<string, unknown>>;
+  affinity?: Record<string, unknown>;
+  annotations?: Record<string, string>;
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   installNamespace?: string;
@@ -87,10 +107,16 @@ export interface BundleDeploymentSpec {
   sources: SourceSpec[];
   config?: {
     helm?: { releaseName?: string; values?: Record<string, unknown> };
-    registryV1?: { watchNamespace?: string };
+    registryV1?: {
+      /** "" AllNamespaces, installNamespace OwnNamespace, another SingleNamespace; shorthand for watchNamespaces: [x] */
+      watchNamespace?: string;
+      /** two or more: MultiNamespace; exclusive with watchNamespace */
+      watchNamespaces?: string[];
+      deploymentConfig?: RegistryV1DeploymentConfig;
+    };
   };
   pollInterval?: string;
-  upgrade?: { onFailure?: OnFailure; progressDeadline?: string };
+  upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;

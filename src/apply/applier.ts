@@ -12,6 +12,7 @@ import {
   LABEL_LINEAGE,
   LABEL_OWNER_NAME,
   type CollisionProtection,
+  type CRDSafety,
 } from '../../api/v1alpha2/types.ts';
 import { ApiError, isConflict, isForbidden, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
@@ -19,6 +20,7 @@ import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
+import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
 import { takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex } from './live-index.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
@@ -43,6 +45,12 @@ export interface ApplyTarget {
   actor?: KubeClient;
   /** the appliedDigest another process recorded for this revision (ApplyReport.appliedDigest) */
   appliedDigest?: string;
+  /**
+   * Enforce: refuse CRD changes that break existing resources, before any write (the reconciler
+   * passes the spec's value, default Enforce, when it applies a new revision); undefined or
+   * None: not checked
+   */
+  crdSafety?: CRDSafety;
 }
 
 export interface ApplyReport {
@@ -116,7 +124,8 @@ export class Applier {
 
   /**
    * Applies every object. Throws a HoistError (stage apply): ConflictingOwner before any write
-   * when an object may not be taken over; ApplyFailed naming every object that failed.
+   * when an object may not be taken over; UnsafeCRDUpgrade before any write when a changed CRD
+   * would break existing resources (crd-safety.ts); ApplyFailed naming every object that failed.
    */
   async apply(target: ApplyTarget, objects: readonly KubeObject[]): Promise<ApplyReport> {
     const manager = fieldManagerFor(target.lineage);
@@ -137,6 +146,7 @@ export class Applier {
     let restPlanned = await this.plan(target, restPrepared.ready);
     this.refuseConflicts([...firstPlanned, ...restPlanned]);
     if (restPrepared.deferred.length === 0) this.adoptRecords(target, [...firstPlanned, ...restPlanned]);
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, firstPlanned);
 
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
     if (needsWrite && target.installNamespace) await this.ensureNamespace(this.actor(target), target.installNamespace, objects);
@@ -295,6 +305,30 @@ export class Applier {
       reason: 'ConflictingOwner',
       code: 'conflicting-owner',
       subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
+      terminal: true,
+    });
+  }
+
+  /**
+   * Compares every CRD this apply would change with the one installed (read unless the plan
+   * already did; one GET per changed CRD, none when nothing changed) and refuses the whole apply
+   * when any change would break existing custom resources. Terminal: the same content stays unsafe.
+   */
+  private async refuseUnsafeCRDs(target: ApplyTarget, planned: readonly Planned[]): Promise<void> {
+    const changed = planned.filter((p) => isCRD(p.obj) && p.decision.action !== 'create' && !this.unchanged(target.name, p));
+    const problems = (
+      await mapLimit(changed, this.concurrency, async (p) => {
+        const live = p.live ?? (await this.actor(target).get(p.obj, p.obj.metadata.name));
+        return live ? crdUpgradeProblems(live, p.obj) : [];
+      })
+    ).flat();
+    if (problems.length === 0) return;
+    const crds = [...new Set(problems.map((p) => p.crd))];
+    throw new HoistError(`${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`, {
+      stage: 'apply',
+      reason: 'UnsafeCRDUpgrade',
+      code: 'unsafe-crd-upgrade',
+      subject: crds.length === 1 ? `apiextensions.k8s.io/v1 CustomResourceDefinition ${crds[0]}` : `${crds.length} CustomResourceDefinitions`,
       terminal: true,
     });
   }

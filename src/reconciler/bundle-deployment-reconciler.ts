@@ -261,7 +261,8 @@ export class BundleDeploymentReconciler {
     // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
     if (!isNew) status.attemptedRevision = undefined;
     const number = isNew ? await this.revisionNumber(bd, status, rendered) : active.number;
-    const target = this.target(bd, spec, number);
+    // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
+    const target = isNew ? { ...this.target(bd, spec, number), crdSafety: spec.upgrade.crdSafety } : this.target(bd, spec, number);
     // independent: the revision is stored (before anything is applied) while the watches sync
     await time(
       'store+watch',
@@ -380,7 +381,8 @@ export class BundleDeploymentReconciler {
     failedObjects: KubeObject[],
     outcome: Outcome,
   ): Promise<void> {
-    const reason = err.reason === 'ConflictingOwner' ? 'ConflictingOwner' : 'ApplyFailed';
+    // refused before any write: the installed revision is untouched
+    const reason = err.reason === 'ConflictingOwner' || err.reason === 'UnsafeCRDUpgrade' ? err.reason : 'ApplyFailed';
     // the acting account may not read an object of the new revision: refused before any write,
     // and pruning the new revision's objects would only be refused the same way
     const forbidden = err.code === 'forbidden';
@@ -402,7 +404,7 @@ export class BundleDeploymentReconciler {
       status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: this.now().toISOString() };
       status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
       // refused before any write: the new revision installed nothing, say that rather than "rolled back"
-      if (reason === 'ConflictingOwner' || forbidden) set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
+      if (reason !== 'ApplyFailed' || forbidden) set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
       else set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
       set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
       this.d.metrics?.rollbacks.inc({ reason: err.code === 'progress-deadline' ? 'ProgressDeadline' : reason });

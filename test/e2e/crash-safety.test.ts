@@ -182,7 +182,8 @@ describe('SIGKILL at random points during install and upgrade', () => {
     files.set('/v1.tgz', v1);
     files.set('/v2.tgz', v2);
 
-    const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name: bdName, labels: { [TEST_LABEL]: run } }, spec: { installNamespace: installNs, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/v1.tgz'), sha256: sha256(v1) } }] } };
+    // v1.9.1's CRDs change fields of the PodSpec they embed, which upgrade.crdSafety Enforce refuses
+    const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name: bdName, labels: { [TEST_LABEL]: run } }, spec: { installNamespace: installNs, format: 'plain', upgrade: { crdSafety: 'None' }, sources: [{ kind: 'http', http: { url: files.url('/v1.tgz'), sha256: sha256(v1) } }] } };
     await client.create(bd as unknown as KubeObject);
     for (let i = 0; i < KILLS_PER_PHASE; i++) await crashOnce('install');
     const installed = await converge(1);

@@ -1,5 +1,6 @@
 /**
- * Issue 4 end to end: registry-v1 fixture bundles × every install mode their CSV supports,
+ * Issue 4 end to end: registry-v1 fixture bundles × every install mode their CSV supports (and
+ * MultiNamespace with a MultiNamespace-only copy, with a deploymentConfig),
  * installed through a BundleDeployment by the real controller (webhook bundles: a clear error
  * without cert-manager, and a server-side dry-run apply of everything else); argo-rollouts plain
  * manifests read exactly as kubectl reads them (object identities and YAML 1.1 scalars, kubectl
@@ -101,6 +102,43 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
         const roles = await t.client.list({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' }, { namespace: watched, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' });
         expect(roles.items.length).toBeGreaterThan(0);
       }
+    }
+
+    // the same operator as a MultiNamespace-only bundle (testdata/registry-v1): one namespace is
+    // refused by the processor, two install with a Role and RoleBinding in each
+    const multiDir = join(REPO, 'testdata', 'registry-v1', 'argocd-operator.v0.6.0-multinamespace');
+    const watched2 = `argocd-watched2-${t.runId}`;
+    await ensureNamespace(watched2);
+    await t.patchSpec('argocd-operator', { sources: [await serveDir('/argocd-operator-multi.tgz', multiDir)], config: { registryV1: { watchNamespace: watched } } });
+    const refused = await t.waitFor('argocd-operator', (b) => cond(b, 'Unpacked')?.status === 'False', 'one namespace refused');
+    expect(cond(refused, 'Unpacked')?.reason).toBe('ProcessFailed');
+    expect(cond(refused, 'Unpacked')?.message).toMatch(/argocd-operator\.v0\.6\.0 does not support install mode SingleNamespace; it supports MultiNamespace/);
+    expect(refused.status?.activeRevision?.number).toBe(3);
+    // with a deploymentConfig, as OLM v1 users configure operators
+    const deploymentConfig = {
+      env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }],
+      tolerations: [{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }],
+      resources: { requests: { cpu: '50m', memory: '64Mi' } },
+      annotations: { 'example.com/team': 'platform' },
+    };
+    await t.patchSpec('argocd-operator', { config: { registryV1: { watchNamespace: null, watchNamespaces: [watched, watched2], deploymentConfig } } });
+    const bd = await t.waitFor('argocd-operator', (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === 4, 'MultiNamespace installed', 120_000);
+    const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(multiDir), { installNamespace: ns, watchNamespaces: [watched, watched2], deploymentConfig }).objects;
+    expect(bd.status?.activeRevision?.objects).toBe(expected.length);
+    for (const target of [watched, watched2]) {
+      for (const kind of ['Role', 'RoleBinding']) {
+        const list = await t.client.list({ apiVersion: 'rbac.authorization.k8s.io/v1', kind }, { namespace: target, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' });
+        expect(list.items.map((o) => o.metadata.name), `${kind} in ${target}`).toEqual(['argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3']);
+      }
+    }
+    const deployment = (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argocd-operator-controller-manager', ns)) as any;
+    expect(deployment.spec.template.metadata.annotations).toMatchObject({ 'olm.targetNamespaces': `${watched},${watched2}`, 'olm.operatorNamespace': ns, 'example.com/team': 'platform' });
+    expect(deployment.metadata.annotations['example.com/team']).toBe('platform');
+    const pod = deployment.spec.template.spec;
+    expect(pod.tolerations).toEqual([{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }]);
+    for (const c of pod.containers) {
+      expect(c.env).toContainEqual({ name: 'HTTPS_PROXY', value: 'http://proxy:3128' });
+      expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' } });
     }
   });
 

@@ -60,7 +60,9 @@ describe('upgrade in place', () => {
     files.set('/plain-v2.tgz', v2);
     const bd = `rollouts-up-${t.runId}`;
 
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/plain-v1.tgz'), sha256: sha256(v1) } }] });
+    // argo-rollouts v1.9.1's CRDs make hostAliases[].ip required and drop resourceClaims[].source (from the PodSpec they embed): upgrade.crdSafety Enforce refuses that, as OLM v1 would
+    const upgrade = { crdSafety: 'None' as const };
+    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade, sources: [{ kind: 'http', http: { url: files.url('/plain-v1.tgz'), sha256: sha256(v1) } }] });
     const first = await t.waitFor(bd, isDone, 'v1.8.4 installed', 90_000);
     expect(first.status?.activeRevision).toMatchObject({ number: 1, objects: 16 });
     const before = await ownedUids(t.client, bd);

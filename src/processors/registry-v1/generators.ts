@@ -4,12 +4,14 @@
  * rukpak/render/registryv1/generators/generators.go (function names in the comments). Output
  * objects are fresh copies; the bundle is never modified.
  */
+import type { RegistryV1DeploymentConfig } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { isJsonObject } from '../yaml.ts';
 import type { JsonObject, JsonValue } from '../yaml.ts';
 import { cloneObject } from './bundle.ts';
 import type { RegistryV1Bundle } from './bundle.ts';
 import { certProvisionerFor } from './certificates.ts';
+import { applyDeploymentConfig } from './deployment-config.ts';
 import type { CertificateProvider, CertSecretInfo } from './certificates.ts';
 import type { PolicyRule, StrategyPermissions, WebhookDefinition } from './csv.ts';
 import { uniqueNameForPermissions } from './names.ts';
@@ -21,6 +23,8 @@ export interface RenderOptions {
   targetNamespaces: string[];
   /** undefined: leave certificates to the bundle (OLM v1 without a provider) */
   certificateProvider?: CertificateProvider;
+  /** OLM v1's deploymentConfig, applied to every Deployment last */
+  deploymentConfig?: RegistryV1DeploymentConfig;
 }
 
 export type Generator = (bundle: RegistryV1Bundle, opts: RenderOptions) => KubeObject[];
@@ -225,8 +229,9 @@ function ensureCertVolumes(podSpec: JsonObject, secret: CertSecretInfo): void {
  * BundleCSVDeploymentGenerator: a Deployment per install strategy deployment, in the install
  * namespace, labelled with its `label`; the pod template's annotations are the CSV's annotations
  * overlaid with the template's own, plus olm.targetNamespaces (the watched namespaces joined by
- * ","; "" for all); revisionHistoryLimit 1 (OLM v0 parity); certificate volumes for Deployments
- * that serve webhooks.
+ * ","; "" for all) and olm.operatorNamespace (the install namespace), the annotations OLM v0's
+ * OperatorGroup put on CSVs; revisionHistoryLimit 1 (OLM v0 parity); certificate volumes for
+ * Deployments that serve webhooks; then the deploymentConfig (deployment-config.ts).
  */
 export const deployments: Generator = (b, opts) => {
   const webhookDeployments = new Set(b.csv.webhookDefinitions.map((w) => w.deploymentName));
@@ -239,6 +244,7 @@ export const deployments: Generator = (b, opts) => {
       ...b.csv.annotations,
       ...templateAnnotations,
       'olm.targetNamespaces': opts.targetNamespaces.join(','),
+      'olm.operatorNamespace': opts.installNamespace,
     };
     template['metadata'] = templateMeta;
     spec['template'] = template;
@@ -250,7 +256,9 @@ export const deployments: Generator = (b, opts) => {
     }
     const metadata: KubeObject['metadata'] = { name: d.name, namespace: opts.installNamespace };
     if (d.label !== undefined) metadata.labels = { ...d.label };
-    return { apiVersion: 'apps/v1', kind: 'Deployment', metadata, spec };
+    const deployment: KubeObject = { apiVersion: 'apps/v1', kind: 'Deployment', metadata, spec };
+    applyDeploymentConfig(deployment, opts.deploymentConfig);
+    return deployment;
   });
 };
 

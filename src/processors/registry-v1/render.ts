@@ -7,7 +7,7 @@
  * ValidatingWebhookConfigurations, MutatingWebhookConfigurations, webhook Services, certificate
  * objects. Pure: reads the tree, nothing else.
  */
-import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
+import type { BundleDeploymentSpec, RegistryV1DeploymentConfig } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
@@ -37,8 +37,12 @@ import { validateBundle } from './validate.ts';
 
 export interface RegistryV1RenderOptions {
   installNamespace: string;
-  /** "" or undefined: AllNamespaces */
+  /** "" or undefined: AllNamespaces; shorthand for watchNamespaces: [watchNamespace] */
   watchNamespace?: string;
+  /** the target namespaces; two or more: MultiNamespace. Exclusive with watchNamespace */
+  watchNamespaces?: readonly string[];
+  /** OLM v1's deploymentConfig: env, volumes, resources, placement and annotations of every Deployment */
+  deploymentConfig?: RegistryV1DeploymentConfig;
   /** API versions the cluster serves; when given, every object's apiVersion must be among them */
   apiVersions?: readonly string[];
   /** default: cert-manager; null renders webhooks without certificate management, as OLM v1 does without a provider */
@@ -66,9 +70,14 @@ export function renderRegistryV1Bundle(bundle: RegistryV1Bundle, options: Regist
   if (problems.length > 0) {
     throw combineProcessErrors(problems.map((p) => processError(p, 'invalid-bundle', bundle.csvFile))) as HoistError;
   }
-  const { mode, targetNamespaces } = resolveInstallMode(bundle.csv, bundle.csvFile, installNamespace, options.watchNamespace);
+  const { mode, targetNamespaces } = resolveInstallMode(bundle.csv, bundle.csvFile, installNamespace, options);
   const provider = options.certificateProvider === null ? undefined : (options.certificateProvider ?? certManagerProvider);
-  const opts: RenderOptions = { installNamespace, targetNamespaces, ...(provider ? { certificateProvider: provider } : {}) };
+  const opts: RenderOptions = {
+    installNamespace,
+    targetNamespaces,
+    ...(provider ? { certificateProvider: provider } : {}),
+    ...(options.deploymentConfig ? { deploymentConfig: options.deploymentConfig } : {}),
+  };
 
   const crds = crdsWithConversion(bundle, opts);
   if (crds.problems.length > 0) {
@@ -129,10 +138,12 @@ export async function renderRegistryV1(tree: string, options: RegistryV1RenderOp
 export const registryV1Processor: Processor = {
   format: 'registry-v1',
   async render(tree: string, config: BundleDeploymentSpec['config'], ctx: ProcessContext): Promise<ProcessResult> {
-    const watchNamespace = config?.registryV1?.watchNamespace;
+    const { watchNamespace, watchNamespaces, deploymentConfig } = config?.registryV1 ?? {};
     const result = await renderRegistryV1(tree, {
       installNamespace: ctx.installNamespace ?? '',
       ...(watchNamespace === undefined ? {} : { watchNamespace }),
+      ...(watchNamespaces === undefined ? {} : { watchNamespaces }),
+      ...(deploymentConfig === undefined ? {} : { deploymentConfig }),
       ...(ctx.apiVersions === undefined ? {} : { apiVersions: ctx.apiVersions }),
     });
     return { objects: result.objects, warnings: result.warnings };

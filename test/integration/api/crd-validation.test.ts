@@ -119,7 +119,7 @@ describe('BundleDeployment CRD on a real API server', () => {
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
         ],
-        config: { registryV1: { watchNamespace: '' } },
+        config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
         pollInterval: '1h30m',
         upgrade: { onFailure: 'Hold', progressDeadline: '90s' },
         healthChecks: [
@@ -132,8 +132,27 @@ describe('BundleDeployment CRD on a real API server', () => {
         serviceAccount: { name: 'installer' },
         deleteCRDsOnUninstall: true,
       });
-      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true });
+      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true, config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } } });
     });
+  });
+
+  it('registry-v1 deploymentConfig with every member (OLM v1\'s regression options) is kept as written', async () => {
+    const deploymentConfig = {
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      tolerations: [
+        { key: 'some/key', operator: 'Equal', effect: 'NoSchedule' },
+        { key: 'someother/key', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
+      ],
+      resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: 1, memory: '512Mi' } },
+      env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }, { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+      envFrom: [{ prefix: 'test' }, { configMapRef: { name: 'cm' } }, { secretRef: { name: 's', optional: true } }],
+      volumes: [{ name: 'cfg', configMap: { name: 'cm' } }, { name: 'scratch', emptyDir: {} }],
+      volumeMounts: [{ name: 'cfg', mountPath: '/cfg', readOnly: true }],
+      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'infra', operator: 'Exists' }] }] } }, podAffinity: {} },
+      annotations: { foo: 'bar' },
+    };
+    const bd = await create('deployment-config', { format: 'registry-v1', installNamespace: 'operators', sources: [httpSource], config: { registryV1: { deploymentConfig } } });
+    expect(bd.spec.config?.registryV1?.deploymentConfig).toEqual(deploymentConfig);
   });
 
   it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
@@ -146,7 +165,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       format: 'plain',
       paused: false,
       sources: [{ ...httpSource, destination: '' }],
-      upgrade: { onFailure: 'Rollback', progressDeadline: '10m' },
+      upgrade: { onFailure: 'Rollback', progressDeadline: '10m', crdSafety: 'Enforce' },
       healthChecks: [
         { name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' }, periodSeconds: 10, failureThreshold: 3, initialDelaySeconds: 0 },
       ],
@@ -162,7 +181,7 @@ describe('BundleDeployment CRD on a real API server', () => {
 
   it('fills nested defaults inside a partially set upgrade', async () => {
     const bd = await create('upgrade', { ...plain, upgrade: { onFailure: 'Hold' } });
-    expect(bd.spec.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m' });
+    expect(bd.spec.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m', crdSafety: 'Enforce' });
   });
 
   it('keeps status writes to the status subresource and validates them', async () => {
@@ -278,6 +297,46 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, format: 'helm', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'ns' } } },
       ['spec.config.registryV1: Forbidden: config.registryV1 is only allowed with format: registry-v1 (format is helm)'],
     ],
+    [
+      'watchNamespace and watchNamespaces',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'a', watchNamespaces: ['b', 'c'] } } },
+      ['spec.config.registryV1.watchNamespaces: Forbidden: set watchNamespace or watchNamespaces, not both'],
+    ],
+    [
+      'watchNamespaces with a duplicate',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: ['a', 'b', 'a'] } } },
+      ['spec.config.registryV1.watchNamespaces[2]: Duplicate value: "a"'],
+    ],
+    [
+      'watchNamespaces entry not a DNS label',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: ['a', 'Team_B'] } } },
+      ['spec.config.registryV1.watchNamespaces[1]', 'watchNamespaces entries must be DNS-1123 labels, got "Team_B"'],
+    ],
+    [
+      'empty watchNamespaces',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { watchNamespaces: [] } } },
+      ['spec.config.registryV1.watchNamespaces', 'should have at least 1 items'],
+    ],
+    [
+      'deploymentConfig toleration with an unknown operator',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { tolerations: [{ key: 'k', operator: 'Is' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.tolerations[0].operator: Unsupported value: "Is"'],
+    ],
+    [
+      'deploymentConfig volume without a name, mount without a path',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { volumes: [{ emptyDir: {} }], volumeMounts: [{ name: 'v' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.volumes[0].name: Required value', 'spec.config.registryV1.deploymentConfig.volumeMounts[0].mountPath: Required value'],
+    ],
+    [
+      'deploymentConfig resources that are not quantities',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { resources: { limits: { memory: 'lots' } } } } } },
+      ['spec.config.registryV1.deploymentConfig.resources.limits.memory'],
+    ],
+    [
+      'deploymentConfig env without a name',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { env: [{ value: 'x' }] } } } },
+      ['spec.config.registryV1.deploymentConfig.env[0].name: Required value'],
+    ],
     ['helm without installNamespace', { ...plain, format: 'helm' }, ['spec.installNamespace: Required value: installNamespace is required when format is helm']],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
     ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
@@ -287,6 +346,7 @@ describe('BundleDeployment CRD on a real API server', () => {
     ['zero pollInterval', { ...plain, pollInterval: '0s' }, ['spec.pollInterval', 'must be greater than zero']],
     ['bad progressDeadline', { ...plain, upgrade: { progressDeadline: 'soon' } }, ['spec.upgrade.progressDeadline', 'must be a duration']],
     ['unknown onFailure', { ...plain, upgrade: { onFailure: 'Retry' } }, ['spec.upgrade.onFailure: Unsupported value: "Retry"', '"Rollback", "Hold"']],
+    ['unknown crdSafety', { ...plain, upgrade: { crdSafety: 'Warn' } }, ['spec.upgrade.crdSafety: Unsupported value: "Warn"', '"Enforce", "None"']],
     ['unknown collisionProtection', { ...plain, collisionProtection: 'Always' }, ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"']],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],

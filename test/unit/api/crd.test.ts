@@ -84,9 +84,24 @@ describe('bundleDeploymentCRD', () => {
         { kind: 'git', git: { repository: 'u', ref: { commit: 'c', tag: 't', branch: 'b' }, directory: 'd', auth: { secretRef: { name: 's' } } } },
         { kind: 'http', http: { url: 'u', sha256: 'h', auth: { secretRef: { name: 's' } } } },
       ],
-      config: { helm: { releaseName: 'r', values: {} }, registryV1: { watchNamespace: '' } },
+      config: { helm: { releaseName: 'r', values: {} }, registryV1: {
+          watchNamespace: '',
+          watchNamespaces: ['a'],
+          deploymentConfig: {
+            nodeSelector: {},
+            tolerations: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule', tolerationSeconds: 1 }],
+            resources: { limits: {}, requests: {}, claims: [{ name: 'c', request: 'r' }] },
+            env: [{ name: 'n', value: 'v', valueFrom: {} }],
+            envFrom: [{ prefix: 'p', configMapRef: { name: 'c', optional: true }, secretRef: { name: 's', optional: true } }],
+            volumes: [{ name: 'v' }],
+            volumeMounts: [{ name: 'v', mountPath: '/m', readOnly: true, recursiveReadOnly: 'Disabled', subPath: 's', subPathExpr: 'e', mountPropagation: 'None' }],
+            affinity: { nodeAffinity: {}, podAffinity: {}, podAntiAffinity: {} },
+            annotations: {},
+          },
+        },
+      },
       pollInterval: '1m',
-      upgrade: { onFailure: 'Rollback', progressDeadline: '1m' },
+      upgrade: { onFailure: 'Rollback', progressDeadline: '1m', crdSafety: 'Enforce' },
       healthChecks: [
         {
           name: 'n',

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { bundleDeploymentCRD, type JSONSchemaProps } from '../../../api/v1alpha2/crd.ts';
 import {
   DEFAULT_COLLISION_PROTECTION,
+  DEFAULT_CRD_SAFETY,
   DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD,
   DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS,
   DEFAULT_HEALTH_CHECK_PERIOD_SECONDS,
@@ -65,7 +66,7 @@ describe('withDefaults', () => {
       format: 'plain',
       sources: [{ kind: 'http', http: { url: 'https://example.com/a.tgz' }, destination: '' }],
       paused: false,
-      upgrade: { onFailure: 'Rollback', progressDeadline: '10m' },
+      upgrade: { onFailure: 'Rollback', progressDeadline: '10m', crdSafety: 'Enforce' },
       healthChecks: [],
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
@@ -81,7 +82,7 @@ describe('withDefaults', () => {
       paused: true,
       sources: [{ kind: 'image', image: { ref: 'quay.io/a/b:v1' }, destination: 'x' }],
       pollInterval: '30s',
-      upgrade: { onFailure: 'Hold', progressDeadline: '1h' },
+      upgrade: { onFailure: 'Hold', progressDeadline: '1h', crdSafety: 'None' },
       healthChecks: [{ name: 'c', match: { kind: 'Job' }, cel: 'true', periodSeconds: 1, failureThreshold: 1, initialDelaySeconds: 5 }],
       revisionHistoryLimit: 0,
       collisionProtection: 'None',
@@ -90,7 +91,7 @@ describe('withDefaults', () => {
     const d = withDefaults(spec);
     expect(d.paused).toBe(true);
     expect(d.sources[0]?.destination).toBe('x');
-    expect(d.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '1h' });
+    expect(d.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '1h', crdSafety: 'None' });
     expect(d.pollIntervalMs).toBe(30_000);
     expect(d.progressDeadlineMs).toBe(3_600_000);
     expect(d.healthChecks[0]).toMatchObject({ periodSeconds: 1, failureThreshold: 1, initialDelaySeconds: 5 });
@@ -105,7 +106,7 @@ describe('withDefaults', () => {
       upgrade: { onFailure: 'Hold' },
       healthChecks: [{ name: 'c', match: { name: 'x' }, condition: { type: 'Ready', status: 'True' } }],
     });
-    expect(d.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m' });
+    expect(d.upgrade).toEqual({ onFailure: 'Hold', progressDeadline: '10m', crdSafety: 'Enforce' });
     expect(d.healthChecks[0]).toMatchObject({ periodSeconds: 10, failureThreshold: 3, initialDelaySeconds: 0 });
   });
 
@@ -135,6 +136,7 @@ describe('defaults match the CRD', () => {
     [['sources', '[]', 'destination'], ''],
     [['upgrade', 'onFailure'], DEFAULT_ON_FAILURE],
     [['upgrade', 'progressDeadline'], DEFAULT_PROGRESS_DEADLINE],
+    [['upgrade', 'crdSafety'], DEFAULT_CRD_SAFETY],
     [['healthChecks', '[]', 'periodSeconds'], DEFAULT_HEALTH_CHECK_PERIOD_SECONDS],
     [['healthChecks', '[]', 'failureThreshold'], DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD],
     [['healthChecks', '[]', 'initialDelaySeconds'], DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS],

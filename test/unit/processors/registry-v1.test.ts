@@ -114,6 +114,81 @@ describe('registry-v1 install modes', () => {
   });
 });
 
+describe('registry-v1 MultiNamespace (config.registryV1.watchNamespaces)', () => {
+  const MULTI = join(TESTDATA, 'argocd-operator.v0.6.0-multinamespace');
+
+  it('two or more namespaces: a Role and RoleBinding in each, olm.targetNamespaces lists them, olm.operatorNamespace is the install namespace', async () => {
+    const r = await renderRegistryV1(MULTI, { installNamespace: 'argocd', watchNamespaces: ['team-a', 'team-b'] });
+    expect(r.mode).toBe('MultiNamespace');
+    expect(r.targetNamespaces).toEqual(['team-a', 'team-b']);
+    expect(names(r.objects.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding'))).toEqual([
+      'Role team-a/argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3',
+      'RoleBinding team-a/argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3',
+      'Role team-b/argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3',
+      'RoleBinding team-b/argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3',
+    ]);
+    // no promotion to cluster scope outside AllNamespaces
+    expect(r.objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).not.toContain('argocd-operator.v0.-3gkm3u8zfarktdile5wekso69zs9bgzb988mhjm0y6p');
+    const annotations = (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.metadata.annotations;
+    expect(annotations['olm.targetNamespaces']).toBe('team-a,team-b');
+    expect(annotations['olm.operatorNamespace']).toBe('argocd');
+  });
+
+  it('a MultiNamespace-only bundle refuses one namespace and all namespaces, naming the CSV, its modes and what to set', async () => {
+    for (const opts of [{ watchNamespace: 'team-a' }, { watchNamespaces: ['team-a'] }, { watchNamespace: 'argocd' }, {}]) {
+      const err = await errorOf(renderRegistryV1(MULTI, { installNamespace: 'argocd', ...opts }));
+      expect(err.code, JSON.stringify(opts)).toBe('unsupported-install-mode');
+      expect(err.terminal).toBe(true);
+      expect(err.subject).toBe('manifests/argocd-operator.v0.6.0.clusterserviceversion.yaml');
+      expect(err.message).toMatch(
+        /^ClusterServiceVersion argocd-operator\.v0\.6\.0 does not support install mode (Single|Own|All)Namespaces?; it supports MultiNamespace \(set config\.registryV1\.watchNamespaces to two or more namespaces other than "argocd" for MultiNamespace\)$/,
+      );
+    }
+  });
+
+  it('the install namespace among the targets also needs OwnNamespace (OLM v1)', async () => {
+    const err = await errorOf(renderRegistryV1(MULTI, { installNamespace: 'argocd', watchNamespaces: ['argocd', 'team-a'] }));
+    expect(err.code).toBe('unsupported-install-mode');
+    expect(err.message).toMatch(/does not support install mode MultiNamespace with the install namespace "argocd" among its targets \(that needs OwnNamespace\)/);
+  });
+
+  it('a bundle without MultiNamespace refuses two namespaces; one listed namespace is watchNamespace', async () => {
+    const err = await errorOf(renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespaces: ['team-a', 'team-b'] }));
+    expect(err.message).toMatch(/^ClusterServiceVersion argocd-operator\.v0\.6\.0 does not support install mode MultiNamespace; it supports AllNamespaces, OwnNamespace, SingleNamespace /);
+    const one = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespaces: ['team-a'] });
+    const shorthand = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespace: 'team-a' });
+    expect(one.mode).toBe('SingleNamespace');
+    expect(contentDigest(one.objects)).toBe(contentDigest(shorthand.objects));
+  });
+
+  it('refuses both fields, an empty list, duplicates and invalid names as invalid-config', async () => {
+    const cases: Array<[object, RegExp]> = [
+      [{ watchNamespace: 'a', watchNamespaces: ['b', 'c'] }, /set watchNamespace or watchNamespaces, not both/],
+      [{ watchNamespaces: [] }, /watchNamespaces must not be empty/],
+      [{ watchNamespaces: ['a', 'b', 'a'] }, /lists "a" twice/],
+      [{ watchNamespaces: ['a', 'Bad_NS'] }, /"Bad_NS" is not a valid namespace name/],
+    ];
+    for (const [opts, message] of cases) {
+      const err = await errorOf(renderRegistryV1(MULTI, { installNamespace: 'argocd', ...opts }));
+      expect(err.code, JSON.stringify(opts)).toBe('invalid-config');
+      expect(err.message).toMatch(message);
+    }
+  });
+
+  it('the processor reads deploymentConfig from config.registryV1 and applies it to the Deployments', async () => {
+    const config = { registryV1: { deploymentConfig: { nodeSelector: { 'node-role.kubernetes.io/infra': '' }, env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }] } } };
+    const r = await registryV1Processor.render(ARGOCD, config, { name: 'bd', installNamespace: 'argocd' });
+    const pod = (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.spec;
+    expect(pod.nodeSelector).toEqual({ 'node-role.kubernetes.io/infra': '' });
+    for (const c of pod.containers) expect(c.env.at(-1)).toEqual({ name: 'HTTPS_PROXY', value: 'http://proxy:3128' });
+  });
+
+  it('the processor reads watchNamespaces from config.registryV1', async () => {
+    const r = await registryV1Processor.render(MULTI, { registryV1: { watchNamespaces: ['x', 'y'] } }, { name: 'bd', installNamespace: 'argocd' });
+    expect(r.objects.filter((o) => o.kind === 'Role').map((o) => o.metadata.namespace)).toEqual(['x', 'y']);
+  });
+});
+
 describe('registry-v1 webhooks (cert-manager)', () => {
   it('conversion webhook patched into the CRD, with CA injection from the Certificate', async () => {
     const r = await renderRegistryV1(WEBHOOK1, { installNamespace: 'webhooks' });
