@@ -371,9 +371,9 @@ describe('registry-v1 containment (links and size caps)', () => {
 
   it('a manifest that is a link to another file inside the bundle is read', async () => {
     const dir = await copyBundle(ARGOCD);
-    await mkdir(join(dir, 'shared'));
-    await rename(join(dir, CM_FILE), join(dir, 'shared/cm.yaml'));
-    await symlink('../shared/cm.yaml', join(dir, CM_FILE));
+    await mkdir(join(dir, 'common'));
+    await rename(join(dir, CM_FILE), join(dir, 'common/cm.yaml'));
+    await symlink('../common/cm.yaml', join(dir, CM_FILE));
     const linked = await renderRegistryV1(dir, { installNamespace: 'argocd' });
     const plain = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd' });
     expect(contentDigest(linked.objects)).toBe(contentDigest(plain.objects));

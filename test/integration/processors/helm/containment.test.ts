@@ -75,8 +75,8 @@ describe('helm gets a chart that cannot leak', () => {
   });
 
   it('links that stay inside the tree keep working (also to a file next to the chart), and helm\'s warnings name no controller directory', async () => {
-    await writeFile(path.join(tree, 'shared.txt'), 'inside-value');
-    await symlink('../../shared.txt', path.join(chart, 'files', 'real'));
+    await writeFile(path.join(tree, 'common.txt'), 'inside-value');
+    await symlink('../../common.txt', path.join(chart, 'files', 'real'));
     await symlink('real', path.join(chart, 'files', 'p'));
     const r = await processor().render(tree, undefined, ctx);
     expect(r.objects).toEqual([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'loot' }, data: { p: 'inside-value' } }]);

@@ -1,0 +1,60 @@
+/**
+ * Health checks cost no requests of their own (issue 12): 1,000 installed objects under a CEL
+ * probe; while objects turn unhealthy and healthy again, the API server's audit log shows the
+ * controller making no request for them beyond its watch — no GET, no LIST — only its own status
+ * writes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { AuditReader } from '../support/audit.ts';
+import { auditLogPath } from '../support/env.ts';
+import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { servePinned } from '../support/upgrade-fixtures.ts';
+
+const N = 1000;
+let t: TestController;
+let files: FileServer;
+
+beforeAll(async () => {
+  t = await startTestController({ workers: 2 });
+  files = await startFileServer();
+});
+afterAll(async () => {
+  await t?.stop();
+  await files?.close();
+});
+
+describe.runIf(auditLogPath() !== '')('health check request budget', () => {
+  it(`${N} objects under a probe: flipping their health makes no request beyond the watch`, { timeout: 300_000 }, async () => {
+    const bd = `probe-budget-${t.runId}`;
+    const ns = `probe-budget-${t.runId}`;
+    const docs = Array.from({ length: N }, (_, i) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` }, data: { ready: 'yes' } }));
+    const sources = await servePinned(files, `/${bd}.tgz`, { 'all.yaml': docs.join('---\n') });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources,
+      healthChecks: [{ name: 'ready', match: { kind: 'ConfigMap' }, cel: '!("broken" in self.data)', periodSeconds: 1, failureThreshold: 2 }],
+    });
+    const done = await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', `${N} objects installed and healthy`, 240_000);
+    expect(done.status?.activeRevision?.objects).toBe(N);
+
+    const audit = new AuditReader(auditLogPath(), `hoist/test-${t.runId}`);
+    const from = await audit.offset();
+    // another writer (the test, its own user agent and field manager) breaks ten objects with a
+    // key the bundle does not set (so Hoist's drift correction leaves it), then mends them
+    const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
+    for (let i = 0; i < 10; i++) await t.client.patch(CM, `c${i * 97}`, ns, { data: { broken: 'yes' } }, 'merge');
+    const failing = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'unhealthy after the threshold', 60_000);
+    expect(cond(failing, 'Healthy')!.message).toMatch(/^10 failing: ConfigMap .*health check ready: cel .* is false/);
+    for (let i = 0; i < 10; i++) await t.client.patch(CM, `c${i * 97}`, ns, { data: { broken: null } }, 'merge');
+    await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'healthy again', 60_000);
+
+    const events = await audit.since(from);
+    const onConfigMaps = events.filter((e) => e.objectRef?.resource === 'configmaps' && e.verb !== 'watch');
+    expect(onConfigMaps.filter((e) => e.verb === 'get' || e.verb === 'list'), 'reads of the probed objects').toEqual([]);
+    const other = events.filter((e) => e.objectRef?.resource !== 'configmaps' && !(e.objectRef?.resource === 'bundledeployments' && e.objectRef.subresource === 'status') && e.objectRef?.resource !== 'events');
+    expect(other.map((e) => `${e.verb} ${e.requestURI}`), 'requests besides status writes and events').toEqual([]);
+  });
+});
