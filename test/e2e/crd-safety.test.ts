@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, startTestController, type TestController } from '../support/controller.ts';
+import { crdOf } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 
@@ -27,31 +28,9 @@ afterAll(async () => {
 });
 
 function widgetCRD(group: string, required: string[]): KubeObject {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget' },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                spec: { type: 'object', required, properties: { size: { type: 'integer' }, color: { type: 'string' } } },
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  return crdOf(group, 'Widget', {
+    schema: { type: 'object', properties: { spec: { type: 'object', required, properties: { size: { type: 'integer' }, color: { type: 'string' } } } } },
+  });
 }
 
 const widget = (group: string, name: string, spec: Record<string, unknown>): KubeObject => ({

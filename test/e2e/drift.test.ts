@@ -9,6 +9,7 @@ import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { crdOf } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
@@ -50,20 +51,7 @@ function deployment(name: string): string {
 }
 
 /** a minimal CRD for `kind` in `group` (plural: lowercase kind + s) */
-function crd(group: string, kind: string, scope: 'Namespaced' | 'Cluster' = 'Namespaced'): KubeObject {
-  const plural = `${kind.toLowerCase()}s`;
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.${group}` },
-    spec: {
-      group,
-      scope,
-      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  } as KubeObject;
-}
+const crd = (group: string, kind: string, scope: 'Namespaced' | 'Cluster' = 'Namespaced'): KubeObject => crdOf(group, kind, { scope });
 
 async function waitUntil<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

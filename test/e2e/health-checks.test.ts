@@ -10,6 +10,7 @@ import type { HealthCheck } from '../../api/v1alpha2/types.ts';
 import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { crdOf } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
@@ -28,19 +29,7 @@ afterAll(async () => {
 });
 
 /** a CRD for Widgets in a group of its own, with a status subresource (the "operator" writes status) */
-function widgetCrd(group: string): string {
-  return stringify({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  });
-}
+const widgetCrd = (group: string): string => stringify(crdOf(group, 'Widget', { status: true }));
 const widget = (group: string, name: string, size = 1) => stringify({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name }, spec: { size } });
 
 /** plays the widget operator: writes the Ready condition into the status subresource */
