@@ -14,7 +14,7 @@ import {
   type CollisionProtection,
   type CRDSafety,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isTransient } from '../kube/api-error.ts';
+import { ApiError, isConflict, isForbidden, isInvalid, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -514,7 +514,7 @@ function crdKinds(crd: KubeObject): string[] {
 
 /** "field is immutable" (Job template, selectors) or "may not change once set" (Service clusterIP) */
 function isImmutable(e: unknown): boolean {
-  return e instanceof ApiError && e.statusCode === 422 && /immutable|may not change once set/i.test(e.apiMessage);
+  return isInvalid(e) && /immutable|may not change once set/i.test((e as ApiError).apiMessage);
 }
 
 /** the API server's message, plus the offending fields when it names them */

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
-import { ApiError } from '../kube/api-error.ts';
+import { isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -64,7 +64,7 @@ export async function deleteOwned(
           return { id, subject, action: 'deleted' };
         } catch (e) {
           // the kind is gone (its CRD was deleted): so is the object
-          if (e instanceof ApiError && e.statusCode === 404) return { id, subject, action: 'unchanged', message: 'already gone' };
+          if (isNotFound(e)) return { id, subject, action: 'unchanged', message: 'already gone' };
           if (e instanceof Error && e.name === 'KindNotServedError') return { id, subject, action: 'unchanged', message: 'kind no longer served' };
           return { id, subject, action: 'failed', message: e instanceof Error ? e.message : String(e) };
         }

@@ -25,7 +25,7 @@ import { deleteOwned, staleObjects } from '../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../apply/result.ts';
 import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
 import type { ContentStore } from '../cache/content-store.ts';
-import { ApiError } from '../kube/api-error.ts';
+import { isConflict, isNotFound } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
@@ -154,7 +154,7 @@ export class BundleDeploymentReconciler {
       this.seen.add(name);
       // status is written even when a stage failed: the failure is what the user must see
       await this.writeStatus(bd, status).catch((e: unknown) => {
-        if (e instanceof ApiError && e.statusCode === 409) outcome.result = { requeue: true };
+        if (isConflict(e)) outcome.result = { requeue: true };
         else throw e;
       });
     }
@@ -636,7 +636,7 @@ export class BundleDeploymentReconciler {
       ], 'json');
     } catch (e) {
       // already gone: someone (or an earlier reconcile) finished the job
-      if (!(e instanceof ApiError && e.statusCode === 404)) throw e;
+      if (!isNotFound(e)) throw e;
     }
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);

@@ -7,7 +7,7 @@
  * `core.rukpak.io/credential-hosts` annotation binds them to (the sources enforce it).
  */
 import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } from '../../api/v1alpha2/types.ts';
-import { ApiError } from '../kube/api-error.ts';
+import { isForbidden } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Credentials } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
@@ -40,7 +40,7 @@ export async function readCredentials(client: KubeClient, controllerNamespace: s
   try {
     secret = await reader.get({ apiVersion: 'v1', kind: 'Secret' }, name, namespace);
   } catch (e) {
-    if (e instanceof ApiError && e.statusCode === 403) {
+    if (isForbidden(e)) {
       throw new HoistError(`service account ${namespace}/${sa} may not read secret ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-forbidden', subject: `secret ${namespace}/${name}`, terminal: false, cause: e });
     }
     throw e;
