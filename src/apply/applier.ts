@@ -14,7 +14,7 @@ import {
   type CollisionProtection,
   type CRDSafety,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isTransient } from '../kube/api-error.ts';
+import { ApiError, isConflict, isForbidden, isInvalid, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -389,18 +389,29 @@ export class Applier {
 
   /**
    * Folds other managers' fields (with `only`, those managers') into ours, with a resourceVersion
-   * test so a racing write wins; returns "manager: field path" of what was taken over.
+   * test so a racing write wins; a write that raced (a controller updating status) makes it read
+   * the object again and retry. Returns "manager: field path" of what was taken over.
    */
   private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>): Promise<string[]> {
-    const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
-    const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only);
-    if (!merged) return [];
-    const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
-    await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
-      { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
-      { op: 'replace', path: '/metadata/managedFields', value: merged },
-    ], 'json');
-    return taken.flatMap((e) => fieldPaths(e.fieldsV1).map((f) => `${e.manager}: ${f}`));
+    for (let attempt = 1; ; attempt++) {
+      const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
+      const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only);
+      if (!merged) return [];
+      const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
+      try {
+        await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
+          { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+          { op: 'replace', path: '/metadata/managedFields', value: merged },
+        ], 'json');
+        return taken.flatMap((e) => fieldPaths(e.fieldsV1).map((f) => `${e.manager}: ${f}`));
+      } catch (e) {
+        // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
+        if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
+        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+        if (!again) throw e;
+        live = again;
+      }
+    }
   }
 
   private failIfAny(results: readonly ObjectResult[]): void {
