@@ -21,8 +21,8 @@ import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
-import { takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
-import { liveFingerprint, liveMetaOf, type LiveIndex } from './live-index.ts';
+import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
+import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
@@ -74,6 +74,8 @@ export interface ApplierOptions {
   /** how long to wait for CRDs to become Established (default 60s) */
   crdEstablishTimeoutMs?: number;
   live?: LiveIndex;
+  /** field managers whose fields every apply takes over, so hand edits are reverted (default DEFAULT_OVERRIDE_MANAGERS) */
+  overrideManagers?: readonly string[];
 }
 
 interface Prepared {
@@ -104,6 +106,7 @@ export class Applier {
   private readonly concurrency: number;
   private readonly crdTimeoutMs: number;
   private readonly live: LiveIndex | undefined;
+  private readonly overrideManagers: ReadonlySet<string>;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, { hash: string; fingerprint: string }>>();
 
@@ -115,6 +118,12 @@ export class Applier {
     this.concurrency = opts.concurrency ?? 8;
     this.crdTimeoutMs = opts.crdEstablishTimeoutMs ?? 60_000;
     this.live = opts.live;
+    this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+  }
+
+  /** true when an interactive manager (kubectl edit/set/patch...) owns fields of the live object */
+  private handEdited(live: LiveMeta | undefined): boolean {
+    return !!live?.managers?.some((m) => this.overrideManagers.has(m));
   }
 
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
@@ -270,7 +279,8 @@ export class Applier {
     const refused: string[] = [];
     const planned = await mapLimit(prepared, this.concurrency, async (p): Promise<Planned | undefined> => {
       const known = this.live?.get(p.id);
-      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage) {
+      // hand-edited objects are read (their managedFields are needed to take the edits over); only they
+      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known)) {
         return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
       try {
@@ -337,6 +347,7 @@ export class Applier {
     if (p.decision.action !== 'update') return false;
     const rec = this.applied.get(bd)?.get(p.id);
     const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
+    if (this.handEdited(live)) return false;
     return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live, p.obj.metadata);
   }
 
@@ -351,7 +362,9 @@ export class Applier {
     const client = this.actor(target);
     try {
       const action = p.decision.action;
+      let reverted: string[] | undefined;
       if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager);
+      else if (action === 'update' && p.live && this.handEdited(liveMetaOf(p.live))) reverted = await this.takeOverFields(client, p.live, p, manager, this.overrideManagers);
       let result: KubeObject;
       try {
         result = await client.apply(p.obj, { fieldManager: manager, force: true });
@@ -368,21 +381,37 @@ export class Applier {
       perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata) });
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
-      return { id: p.id, subject: p.subject, action: verb };
+      return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}) };
     } catch (e) {
       return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal) };
     }
   }
 
-  /** folds other managers' fields into ours (with a resourceVersion test, so a racing write wins) */
-  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string): Promise<void> {
-    const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
-    const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion);
-    if (!merged) return;
-    await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
-      { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
-      { op: 'replace', path: '/metadata/managedFields', value: merged },
-    ], 'json');
+  /**
+   * Folds other managers' fields (with `only`, those managers') into ours, with a resourceVersion
+   * test so a racing write wins; a write that raced (a controller updating status) makes it read
+   * the object again and retry. Returns "manager: field path" of what was taken over.
+   */
+  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>): Promise<string[]> {
+    for (let attempt = 1; ; attempt++) {
+      const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
+      const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only);
+      if (!merged) return [];
+      const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
+      try {
+        await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
+          { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+          { op: 'replace', path: '/metadata/managedFields', value: merged },
+        ], 'json');
+        return taken.flatMap((e) => fieldPaths(e.fieldsV1).map((f) => `${e.manager}: ${f}`));
+      } catch (e) {
+        // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
+        if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
+        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+        if (!again) throw e;
+        live = again;
+      }
+    }
   }
 
   private failIfAny(results: readonly ObjectResult[]): void {

@@ -27,15 +27,68 @@ function mergeFields(a: Record<string, unknown>, b: Record<string, unknown>): Re
 }
 
 /**
- * Returns the managedFields list with every non-status entry folded into one Apply entry of
- * `manager`, or undefined when there is nothing to take over.
+ * The interactive managers whose fields every apply takes over (after fluxcd/pkg/ssa): a field a
+ * person set by hand is reverted, a field another controller (HPA, cert-manager,
+ * kube-controller-manager) writes is not. `hoist run --override-manager` adds names.
  */
-export function takeOverManagedFields(entries: readonly ManagedFieldsEntry[], manager: string, apiVersion: string): ManagedFieldsEntry[] | undefined {
+export const DEFAULT_OVERRIDE_MANAGERS: readonly string[] = [
+  'kubectl',
+  'kubectl-edit',
+  'kubectl-patch',
+  'kubectl-set',
+  'kubectl-client-side-apply',
+  'kubectl-label',
+  'kubectl-annotate',
+  'before-first-apply',
+];
+
+/** names of the managers of the object itself (not of a subresource), sorted, without duplicates */
+export function managerNames(entries: readonly ManagedFieldsEntry[] | undefined): string[] {
+  return [...new Set((entries ?? []).filter((e) => !e.subresource && e.manager).map((e) => e.manager!))].sort();
+}
+
+/**
+ * The field paths a managedFields entry owns, for messages: `spec.template.spec.containers[name=app].env`.
+ * A node the manager owns as a whole ("." key) is one path; its members are not listed.
+ */
+export function fieldPaths(fields: Record<string, unknown> | undefined, prefix = ''): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(fields ?? {})) {
+    if (k === '.') continue;
+    const path = prefix + segment(k, prefix === '');
+    const children = v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+    if ('.' in children || Object.keys(children).length === 0) out.push(path);
+    else out.push(...fieldPaths(children, path));
+  }
+  return out;
+}
+
+function segment(key: string, first: boolean): string {
+  if (key.startsWith('f:')) return (first ? '' : '.') + key.slice(2);
+  if (key.startsWith('k:')) {
+    try {
+      const sel = JSON.parse(key.slice(2)) as Record<string, unknown>;
+      return `[${Object.entries(sel).map(([n, v]) => `${n}=${String(v)}`).join(',')}]`;
+    } catch {
+      return `[${key.slice(2)}]`;
+    }
+  }
+  if (key.startsWith('v:')) return `[${key.slice(2)}]`;
+  if (key.startsWith('i:')) return `[${key.slice(2)}]`;
+  return (first ? '' : '.') + key;
+}
+
+/**
+ * Returns the managedFields list with every non-status entry (with `only`: every entry of those
+ * managers) folded into one Apply entry of `manager`, or undefined when there is nothing to take over.
+ */
+export function takeOverManagedFields(entries: readonly ManagedFieldsEntry[], manager: string, apiVersion: string, only?: ReadonlySet<string>): ManagedFieldsEntry[] | undefined {
   const keep: ManagedFieldsEntry[] = [];
   let fields: Record<string, unknown> = {};
   let foreign = 0;
   for (const e of entries) {
-    if (e.subresource) {
+    const mine = e.manager === manager && e.operation === 'Apply';
+    if (e.subresource || (only && !mine && !only.has(e.manager ?? ''))) {
       keep.push(e);
       continue;
     }

@@ -5,6 +5,7 @@
  */
 import type { ObjectMeta } from '../../api/v1alpha2/types.ts';
 import { hashOf, sha256Hex } from '../util/hash.ts';
+import { managerNames, type ManagedFieldsEntry } from './field-managers.ts';
 
 export interface LiveMeta {
   uid: string;
@@ -13,6 +14,8 @@ export interface LiveMeta {
   labels?: Record<string, string>;
   /** a short hash per annotation, not the values: last-applied-configuration alone can be most of an object */
   annotationHashes: Record<string, string>;
+  /** names of the object's field managers (not subresources'): who besides Hoist writes it, never their fields */
+  managers?: string[];
 }
 
 export interface LiveIndex {
@@ -34,11 +37,12 @@ export function liveFingerprint(m: LiveMeta, only?: { labels?: Record<string, st
   return `${m.uid}|${spec}|${hashOf(labels)}|${hashOf(annotations)}`;
 }
 
-export function liveMetaOf(obj: { metadata: ObjectMeta }): LiveMeta {
-  const { uid, resourceVersion, generation, labels, annotations } = obj.metadata;
+export function liveMetaOf(obj: { metadata: ObjectMeta & { managedFields?: unknown[] } }): LiveMeta {
+  const { uid, resourceVersion, generation, labels, annotations, managedFields } = obj.metadata;
   const annotationHashes: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = sha256Hex(v).slice(0, 16);
-  return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationHashes };
+  const managers = managerNames(managedFields as ManagedFieldsEntry[] | undefined);
+  return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationHashes, ...(managers.length ? { managers } : {}) };
 }
 
 function pick(values: Record<string, string>, keys: readonly string[]): Record<string, string | null> {

@@ -19,6 +19,8 @@ export interface ObjectResult {
   message?: string;
   /** a failure worth retrying as is (no response, 5xx, throttling, a conflict), decided from the error's type, not its text */
   transient?: boolean;
+  /** fields of interactive managers (kubectl edit/set/patch...) taken over and so reverted: "kubectl-set: spec.template..." */
+  reverted?: string[];
 }
 
 export function countChanged(results: readonly ObjectResult[]): number {

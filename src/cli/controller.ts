@@ -37,6 +37,8 @@ export interface ControllerOptions {
   gcIntervalMs?: number;
   /** a ServiceAccount name (in each BD's installNamespace) impersonated for BDs without spec.serviceAccount */
   defaultServiceAccount?: string;
+  /** field managers every apply takes over besides the kubectl ones (hoist run --override-manager) */
+  overrideManagers?: readonly string[];
   /** size budget of the content store, enforced on every write (see FsContentStore); undefined = unlimited */
   cacheMaxBytes?: number;
 }
@@ -91,6 +93,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     selector: opts.selector,
     gcIntervalMs: opts.gcIntervalMs,
     defaultServiceAccount: opts.defaultServiceAccount,
+    overrideManagers: opts.overrideManagers,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

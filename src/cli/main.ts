@@ -26,6 +26,11 @@ commands:
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
+             --override-manager <name>
+                                   (repeatable) a field manager whose fields every apply takes
+                                   over and so reverts, besides kubectl, kubectl-edit, kubectl-patch,
+                                   kubectl-set, kubectl-client-side-apply, kubectl-label,
+                                   kubectl-annotate and before-first-apply
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -51,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
           'cache-max-size': { type: 'string' },
           'fetch-timeout': { type: 'string', default: '10m' },
           'default-service-account': { type: 'string' },
+          'override-manager': { type: 'string', multiple: true },
         },
       });
       const { parseDuration } = await import('../../api/v1alpha2/defaults.ts');
@@ -69,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
+        overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         log: createLogger(),
       });
     }

@@ -29,6 +29,8 @@ export interface RunOptions {
   /** overall deadline of one source resolve or fetch (--fetch-timeout) */
   fetchTimeoutMs?: number;
   defaultServiceAccount?: string;
+  /** field managers taken over on every apply besides the kubectl ones (--override-manager) */
+  overrideManagers?: string[];
   log: Logger;
 }
 
@@ -54,6 +56,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { sources: { fetchTimeoutMs: opts.fetchTimeoutMs } } : {}),
     defaultServiceAccount: opts.defaultServiceAccount,
+    overrideManagers: opts.overrideManagers,
     log,
     autoStart: !opts.leaderElect,
   });

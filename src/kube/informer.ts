@@ -32,8 +32,11 @@ export interface InformerOptions<T extends KubeObject> {
   fieldSelector?: string;
   /** list and watch PartialObjectMetadata: only metadata is sent and cached */
   metadataOnly?: boolean;
-  /** shrinks objects before caching (managedFields are always removed first) */
-  transform?: (obj: KubeObject) => T;
+  /**
+   * shrinks objects before caching (managedFields are always removed first; they are passed
+   * aside, so a summary may keep e.g. the managers' names)
+   */
+  transform?: (obj: KubeObject, managedFields: unknown[] | undefined) => T;
   /** server-side watch timeout; default a random 300–600s like client-go, to spread reconnects */
   watchTimeoutSeconds?: number;
   /** restart a watch silent for this long; default watchTimeoutSeconds + 30s */
@@ -253,9 +256,9 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private shrink(raw: KubeObject): T {
-    const { managedFields: _dropped, ...metadata } = raw.metadata;
+    const { managedFields, ...metadata } = raw.metadata;
     const obj = { ...raw, metadata };
-    return this.opts.transform ? this.opts.transform(obj) : (obj as T);
+    return this.opts.transform ? this.opts.transform(obj, managedFields) : (obj as T);
   }
 
   private listOptions(): { namespace?: string; labelSelector?: string; fieldSelector?: string; metadataOnly?: boolean } {

@@ -738,7 +738,9 @@ export class BundleDeploymentReconciler {
   private revertedEvent(bd: BundleDeployment, results: readonly ObjectResult[]): void {
     const reverted = results.filter((r) => r.action === 'configured' || r.action === 'created');
     if (reverted.length === 0) return;
-    this.d.events.event(bd, 'Normal', 'DriftCorrected', `changed back to revision ${bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${r.action === 'created' ? 're-created' : 'reverted'}`).join(', ')}`);
+    // the fields hand edits (kubectl edit/set/patch...) had set, so the person on call sees the hotfix go
+    const what = (r: ObjectResult) => (r.action === 'created' ? 're-created' : r.reverted?.length ? `reverted (${r.reverted.join(', ')})` : 'reverted');
+    this.d.events.event(bd, 'Normal', 'DriftCorrected', `changed back to revision ${bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${what(r)}`).join(', ')}`);
   }
 
   private async writeStatus(bd: BundleDeployment, status: BundleDeploymentStatus): Promise<void> {

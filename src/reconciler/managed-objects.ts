@@ -147,7 +147,7 @@ export class ManagedObjects implements LiveIndex {
       client: this.client,
       type: { apiVersion: t.apiVersion, kind: t.kind },
       labelSelector: LABEL_OWNER_NAME,
-      transform: (obj) => this.summarize(obj),
+      transform: (obj, managedFields) => this.summarize(obj, managedFields),
       logger: this.log,
     });
     inf.addHandler({
@@ -211,7 +211,7 @@ export class ManagedObjects implements LiveIndex {
     ).catch((e: unknown) => this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 're-listing for changed health checks failed'));
   }
 
-  private summarize(obj: KubeObject): Summary {
+  private summarize(obj: KubeObject, managedFields: unknown[] | undefined): Summary {
     const owner = obj.metadata.labels?.[LABEL_OWNER_NAME];
     const checks = owner ? this.probes.get(owner)?.checks : undefined;
     const probes = checks?.length ? runChecks(checks, obj) : undefined;
@@ -219,7 +219,8 @@ export class ManagedObjects implements LiveIndex {
       apiVersion: obj.apiVersion,
       kind: obj.kind,
       metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
-      live: liveMetaOf(obj),
+      // the managers' names only (who else writes it, so hand edits can be taken over), never their fields
+      live: liveMetaOf({ metadata: { ...obj.metadata, managedFields } }),
       health: readinessOf(obj),
       ...(probes ? { probes } : {}),
     };

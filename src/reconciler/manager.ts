@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
@@ -39,6 +40,8 @@ export interface ManagerOptions {
   selector?: string;
   /** impersonated for BundleDeployments without spec.serviceAccount (hoist run --default-service-account) */
   defaultServiceAccount?: string;
+  /** field managers every apply takes over besides the kubectl ones (hoist run --override-manager) */
+  overrideManagers?: readonly string[];
   /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
   gcIntervalMs?: number;
 }
@@ -79,7 +82,7 @@ export class BundleDeploymentManager {
       this.controller.enqueue(owner);
     }, log);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
-    const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8 });
+    const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8, overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])] });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
       log,

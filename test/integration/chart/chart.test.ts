@@ -160,6 +160,13 @@ describe('helm template', () => {
     expect(podSpec(objs).c.args).toContain('--default-service-account=hoist-installer');
   });
 
+  it('renders overrideManagers as one --override-manager each, and refuses an empty name', async () => {
+    const objs = await render('om', 'ops', { overrideManagers: ['my-tool', 'ops-script'] });
+    expect(podSpec(objs).c.args.filter((a) => a.startsWith('--override-manager'))).toEqual(['--override-manager=my-tool', '--override-manager=ops-script']);
+    expect(podSpec(await render('om', 'ops', {})).c.args.some((a) => a.startsWith('--override-manager'))).toBe(false);
+    await expect(render('bad', 'ns', { overrideManagers: [''] })).rejects.toThrow(/overrideManagers/);
+  });
+
   it('shards: one Deployment per shard beside the default one, each with its own selector and --shard', async () => {
     const objs = await render('hoist', 'hoist-system', { shards: ['a', 'b'] });
     const deployments = objs.filter((o) => o.kind === 'Deployment') as Array<KubeObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } } } }>;
