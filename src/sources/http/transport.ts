@@ -206,6 +206,8 @@ export class HttpTransport {
   }
 }
 
+const UNKNOWN_AUTHORITY = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+
 /**
  * A failure to talk to the server: transient. When the operation's signal fired (deadline or
  * cancellation) its reason is the error. Only code and message of the undici error are kept.
@@ -218,7 +220,10 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   const message = (cause?.message ?? (e instanceof Error ? e.message : String(e))).replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u));
   // certificate problems are configuration, not weather: retrying cannot fix them
   const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(`${code ?? ''} ${message}`);
-  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${code ? `${code}: ` : ''}${message.toLowerCase()}`, {
+  // the server's chain ends at a CA nobody configured: say so, not Node's command-line hint
+  const unknownAuthority = code !== undefined && UNKNOWN_AUTHORITY.has(code);
+  const detail = unknownAuthority ? `certificate signed by unknown authority (${code})` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
+  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
     stage,
     reason: reasonFor(stage),
     code: tls ? 'tls-verify-failed' : 'network',
