@@ -1,7 +1,8 @@
 /**
  * The `image` Source (DESIGN §2): OCI images and Helm OCI charts from a registry.
  *
- * resolve — a digest reference is pinned and costs no request; a tag costs one manifest HEAD
+ * resolve — a digest reference is pinned and costs no request (with registries.conf mirrors: one
+ *   verified manifest GET per location tried, recording the one that served it); a tag costs one manifest HEAD
  *   (plus one GET when the tag names an index, to record the platform manifest that will be
  *   unpacked). With `ctx.previous` and an unchanged digest, the HEAD is all it costs.
  *   Status: `{kind: 'image', digest, ref}` where `digest` is what the reference points at (index
