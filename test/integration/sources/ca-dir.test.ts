@@ -12,26 +12,16 @@ import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { GitSource } from '../../../src/sources/git/git-source.ts';
 import { readCaDir, type HostCAs } from '../../../src/sources/http/ca-dir.ts';
 import { HttpSource } from '../../../src/sources/http-source.ts';
-import { HoistError } from '../../../src/util/errors.ts';
 import { git, startGitServer, type GitServer } from '../../support/git-server.ts';
 import { startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
 import { makePki } from '../../support/registry.ts';
+import { hoistRejection } from '../../support/rejection.ts';
 
 let work: string;
 let files: FileServer;
 let gitServer: GitServer;
 let cas: HostCAs;
 let commit: string;
-
-async function rejection(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a HoistError');
-}
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hoist-ca-dir-it-'));
@@ -70,7 +60,7 @@ describe('--ca-dir for http and git sources', () => {
     const dir = await ok.fetch(spec, await ok.resolve(spec, {}), store, {});
     expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
     const bare = new HttpSource({ store });
-    const e = await rejection(bare.resolve(spec, {}));
+    const e = await hoistRejection(bare.resolve(spec, {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('certificate signed by unknown authority');
     expect(e.describe()).toContain(new URL(files.url('/')).host);
@@ -84,7 +74,7 @@ describe('--ca-dir for http and git sources', () => {
     expect(resolved.status.commit).toBe(commit);
     const dir = await ok.fetch(spec, resolved, store, {});
     expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
-    const e = await rejection(new GitSource({}).resolve(spec, {}));
+    const e = await hoistRejection(new GitSource({}).resolve(spec, {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('unknown authority');
   });

@@ -16,8 +16,8 @@ import { ImageSource, type ImageSourceOptions } from '../../../../src/sources/im
 import { pushImage, writeLayer } from '../../../../src/sources/image/push.ts';
 import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { parseRegistriesConf } from '../../../../src/sources/image/registries-conf.ts';
-import { HoistError } from '../../../../src/util/errors.ts';
 import { freePort, startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
+import { hoistRejection } from '../../../support/rejection.ts';
 
 let work: string;
 let tlsReg: TestRegistry;
@@ -41,16 +41,6 @@ function spec(ref: string): SourceSpec {
 
 async function store(): Promise<FsContentStore> {
   return new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
-}
-
-async function rejection(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a HoistError');
 }
 
 async function pushTo(client: RegistryClient, ref: string, text: string): Promise<string> {
@@ -103,7 +93,7 @@ describe('a registry signed by a private CA', () => {
     await writeFile(join(dir, 'other.example.crt'), tlsReg.pki!.caCert);
     const src = source({ hostCAs: await readCaDir(dir) });
     const ref = `${tlsReg.host}/acme/private@${tlsDigest}`;
-    const e = await rejection(src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {}));
+    const e = await hoistRejection(src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('unknown authority');
   });
@@ -111,7 +101,7 @@ describe('a registry signed by a private CA', () => {
   it('fails clearly without it, naming the host and the certificate problem', async () => {
     const src = source({});
     const ref = `${tlsReg.host}/acme/private:v1`;
-    const e = await rejection(src.resolve(spec(ref), {}));
+    const e = await hoistRejection(src.resolve(spec(ref), {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.terminal).toBe(true);
     expect(e.describe()).toContain(tlsReg.host);
@@ -157,7 +147,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('with only a tampering mirror and an unreachable origin, fails naming both and the digest mismatch', async () => {
     const src = source({ registries: conf([badMirror.host]) });
     const ref = `127.0.0.1:${closedPort}/acme/op@${digest}`;
-    const e = await rejection(src.resolve(spec(ref), {}));
+    const e = await hoistRejection(src.resolve(spec(ref), {}));
     expect(e.message).toContain(badMirror.host);
     expect(e.message).toContain(`127.0.0.1:${closedPort}`);
     expect(e.message).toMatch(/digest/);
@@ -166,7 +156,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('a tag is never looked up on a mirror', async () => {
     mirror.reset();
     const src = source({ registries: conf([mirror.host]) });
-    const e = await rejection(src.resolve(spec(`127.0.0.1:${closedPort}/acme/op:v1`), {}));
+    const e = await hoistRejection(src.resolve(spec(`127.0.0.1:${closedPort}/acme/op:v1`), {}));
     expect(e.code).toBe('network');
     expect(mirror.requests).toEqual([]);
   });
@@ -174,7 +164,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('a blocked registry is refused before any request', async () => {
     mirror.reset();
     const src = source({ registries: parseRegistriesConf(`[[registry]]\nlocation = "${mirror.host}"\nblocked = true\n`), insecureHosts: [mirror.host] });
-    const e = await rejection(src.resolve(spec(`${mirror.host}/quay/acme/op@${digest}`), {}));
+    const e = await hoistRejection(src.resolve(spec(`${mirror.host}/quay/acme/op@${digest}`), {}));
     expect(e.code).toBe('registry-blocked');
     expect(e.terminal).toBe(true);
     expect(mirror.requests).toEqual([]);
@@ -182,7 +172,7 @@ describe('registries.conf mirrors for digest references', () => {
 
   it('a plain-http registry is used only when listed as insecure', async () => {
     const ref = `${plainReg.host}/quay/acme/op:v1`;
-    const e = await rejection(source({}).resolve(spec(ref), {}));
+    const e = await hoistRejection(source({}).resolve(spec(ref), {}));
     // https to a plain-http server: no TLS handshake, nothing resolved
     expect(['network', 'tls-verify-failed']).toContain(e.code);
     expect(e.describe()).toContain(`https://${plainReg.host}/`);
