@@ -19,7 +19,7 @@ export async function readCaDir(dir: string): Promise<HostCAs> {
     const host = entry.name.slice(0, -'.crt'.length).toLowerCase();
     const pem = await readFile(join(dir, entry.name), 'utf8');
     if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw new HoistError(`${entry.name} in the CA directory holds no PEM certificate`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-ca-dir', subject: dir, terminal: true });
+      throw new HoistError(`${entry.name} in the CA directory ${dir} holds no PEM certificate`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-ca-dir', subject: dir, terminal: true });
     }
     cas.set(host, pem);
   }

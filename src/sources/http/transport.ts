@@ -41,7 +41,7 @@ export interface TransportOptions {
   /** default 30 s */
   connectTimeoutMs?: number;
   userAgent?: string;
-  /** replaces the built-in proxy-aware agent (tests, shared pools); `ca` then belongs to it */
+  /** replaces the built-in proxy-aware agent (tests, shared pools); `ca` and `hostCAs` then belong to it */
   dispatcher?: Dispatcher;
 }
 

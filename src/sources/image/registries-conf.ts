@@ -43,7 +43,7 @@ export interface PullLocation {
 }
 
 function confError(source: string, why: string): HoistError {
-  return new HoistError(`invalid registries.conf: ${why}`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-registries-conf', subject: source, terminal: true });
+  return new HoistError(`invalid registries.conf ${source}: ${why}`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-registries-conf', subject: source, terminal: true });
 }
 
 function str(v: unknown, what: string, source: string): string {
