@@ -23,6 +23,10 @@ commands:
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
              --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
+             --registries-conf <file>  containers' registries.conf v2: blocked and insecure (plain http)
+                                   registries, mirrors tried in order for digest references
+             --ca-dir <dir>        one PEM per host (host:port.crt or host.crt), trusted for that host
+                                   by every source; TLS is verified except for insecure registries
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
@@ -57,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
           'fetch-timeout': { type: 'string', default: '10m' },
           'default-service-account': { type: 'string' },
           'override-manager': { type: 'string', multiple: true },
+          'registries-conf': { type: 'string' },
+          'ca-dir': { type: 'string' },
         },
       });
       const { parseDuration } = await import('../../api/v1alpha2/defaults.ts');
@@ -76,6 +82,8 @@ async function main(argv: string[]): Promise<number> {
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
+        ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
+        ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
         log: createLogger(),
       });
     }

@@ -9,6 +9,10 @@ import type { Logger } from 'pino';
 import { LeaderElector } from '../kube/leader-election.ts';
 import { startManagerServer, type ManagerServer } from '../kube/manager-server.ts';
 import { handleShutdown } from '../kube/shutdown.ts';
+import { readFile } from 'node:fs/promises';
+import { readCaDir } from '../sources/http/ca-dir.ts';
+import { parseRegistriesConf } from '../sources/image/registries-conf.ts';
+import type { SourceRegistryOptions } from '../sources/registry.ts';
 import { startController } from './controller.ts';
 import { checkShard, shardLease, shardSelector } from './shard.ts';
 
@@ -31,7 +35,20 @@ export interface RunOptions {
   defaultServiceAccount?: string;
   /** field managers taken over on every apply besides the kubectl ones (--override-manager) */
   overrideManagers?: string[];
+  /** containers' registries.conf v2 (--registries-conf): blocked, insecure and mirrored registries */
+  registriesConf?: string;
+  /** one PEM per host, `host:port.crt` or `host.crt` (--ca-dir) */
+  caDir?: string;
   log: Logger;
+}
+
+/** Source options from the flags; a bad file stops start-up with its name and why. */
+export async function sourceOptions(opts: Pick<RunOptions, 'fetchTimeoutMs' | 'registriesConf' | 'caDir'>): Promise<Omit<SourceRegistryOptions, 'store'>> {
+  const out: Omit<SourceRegistryOptions, 'store'> = {};
+  if (opts.fetchTimeoutMs !== undefined) out.fetchTimeoutMs = opts.fetchTimeoutMs;
+  if (opts.registriesConf) out.image = { registries: parseRegistriesConf(await readFile(opts.registriesConf, 'utf8'), opts.registriesConf) };
+  if (opts.caDir) out.hostCAs = await readCaDir(opts.caDir);
+  return out;
 }
 
 function parseBind(addr: string): { host: string; port: number } | undefined {
@@ -54,7 +71,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     selector: shardSelector(opts.shard, opts.selector),
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
-    ...(opts.fetchTimeoutMs !== undefined ? { sources: { fetchTimeoutMs: opts.fetchTimeoutMs } } : {}),
+    sources: await sourceOptions(opts),
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,
     log,

@@ -4,6 +4,7 @@
  */
 import type { SourceKind } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
+import type { HostCAs } from './http/ca-dir.ts';
 import { HoistError } from '../util/errors.ts';
 import { GitSource, type GitSourceOptions } from './git/git-source.ts';
 import { HttpSource, type HttpSourceOptions } from './http-source.ts';
@@ -25,6 +26,8 @@ export interface SourceRegistryOptions {
   fetchTimeoutMs?: number;
   /** extra CA certificates (PEM) every source trusts in addition to the system roots */
   ca?: string;
+  /** per-host CAs (`--ca-dir`), trusted for their host only, by every source */
+  hostCAs?: HostCAs;
   http?: Omit<HttpSourceOptions, 'store'>;
   image?: ImageSourceOptions;
   git?: GitSourceOptions;
@@ -51,10 +54,11 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
   };
   const timeout = options.fetchTimeoutMs;
   const ca = options.ca;
-  registry.register(new HttpSource({ ...(ca ? { ca } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.http, ...(options.store ? { store: options.store } : {}) }));
-  registry.register(new ImageSource({ ...(ca ? { ca } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.image }));
+  const hostCAs = options.hostCAs;
+  registry.register(new HttpSource({ ...(ca ? { ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.http, ...(options.store ? { store: options.store } : {}) }));
+  registry.register(new ImageSource({ ...(ca ? { ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.image }));
   registry.register(
-    new GitSource({ ...(ca ? { caBundle: ca } : {}), ...(timeout ? { fetchTimeoutMs: timeout, resolveTimeoutMs: Math.min(timeout, 60_000) } : {}), ...options.git }),
+    new GitSource({ ...(ca ? { caBundle: ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { fetchTimeoutMs: timeout, resolveTimeoutMs: Math.min(timeout, 60_000) } : {}), ...options.git }),
   );
   return registry;
 }

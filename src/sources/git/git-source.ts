@@ -35,6 +35,7 @@ import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { fetchThroughStore } from '../cached-fetch.ts';
 import { credentialsForUrl } from '../credential-hosts.ts';
 import { withDeadline } from '../http/deadline.ts';
+import { caForUrl, type HostCAs } from '../http/ca-dir.ts';
 import { HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { checkoutDirectory, type CheckoutLimits } from './checkout.ts';
@@ -53,6 +54,8 @@ export interface GitSourceOptions {
   limits?: Partial<CheckoutLimits>;
   /** PEM CA bundle trusted for every repository without its own `ca.crt`; default system roots */
   caBundle?: string;
+  /** per-host CAs (`--ca-dir`): added to `caBundle` for repositories on that host */
+  hostCAs?: HostCAs;
 }
 
 /** A git source spec after validation: what resolve and fetch work from. */
@@ -147,6 +150,7 @@ export class GitSource implements Source {
   private readonly fetchTimeoutMs: number;
   private readonly limits: CheckoutLimits;
   private readonly caBundle: string | undefined;
+  private readonly hostCAs: HostCAs | undefined;
   /** one transport (connection pool) per trust configuration */
   private readonly transports = new Map<string, HttpTransport>();
 
@@ -156,6 +160,7 @@ export class GitSource implements Source {
     this.fetchTimeoutMs = opts.fetchTimeoutMs ?? 600_000;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.caBundle = opts.caBundle;
+    this.hostCAs = opts.hostCAs;
   }
 
   /** Closes the transports' connections. */
@@ -229,7 +234,10 @@ export class GitSource implements Source {
 
   /** the secret's credentials, when it is bound to the repository's host (else a terminal error) */
   private auth(target: GitTarget, ctx: SourceContext, stage: SourceStage, subject: string): GitAuth {
-    return gitAuthFrom(credentialsForUrl(ctx.credentials, new URL(target.repository), stage), stage, subject, this.caBundle);
+    const url = new URL(target.repository);
+    // git's sslCAInfo replaces the system roots: the host's own CA joins the global bundle
+    const cas = [this.caBundle, caForUrl(this.hostCAs, url)].filter((c): c is string => c !== undefined);
+    return gitAuthFrom(credentialsForUrl(ctx.credentials, url, stage), stage, subject, cas.length > 0 ? cas.join('\n') : undefined);
   }
 
   private transport(ca: string | undefined): HttpTransport {

@@ -4,7 +4,8 @@
  *
  * - **Proxy**: `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment (undici's
  *   EnvHttpProxyAgent), the same variables the git CLI reads.
- * - **TLS**: always verified; an optional CA bundle is added to Node's roots, never substituted.
+ * - **TLS**: always verified; an optional CA bundle is added to Node's roots, never substituted;
+ *   per-host CAs (`--ca-dir`, ./ca-dir.ts) are added for their host only.
  * - **Credentials**: an Authorization value is sent only to its origin (scheme, host and port of
  *   the URL it was meant for) and only over https — plain http only to hosts explicitly listed
  *   as insecure (test and in-cluster registries). A request that would break either rule fails.
@@ -21,6 +22,7 @@
 import { rootCertificates } from 'node:tls';
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
+import { caForUrl, type HostCAs } from './ca-dir.ts';
 
 export type SourceStage = Extract<Stage, 'resolve' | 'fetch'>;
 
@@ -32,12 +34,14 @@ export interface TransportOptions {
    * https → http redirect (registries configured as insecure). Empty by default.
    */
   insecureHosts?: readonly string[];
+  /** extra CA certificates per `host[:port]` (see ca-dir.ts), trusted for that host only */
+  hostCAs?: HostCAs;
   /** default 5 */
   maxRedirects?: number;
   /** default 30 s */
   connectTimeoutMs?: number;
   userAgent?: string;
-  /** replaces the built-in proxy-aware agent (tests, shared pools); `ca` then belongs to it */
+  /** replaces the built-in proxy-aware agent (tests, shared pools); `ca` and `hostCAs` then belong to it */
   dispatcher?: Dispatcher;
 }
 
@@ -90,28 +94,53 @@ export class HttpTransport {
   private readonly insecure: ReadonlySet<string>;
   private readonly maxRedirects: number;
   readonly userAgent: string;
+  private readonly hostCAs: HostCAs | undefined;
+  private readonly baseCA: Array<string | Buffer>;
+  private readonly connectTimeoutMs: number;
+  /** one agent per host with its own CA (built on first use) */
+  private readonly hostDispatchers = new Map<string, Dispatcher>();
 
   constructor(options: TransportOptions = {}) {
     this.insecure = new Set((options.insecureHosts ?? []).map((h) => h.toLowerCase()));
     this.maxRedirects = options.maxRedirects ?? 5;
     this.userAgent = options.userAgent ?? 'hoist';
+    this.hostCAs = options.hostCAs;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+    this.baseCA = options.ca === undefined ? [] : Array.isArray(options.ca) ? [...(options.ca as Array<string | Buffer>)] : [options.ca as string | Buffer];
     if (options.dispatcher) {
       this.dispatcher = options.dispatcher;
       this.ownsDispatcher = false;
     } else {
-      const extra = options.ca === undefined ? [] : Array.isArray(options.ca) ? [...(options.ca as Array<string | Buffer>)] : [options.ca as string | Buffer];
-      const tls = extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {};
-      this.dispatcher = new EnvHttpProxyAgent({
-        connect: { timeout: options.connectTimeoutMs ?? 30_000, rejectUnauthorized: true, ...tls },
-        requestTls: { rejectUnauthorized: true, ...tls },
-      });
+      this.dispatcher = this.agent(this.baseCA);
       this.ownsDispatcher = true;
     }
   }
 
+  private agent(extra: Array<string | Buffer>): Dispatcher {
+    const tls = extra.length > 0 ? { ca: [...rootCertificates, ...extra] } : {};
+    return new EnvHttpProxyAgent({
+      connect: { timeout: this.connectTimeoutMs, rejectUnauthorized: true, ...tls },
+      requestTls: { rejectUnauthorized: true, ...tls },
+    });
+  }
+
+  /** The agent for `url`: the host's own (its CA from `hostCAs` added) or the shared one. */
+  private dispatcherFor(url: URL): Dispatcher {
+    if (!this.ownsDispatcher) return this.dispatcher;
+    const ca = caForUrl(this.hostCAs, url);
+    if (ca === undefined) return this.dispatcher;
+    let d = this.hostDispatchers.get(ca);
+    if (!d) {
+      d = this.agent([...this.baseCA, ca]);
+      this.hostDispatchers.set(ca, d);
+    }
+    return d;
+  }
+
   /** Closes the built-in agent's connections (not an injected dispatcher's). */
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (!this.ownsDispatcher) return;
+    await Promise.all([this.dispatcher, ...this.hostDispatchers.values()].map((d) => d.close()));
   }
 
   /** true when `host` (host[:port]) was listed as insecure */
@@ -148,7 +177,7 @@ export class HttpTransport {
           method: req.method,
           headers,
           body: hop === 0 && req.body ? req.body() : undefined,
-          dispatcher: this.dispatcher,
+          dispatcher: this.dispatcherFor(current),
           signal: req.signal,
         });
       } catch (e) {
@@ -177,6 +206,8 @@ export class HttpTransport {
   }
 }
 
+const UNKNOWN_AUTHORITY = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+
 /**
  * A failure to talk to the server: transient. When the operation's signal fired (deadline or
  * cancellation) its reason is the error. Only code and message of the undici error are kept.
@@ -189,7 +220,10 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   const message = (cause?.message ?? (e instanceof Error ? e.message : String(e))).replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u));
   // certificate problems are configuration, not weather: retrying cannot fix them
   const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(`${code ?? ''} ${message}`);
-  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${code ? `${code}: ` : ''}${message.toLowerCase()}`, {
+  // the server's chain ends at a CA nobody configured: say so, not Node's command-line hint
+  const unknownAuthority = code !== undefined && UNKNOWN_AUTHORITY.has(code);
+  const detail = unknownAuthority ? `certificate signed by unknown authority (${code})` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
+  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
     stage,
     reason: reasonFor(stage),
     code: tls ? 'tls-verify-failed' : 'network',

@@ -22,6 +22,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
+import type { HostCAs } from '../http/ca-dir.ts';
 import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
 import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
 import { credentialIdentity, type RegistryCredential } from './docker-config.ts';
@@ -42,6 +43,8 @@ export interface RegistryClientOptions {
    * test registries and in-cluster registries without TLS; empty by default.
    */
   insecureHosts?: readonly string[];
+  /** extra CA certificates per registry `host[:port]` (`--ca-dir`), trusted for that host only */
+  hostCAs?: HostCAs;
   retry?: RetryOptions;
   userAgent?: string;
   /** use this dispatcher instead of the transport's own proxy-aware agent (tests, shared pools) */
@@ -119,6 +122,7 @@ export class RegistryClient {
     this.transport = new HttpTransport({
       ...(ca ? { ca } : {}),
       ...(options.insecureHosts ? { insecureHosts: options.insecureHosts } : {}),
+      ...(options.hostCAs ? { hostCAs: options.hostCAs } : {}),
       ...(options.userAgent ? { userAgent: options.userAgent } : {}),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });

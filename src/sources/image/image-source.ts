@@ -1,7 +1,8 @@
 /**
  * The `image` Source (DESIGN §2): OCI images and Helm OCI charts from a registry.
  *
- * resolve — a digest reference is pinned and costs no request; a tag costs one manifest HEAD
+ * resolve — a digest reference is pinned and costs no request (with registries.conf mirrors: one
+ *   verified manifest GET per location tried, recording the one that served it); a tag costs one manifest HEAD
  *   (plus one GET when the tag names an index, to record the platform manifest that will be
  *   unpacked). With `ctx.previous` and an unchanged digest, the HEAD is all it costs.
  *   Status: `{kind: 'image', digest, ref}` where `digest` is what the reference points at (index
@@ -35,6 +36,7 @@ import { atStage, type ImageStage } from './errors.ts';
 import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, selectPlatform, type Platform } from './manifest.ts';
 import { pullImage, type PullResult } from './pull.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
+import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
 
 export interface ImageSourceOptions extends RegistryClientOptions {
   /** platform picked from an index: `os/arch[/variant]` or an object; default linux/amd64 */
@@ -47,6 +49,11 @@ export interface ImageSourceOptions extends RegistryClientOptions {
   client?: RegistryClient;
   /** called after every completed pull, e.g. for metrics */
   onPull?: (result: PullResult, ref: string) => void;
+  /**
+   * the controller's registries.conf: blocked registries, plain-http ones (added to
+   * `insecureHosts` of a client this source creates) and mirrors for digest references
+   */
+  registries?: RegistriesConf;
 }
 
 /** What `resolve` returns: the Source contract plus the parsed, digest-pinned reference. */
@@ -63,9 +70,12 @@ export class ImageSource implements Source {
   private readonly timeoutMs: number;
   private readonly onPull: ((result: PullResult, ref: string) => void) | undefined;
   private readonly ownsClient: boolean;
+  private readonly registries: RegistriesConf | undefined;
 
   constructor(options: ImageSourceOptions = {}) {
-    this.client = options.client ?? new RegistryClient(options);
+    this.registries = options.registries;
+    const insecureHosts = [...(options.insecureHosts ?? []), ...(options.registries ? insecureHostsOf(options.registries) : [])];
+    this.client = options.client ?? new RegistryClient({ ...options, insecureHosts });
     this.ownsClient = options.client === undefined;
     this.platform = typeof options.platform === 'string' ? parsePlatform(options.platform) : (options.platform ?? DEFAULT_PLATFORM);
     this.limits = options.limits;
@@ -80,17 +90,28 @@ export class ImageSource implements Source {
   async resolve(spec: SourceSpec, ctx: SourceContext): Promise<ImageResolved> {
     const ref = this.reference(spec);
     const subject = formatReference(ref);
-    if (ref.digest) {
-      // pinned by the spec: no network at all
-      return this.resolved(ref, ref.digest, subject, true);
-    }
+    const locations = pullLocations(this.registries, ref, 'resolve');
     const recorded = ctx.previous;
+    if (ref.digest) {
+      // pinned by the spec: no network at all, unless mirrors decide where it comes from
+      if (locations.length === 1) return this.resolved(ref, ref.digest, formatReference(locations[0]!.ref), true);
+      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(ref, ref.digest, recorded.ref, true), status: { ...recorded } };
+      const digest = ref.digest;
+      return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
+        // the first location whose manifest matches the digest (verified over its bytes) serves it
+        const served = await this.inOrder(locations, subject, 'resolve', async (loc) => {
+          await this.client.getManifest(loc.ref, { ...this.op(loc.ref, ctx, 'resolve'), signal });
+          return loc;
+        }, signal);
+        return this.resolved(ref, digest, formatReference(served.ref), true);
+      });
+    }
     if (recorded?.kind === 'image' && recorded.digest && !ctx.recheck) {
       // resolved once per spec generation: reuse the recorded digest without a request
       return { status: { ...recorded }, key: this.key(recorded.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
-    const op = this.op(ref, ctx, 'resolve');
-    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(ref, subject, { ...op, signal }, ctx));
+    const location = locations[0]!.ref;
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
   }
 
   private async resolveTag(ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
@@ -115,24 +136,57 @@ export class ImageSource implements Source {
   async fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string> {
     const ref = this.pinned(spec, resolved);
     const subject = formatReference(ref);
-    const op = this.op(ref, ctx, 'fetch');
+    const locations = this.ordered(ref, resolved);
     return withDeadline(ctx.signal, this.timeoutMs, 'fetch', subject, (signal) =>
-      fetchThroughStore({
-        store,
-        key: resolved.key,
-        origin: {
-          location: `${ref.registry}/${ref.repository}`,
-          credential: op.credential ? credentialIdentity(op.credential) : undefined,
-          display: `${ref.registry}/${ref.repository}`,
-        },
-        subject,
-        download: async (tmp) => {
-          const result = await pullImage(this.client, ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
-          this.onPull?.(result, subject);
-        },
-        prove: () => this.authorize(spec, resolved, { ...ctx, signal }),
-      }),
+      this.inOrder(locations, subject, 'fetch', (loc) => {
+        const op = this.op(loc.ref, ctx, 'fetch');
+        const where = `${loc.ref.registry}/${loc.ref.repository}`;
+        return fetchThroughStore({
+          store,
+          key: resolved.key,
+          // the location actually used: a mirror's pull never proves access at the original
+          origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
+          subject,
+          download: async (tmp) => {
+            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
+            this.onPull?.(result, formatReference(loc.ref));
+          },
+          prove: async () => {
+            await this.client.headManifest(loc.ref, { ...op, signal });
+          },
+        });
+      }, signal),
     );
+  }
+
+  /**
+   * Runs `attempt` on each location in turn until one succeeds. With a single location its error
+   * is the error; otherwise the error names every location tried and why it failed.
+   */
+  private async inOrder<T>(locations: PullLocation[], subject: string, stage: ImageStage, attempt: (loc: PullLocation) => Promise<T>, signal: AbortSignal): Promise<T> {
+    if (locations.length === 1) return attempt(locations[0]!);
+    const failures: HoistError[] = [];
+    for (const loc of locations) {
+      try {
+        return await attempt(loc);
+      } catch (e) {
+        if (signal.aborted || !(e instanceof HoistError)) throw e;
+        failures.push(atStage(e, stage));
+      }
+    }
+    const last = failures.at(-1)!;
+    const why = locations.map((l, i) => `${formatReference(l.ref)}: ${failures[i]!.message}`).join('; ');
+    throw new HoistError(`no location served the image (${why})`, {
+      stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: last.code, subject, terminal: failures.every((f) => f.terminal),
+    });
+  }
+
+  /** Where to pull the pinned reference from: the location resolve recorded first, then the others in the configured order. */
+  private ordered(ref: ImageReference, resolved: Resolved): PullLocation[] {
+    const locations = pullLocations(this.registries, ref, 'fetch');
+    const recorded = resolved.status.ref ? parseReference(resolved.status.ref) : undefined;
+    const isRecorded = (l: PullLocation): boolean => recorded !== undefined && l.ref.registry === recorded.registry && l.ref.repository === recorded.repository;
+    return [...locations.filter(isRecorded), ...locations.filter((l) => !isRecorded(l))];
   }
 
   /**
@@ -141,8 +195,8 @@ export class ImageSource implements Source {
    * it is not. Never reads the store.
    */
   async authorize(spec: SourceSpec, resolved: Resolved, ctx: SourceContext): Promise<void> {
-    const ref = this.pinned(spec, resolved);
-    await this.client.headManifest(ref, this.op(ref, ctx, 'fetch'));
+    const location = this.ordered(this.pinned(spec, resolved), resolved)[0]!.ref;
+    await this.client.headManifest(location, this.op(location, ctx, 'fetch'));
   }
 
   private resolved(ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {

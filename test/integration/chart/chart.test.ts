@@ -150,6 +150,27 @@ describe('helm template', () => {
     expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] });
   });
 
+  it('mounts a registries.conf ConfigMap and a CA directory, passing --registries-conf and --ca-dir', async () => {
+    const conf = '[[registry]]\nlocation = "quay.io"\n[[registry.mirror]]\nlocation = "mirror.corp/quay"\n';
+    const objs = await render('air', 'ops', { registriesConf: conf, caDir: { secretName: 'corp-cas' } });
+    const cm = find(objs, 'ConfigMap', 'air-hoist-registries') as unknown as { data: Record<string, string> };
+    expect(cm.data['registries.conf']).toBe(conf);
+    const { dep, spec, c } = podSpec(objs);
+    expect(c.args).toContain('--registries-conf=/etc/hoist/registries/registries.conf');
+    expect(c.args).toContain('--ca-dir=/etc/hoist/certs.d');
+    const mounts = (c as unknown as { volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }).volumeMounts;
+    expect(mounts).toContainEqual({ name: 'registries-conf', mountPath: '/etc/hoist/registries', readOnly: true });
+    expect(mounts).toContainEqual({ name: 'ca-dir', mountPath: '/etc/hoist/certs.d', readOnly: true });
+    expect(spec.volumes).toContainEqual({ name: 'registries-conf', configMap: { name: 'air-hoist-registries' } });
+    expect(spec.volumes).toContainEqual({ name: 'ca-dir', secret: { secretName: 'corp-cas' } });
+    expect((dep.spec as unknown as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations['checksum/registries-conf']).toMatch(/^[a-f0-9]{64}$/);
+
+    const fromCm = podSpec(await render('air', 'ops', { caDir: { configMapName: 'corp-cas' } }));
+    expect(fromCm.spec.volumes).toContainEqual({ name: 'ca-dir', configMap: { name: 'corp-cas' } });
+    expect(fromCm.c.args.filter((a) => a.startsWith('--registries-conf'))).toEqual([]);
+    await expect(render('air', 'ops', { caDir: { configMapName: 'a', secretName: 'b' } })).rejects.toThrow(/caDir/);
+  });
+
   it('renders rbac.impersonationOnly with --default-service-account', async () => {
     const objs = await render('imp', 'ops', { 'rbac.clusterAdmin': false, 'rbac.impersonationOnly': true, defaultServiceAccount: 'hoist-installer' });
     expect(find(objs, 'ClusterRoleBinding', 'imp-hoist-cluster-admin')).toBeUndefined();

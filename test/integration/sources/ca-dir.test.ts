@@ -1,0 +1,81 @@
+/**
+ * `--ca-dir` for http and git sources (issue 16): a server signed by a private CA works once its
+ * CA is filed under its host, and fails naming the URL and the unknown authority without it.
+ * Real https file and git http-backend servers with a generated CA.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SourceSpec } from '../../../api/v1alpha2/types.ts';
+import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
+import { GitSource } from '../../../src/sources/git/git-source.ts';
+import { readCaDir, type HostCAs } from '../../../src/sources/http/ca-dir.ts';
+import { HttpSource } from '../../../src/sources/http-source.ts';
+import { git, startGitServer, type GitServer } from '../../support/git-server.ts';
+import { startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
+import { makePki } from '../../support/registry.ts';
+import { hoistRejection } from '../../support/rejection.ts';
+
+let work: string;
+let files: FileServer;
+let gitServer: GitServer;
+let cas: HostCAs;
+let commit: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'hoist-ca-dir-it-'));
+  const pki = await makePki(join(work, 'pki'));
+  files = await startFileServer({ tls: pki });
+  files.set('/app.tgz', await tarGz({ 'cm.yaml': 'kind: ConfigMap\n' }));
+  const src = join(work, 'src');
+  await mkdir(src);
+  git(src, ['init', '-q', '-b', 'main']);
+  await writeFile(join(src, 'cm.yaml'), 'kind: ConfigMap\n');
+  git(src, ['add', '.']);
+  git(src, ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'one']);
+  commit = git(src, ['rev-parse', 'HEAD']);
+  const repos = join(work, 'repos');
+  await mkdir(repos);
+  git(work, ['clone', '-q', '--bare', src, join(repos, 'app.git')]);
+  gitServer = await startGitServer({ projectRoot: repos, tls: pki });
+  const dir = join(work, 'certs.d');
+  await mkdir(dir);
+  // `host.crt` (any port) for the file server, `host:port.crt` would work the same
+  await writeFile(join(dir, '127.0.0.1.crt'), pki.caCert);
+  cas = await readCaDir(dir);
+});
+
+afterAll(async () => {
+  await files?.close();
+  await gitServer?.close();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe('--ca-dir for http and git sources', () => {
+  it('http: trusted with the host CA, unknown authority without it', async () => {
+    const spec: SourceSpec = { kind: 'http', http: { url: files.url('/app.tgz') } };
+    const store = new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
+    const ok = new HttpSource({ hostCAs: cas, store });
+    const dir = await ok.fetch(spec, await ok.resolve(spec, {}), store, {});
+    expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
+    const bare = new HttpSource({ store });
+    const e = await hoistRejection(bare.resolve(spec, {}));
+    expect(e.code).toBe('tls-verify-failed');
+    expect(e.message).toContain('certificate signed by unknown authority');
+    expect(e.describe()).toContain(new URL(files.url('/')).host);
+  });
+
+  it('git: trusted with the host CA (ref advertisement and the git CLI), refused without it', async () => {
+    const spec: SourceSpec = { kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref: { branch: 'main' } } };
+    const store = new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
+    const ok = new GitSource({ hostCAs: cas });
+    const resolved = await ok.resolve(spec, {});
+    expect(resolved.status.commit).toBe(commit);
+    const dir = await ok.fetch(spec, resolved, store, {});
+    expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
+    const e = await hoistRejection(new GitSource({}).resolve(spec, {}));
+    expect(e.code).toBe('tls-verify-failed');
+    expect(e.message).toContain('unknown authority');
+  });
+});
