@@ -34,6 +34,8 @@ const widget = (group: string, name: string, size = 1) => stringify({ apiVersion
 
 /** plays the widget operator: writes the Ready condition into the status subresource */
 async function setReady(group: string, ns: string, name: string, status: 'True' | 'False'): Promise<void> {
+  // the kind appeared with the bundle's CRD: the test client's discovery may predate it
+  t.client.discovery.invalidate();
   const live = await t.client.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, name, ns);
   expect(live, `widget ${ns}/${name}`).toBeDefined();
   await t.client.updateStatus({ ...live!, status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'Serving' : 'Broken', message: `set by the test (${status})` }] } });

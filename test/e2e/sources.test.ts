@@ -278,6 +278,9 @@ describe('image + git + http in one BundleDeployment', () => {
     await t.waitFor('combo-poll', isDone, 'installed', 90_000);
     resetCounters();
     await new Promise((r) => setTimeout(r, 4500)); // about two polls
+    // a poll re-checks the three sources concurrently, and the reset may have landed inside one:
+    // read the counters between polls, once every re-check has answered
+    await expect.poll(() => counters().gitAdverts === counters().manifestHeads && counters().gitAdverts >= 1, { timeout: 10_000, interval: 20 }).toBe(true);
     const idle = counters();
     expect(idle.manifestHeads).toBeGreaterThanOrEqual(1);
     expect(idle.gitAdverts).toBeGreaterThanOrEqual(1);
