@@ -25,6 +25,8 @@ afterAll(async () => {
   await files?.close();
 });
 
+// runs on the suite's own control plane, which writes an audit log; against an existing cluster or
+// K3s (USE_EXISTING_CLUSTER, HOIST_TEST_K3S) there is no audit log to count requests in
 describe.runIf(auditLogPath() !== '')('health check request budget', () => {
   it(`${N} objects under a probe: flipping their health reads none of them (the probe runs on watch events)`, { timeout: 300_000 }, async () => {
     const bd = `probe-budget-${t.runId}`;

@@ -140,6 +140,8 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     expect(await t.client.get(CLUSTER_ROLE, role)).toBeUndefined();
   });
 
+  // runs on the suite's own control plane, which writes an audit log; against an existing cluster or
+  // K3s (USE_EXISTING_CLUSTER, HOIST_TEST_K3S) there is no audit log to count requests in
   it.runIf(auditLogPath() !== '')('apply, prune and uninstall run as the account: the audit log shows the impersonated user on every write', async () => {
     const tenant = await namespace('audited');
     const user = await namespaceAdmin(tenant, 'installer');

@@ -54,6 +54,9 @@ const apiServer = (): URL => {
 };
 
 if ('unavailable' in engine) {
+  // Skipped only where podman cannot be set up (not Linux, no apt-get, no root): the image cannot
+  // be built or run there. The reason podman gave is in the test's name. On this project's
+  // machines and in CI podman is installed by scripts/podman-env.sh, so this runs.
   describe('the controller image', () => {
     it.skip(`skipped: ${engine.unavailable}`, () => {});
   });

@@ -68,6 +68,8 @@ afterAll(async () => {
   await files?.close();
 });
 
+// runs on the suite's own control plane, which writes an audit log; against an existing cluster or
+// K3s (USE_EXISTING_CLUSTER, HOIST_TEST_K3S) there is no audit log to count requests in
 describe.runIf(auditLogPath() !== '')('request budgets (audit log and client counter agree)', () => {
   const ns = () => `budget-${t.runId}`;
 

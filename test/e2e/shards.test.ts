@@ -93,6 +93,8 @@ function indexOf(e: AuditEvent): number | undefined {
   return undefined;
 }
 
+// runs on the suite's own control plane, which writes an audit log; against an existing cluster or
+// K3s (USE_EXISTING_CLUSTER, HOIST_TEST_K3S) there is no audit log to count requests in
 const run = auditLogPath() !== '';
 
 beforeAll(async () => {
