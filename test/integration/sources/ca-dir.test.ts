@@ -15,7 +15,7 @@ import { HttpSource } from '../../../src/sources/http-source.ts';
 import { git, startGitServer, type GitServer } from '../../support/git-server.ts';
 import { startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
 import { makePki } from '../../support/registry.ts';
-import { hoistRejection } from '../../support/rejection.ts';
+import { failure } from '../../support/failure.ts';
 
 let work: string;
 let files: FileServer;
@@ -60,7 +60,7 @@ describe('--ca-dir for http and git sources', () => {
     const dir = await ok.fetch(spec, await ok.resolve(spec, {}), store, {});
     expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
     const bare = new HttpSource({ store });
-    const e = await hoistRejection(bare.resolve(spec, {}));
+    const e = await failure(bare.resolve(spec, {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('certificate signed by unknown authority');
     expect(e.describe()).toContain(new URL(files.url('/')).host);
@@ -74,7 +74,7 @@ describe('--ca-dir for http and git sources', () => {
     expect(resolved.status.commit).toBe(commit);
     const dir = await ok.fetch(spec, resolved, store, {});
     expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
-    const e = await hoistRejection(new GitSource({}).resolve(spec, {}));
+    const e = await failure(new GitSource({}).resolve(spec, {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('unknown authority');
   });

@@ -26,6 +26,7 @@ import { startConnectProxy } from '../../support/connect-proxy.ts';
 import { git, startGitServer, type GitServer } from '../../support/git-server.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
 import { makePki, startRegistry, type TestPki, type TestRegistry } from '../../support/registry.ts';
+import { failure } from '../../support/failure.ts';
 
 const USER = 'tenant-a';
 const PW = 'tenant-a-pw-never-shown';
@@ -72,16 +73,6 @@ function image(opts: ConstructorParameters<typeof ImageSource>[0] = {}): ImageSo
   const s = new ImageSource({ ca: [cas], insecureHosts: [evilReg.host], retry: { attempts: 1 }, ...opts });
   closers.push(() => s.close());
   return s;
-}
-
-async function rejection(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a HoistError');
 }
 
 function expectNoSecret(e: HoistError): void {
@@ -203,15 +194,15 @@ describe('a Secret bound to host A is never sent to host B', () => {
     const creds = bound({ username: USER, password: PW }, hostOf(hostA.url('/')));
     const before = hostB.log.length;
     const url = hostB.url('/private.tgz?sig=query-is-not-shown');
-    const r = await rejection(http().resolve(httpSpec(url), creds));
+    const r = await failure(http().resolve(httpSpec(url), creds));
     expect(r).toMatchObject({ stage: 'resolve', reason: 'ResolveFailed', code: 'credential-host-mismatch', terminal: true, subject: hostB.url('/private.tgz') });
     expect(r.message).toContain('secret tenant-a/creds is not bound to host 127.0.0.2:');
     expectNoSecret(r);
     const pinned = httpSpec(url, sha256(privateTgz));
-    const f = await rejection(http().fetch(pinned, { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'hb') }), creds));
+    const f = await failure(http().fetch(pinned, { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'hb') }), creds));
     expect(f).toMatchObject({ stage: 'fetch', code: 'credential-host-mismatch' });
     // a secret that names no hosts at all is not used either
-    const unbound = await rejection(http().resolve(httpSpec(hostA.url('/private.tgz')), { credentials: { data: { username: USER, password: PW }, secret: 'tenant-a/creds' } }));
+    const unbound = await failure(http().resolve(httpSpec(hostA.url('/private.tgz')), { credentials: { data: { username: USER, password: PW }, secret: 'tenant-a/creds' } }));
     expect(unbound).toMatchObject({ code: 'credential-hosts-missing' });
     expect(unbound.message).toContain('core.rukpak.io/credential-hosts');
     expect(hostB.log.length).toBe(before);
@@ -221,7 +212,7 @@ describe('a Secret bound to host A is never sent to host B', () => {
     const creds = bound({ username: USER, password: PW }, hostOf(hostA.url('/')));
     const before = hostB.log.length;
     for (const ref of [{ branch: 'main' }, { commit }]) {
-      const e = await rejection(gitSource().resolve(gitSpec(hostB.url('/repo.git'), ref), creds));
+      const e = await failure(gitSource().resolve(gitSpec(hostB.url('/repo.git'), ref), creds));
       expect(e).toMatchObject({ stage: 'resolve', code: 'credential-host-mismatch', terminal: true });
       expectNoSecret(e);
     }
@@ -231,7 +222,7 @@ describe('a Secret bound to host A is never sent to host B', () => {
   it('image: registry credentials for A are not sent to registry B (B is asked anonymously)', async () => {
     const creds: SourceContext = { credentials: { data: reg.dockerConfig(USER, PW) } };
     const before = hostB.log.length;
-    await rejection(image().resolve(imageSpec(`${hostOf(hostB.url('/'))}/tenant-a/app:v1`), creds));
+    await failure(image().resolve(imageSpec(`${hostOf(hostB.url('/'))}/tenant-a/app:v1`), creds));
     const seen = hostB.log.slice(before);
     expect(seen.length).toBeGreaterThan(0);
     expect(noAuth(seen)).toBe(true);
@@ -242,9 +233,9 @@ describe('credentials only over https', () => {
   it('http and git refuse a secret for an http:// URL before any request', async () => {
     const creds = bound({ username: USER, password: PW }, hostOf(plain.url('/')));
     const before = plain.log.length;
-    const h = await rejection(http().resolve(httpSpec(plain.url('/x.tgz')), creds));
+    const h = await failure(http().resolve(httpSpec(plain.url('/x.tgz')), creds));
     expect(h).toMatchObject({ stage: 'resolve', code: 'insecure-credentials', terminal: true });
-    const g = await rejection(gitSource().resolve(gitSpec(plain.url('/x.git'), { branch: 'main' }), creds));
+    const g = await failure(gitSource().resolve(gitSpec(plain.url('/x.git'), { branch: 'main' }), creds));
     expect(g).toMatchObject({ stage: 'resolve', code: 'insecure-credentials', terminal: true });
     expect(plain.log.length).toBe(before);
   });
@@ -262,7 +253,7 @@ describe('redirects: to another origin without credentials, never from https to 
 
     const toPlain = await redirector(() => plain.url('').replace(/\/$/, ''));
     const pBefore = plain.log.length;
-    const e = await rejection(http().resolve(httpSpec(`${toPlain.url}/x.tgz`), bound({ username: USER, password: PW }, hostOf(toPlain.url))));
+    const e = await failure(http().resolve(httpSpec(`${toPlain.url}/x.tgz`), bound({ username: USER, password: PW }, hostOf(toPlain.url))));
     expect(e).toMatchObject({ stage: 'resolve', code: 'insecure-redirect', terminal: true });
     expect(plain.log.length).toBe(pBefore);
   });
@@ -271,22 +262,22 @@ describe('redirects: to another origin without credentials, never from https to 
     const toB = await redirector(() => `https://${hostOf(hostB.url('/'))}`);
     const creds = bound({ username: USER, password: PW }, hostOf(toB.url));
     const bBefore = hostB.log.length;
-    await rejection(gitSource().resolve(gitSpec(`${toB.url}/repo.git`, { branch: 'main' }), creds));
+    await failure(gitSource().resolve(gitSpec(`${toB.url}/repo.git`, { branch: 'main' }), creds));
     expect(toB.log.map((r) => r.authorization)).toEqual([BASIC]);
     expect(hostB.log.slice(bBefore).map((r) => [r.path, r.authorization])).toEqual([['/repo.git/info/refs?service=git-upload-pack', undefined]]);
 
     // the CLI fetch: redirected, git stops instead of replaying the header elsewhere
     const bBeforeFetch = hostB.log.length;
-    const f = await rejection(gitSource().fetch(gitSpec(`${toB.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g1') }), creds));
+    const f = await failure(gitSource().fetch(gitSpec(`${toB.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g1') }), creds));
     expect(f.stage).toBe('fetch');
     expect(noAuth(hostB.log.slice(bBeforeFetch))).toBe(true);
 
     // https → http: refused by the transport (resolve) and by git itself (fetch, no credentials involved)
     const toPlain = await redirector(() => plain.url('').replace(/\/$/, ''), true);
     const pBefore = plain.log.length;
-    const r = await rejection(gitSource().resolve(gitSpec(`${toPlain.url}/repo.git`, { branch: 'main' }), {}));
+    const r = await failure(gitSource().resolve(gitSpec(`${toPlain.url}/repo.git`, { branch: 'main' }), {}));
     expect(r).toMatchObject({ code: 'insecure-redirect' });
-    await rejection(gitSource().fetch(gitSpec(`${toPlain.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g2') }), {}));
+    await failure(gitSource().fetch(gitSpec(`${toPlain.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g2') }), {}));
     expect(plain.log.length).toBe(pBefore);
   });
 
@@ -294,7 +285,7 @@ describe('redirects: to another origin without credentials, never from https to 
     const toB = await redirector(() => `https://${hostOf(hostB.url('/'))}`);
     const creds: SourceContext = { credentials: { data: reg.dockerConfig(USER, PW, hostOf(toB.url)) } };
     const bBefore = hostB.log.length;
-    await rejection(image().resolve(imageSpec(`${hostOf(toB.url)}/tenant-a/app:v1`), creds));
+    await failure(image().resolve(imageSpec(`${hostOf(toB.url)}/tenant-a/app:v1`), creds));
     expect(toB.log.some((r) => r.authorization === BASIC)).toBe(true);
     const seen = hostB.log.slice(bBefore);
     expect(seen.length).toBeGreaterThan(0);
@@ -302,7 +293,7 @@ describe('redirects: to another origin without credentials, never from https to 
 
     const toPlain = await redirector(() => plain.url('').replace(/\/$/, ''));
     const pBefore = plain.log.length;
-    const e = await rejection(image().resolve(imageSpec(`${hostOf(toPlain.url)}/tenant-a/app:v1`), { credentials: { data: reg.dockerConfig(USER, PW, hostOf(toPlain.url)) } }));
+    const e = await failure(image().resolve(imageSpec(`${hostOf(toPlain.url)}/tenant-a/app:v1`), { credentials: { data: reg.dockerConfig(USER, PW, hostOf(toPlain.url)) } }));
     expect(e).toMatchObject({ stage: 'resolve', code: 'insecure-redirect', terminal: true });
     expect(plain.log.length).toBe(pBefore);
   });
@@ -317,9 +308,9 @@ describe('a second tenant cannot obtain the first tenant\'s private content by d
     for (const phase of ['running', 'restarted']) {
       const store = new FsContentStore({ root }); // a restart reopens the store from disk
       const attacker = http();
-      const own = await rejection(attacker.fetch(httpSpec(hostB.url('/private.tgz'), sha256(privateTgz)), resolved, store, {}));
+      const own = await failure(attacker.fetch(httpSpec(hostB.url('/private.tgz'), sha256(privateTgz)), resolved, store, {}));
       expect([phase, own.code]).toEqual([phase, 'digest-mismatch']);
-      const anon = await rejection(attacker.fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), resolved, store, {}));
+      const anon = await failure(attacker.fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), resolved, store, {}));
       expect([phase, anon.code]).toEqual([phase, 'unauthorized']);
     }
   });
@@ -331,9 +322,9 @@ describe('a second tenant cannot obtain the first tenant\'s private content by d
     for (const phase of ['running', 'restarted']) {
       const store = new FsContentStore({ root });
       const attacker = gitSource();
-      const own = await rejection(attacker.fetch(gitSpec(`${gitAttacker.url}/attacker.git`, { commit }), resolved, store, {}));
+      const own = await failure(attacker.fetch(gitSpec(`${gitAttacker.url}/attacker.git`, { commit }), resolved, store, {}));
       expect([phase, own.code]).toEqual([phase, 'unknown-ref']);
-      const anon = await rejection(attacker.fetch(gitSpec(`${gitPrivate.url}/private.git`, { commit }), resolved, store, {}));
+      const anon = await failure(attacker.fetch(gitSpec(`${gitPrivate.url}/private.git`, { commit }), resolved, store, {}));
       expect([phase, anon.code]).toEqual([phase, 'auth-failed']);
     }
   });
@@ -348,9 +339,9 @@ describe('a second tenant cannot obtain the first tenant\'s private content by d
     for (const phase of ['running', 'restarted']) {
       const store = new FsContentStore({ root });
       const attacker = image();
-      const own = await rejection(attacker.fetch(imageSpec(`${evilReg.host}/attacker/app@${imageDigest}`), resolved, store, {}));
+      const own = await failure(attacker.fetch(imageSpec(`${evilReg.host}/attacker/app@${imageDigest}`), resolved, store, {}));
       expect([phase, own.code]).toEqual([phase, 'not-found']);
-      const anon = await rejection(attacker.fetch(imageSpec(victimRef), resolved, store, {}));
+      const anon = await failure(attacker.fetch(imageSpec(victimRef), resolved, store, {}));
       expect([phase, anon.code]).toEqual([phase, 'credentials-required']);
     }
   });
@@ -374,7 +365,7 @@ describe('a trickling server does not hold a worker past the deadline', () => {
   ])('%s: fails at the deadline, naming it, and the connection is closed', async (what, run) => {
     const t = await trickle();
     const started = Date.now();
-    const e = await rejection(run(t.url));
+    const e = await failure(run(t.url));
     expect(e).toMatchObject({ code: 'deadline-exceeded', terminal: false });
     expect(e.message).toMatch(/exceeded its deadline of 1500ms/);
     // generous: the point is "not minutes", not a timing

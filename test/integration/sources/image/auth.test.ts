@@ -17,6 +17,7 @@ import { pushImage, writeLayer, type BuiltLayer } from '../../../../src/sources/
 import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 import { freePort, skopeo, startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
+import { failure } from '../../../support/failure.ts';
 
 const PASSWORD = 'p4ss-w0rd-never-shown';
 const USERS = { alice: PASSWORD, bob: 'bobs-secret' };
@@ -30,16 +31,6 @@ function spec(ref: string): SourceSpec {
 
 async function store(): Promise<FsContentStore> {
   return new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
-}
-
-async function rejection(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a HoistError');
 }
 
 function expectNoSecret(e: HoistError): void {
@@ -103,25 +94,25 @@ describe('htpasswd (Basic) registry over TLS', () => {
   it('refuses a registry whose certificate is not trusted', async () => {
     const src = new ImageSource({ retry: { attempts: 1 } });
     made.push(src);
-    const e = await rejection(src.resolve(spec(`${reg.host}/private/app:v1`), { credentials: { data: reg.dockerConfig('alice') } }));
+    const e = await failure(src.resolve(spec(`${reg.host}/private/app:v1`), { credentials: { data: reg.dockerConfig('alice') } }));
     expect(e).toMatchObject({ stage: 'resolve', code: 'tls-verify-failed', terminal: true });
     expect(e.message).toMatch(/certificate|unable_to_verify|self.signed/i);
   });
 
   it('wrong credentials', async () => {
-    const e = await rejection(source().resolve(spec(`${reg.host}/private/app:v1`), { credentials: { data: reg.dockerConfig('alice', 'wrong-password') } }));
+    const e = await failure(source().resolve(spec(`${reg.host}/private/app:v1`), { credentials: { data: reg.dockerConfig('alice', 'wrong-password') } }));
     expect(e).toMatchObject({ stage: 'resolve', reason: 'ResolveFailed', code: 'unauthorized', terminal: true, subject: `${reg.host}/private/app:v1` });
     expectNoSecret(e);
   });
 
   it('missing credentials, and credentials for another registry are never sent', async () => {
-    const none = await rejection(source().resolve(spec(`${reg.host}/private/app:v1`), {}));
+    const none = await failure(source().resolve(spec(`${reg.host}/private/app:v1`), {}));
     expect(none).toMatchObject({ stage: 'resolve', code: 'credentials-required', terminal: true });
     expect(none.message).toContain('auth');
 
     proxy.reset();
     const other = { '.dockerconfigjson': JSON.stringify({ auths: { 'quay.io': { auth: Buffer.from(`alice:${PASSWORD}`).toString('base64') } } }) };
-    const e = await rejection(source().resolve(spec(`${proxy.host}/private/app:v1`), { credentials: { data: other } }));
+    const e = await failure(source().resolve(spec(`${proxy.host}/private/app:v1`), { credentials: { data: other } }));
     expect(e).toMatchObject({ code: 'credentials-required' });
     expect(proxy.requests.every((r) => !r.authorized)).toBe(true);
   });
@@ -138,9 +129,9 @@ describe('htpasswd (Basic) registry over TLS', () => {
     await src.fetch(spec(ref), resolved, st, good);
     expect(proxy.requests).toEqual([]); // same identity: zero requests
 
-    const anonymous = await rejection(src.fetch(spec(ref), resolved, st, {}));
+    const anonymous = await failure(src.fetch(spec(ref), resolved, st, {}));
     expect(anonymous).toMatchObject({ stage: 'fetch', code: 'credentials-required' });
-    const wrong = await rejection(src.fetch(spec(ref), resolved, st, { credentials: { data: reg.dockerConfig('alice', 'nope', proxy.host) } }));
+    const wrong = await failure(src.fetch(spec(ref), resolved, st, { credentials: { data: reg.dockerConfig('alice', 'nope', proxy.host) } }));
     expect(wrong).toMatchObject({ stage: 'fetch', code: 'unauthorized' });
     expectNoSecret(wrong);
 
@@ -212,11 +203,11 @@ describe('token-auth registry over TLS', () => {
 
   it('wrong credentials are refused by the token service; missing ones by the registry', async () => {
     const ref = `${reg.host}/private/app:v1`;
-    const wrong = await rejection(source().resolve(spec(ref), { credentials: { data: reg.dockerConfig('alice', 'wrong') } }));
+    const wrong = await failure(source().resolve(spec(ref), { credentials: { data: reg.dockerConfig('alice', 'wrong') } }));
     expect(wrong).toMatchObject({ stage: 'resolve', code: 'unauthorized', terminal: true, subject: ref });
     expect(wrong.message).toContain('token service rejected the credentials');
     expectNoSecret(wrong);
-    const missing = await rejection(source().resolve(spec(ref), {}));
+    const missing = await failure(source().resolve(spec(ref), {}));
     expect(missing).toMatchObject({ stage: 'resolve', code: 'credentials-required', terminal: true, subject: ref });
   });
 

@@ -17,7 +17,7 @@ import { pushImage, writeLayer } from '../../../../src/sources/image/push.ts';
 import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { parseRegistriesConf } from '../../../../src/sources/image/registries-conf.ts';
 import { freePort, startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
-import { hoistRejection } from '../../../support/rejection.ts';
+import { failure } from '../../../support/failure.ts';
 
 let work: string;
 let tlsReg: TestRegistry;
@@ -93,7 +93,7 @@ describe('a registry signed by a private CA', () => {
     await writeFile(join(dir, 'other.example.crt'), tlsReg.pki!.caCert);
     const src = source({ hostCAs: await readCaDir(dir) });
     const ref = `${tlsReg.host}/acme/private@${tlsDigest}`;
-    const e = await hoistRejection(src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {}));
+    const e = await failure(src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('unknown authority');
   });
@@ -101,7 +101,7 @@ describe('a registry signed by a private CA', () => {
   it('fails clearly without it, naming the host and the certificate problem', async () => {
     const src = source({});
     const ref = `${tlsReg.host}/acme/private:v1`;
-    const e = await hoistRejection(src.resolve(spec(ref), {}));
+    const e = await failure(src.resolve(spec(ref), {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.terminal).toBe(true);
     expect(e.describe()).toContain(tlsReg.host);
@@ -147,7 +147,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('with only a tampering mirror and an unreachable origin, fails naming both and the digest mismatch', async () => {
     const src = source({ registries: conf([badMirror.host]) });
     const ref = `127.0.0.1:${closedPort}/acme/op@${digest}`;
-    const e = await hoistRejection(src.resolve(spec(ref), {}));
+    const e = await failure(src.resolve(spec(ref), {}));
     expect(e.message).toContain(badMirror.host);
     expect(e.message).toContain(`127.0.0.1:${closedPort}`);
     expect(e.message).toMatch(/digest/);
@@ -156,7 +156,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('a tag is never looked up on a mirror', async () => {
     mirror.reset();
     const src = source({ registries: conf([mirror.host]) });
-    const e = await hoistRejection(src.resolve(spec(`127.0.0.1:${closedPort}/acme/op:v1`), {}));
+    const e = await failure(src.resolve(spec(`127.0.0.1:${closedPort}/acme/op:v1`), {}));
     expect(e.code).toBe('network');
     expect(mirror.requests).toEqual([]);
   });
@@ -164,7 +164,7 @@ describe('registries.conf mirrors for digest references', () => {
   it('a blocked registry is refused before any request', async () => {
     mirror.reset();
     const src = source({ registries: parseRegistriesConf(`[[registry]]\nlocation = "${mirror.host}"\nblocked = true\n`), insecureHosts: [mirror.host] });
-    const e = await hoistRejection(src.resolve(spec(`${mirror.host}/quay/acme/op@${digest}`), {}));
+    const e = await failure(src.resolve(spec(`${mirror.host}/quay/acme/op@${digest}`), {}));
     expect(e.code).toBe('registry-blocked');
     expect(e.terminal).toBe(true);
     expect(mirror.requests).toEqual([]);
@@ -172,7 +172,7 @@ describe('registries.conf mirrors for digest references', () => {
 
   it('a plain-http registry is used only when listed as insecure', async () => {
     const ref = `${plainReg.host}/quay/acme/op:v1`;
-    const e = await hoistRejection(source({}).resolve(spec(ref), {}));
+    const e = await failure(source({}).resolve(spec(ref), {}));
     // https to a plain-http server: no TLS handshake, nothing resolved
     expect(['network', 'tls-verify-failed']).toContain(e.code);
     expect(e.describe()).toContain(`https://${plainReg.host}/`);
