@@ -31,6 +31,7 @@ import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
 import type { Processor } from '../processors/processor.ts';
 import { composeTree } from '../sources/compose-tree.ts';
+import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import type { Resolved, Source, SourceContext } from '../sources/source.ts';
 import { asHoistError, HoistError, type Stage } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
@@ -489,11 +490,15 @@ export class BundleDeploymentReconciler {
           const r = resolved[i]!;
           // credentials also on a store hit: the source proves this BD's access before serving
           // content another BD fetched (DESIGN §2); without them it would ask anonymously
-          const ctx: SourceContext = { signal, credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) };
-          const hit = this.d.metrics ? await this.d.store.has(r.key) : true;
+          let served: StoreOutcome | undefined;
+          const ctx: SourceContext = {
+            signal,
+            credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount),
+            onStore: (o) => (served = o),
+          };
           const dir = await source.fetch(src, r, this.d.store, ctx);
-          this.d.metrics?.fetches.inc({ kind: src.kind, result: hit ? 'hit' : 'miss' });
-          if (!hit) this.d.metrics?.fetchBytes.inc({ kind: src.kind }, await treeBytes(dir));
+          if (served) this.d.metrics?.fetches.inc({ kind: src.kind, result: served });
+          if (served === 'downloaded' && this.d.metrics) this.d.metrics.fetchBytes.inc({ kind: src.kind }, await treeBytes(dir));
           return { dir, destination: src.destination };
         }),
       ),

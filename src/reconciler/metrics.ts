@@ -16,7 +16,7 @@ export interface HoistMetrics {
   /** objects deleted because they left the bundle or the BD was deleted */
   objectsPruned: Counter<'action'>;
   rollbacks: Counter<'reason'>;
-  /** content-store lookups by source kind and result (hit, miss) */
+  /** source fetches by kind and how they were served (hit, proved, downloaded) */
   fetches: Counter<'kind' | 'result'>;
   /** bytes landed in the content store by source kind */
   fetchBytes: Counter<'kind'>;
@@ -79,7 +79,7 @@ export function hoistMetrics(registry: Registry, bundleDeployments: () => readon
     objectsApplied: new Counter({ name: 'hoist_objects_applied_total', help: 'Objects applied, by what the apply did', labelNames: ['action'], registers }),
     objectsPruned: new Counter({ name: 'hoist_objects_pruned_total', help: 'Objects removed because they left the bundle or their BundleDeployment was deleted, by result', labelNames: ['action'], registers }),
     rollbacks: new Counter({ name: 'hoist_rollbacks_total', help: 'Revisions rolled back to the last good one, by why', labelNames: ['reason'], registers }),
-    fetches: new Counter({ name: 'hoist_source_fetches_total', help: 'Content-store lookups for a source, by source kind and result (hit, miss)', labelNames: ['kind', 'result'], registers }),
+    fetches: new Counter({ name: 'hoist_source_fetches_total', help: 'Source fetches by source kind and how they were served: hit (from the store), proved (from the store after an access check), downloaded', labelNames: ['kind', 'result'], registers }),
     fetchBytes: new Counter({ name: 'hoist_source_fetch_bytes_total', help: 'Bytes of content landed in the content store, by source kind', labelNames: ['kind'], registers }),
     cacheEvictions: new Counter({ name: 'hoist_cache_evictions_total', help: 'Content-store entries removed, by why (unused, budget)', labelNames: ['why'], registers }),
     revisionBytes,

@@ -13,6 +13,9 @@
 import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
 import { HoistError } from '../util/errors.ts';
 
+/** how a fetch was served: from the store as is, after proving access, or by a download */
+export type StoreOutcome = 'hit' | 'proved' | 'downloaded';
+
 export interface StoreFetch {
   store: ContentStore;
   key: string;
@@ -22,15 +25,19 @@ export interface StoreFetch {
   /** the cheapest request proving `origin`'s credential may read the content at its location */
   prove(): Promise<void>;
   subject: string;
+  /** told how the fetch was served, once it was (metrics) */
+  observe?: (outcome: StoreOutcome) => void;
 }
 
 /** Returns the store directory once this origin's access is proven. */
 export async function fetchThroughStore(f: StoreFetch): Promise<string> {
+  let downloaded = false;
   for (let round = 0; round < 3; round++) {
     const access = await f.store.access(f.key, f.origin);
     if (access === 'miss') {
       // a concurrent put for another origin may have done the download: the next round checks
       await f.store.put(f.key, f.download, f.origin);
+      downloaded = true;
       continue;
     }
     if (access === 'same-location') {
@@ -38,9 +45,13 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
       await f.store.addOrigin(f.key, f.origin);
     } else if (access === 'elsewhere') {
       await f.store.addOrigin(f.key, f.origin, f.download);
+      downloaded = true;
     }
     const dir = await f.store.open(f.key);
-    if (dir !== undefined) return dir;
+    if (dir !== undefined) {
+      f.observe?.(downloaded ? 'downloaded' : access === 'same-location' ? 'proved' : 'hit');
+      return dir;
+    }
   }
   throw new HoistError('content kept leaving the store while it was fetched', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: f.subject, terminal: false });
 }

@@ -130,6 +130,7 @@ export class HttpSource implements Source {
         key: resolved.key,
         origin: origin(url, auth),
         subject,
+        ...(ctx.onStore ? { observe: ctx.onStore } : {}),
         download: async (tmp) => {
           const res = await this.get('GET', url, auth, {}, signal, 'fetch');
           if (res.status !== 200) throw await statusError(res, url, 'fetch');

@@ -5,6 +5,7 @@
  */
 import type { ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
+import type { StoreOutcome } from './cached-fetch.ts';
 
 /** Credentials handed to a source, already read from the referenced Secret. Never logged. */
 export interface Credentials {
@@ -32,6 +33,8 @@ export interface SourceContext {
    */
   previous?: ResolvedSourceStatus;
   recheck?: boolean;
+  /** told how `fetch` was served: from the store, after proving access, or by a download */
+  onStore?: (outcome: StoreOutcome) => void;
 }
 
 export interface Resolved {

@@ -224,6 +224,7 @@ export class GitSource implements Source {
         key: gitContentKey(commit, target.directory),
         origin: { location: target.repository, credential: auth.header, display: target.displayUrl },
         subject,
+        ...(ctx.onStore ? { observe: ctx.onStore } : {}),
         download: (tmpDir) => this.fetchInto(target, commit, tmpDir, auth, subject, signal),
         prove: async () => {
           await this.advertise(target, auth, 'fetch', subject, signal);

@@ -147,6 +147,7 @@ export class ImageSource implements Source {
           // the location actually used: a mirror's pull never proves access at the original
           origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
           subject,
+          ...(ctx.onStore ? { observe: ctx.onStore } : {}),
           download: async (tmp) => {
             const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
             this.onPull?.(result, formatReference(loc.ref));

@@ -79,7 +79,7 @@ describe('metrics the chart relies on', () => {
     sample(/^hoist_bundledeployments\{condition="Installed",status="True",reason="Installed"\} [1-9]/m);
     sample(/^hoist_bundledeployments_done [1-9]/m);
     sample(/^hoist_objects_applied_total\{action="created"\} [2-9]/m);
-    sample(/^hoist_source_fetches_total\{kind="http",result="miss"\} 1$/m);
+    sample(/^hoist_source_fetches_total\{kind="http",result="downloaded"\} 1$/m);
     sample(/^hoist_source_fetch_bytes_total\{kind="http"\} [1-9]/m);
     sample(/^hoist_reconcile_stage_duration_seconds_count\{stage="apply"\} [1-9]/m);
     sample(/^hoist_reconcile_stage_duration_seconds_count\{stage="fetch"\} [1-9]/m);
