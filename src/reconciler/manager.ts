@@ -15,7 +15,7 @@ import { Informer } from '../kube/informer.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Processor } from '../processors/processor.ts';
 import type { Source } from '../sources/source.ts';
-import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
+import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
@@ -24,13 +24,7 @@ import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
 import { secretKeyOf } from './credentials.ts';
 
-export interface ManagerOptions {
-  client: KubeClient;
-  log: Logger;
-  controllerNamespace: string;
-  store: ContentStore;
-  sourceFor(kind: string): Source;
-  processorFor(format: string): Processor;
+export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 4) */
   workers?: number;
   /** concurrent object applies within one reconcile (default 8) */
