@@ -17,7 +17,7 @@ function documented(): Record<string, string[]> {
     const cells = line.split('|').map((c) => c.trim());
     if (cells.length < 4 || !/^`(True|False|Unknown)` \/ /.test(cells[2] ?? '')) continue;
     type = cells[1]?.replace(/`/g, '') || type;
-    const reasons = [...(cells[2].split(' / ')[1] ?? '').matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]!);
+    const reasons = [...((cells[2] ?? '').split(' / ')[1] ?? '').matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]!);
     (out[type] ??= []).push(...reasons);
   }
   return out;
