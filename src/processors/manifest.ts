@@ -6,8 +6,9 @@
 import type { KubeObject } from '../kube/types.ts';
 import type { HoistError } from '../util/errors.ts';
 import { processError } from './errors.ts';
-import { isJsonObject, parseManifestStream } from './yaml.ts';
-import type { JsonObject, ParsedDocument } from './yaml.ts';
+import { parseManifestStream } from './yaml/stream.ts';
+import { isJsonObject } from './yaml/values.ts';
+import type { JsonObject, ParsedDocument } from './yaml/values.ts';
 
 /** An object together with where it came from, for messages that name files. */
 export interface SourcedObject {
