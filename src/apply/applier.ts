@@ -57,8 +57,6 @@ export interface ApplyReport {
   results: ObjectResult[];
   /** "group/version Kind ns/name" of optional objects whose API is not served */
   skippedOptional: string[];
-  /** the objects as applied (labels, namespace set): what a revision stores */
-  applied: KubeObject[];
   /**
    * digest of what was applied and how the live objects looked right after (hash + live
    * fingerprint of each): recorded in status, it lets the next process that reconciles the BD (a
@@ -192,7 +190,7 @@ export class Applier {
     // installed means usable: the CRDs serve their kinds
     await established;
     const appliedDigest = this.digestOf(target.name, applied.map(objectId));
-    return { results, skippedOptional, applied, ...(appliedDigest ? { appliedDigest } : {}) };
+    return { results, skippedOptional, ...(appliedDigest ? { appliedDigest } : {}) };
   }
 
   /**

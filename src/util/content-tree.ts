@@ -169,7 +169,7 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
 }
 
 /** Resolves `rel` and requires a regular file at the end of it. */
-export async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
+async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
   const r = await resolveInTree(root, rel, dirs, prefix);
   if (!r.stats.isFile()) {
     const linked = r.path !== rel;

@@ -30,8 +30,6 @@ import { atStage, imageError, type ImageStage } from './errors.ts';
 import { MANIFEST_ACCEPT, parseManifest, type Descriptor, type ParsedManifest } from './manifest.ts';
 import { formatReference, manifestReference, type ImageReference } from './reference.ts';
 
-export type { RetryOptions } from '../http/backoff.ts';
-
 export interface RegistryClientOptions {
   /**
    * Extra trusted CA certificates (PEM), added to the system roots. TLS verification itself can

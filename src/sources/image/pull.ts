@@ -53,7 +53,7 @@ export interface PullResult {
 }
 
 /** Resolves an index to the platform's manifest; a manifest is returned as is. */
-export async function platformManifest(
+async function platformManifest(
   client: RegistryClient,
   ref: ImageReference,
   top: FetchedManifest,
