@@ -1,4 +1,8 @@
 /**
+ * One file (over 400 lines) because apply is one pass whose phases (collision check, CRDs
+ * first, parallel apply, the skip-if-unchanged records) share the Applier's per-BD state;
+ * collision, CRD safety, field managers and the live index already live in their own modules.
+ *
  * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
  * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
  * bounded concurrency. Collisions are checked for every object before anything is written, so a

@@ -17,7 +17,8 @@ import { HoistError } from '../../util/errors.ts';
 import { verifyTree } from '../../util/content-tree.ts';
 import { DEFAULT_UNPACK_LIMITS, unpackTar, type UnpackLimits } from '../../util/unpack-tar.ts';
 import { imageError } from './errors.ts';
-import type { BlobStream, FetchedManifest, OperationContext, RegistryClient } from './client.ts';
+import type { BlobStream } from './blob-stream.ts';
+import type { FetchedManifest, OperationContext, RegistryClient } from './client.ts';
 import {
   DEFAULT_PLATFORM,
   formatPlatform,
