@@ -161,6 +161,17 @@ export interface RevisionRef {
 export interface ActiveRevision extends RevisionRef {
   /** RFC 3339: when its objects were applied as a new revision (upgrade or rollback); progressDeadline counts from here */
   appliedAt?: string;
+  /** RFC 3339: when it first became healthy after appliedAt; a revision healthy once is never rolled back by progressDeadline */
+  healthyAt?: string;
+}
+
+export interface AttemptedRevision extends RevisionRef {
+  /** the condition reason of its failure (ApplyFailed, ConflictingOwner, UnsafeCRDUpgrade) */
+  reason: string;
+  /** the spec generation it failed under: it is not tried again until the generation changes */
+  generation?: number;
+  /** set when the failure rolled back to this revision number */
+  rolledBackTo?: number;
 }
 
 export interface RevisionStatus extends RevisionRef {
@@ -173,7 +184,7 @@ export interface BundleDeploymentStatus {
   resolvedSources?: ResolvedSourceStatus[];
   contentDigest?: string;
   activeRevision?: ActiveRevision;
-  attemptedRevision?: RevisionRef & { reason: string };
+  attemptedRevision?: AttemptedRevision;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
 }

@@ -18,7 +18,7 @@ import {
   type CollisionProtection,
   type CRDSafety,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isInvalid, isTransient } from '../kube/api-error.ts';
+import { ApiError, isAlreadyExists, isConflict, isForbidden, isImmutableField, isInvalid, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -371,7 +371,7 @@ export class Applier {
       try {
         result = await client.apply(p.obj, { fieldManager: manager, force: true });
       } catch (e) {
-        if (!(isImmutable(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
+        if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
         this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
         await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
         await this.waitGone(client, p);
@@ -448,7 +448,7 @@ export class Applier {
       await client.create(ns);
       this.log.info({ namespace: name }, 'created install namespace');
     } catch (e) {
-      if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+      if (!isAlreadyExists(e)) throw e;
     }
   }
 
@@ -543,16 +543,11 @@ function crdKinds(crd: KubeObject): string[] {
   return (spec.versions ?? []).filter((v) => v.served !== false).map((v) => `${spec.group}/${v.name}/${spec.names!.kind}`);
 }
 
-/** "field is immutable" (Job template, selectors) or "may not change once set" (Service clusterIP) */
-function isImmutable(e: unknown): boolean {
-  return isInvalid(e) && /immutable|may not change once set/i.test((e as ApiError).apiMessage);
-}
-
 /** the API server's message, plus the offending fields when it names them */
 function applyErrorMessage(e: unknown): string {
   if (e instanceof ApiError) {
     const fields = (e.details?.causes ?? []).map((c) => c.field).filter(Boolean);
-    const hint = isImmutable(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
+    const hint = isImmutableField(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
     return `${e.apiMessage}${hint}`;
   }
   return e instanceof Error ? e.message : String(e);

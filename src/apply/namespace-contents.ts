@@ -12,7 +12,7 @@
  * about to be deleted.
  */
 import { LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
-import { isForbidden, isNotFound } from '../kube/api-error.ts';
+import { isForbidden, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 
@@ -36,7 +36,7 @@ export async function namespaceVerdict(client: KubeClient, namespace: string, ow
       for (const o of list.items) if (await isForeign(client, o)) foreign.push(describeObject(o));
     } catch (e) {
       // the kind went away meanwhile: nothing of it is left
-      if (isNotFound(e) || (e instanceof Error && e.name === 'KindNotServedError')) return;
+      if (isNotFound(e) || isKindNotServed(e)) return;
       if (isForbidden(e)) refused.push(r.group ? `${r.resource}.${r.group}` : r.resource);
       else throw e;
     }

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
-import { isNotFound } from '../kube/api-error.ts';
+import { isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -65,7 +65,7 @@ export async function deleteOwned(
         } catch (e) {
           // the kind is gone (its CRD was deleted): so is the object
           if (isNotFound(e)) return { id, subject, action: 'unchanged', message: 'already gone' };
-          if (e instanceof Error && e.name === 'KindNotServedError') return { id, subject, action: 'unchanged', message: 'kind no longer served' };
+          if (isKindNotServed(e)) return { id, subject, action: 'unchanged', message: 'kind no longer served' };
           return { id, subject, action: 'failed', message: e instanceof Error ? e.message : String(e) };
         }
       })),

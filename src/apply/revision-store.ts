@@ -6,7 +6,7 @@
  */
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import { ApiError } from '../kube/api-error.ts';
+import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { sha256Hex } from '../util/hash.ts';
 
@@ -82,7 +82,7 @@ export class RevisionStore {
         try {
           await this.client.create(secret);
         } catch (e) {
-          if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+          if (!isAlreadyExists(e)) throw e;
         }
       }),
     );

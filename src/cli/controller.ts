@@ -10,7 +10,7 @@ import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { configureHelm, processorFor } from '../processors/registry.ts';
+import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
@@ -72,7 +72,7 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 }
 
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
-  configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
+  const { processorFor } = createProcessorRegistry({ helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm') });
   const cfg = loadKubeConfig(opts.kubeconfig);
   const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();

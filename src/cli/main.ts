@@ -37,6 +37,8 @@ commands:
                                    kubectl-annotate and before-first-apply
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
+             renders exactly as the controller does; with --kubeconfig, against that cluster's
+             API versions, Kubernetes version and scopes (without: built-in kinds' scopes only)
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
 `;

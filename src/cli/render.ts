@@ -1,21 +1,22 @@
 /**
- * `hoist render`: the client-side preview. Resolves and fetches the BundleDeployment's sources
- * (or takes a local directory), runs the same processor the controller runs, and prints the
- * objects, a summary of the RBAC they grant, and the content digest — the digest the controller
- * records as the revision's identity, so what a person reviewed is what gets installed.
+ * `hoist render`: the client-side preview. Resolves the BundleDeployment's sources (or takes a
+ * local directory) and renders them with renderBundle, the controller's own render path; prints
+ * the objects, a summary of the RBAC they grant, and the content digest — the digest the
+ * controller records as the revision's identity, so what a person reviewed is what gets installed.
  */
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments, stringify } from 'yaml';
 import { withDefaults } from '../../api/v1alpha2/defaults.ts';
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
+import { toolPath } from '../devcluster/tools.ts';
+import { builtinScopes } from '../kube/builtin-scopes.ts';
 import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { contentDigest } from '../processors/content-digest.ts';
-import { configureHelm, processorFor } from '../processors/registry.ts';
-import { toolPath } from '../devcluster/tools.ts';
-import { composeTree } from '../sources/compose-tree.ts';
-import { sourceFor } from '../sources/registry.ts';
+import { createProcessorRegistry } from '../processors/registry.ts';
+import { renderBundle, type RenderedBundle } from '../reconciler/render-bundle.ts';
+import { createSourceRegistry } from '../sources/registry.ts';
+import type { Source } from '../sources/source.ts';
 import { isHoistError } from '../util/errors.ts';
 
 export interface RenderOptions {
@@ -56,53 +57,80 @@ export function rbacSummary(objects: readonly KubeObject[]): string[] {
 }
 
 export async function render(opts: RenderOptions): Promise<number> {
-  configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
   const docs = parseAllDocuments(await readFile(opts.file, 'utf8')).map((d) => d.toJS() as BundleDeployment).filter(Boolean);
   const bd = docs.find((d) => d.kind === 'BundleDeployment');
   if (!bd) {
     process.stderr.write(`hoist render: ${opts.file} holds no BundleDeployment\n`);
     return 2;
   }
-  const spec = withDefaults(bd.spec);
   try {
-    let root: string;
-    let dispose = async (): Promise<void> => {};
-    if (opts.dir) {
-      root = opts.dir;
-    } else {
-      const store = new FsContentStore();
-      const parts = [];
-      for (const src of spec.sources) {
-        if ((src.image ?? src.git ?? src.http)?.auth) {
-          throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
-        }
-        const source = sourceFor(src.kind);
-        const resolved = await source.resolve(src, {});
-        parts.push({ dir: await source.fetch(src, resolved, store, {}), destination: src.destination });
-      }
-      const tree = await composeTree(parts);
-      root = tree.root;
-      dispose = tree.dispose;
-    }
-    let apiVersions: string[] | undefined;
-    let kubeVersion: string | undefined;
-    if (opts.kubeconfig && spec.format !== 'plain') {
-      const client = createKubeClient(loadKubeConfig(opts.kubeconfig));
-      [apiVersions, kubeVersion] = await Promise.all([client.discovery.apiVersions(), client.discovery.serverVersion()]);
-      await client.close();
-    }
-    const out = await processorFor(spec.format)
-      .render(root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
-      .finally(dispose);
+    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}) });
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
     for (const w of out.warnings) process.stderr.write(`warning: ${w}\n`);
     const rbac = rbacSummary(out.objects);
     if (rbac.length) process.stderr.write(`\nRBAC granted:\n${rbac.map((l) => `  ${l}`).join('\n')}\n`);
-    process.stderr.write(`\n${out.objects.length} objects, content digest ${contentDigest(out.objects)}\n`);
+    process.stderr.write(`\n${out.objects.length} objects, content digest ${out.contentDigest}\n`);
     return 0;
   } catch (e) {
     process.stderr.write(`hoist render: ${isHoistError(e) ? e.describe() : e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   }
+}
+
+export interface PreviewOptions {
+  /** a local tree instead of the BundleDeployment's sources */
+  dir?: string;
+  /** the target cluster: its discovery gives scopes and .Capabilities, as the controller's does */
+  kubeconfig?: string;
+}
+
+/**
+ * The objects the controller would apply for `bd`: resolved and fetched anonymously (sources that
+ * need a cluster Secret are refused: render them with `dir`), then rendered by renderBundle, the
+ * controller's own render path. With a kubeconfig the result equals the controller's revision.
+ */
+export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions): Promise<RenderedBundle> {
+  const spec = withDefaults(bd.spec);
+  const helmBinary = (): string => process.env.HOIST_HELM ?? toolPath('helm');
+  const { processorFor } = createProcessorRegistry({ helmBinary });
+  const client = opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
+  const store = new FsContentStore();
+  try {
+    const local = opts.dir;
+    const sources = createSourceRegistry({ store });
+    // --dir stands for the whole composed tree: one local source at the root
+    const localSpec = local ? { ...spec, sources: [{ kind: 'http' as const, destination: '' }] } : spec;
+    const resolved = local
+      ? [{ status: { kind: 'http' as const }, key: `local:${local}`, pinned: true }]
+      : await Promise.all(
+          spec.sources.map((src) => {
+            if ((src.image ?? src.git ?? src.http)?.auth) {
+              throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
+            }
+            return sources.sourceFor(src.kind).resolve(src, {});
+          }),
+        );
+    return await renderBundle(
+      {
+        store,
+        sourceFor: (kind) => (local ? localTree(local) : sources.sourceFor(kind)),
+        processorFor,
+        scopes: client?.discovery ?? builtinScopes(),
+        cluster: client?.discovery,
+      },
+      { name: bd.metadata.name, spec: localSpec, resolved, credentials: async () => undefined },
+    );
+  } finally {
+    await client?.close();
+  }
+}
+
+/** a Source that serves a local directory as it is (hoist render --dir) */
+function localTree(dir: string): Source {
+  return {
+    kind: 'http',
+    resolve: async () => ({ status: { kind: 'http' }, key: `local:${dir}`, pinned: true }),
+    fetch: async () => dir,
+  };
 }

@@ -4,6 +4,7 @@
  * spec error naming the check), evaluating it reads only the object it is given. CEL comes from
  * @marcbachmann/cel-js, JSONPath from jsonpath-plus (its safe evaluator; no `eval`).
  */
+import { DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD, DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS, DEFAULT_HEALTH_CHECK_PERIOD_SECONDS } from '../../api/v1alpha2/defaults.ts';
 import { parse as parseCel } from '@marcbachmann/cel-js';
 import { JSONPath } from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
@@ -26,8 +27,6 @@ export interface CompiledCheck {
 }
 
 // the CRD's defaults, repeated for specs that were not defaulted by an API server (hoist render, tests)
-const DEFAULT_PERIOD_SECONDS = 10;
-const DEFAULT_FAILURE_THRESHOLD = 3;
 
 function specError(check: string, what: string, cause?: unknown): HoistError {
   return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', reason: 'Unhealthy', code: 'bad-health-check', subject: `health check ${check}`, terminal: true, cause });
@@ -110,9 +109,9 @@ export function compileHealthChecks(checks: readonly HealthCheck[] | undefined):
   return (checks ?? []).map((c) => ({
     name: c.name,
     match: c.match,
-    periodMs: (c.periodSeconds ?? DEFAULT_PERIOD_SECONDS) * 1000,
-    failureThreshold: c.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD,
-    initialDelayMs: (c.initialDelaySeconds ?? 0) * 1000,
+    periodMs: (c.periodSeconds ?? DEFAULT_HEALTH_CHECK_PERIOD_SECONDS) * 1000,
+    failureThreshold: c.failureThreshold ?? DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD,
+    initialDelayMs: (c.initialDelaySeconds ?? DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS) * 1000,
     test: compileTest(c),
   }));
 }

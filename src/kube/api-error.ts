@@ -134,6 +134,23 @@ function reasonForStatusCode(code: number): string {
   }
 }
 
+/**
+ * 422 Invalid because a field may not change: "field is immutable" (Job template, selectors) or
+ * "may not change once set" (Service clusterIP). The Status has no structured marker for this, so
+ * the causes' messages and the message are read here, in the one module that interprets API
+ * server responses — as fluxcd/pkg/ssa's IsImmutableError does.
+ */
+export function isImmutableField(e: unknown): boolean {
+  if (!isInvalid(e)) return false;
+  const err = e as ApiError;
+  const texts = [...(err.details?.causes ?? []).map((c) => c.message ?? ''), err.apiMessage];
+  return texts.some((t) => /immutable|may not change once set/i.test(t));
+}
+
+export function isKindNotServed(e: unknown): e is KindNotServedError {
+  return e instanceof KindNotServedError;
+}
+
 export function isApiError(e: unknown): e is ApiError {
   return e instanceof ApiError;
 }

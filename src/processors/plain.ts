@@ -88,7 +88,7 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
       if (!isHoistError(e)) throw e;
       errors.push(e);
       // past the per-bundle cap every further read fails the same way
-      if (e.code === 'too-large' && e.message.includes('per bundle')) break;
+      if (bundle.exhausted) break;
     }
   }
   errors.push(...duplicateErrors(sourced, ctx.installNamespace ?? ''));

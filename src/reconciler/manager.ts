@@ -4,18 +4,14 @@
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
-import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
 import { RevisionStore } from '../apply/revision-store.ts';
-import type { ContentStore } from '../cache/content-store.ts';
 import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
-import type { KubeClient, KubeObject } from '../kube/types.ts';
-import type { Processor } from '../processors/processor.ts';
-import type { Source } from '../sources/source.ts';
-import { BundleDeploymentReconciler } from './bundle-deployment-reconciler.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
@@ -24,13 +20,7 @@ import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
 import { secretKeyOf } from './credentials.ts';
 
-export interface ManagerOptions {
-  client: KubeClient;
-  log: Logger;
-  controllerNamespace: string;
-  store: ContentStore;
-  sourceFor(kind: string): Source;
-  processorFor(format: string): Processor;
+export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 4) */
   workers?: number;
   /** concurrent object applies within one reconcile (default 8) */

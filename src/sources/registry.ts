@@ -62,16 +62,3 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
   );
   return registry;
 }
-
-let defaults: SourceRegistry | undefined;
-
-/** The process-wide registry behind `sourceFor`: every built-in source, default options. */
-export function defaultSourceRegistry(): SourceRegistry {
-  defaults ??= createSourceRegistry();
-  return defaults;
-}
-
-/** `defaultSourceRegistry().sourceFor(kind)`, for wiring that needs a plain function. */
-export function sourceFor(kind: SourceKind | string): Source {
-  return defaultSourceRegistry().sourceFor(kind);
-}

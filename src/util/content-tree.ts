@@ -302,6 +302,11 @@ export class ContentTree {
     private readonly ctx: TreeErrorContext & { limits: Required<TreeLimits> },
   ) {}
 
+  /** the running total passed its limit: every further read fails the same way */
+  get exhausted(): boolean {
+    return this.bytesRead > this.ctx.limits.maxTotalBytes;
+  }
+
   /** The HoistError for a problem with `rel`, in this tree's stage and wording. */
   error(code: ContainmentCode, rel: string, message: string): HoistError {
     return toHoistError(new ContainmentProblem(code, rel, message), this.ctx);

@@ -140,7 +140,7 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
       expect(c.env).toContainEqual({ name: 'HTTPS_PROXY', value: 'http://proxy:3128' });
       expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '64Mi' } });
     }
-  });
+  }, 180_000); // five installs and uninstalls of 9 CRDs: over a minute when the machine is busy
 
   for (const name of ['webhook-operator.v0.0.1', 'webhook-operator.v0.0.5']) {
     it(`${name}: without cert-manager a clear process error; everything else applies cleanly (server-side dry run)`, async () => {

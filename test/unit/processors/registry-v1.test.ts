@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadRegistryV1Bundle } from '../../../src/processors/registry-v1/bundle.ts';
 import { registryV1Processor, renderRegistryV1 } from '../../../src/processors/registry-v1/render.ts';
 import { expectNoControllerPaths } from '../../support/controller-paths.ts';
-import { processorFor, supportedFormats } from '../../../src/processors/registry.ts';
+import { createProcessorRegistry } from '../../../src/processors/registry.ts';
+
+const { processorFor, supportedFormats } = createProcessorRegistry({ helmBinary: () => 'helm' });
 import { plainProcessor } from '../../../src/processors/plain.ts';
 import { contentDigest } from '../../../src/processors/content-digest.ts';
 import type { HoistError } from '../../../src/util/errors.ts';

@@ -2,12 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { GitSource } from '../../../src/sources/git/git-source.ts';
 import { HttpSource, httpContentKey } from '../../../src/sources/http-source.ts';
 import { ImageSource } from '../../../src/sources/image/image-source.ts';
-import { createSourceRegistry, sourceFor } from '../../../src/sources/registry.ts';
+import { createSourceRegistry } from '../../../src/sources/registry.ts';
 import type { Source } from '../../../src/sources/source.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 describe('source registry', () => {
   it('serves every built-in kind and refuses unknown kinds as a terminal spec error', () => {
+    const { sourceFor } = createSourceRegistry();
     expect(sourceFor('http')).toBeInstanceOf(HttpSource);
     expect(sourceFor('image')).toBeInstanceOf(ImageSource);
     expect(sourceFor('git')).toBeInstanceOf(GitSource);

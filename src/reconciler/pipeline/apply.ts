@@ -1,0 +1,131 @@
+/**
+ * Apply: the rendered revision goes to the cluster. A new revision is stored first (so a crash
+ * can always roll back), then applied with server-side apply; objects that left the bundle are
+ * pruned only after it applied completely. Re-applying the active revision corrects drift and
+ * says what it changed back. Sets Installed; failures go to recover.ts.
+ */
+import { lineageOf } from '../../../api/v1alpha2/types.ts';
+import { deleteOwned, staleObjects } from '../../apply/prune.ts';
+import { countChanged, type ObjectResult } from '../../apply/result.ts';
+import { asHoistError } from '../../util/errors.ts';
+import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
+import { recordRevision, trimHistory } from '../revision-history.ts';
+import type { Rendered } from '../revision-objects.ts';
+import { actor, applyTarget, watchObjects, type StepContext } from './context.ts';
+import { decideRevision } from './decide.ts';
+import { observeHealth } from './health.ts';
+import { failedRevision } from './recover.ts';
+import type { ReconcileState } from './state.ts';
+
+/** applies the rendered revision; false when the pipeline stops here (held back, failed) */
+export async function applyRevision(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<boolean> {
+  const { d } = ctx;
+  const { status, spec } = s;
+  const active = status.activeRevision;
+  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision });
+  if (decision.kind === 'held-back' && active) {
+    const objects = await ctx.objects.of(s.name, active);
+    const report = await d.applier.apply(applyTarget(ctx, s.bd, spec, active.number), objects);
+    s.changed = countChanged(report.results);
+    driftCorrectedEvent(ctx, s, report.results);
+    await observeHealth(ctx, s, objects);
+    s.note = `revision ${status.attemptedRevision?.number} held back after rollback`;
+    return false;
+  }
+  const isNew = decision.kind === 'new';
+  // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
+  if (!isNew) status.attemptedRevision = undefined;
+  const number = isNew || !active ? await revisionNumber(ctx, s, rendered) : active.number;
+  s.revision = { number, isNew };
+  // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
+  const target = { ...applyTarget(ctx, s.bd, spec, number), ...(isNew ? { crdSafety: spec.upgrade.crdSafety } : {}) };
+  // independent: the revision is stored (before anything is applied) while the watches sync
+  await s.time(
+    'store+watch',
+    Promise.all([
+      isNew ? d.revisions.save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects).then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes)) : undefined,
+      watchObjects(ctx, rendered.objects, s.signal),
+    ]),
+  );
+  if (isNew) ctx.objects.rememberLoaded(s.name, number, rendered.objects);
+
+  try {
+    const report = await s.time('apply', d.applier.apply(target, rendered.objects));
+    s.results = report.results;
+    s.appliedDigest = report.appliedDigest;
+    recordApplied(d.metrics, report.results);
+    status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
+    await watchObjects(ctx, rendered.objects, s.signal);
+  } catch (e) {
+    const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
+    await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
+    return false;
+  }
+  s.changed = countChanged(s.results);
+  if (isNew) await promote(ctx, s, rendered, number);
+  else driftCorrectedEvent(ctx, s, s.results);
+
+  const previous = status.activeRevision?.number === number ? status.activeRevision : undefined;
+  status.activeRevision = {
+    number,
+    contentDigest: rendered.contentDigest,
+    objects: rendered.objects.length,
+    ...(previous?.appliedAt ? { appliedAt: previous.appliedAt } : {}),
+    ...(previous?.healthyAt ? { healthyAt: previous.healthyAt } : {}),
+    ...(s.appliedDigest ? { appliedDigest: s.appliedDigest } : {}),
+  };
+  s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+  return true;
+}
+
+/** a new revision applied completely: prune what left the bundle, make it the active revision */
+async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): Promise<void> {
+  const { d } = ctx;
+  const { status, spec } = s;
+  const before = status.activeRevision;
+  const previous = before ? await ctx.objects.of(s.name, before).catch(() => []) : [];
+  const pruned = await s.time(
+    'prune',
+    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects }),
+  ).catch((e: unknown) => {
+    // the new revision is applied; what failed is removing what left the bundle: say so, retry
+    const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
+    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+    s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
+    throw err;
+  });
+  s.changed += countChanged(pruned);
+  recordPruned(d.metrics, pruned);
+  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: s.now().toISOString() };
+  status.attemptedRevision = undefined;
+  status.revisions = trimHistory(recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' }), spec.revisionHistoryLimit);
+  await s.time('history', d.revisions.prune(s.name, new Set(status.revisions.map((r) => r.number))));
+  d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
+  s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
+}
+
+/** a stored revision with this content keeps its number (restart, roll back by spec) */
+async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<number> {
+  if (rendered.stored) return rendered.stored.number;
+  const stored = await ctx.d.revisions.list(s.name);
+  const same = stored.find((r) => r.contentDigest === rendered.contentDigest);
+  if (same) return same.number;
+  const { status } = s;
+  const known = [...stored.map((r) => r.number), ...(status.revisions ?? []).map((r) => r.number), status.activeRevision?.number ?? 0, status.attemptedRevision?.number ?? 0];
+  return Math.max(0, ...known) + 1;
+}
+
+/** drift correction on an unchanged revision: name what was changed back (e.g. after unpause) */
+function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: readonly ObjectResult[]): void {
+  const reverted = results.filter((r) => r.action === 'configured' || r.action === 'created');
+  if (reverted.length === 0) return;
+  // the fields hand edits (kubectl edit/set/patch...) had set, so the person on call sees the hotfix go
+  const what = (r: ObjectResult) => (r.action === 'created' ? 're-created' : r.reverted?.length ? `reverted (${r.reverted.join(', ')})` : 'reverted');
+  ctx.d.events.event(s.bd, 'Normal', 'DriftCorrected', `changed back to revision ${s.bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${what(r)}`).join(', ')}`);
+}
+
+function summarize(results: readonly ObjectResult[]): string {
+  const counts = new Map<string, number>();
+  for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
+  return [...counts].map(([a, n]) => `${n} ${a}`).join(', ');
+}

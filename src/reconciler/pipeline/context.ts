@@ -1,0 +1,85 @@
+/**
+ * What every step of a reconcile shares: the stage implementations (deps), the per-BD memory that
+ * outlives one reconcile (rendered and loaded revision objects), and the small helpers that name
+ * who acts for a BD and where its objects are. Steps receive it with the per-reconcile state.
+ */
+import type { Logger } from 'pino';
+import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
+import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import type { Applier, ApplyTarget } from '../../apply/applier.ts';
+import type { RevisionStore } from '../../apply/revision-store.ts';
+import type { ContentStore } from '../../cache/content-store.ts';
+import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
+import type { Processor } from '../../processors/processor.ts';
+import type { Source } from '../../sources/source.ts';
+import type { EventRecorder } from '../events.ts';
+import type { Identities } from '../identity.ts';
+import type { ManagedObjects } from '../managed-objects.ts';
+import type { HoistMetrics } from '../metrics.ts';
+import type { RevisionObjects } from '../revision-objects.ts';
+import type { SecretWatch } from '../secret-watch.ts';
+
+export interface ReconcilerDeps {
+  client: KubeClient;
+  log: Logger;
+  /** where revision Secrets and (without serviceAccount) source credentials live */
+  controllerNamespace: string;
+  store: ContentStore;
+  sourceFor(kind: string): Source;
+  processorFor(format: string): Processor;
+  applier: Applier;
+  /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
+  identities: Identities;
+  revisions: RevisionStore;
+  managed: ManagedObjects;
+  events: EventRecorder;
+  /** the informer cache of BundleDeployments */
+  getBundleDeployment(name: string): BundleDeployment | undefined;
+  listBundleDeployments(): BundleDeployment[];
+  now?: () => Date;
+  /** Hoist's own metrics (optional: tests and `hoist render` run without) */
+  metrics?: HoistMetrics;
+  /** which referenced Secrets changed since a BD's last resolve */
+  secrets?: Pick<SecretWatch, 'takeRotated'>;
+}
+
+export interface StepContext {
+  readonly d: ReconcilerDeps;
+  readonly objects: RevisionObjects;
+}
+
+/** the client acting for bd: its ServiceAccount (impersonated) or the controller */
+export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
+  return ctx.d.identities.for(bd).client;
+}
+
+/** what the applier needs to apply revision `revision` of bd */
+export function applyTarget(ctx: StepContext, bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
+  const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;
+  return {
+    name: bd.metadata.name,
+    lineage: lineageOf(bd),
+    revision,
+    protection: spec.collisionProtection,
+    installNamespace: spec.installNamespace,
+    actor: actor(ctx, bd),
+    ...(recorded ? { appliedDigest: recorded } : {}),
+  };
+}
+
+/** the kinds among objects that the API server serves (skipped optional objects' kinds are not) */
+export async function servedTypes(ctx: StepContext, objects: readonly KubeObject[]): Promise<TypeRef[]> {
+  const seen = new Map<string, TypeRef>();
+  for (const o of objects) {
+    const k = `${o.apiVersion}/${o.kind}`;
+    // no discovery refresh for unserved kinds (skipped optional objects) on every reconcile: the
+    // applier and the CRD watch refresh discovery when a kind can have appeared
+    if (!seen.has(k) && (await ctx.d.client.discovery.resourceFor(o, { refreshOnMiss: false }))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
+  }
+  return [...seen.values()];
+}
+
+/** starts (or keeps) the managed-object watches for the kinds of objects */
+export async function watchObjects(ctx: StepContext, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
+  await ctx.d.managed.watch(await servedTypes(ctx, objects), signal);
+}

@@ -1,0 +1,75 @@
+/**
+ * Deletion of a BundleDeployment: uninstall its active revision (CRDs kept unless
+ * deleteCRDsOnUninstall; what another member of its lineage installs is handed over, not
+ * deleted), drop its revision Secrets, then remove the finalizer. Paused BDs orphan their objects.
+ */
+import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
+import { FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { objectId } from '../../apply/object-id.ts';
+import { deleteOwned } from '../../apply/prune.ts';
+import { countChanged } from '../../apply/result.ts';
+import { isNotFound } from '../../kube/api-error.ts';
+import { asHoistError, HoistError } from '../../util/errors.ts';
+import { actor, type StepContext } from './context.ts';
+
+/** true when the finalizer was removed (or already was) */
+export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<boolean> {
+  const { d } = ctx;
+  const name = bd.metadata.name;
+  if (!bd.metadata.finalizers?.includes(FINALIZER)) return true;
+  const spec = withDefaults(bd.spec);
+  if (spec.paused) {
+    d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
+  } else {
+    const active = bd.status?.activeRevision;
+    // Not knowing what is installed is never "nothing installed": a revision that cannot be
+    // loaded (API error, Secret missing) keeps the finalizer and is retried with backoff.
+    // Removing the finalizer by hand orphans the objects.
+    const objects = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const kept = await installedByLineage(ctx, bd);
+    const doomed = objects.filter((o) => !kept.has(objectId(o)));
+    const results =
+      doomed.length === 0
+        ? []
+        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+    d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
+  }
+  await d.revisions.prune(name);
+  try {
+    await d.client.patch(bd, name, undefined, [
+      { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
+      { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
+    ], 'json');
+  } catch (e) {
+    // already gone: someone (or an earlier reconcile) finished the job
+    if (!isNotFound(e)) throw e;
+  }
+  return true;
+}
+
+/** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
+function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): never {
+  const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'uninstall-failed', terminal: false });
+  const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
+  ctx.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
+  ctx.d.events.event(bd, 'Warning', 'UninstallFailed', message);
+  // transient whatever the cause: an uninstall is never given up
+  throw new HoistError(message, { stage: err.stage, reason: err.reason, code: err.code, subject: err.subject, terminal: false, cause: err });
+}
+
+/** ids of the objects the other (undeleted) members of bd's lineage have installed */
+async function installedByLineage(ctx: StepContext, bd: BundleDeployment): Promise<Set<string>> {
+  const lineage = lineageOf(bd);
+  const others = ctx.d.listBundleDeployments().filter((o) => o.metadata.name !== bd.metadata.name && lineageOf(o) === lineage && !o.metadata.deletionTimestamp);
+  const ids = new Set<string>();
+  for (const other of others) {
+    const active = other.status?.activeRevision;
+    if (!active) continue;
+    const objects = await ctx.objects.of(other.metadata.name, active).catch((e: unknown) => {
+      ctx.d.log.warn({ bd: bd.metadata.name, other: other.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'lineage member revision not readable');
+      return [];
+    });
+    for (const o of objects) ids.add(objectId(o));
+  }
+  return ids;
+}

@@ -1,0 +1,40 @@
+/**
+ * Resolve: every source to an immutable identity (digest, commit, sha256). A recorded resolution
+ * of this generation is reused without a network call unless pollInterval elapsed or the source's
+ * Secret rotated (floating refs only). Sets Resolved.
+ */
+import { pinnedBySpec } from '../../../api/v1alpha2/types.ts';
+import type { Resolved } from '../../sources/source.ts';
+import { readCredentials, secretKeyOf } from '../credentials.ts';
+import type { StepContext } from './context.ts';
+import type { ReconcileState } from './state.ts';
+
+export async function resolveSources(ctx: StepContext, s: ReconcileState): Promise<Resolved[]> {
+  const { d } = ctx;
+  // who acts for this BD; a default account without a namespace to live in stops here
+  d.identities.for(s.bd);
+  const rotated = d.secrets?.takeRotated(s.name) ?? new Set<string>();
+  const now = s.now().getTime();
+  const resolved = await s.time(
+    'resolve',
+    Promise.all(
+      s.spec.sources.map(async (src, i) => {
+        const prev = s.status.resolvedSources?.[i];
+        const previous = prev?.kind === src.kind && prev.generation === s.generation ? prev : undefined;
+        const pollDue = s.spec.pollIntervalMs !== undefined && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + s.spec.pollIntervalMs <= now);
+        // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
+        const secret = secretKeyOf(s.bd, src, d.controllerNamespace, d.identities.defaultServiceAccount);
+        const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
+        // a recorded resolution is reused without a network call, so no credentials are read
+        const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
+        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(s.signal ? { signal: s.signal } : {}) });
+        r.status.resolvedAt = recheck || !previous ? s.now().toISOString() : previous.resolvedAt;
+        r.status.generation = s.generation;
+        return r;
+      }),
+    ),
+  );
+  s.status.resolvedSources = resolved.map((r) => r.status);
+  s.set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}`).join(', ') });
+  return resolved;
+}

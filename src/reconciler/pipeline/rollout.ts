@@ -1,0 +1,59 @@
+/**
+ * Observe and roll out: after a successful apply, Healthy from the watches, then Progressing from
+ * decideRollout (done, still rolling out, or past progressDeadline: roll back or block).
+ */
+import type { ReconcileResult } from '../../kube/controller.ts';
+import { HoistError } from '../../util/errors.ts';
+import { getCondition } from '../conditions.ts';
+import { lastGoodRevision } from '../revision-history.ts';
+import type { StepContext } from './context.ts';
+import { decideRollout } from './decide.ts';
+import { observeHealth } from './health.ts';
+import { failedRevision } from './recover.ts';
+import type { ReconcileState } from './state.ts';
+
+export async function rollOut(ctx: StepContext, s: ReconcileState, objects: Parameters<typeof observeHealth>[2]): Promise<void> {
+  const { status, spec } = s;
+  const active = status.activeRevision;
+  if (!active) return;
+  const healthy = await observeHealth(ctx, s, objects);
+  const poll: ReconcileResult = spec.pollIntervalMs !== undefined ? { requeueAfter: spec.pollIntervalMs } : {};
+  s.result = poll;
+  const decision = decideRollout({
+    generation: s.generation,
+    healthy,
+    active,
+    attempted: status.attemptedRevision,
+    onFailure: spec.upgrade.onFailure,
+    progressDeadlineMs: spec.progressDeadlineMs,
+    canRollBack: lastGoodRevision(status, active.contentDigest) !== undefined,
+    now: s.now().getTime(),
+  });
+  switch (decision.kind) {
+    case 'rolled-back':
+      return;
+    case 'succeeded':
+      if (decision.first) active.healthyAt = s.now().toISOString();
+      s.set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${active.number} is installed and healthy` });
+      return;
+    case 'installed':
+      // healthy once since it was applied: Healthy=False tells the story, the rollout is done
+      s.set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${active.number} is installed` });
+      return;
+    case 'rolling-out':
+      s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${active.number} applied, waiting for it to become healthy` });
+      s.result = { requeueAfter: Math.min(decision.checkAfterMs, poll.requeueAfter ?? decision.checkAfterMs) };
+      return;
+  }
+  const why = `revision ${active.number} not healthy within progressDeadline ${spec.upgrade.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
+  if (decision.kind === 'blocked') {
+    const before = getCondition(status.conditions, 'Progressing');
+    s.set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${why}; ${decision.because === 'hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}` });
+    // once per miss, not once per reconcile
+    if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
+    return;
+  }
+  const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${active.number}`, terminal: true });
+  await failedRevision(ctx, s, err, active, await ctx.objects.of(s.name, active));
+  s.result = poll;
+}

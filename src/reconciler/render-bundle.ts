@@ -1,0 +1,105 @@
+/**
+ * fetch → compose → process → namespaces: the one way a BundleDeployment's resolved sources
+ * become the objects of a revision. The controller and `hoist render`/`hoist diff` both call it,
+ * so a preview is by construction what the controller applies: the same processor input, the
+ * same .Capabilities (when given the cluster's discovery), the same namespace assignment and the
+ * same content digest.
+ *
+ * Not pure (it reads the content store and may download), idempotent, and it touches nothing in
+ * the cluster: every failure here leaves the installed revision as it was (DESIGN §3).
+ */
+import type { DefaultedSpec } from '../../api/v1alpha2/defaults.ts';
+import { assignNamespaces } from '../apply/namespaces.ts';
+import type { ContentStore } from '../cache/content-store.ts';
+import type { Discovery, KubeObject } from '../kube/types.ts';
+import { contentDigest } from '../processors/content-digest.ts';
+import type { Processor } from '../processors/processor.ts';
+import type { StoreOutcome } from '../sources/cached-fetch.ts';
+import { composeTree } from '../sources/compose-tree.ts';
+import type { Credentials, Resolved, Source } from '../sources/source.ts';
+import { HoistError } from '../util/errors.ts';
+
+export interface RenderBundleDeps {
+  store: ContentStore;
+  sourceFor(kind: string): Source;
+  processorFor(format: string): Processor;
+  /** each kind's scope: the target cluster's discovery, or the built-in kinds offline */
+  scopes: Pick<Discovery, 'resourceFor'>;
+  /**
+   * The target cluster, for helm's .Capabilities and registry-v1's served-API check; absent for an
+   * offline preview (the processors' defaults apply).
+   */
+  cluster?: Pick<Discovery, 'apiVersions' | 'serverVersion'> | undefined;
+}
+
+export interface RenderBundleInput {
+  name: string;
+  spec: DefaultedSpec;
+  /** spec.sources resolved, index for index */
+  resolved: readonly Resolved[];
+  /** the credentials of spec.sources[i], also needed on a store hit: access is proven per BD */
+  credentials(index: number): Promise<Credentials | undefined>;
+  signal?: AbortSignal | undefined;
+  /** told how each source's fetch was served and where its content is (metrics) */
+  onFetched?(kind: string, outcome: StoreOutcome | undefined, dir: string): void | Promise<void>;
+  /** times the fetch and process stages (the reconcile log line) */
+  time?<T>(stage: 'fetch' | 'process', p: Promise<T>): Promise<T>;
+}
+
+export interface RenderedBundle {
+  /** digest of the processor's output (DESIGN §3: the revision's identity) */
+  contentDigest: string;
+  /** the objects as they are applied: namespaced kinds in their namespace, cluster-scoped without */
+  objects: KubeObject[];
+  warnings: string[];
+}
+
+export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleInput): Promise<RenderedBundle> {
+  const { spec } = input;
+  const time = input.time ?? (<T>(_stage: string, p: Promise<T>) => p);
+  const parts = await time(
+    'fetch',
+    Promise.all(
+      spec.sources.map(async (src, i) => {
+        const resolved = input.resolved[i];
+        if (!resolved) throw new HoistError(`source ${i} was not resolved`, { stage: 'fetch', reason: 'FetchFailed', code: 'internal', subject: `sources[${i}]`, terminal: false });
+        let served: StoreOutcome | undefined;
+        const credentials = await input.credentials(i);
+        const dir = await deps.sourceFor(src.kind).fetch(src, resolved, deps.store, {
+          ...(input.signal ? { signal: input.signal } : {}),
+          ...(credentials ? { credentials } : {}),
+          onStore: (o) => (served = o),
+        });
+        await input.onFetched?.(src.kind, served, dir);
+        return { dir, destination: src.destination };
+      }),
+    ),
+  );
+  const tree = await composeTree(parts);
+  try {
+    // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
+    const [apiVersions, kubeVersion] = spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);
+    const out = await time(
+      'process',
+      deps.processorFor(spec.format)
+        .render(tree.root, spec.config, { name: input.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
+        .catch((e: unknown) => {
+          throw namedForProcessor(e, spec.format);
+        }),
+    );
+    return {
+      contentDigest: contentDigest(out.objects),
+      objects: await assignNamespaces(out.objects, spec.installNamespace, deps.scopes),
+      warnings: out.warnings,
+    };
+  } finally {
+    await tree.dispose();
+  }
+}
+
+/** a process failure names the processor (DESIGN §1: stage, subject and which processor) */
+function namedForProcessor(e: unknown, format: string): unknown {
+  if (!(e instanceof HoistError) || e.stage !== 'process') return e;
+  if (e.message.startsWith(`${format} processor: `)) return e;
+  return new HoistError(`${format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+}
