@@ -692,7 +692,7 @@ export class BundleDeploymentReconciler {
 
   private target(bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
     const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;
-    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd), ...(recorded ? { appliedDigest: recorded } : {}) };
+    return { name: bd.metadata.name, lineage: lineageOf(bd), revision, protection: spec.collisionProtection ?? 'Prevent', installNamespace: spec.installNamespace, actor: this.actor(bd), ...(recorded ? { appliedDigest: recorded } : {}), ...(spec.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}) };
   }
 
   /** a stored revision with this content keeps its number (restart, roll back by spec) */
