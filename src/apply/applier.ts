@@ -93,6 +93,18 @@ interface Prepared {
   ignored?: { pointers: string[]; full: KubeObject };
 }
 
+/** what the applier remembers of an object it applied: enough to skip it next time */
+interface AppliedRecord {
+  /** desired hash */
+  hash: string;
+  /** live fingerprint right after the apply */
+  fingerprint: string;
+  /** the driftIgnore pointers whose fields Hoist gave up */
+  released?: string;
+  /** interactive managers left on the object after the apply: they hold only ignored fields */
+  heldBy?: string[];
+}
+
 interface Planned extends Prepared {
   decision: TakeOver;
   /** the live object read for the collision check (has managedFields), when one was read */
@@ -114,7 +126,7 @@ export class Applier {
   private readonly live: LiveIndex | undefined;
   private readonly overrideManagers: ReadonlySet<string>;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
-  private readonly applied = new Map<string, Map<string, { hash: string; fingerprint: string; released?: string }>>();
+  private readonly applied = new Map<string, Map<string, AppliedRecord>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -127,9 +139,15 @@ export class Applier {
     this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
   }
 
-  /** true when an interactive manager (kubectl edit/set/patch...) owns fields of the live object */
-  private handEdited(live: LiveMeta | undefined): boolean {
-    return !!live?.managers?.some((m) => this.overrideManagers.has(m));
+  /**
+   * true when an interactive manager (kubectl edit/set/patch...) owns fields of the live object —
+   * unless (given what was applied) those managers were left holding only ignored fields and the
+   * object has not changed since, so an object with such a manager costs no request when unchanged
+   */
+  private handEdited(live: LiveMeta | undefined, rec?: AppliedRecord, desired?: KubeObject['metadata']): boolean {
+    const hand = live?.managers?.filter((m) => this.overrideManagers.has(m)) ?? [];
+    if (hand.length === 0) return false;
+    return !(rec?.heldBy && desired && hand.every((m) => rec.heldBy!.includes(m)) && rec.fingerprint === liveFingerprint(live!, desired));
   }
 
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
@@ -289,7 +307,7 @@ export class Applier {
       const known = this.live?.get(p.id);
       // hand-edited objects are read (their managedFields are needed to take the edits over), and
       // objects with ignored fields Hoist may still own (a new rule, a restart); only they
-      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known) && !this.mayOwnIgnored(target.name, p)) {
+      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
         return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
       try {
@@ -356,7 +374,7 @@ export class Applier {
     if (p.decision.action !== 'update') return false;
     const rec = this.applied.get(bd)?.get(p.id);
     const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
-    if (this.handEdited(live)) return false;
+    if (this.handEdited(live, rec, p.obj.metadata)) return false;
     return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live, p.obj.metadata);
   }
 
@@ -404,7 +422,8 @@ export class Applier {
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
-      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata), ...(ignored ? { released: ignored.join('\n') } : {}) });
+      const heldBy = ignored ? meta.managers?.filter((m) => this.overrideManagers.has(m)) : undefined;
+      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata), ...(ignored ? { released: ignored.join('\n') } : {}), ...(heldBy?.length ? { heldBy } : {}) });
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}) };

@@ -287,6 +287,8 @@ export class BundleDeploymentReconciler {
       await this.d.managed.watch(await this.servedTypes(rendered.objects), signal);
     } catch (e) {
       const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
+      // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
+      if (!isNew) return this.driftNotCorrected(bd, status, set, err, rendered.objects);
       await this.applyFailed(bd, spec, status, set, err, { number, contentDigest: rendered.contentDigest }, rendered.objects, outcome);
       return;
     }
@@ -366,6 +368,24 @@ export class BundleDeploymentReconciler {
     const objects = await this.objectsOf(bd, current);
     await this.applyFailed(bd, spec, status, set, err, current, objects, { ...outcome, result: {} });
     return poll;
+  }
+
+  /**
+   * Re-applying the installed revision failed (a drift correction, the apply on resume or after a
+   * restart): its objects may differ from it in fields Hoist owns until a retry lands. Status says
+   * so rather than "installed" alone — Installed=True reason Drifted and Progressing=True Retrying,
+   * both naming the objects and the API server's answer, so Done does not hold — and the controller
+   * retries with backoff. The revision is neither marked failed nor rolled back: it is still the
+   * one wanted and installed.
+   */
+  private async driftNotCorrected(bd: BundleDeployment, status: BundleDeploymentStatus, set: (c: ConditionInput) => void, err: HoistError, objects: KubeObject[]): Promise<never> {
+    const active = status.activeRevision!;
+    const message = err.describe();
+    set({ type: 'Installed', status: 'True', reason: 'Drifted', message: `revision ${active.number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}` });
+    set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `correcting drift from revision ${active.number}: ${message}; retrying with backoff` });
+    this.d.events.event(bd, 'Warning', 'DriftNotCorrected', `revision ${active.number}: ${message}`);
+    await this.observeHealth(bd, status, set, objects);
+    throw new HoistError(err.message, { stage: err.stage, reason: err.reason, code: err.code, subject: err.subject, terminal: false, cause: err });
   }
 
   /**
