@@ -112,6 +112,13 @@ describe('driftIgnore', () => {
     expect(drift).toContain('kubectl-set: spec.template.spec.containers[name=web].env[name=HOTFIX]');
     expect(drift).not.toContain('replicas');
     expect(cond(await t.get(name), 'Installed')).toMatchObject({ status: 'True', reason: 'Installed' });
+
+    // kubectl-patch stays on the object holding only the ignored field: a reconcile with nothing
+    // changed still asks the API server nothing
+    await t.ctl.manager.reconciler.reconcile(name);
+    const before = t.ctl.client.requests.total;
+    await t.ctl.manager.reconciler.reconcile(name);
+    expect(t.ctl.client.requests.total - before).toBe(0);
   }, 120_000);
 
   it('without a rule the field is Hoist\'s: a merge patch is reverted by the drift watch, an SSA without force is refused with a conflict', async () => {
