@@ -82,6 +82,23 @@ export interface HealthCheck {
   initialDelaySeconds?: number;
 }
 
+/** a Kubernetes label selector (metav1.LabelSelector): every matchLabels entry and every expression must hold */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }>;
+}
+
+/**
+ * Fields of matching objects Hoist neither applies over nor treats as drift (after Flux's drift
+ * ignore rules): an HPA's /spec/replicas, an injected caBundle. Set by the bundle on create only.
+ */
+export interface DriftIgnoreRule {
+  /** which objects of the bundle; every member set must match */
+  target: { group?: string; version?: string; kind?: string; name?: string; namespace?: string; labelSelector?: LabelSelector };
+  /** RFC 6901 JSON pointers, e.g. /spec/replicas */
+  jsonPointers: string[];
+}
+
 /**
  * OLM v1's deploymentConfig (OLM v0's SubscriptionConfig without selector), applied to every
  * Deployment of a registry-v1 bundle. Members are Kubernetes core/v1 shapes (EnvVar,
@@ -118,6 +135,8 @@ export interface BundleDeploymentSpec {
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];
+  /** fields other controllers own: not applied after create, not corrected (src/apply/drift-ignore.ts) */
+  driftIgnore?: DriftIgnoreRule[];
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;
   serviceAccount?: { name: string };

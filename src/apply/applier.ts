@@ -17,6 +17,7 @@ import {
   LABEL_OWNER_NAME,
   type CollisionProtection,
   type CRDSafety,
+  type DriftIgnoreRule,
 } from '../../api/v1alpha2/types.ts';
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isImmutableField, isInvalid, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
@@ -25,6 +26,7 @@ import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
+import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
@@ -55,6 +57,8 @@ export interface ApplyTarget {
    * None: not checked
    */
   crdSafety?: CRDSafety;
+  /** spec.driftIgnore: fields set on create only, then neither applied nor taken over (drift-ignore.ts) */
+  driftIgnore?: readonly DriftIgnoreRule[];
 }
 
 export interface ApplyReport {
@@ -87,6 +91,20 @@ interface Prepared {
   subject: string;
   /** hash of the desired object: equal hash + equal live fingerprint = nothing to send */
   hash: string;
+  /** fields driftIgnore rules name: `obj` is without them, `full` (applied on create) with them */
+  ignored?: { pointers: string[]; full: KubeObject };
+}
+
+/** what the applier remembers of an object it applied: enough to skip it next time */
+interface AppliedRecord {
+  /** desired hash */
+  hash: string;
+  /** live fingerprint right after the apply */
+  fingerprint: string;
+  /** the driftIgnore pointers whose fields Hoist gave up */
+  released?: string;
+  /** interactive managers left on the object after the apply: they hold only ignored fields */
+  heldBy?: string[];
 }
 
 interface Planned extends Prepared {
@@ -110,7 +128,7 @@ export class Applier {
   private readonly live: LiveIndex | undefined;
   private readonly overrideManagers: ReadonlySet<string>;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
-  private readonly applied = new Map<string, Map<string, { hash: string; fingerprint: string }>>();
+  private readonly applied = new Map<string, Map<string, AppliedRecord>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -123,9 +141,15 @@ export class Applier {
     this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
   }
 
-  /** true when an interactive manager (kubectl edit/set/patch...) owns fields of the live object */
-  private handEdited(live: LiveMeta | undefined): boolean {
-    return !!live?.managers?.some((m) => this.overrideManagers.has(m));
+  /**
+   * true when an interactive manager (kubectl edit/set/patch...) owns fields of the live object —
+   * unless (given what was applied) those managers were left holding only ignored fields and the
+   * object has not changed since, so an object with such a manager costs no request when unchanged
+   */
+  private handEdited(live: LiveMeta | undefined, rec?: AppliedRecord, desired?: KubeObject['metadata']): boolean {
+    const hand = live?.managers?.filter((m) => this.overrideManagers.has(m)) ?? [];
+    if (hand.length === 0) return false;
+    return !(rec?.heldBy && desired && hand.every((m) => rec.heldBy!.includes(m)) && rec.fingerprint === liveFingerprint(live!, desired));
   }
 
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
@@ -262,7 +286,9 @@ export class Applier {
       delete obj.metadata.creationTimestamp;
       delete obj.metadata.managedFields;
       delete obj.status;
-      out.push({ obj, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(obj) });
+      const ignored = ignoring(target.driftIgnore, obj);
+      const sent = ignored?.obj ?? obj;
+      out.push({ obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
     }
     if (failures.length > 0) {
       throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
@@ -281,8 +307,9 @@ export class Applier {
     const refused: string[] = [];
     const planned = await mapLimit(prepared, this.concurrency, async (p): Promise<Planned | undefined> => {
       const known = this.live?.get(p.id);
-      // hand-edited objects are read (their managedFields are needed to take the edits over); only they
-      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known)) {
+      // hand-edited objects are read (their managedFields are needed to take the edits over), and
+      // objects with ignored fields Hoist may still own (a new rule, a restart); only they
+      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
         return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
       try {
@@ -349,8 +376,13 @@ export class Applier {
     if (p.decision.action !== 'update') return false;
     const rec = this.applied.get(bd)?.get(p.id);
     const live = p.live ? liveMetaOf(p.live) : this.live?.get(p.id);
-    if (this.handEdited(live)) return false;
+    if (this.handEdited(live, rec, p.obj.metadata)) return false;
     return !!rec && !!live && rec.hash === p.hash && rec.fingerprint === liveFingerprint(live, p.obj.metadata);
+  }
+
+  /** true when Hoist may own fields driftIgnore rules name: not given up since this process applied the object */
+  private mayOwnIgnored(bd: string, p: Prepared): boolean {
+    return !!p.ignored && this.applied.get(bd)?.get(p.id)?.released !== p.ignored.pointers.join('\n');
   }
 
   private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[]): Promise<ObjectResult[]> {
@@ -360,27 +392,40 @@ export class Applier {
   private async applyOne(target: ApplyTarget, manager: string, p: Planned): Promise<ObjectResult> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
-    const before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
+    let before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
     const client = this.actor(target);
+    const ignored = p.ignored?.pointers;
     try {
       const action = p.decision.action;
       let reverted: string[] | undefined;
-      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager);
-      else if (action === 'update' && p.live && this.handEdited(liveMetaOf(p.live))) reverted = await this.takeOverFields(client, p.live, p, manager, this.overrideManagers);
+      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager, undefined, ignored);
+      else if (action === 'update' && p.live && (ignored || this.handEdited(liveMetaOf(p.live)))) {
+        const taken = await this.takeOverFields(client, p.live, p, manager, this.handEdited(liveMetaOf(p.live)) ? this.overrideManagers : new Set(), ignored);
+        reverted = taken.paths;
+        // giving up ignored fields alone changes nothing the bundle says: not a correction
+        if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+      }
+      // the bundle's values of ignored fields are the starting point of an object Hoist creates
+      const body = action === 'create' && p.ignored ? p.ignored.full : p.obj;
+      let created = action === 'create';
       let result: KubeObject;
       try {
-        result = await client.apply(p.obj, { fieldManager: manager, force: true });
+        result = await client.apply(body, { fieldManager: manager, force: true });
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
         this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
         await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
         await this.waitGone(client, p);
-        result = await client.apply(p.obj, { fieldManager: manager, force: true });
+        result = await client.apply(p.ignored?.full ?? p.obj, { fieldManager: manager, force: true });
+        created = true;
       }
+      // ...and then given up, so that later applies (which leave them out) neither set nor remove them
+      if (created && ignored) result = (await this.takeOverFields(client, result, p, manager, new Set(), ignored)).patched ?? result;
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
-      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata) });
+      const heldBy = ignored ? meta.managers?.filter((m) => this.overrideManagers.has(m)) : undefined;
+      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata), ...(ignored ? { released: ignored.join('\n') } : {}), ...(heldBy?.length ? { heldBy } : {}) });
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}) };
@@ -394,18 +439,20 @@ export class Applier {
    * test so a racing write wins; a write that raced (a controller updating status) makes it read
    * the object again and retry. Returns "manager: field path" of what was taken over.
    */
-  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>): Promise<string[]> {
+  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>, ignored?: readonly string[]): Promise<{ paths: string[]; patched?: KubeObject }> {
     for (let attempt = 1; ; attempt++) {
       const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
-      const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only);
-      if (!merged) return [];
+      const current = live;
+      const hold = ignored ? (fields: Record<string, unknown>) => splitFields(fields, current, ignored) : undefined;
+      const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only, hold);
+      if (!merged) return { paths: [] };
       const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
       try {
-        await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
+        const patched = await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
           { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
           { op: 'replace', path: '/metadata/managedFields', value: merged },
         ], 'json');
-        return taken.flatMap((e) => fieldPaths(e.fieldsV1).map((f) => `${e.manager}: ${f}`));
+        return { paths: taken.flatMap((e) => fieldPaths(hold ? hold(e.fieldsV1 ?? {}).rest : e.fieldsV1).map((f) => `${e.manager}: ${f}`)), patched };
       } catch (e) {
         // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
         if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
@@ -524,6 +571,17 @@ export class Applier {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+/** the object without the fields driftIgnore rules name; Hoist's own labels and revision annotation always stay */
+function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject): { pointers: string[]; obj: KubeObject } | undefined {
+  const pointers = ignoredPointers(rules, obj);
+  if (pointers.length === 0) return undefined;
+  const stripped = withoutIgnored(obj, pointers).obj;
+  const { labels, annotations } = obj.metadata;
+  stripped.metadata.labels = { ...stripped.metadata.labels, [LABEL_OWNER_NAME]: labels![LABEL_OWNER_NAME]!, [LABEL_LINEAGE]: labels![LABEL_LINEAGE]! };
+  stripped.metadata.annotations = { ...stripped.metadata.annotations, [ANNOTATION_REVISION]: annotations![ANNOTATION_REVISION]! };
+  return { pointers, obj: stripped };
 }
 
 function isEstablished(crd: KubeObject): boolean {

@@ -81,21 +81,33 @@ function segment(key: string, first: boolean): string {
 /**
  * Returns the managedFields list with every non-status entry (with `only`: every entry of those
  * managers) folded into one Apply entry of `manager`, or undefined when there is nothing to take over.
+ * With `hold` (drift-ignore rules): the fields it splits off are never taken — a folded manager
+ * keeps owning them, and `manager`'s own entry gives them up (so they are owned by no one else).
  */
-export function takeOverManagedFields(entries: readonly ManagedFieldsEntry[], manager: string, apiVersion: string, only?: ReadonlySet<string>): ManagedFieldsEntry[] | undefined {
+export function takeOverManagedFields(
+  entries: readonly ManagedFieldsEntry[],
+  manager: string,
+  apiVersion: string,
+  only?: ReadonlySet<string>,
+  hold?: (fields: Record<string, unknown>) => { rest: Record<string, unknown>; held: Record<string, unknown> },
+): ManagedFieldsEntry[] | undefined {
   const keep: ManagedFieldsEntry[] = [];
   let fields: Record<string, unknown> = {};
-  let foreign = 0;
+  let changes = 0;
   for (const e of entries) {
     const mine = e.manager === manager && e.operation === 'Apply';
     if (e.subresource || (only && !mine && !only.has(e.manager ?? ''))) {
       keep.push(e);
       continue;
     }
-    if (e.manager !== manager || e.operation !== 'Apply') foreign++;
-    fields = mergeFields(fields, e.fieldsV1 ?? {});
+    const { rest, held } = hold ? hold(e.fieldsV1 ?? {}) : { rest: e.fieldsV1 ?? {}, held: {} };
+    const holds = Object.keys(held).length > 0;
+    if (!mine && holds) keep.push({ ...e, fieldsV1: held });
+    // a foreign entry that owns only held fields stays as it was
+    if ((!mine && !(holds && Object.keys(rest).length === 0)) || (mine && holds)) changes++;
+    fields = mergeFields(fields, rest);
   }
-  if (foreign === 0) return undefined;
+  if (changes === 0) return undefined;
   return [
     { manager, operation: 'Apply', apiVersion, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), fieldsType: 'FieldsV1', fieldsV1: fields },
     ...keep,

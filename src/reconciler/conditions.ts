@@ -9,7 +9,7 @@ import type { Condition, ConditionType } from '../../api/v1alpha2/types.ts';
 export const REASONS = {
   Resolved: ['Resolved', 'ResolveFailed'],
   Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
-  Installed: ['Installed', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending'],
+  Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],
   Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict'],
   Paused: ['Paused', 'Reconciling'],

@@ -14,7 +14,7 @@ import type { Rendered } from '../revision-objects.ts';
 import { actor, applyTarget, watchObjects, type StepContext } from './context.ts';
 import { decideRevision } from './decide.ts';
 import { observeHealth } from './health.ts';
-import { failedRevision } from './recover.ts';
+import { driftNotCorrected, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 
 /** applies the rendered revision; false when the pipeline stops here (held back, failed) */
@@ -58,7 +58,9 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     await watchObjects(ctx, rendered.objects, s.signal);
   } catch (e) {
     const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
-    await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
+    // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
+    if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
+    else await driftNotCorrected(ctx, s, err, rendered.objects);
     return false;
   }
   s.changed = countChanged(s.results);

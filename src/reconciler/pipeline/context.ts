@@ -64,6 +64,7 @@ export function applyTarget(ctx: StepContext, bd: BundleDeployment, spec: Defaul
     installNamespace: spec.installNamespace,
     actor: actor(ctx, bd),
     ...(recorded ? { appliedDigest: recorded } : {}),
+    ...(spec.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}),
   };
 }
 

@@ -99,3 +99,24 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
   s.note = 'held, retrying';
   s.result = { requeue: true };
 }
+
+/**
+ * Re-applying the installed revision failed (a drift correction, the apply on resume or after a
+ * restart): its objects may differ from it in fields Hoist owns until a retry lands. Status says
+ * so rather than "installed" alone — Installed=True reason Drifted and Progressing=True Retrying,
+ * both naming the objects and the API server's answer, so Done does not hold — and the controller
+ * retries with backoff. The revision is neither marked failed nor rolled back: it is still the
+ * one wanted and installed.
+ */
+export async function driftNotCorrected(ctx: StepContext, s: ReconcileState, err: HoistError, objects: readonly KubeObject[]): Promise<void> {
+  const active = s.status.activeRevision;
+  const number = active?.number ?? s.revision?.number;
+  const message = err.describe();
+  s.set({ type: 'Installed', status: 'True', reason: 'Drifted', message: `revision ${number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}` });
+  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `correcting drift from revision ${number}: ${message}; retrying with backoff` });
+  ctx.d.events.event(s.bd, 'Warning', 'DriftNotCorrected', `revision ${number}: ${message}`);
+  await observeHealth(ctx, s, objects);
+  s.note = 'drift not corrected';
+  // retried whatever the cause: the revision is still the one wanted
+  s.result = { requeue: true };
+}

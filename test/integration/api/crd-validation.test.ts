@@ -131,6 +131,11 @@ describe('BundleDeployment CRD on a real API server', () => {
         collisionProtection: 'IfNotOwned',
         serviceAccount: { name: 'installer' },
         deleteCRDsOnUninstall: true,
+        driftIgnore: [
+          { target: { group: 'apps', kind: 'Deployment', name: 'rollouts' }, jsonPointers: ['/spec/replicas'] },
+          { target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' }, jsonPointers: ['/spec/conversion/webhook/clientConfig/caBundle'] },
+          { target: { labelSelector: { matchLabels: { app: 'x' }, matchExpressions: [{ key: 'tier', operator: 'Exists' }] } }, jsonPointers: ['/metadata/annotations/example.com~1hash'] },
+        ],
       });
       expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true, config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } } });
     });
@@ -370,6 +375,16 @@ describe('BundleDeployment CRD on a real API server', () => {
       'duplicate health check names',
       { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true' }, { name: 'x', match: { kind: 'Pod' }, cel: 'true' }] },
       ['spec.healthChecks[1]: Duplicate value'],
+    ],
+    ['drift ignore rule without target', { ...plain, driftIgnore: [{ jsonPointers: ['/spec/replicas'] }] }, ['spec.driftIgnore[0].target: Required value']],
+    ['drift ignore rule without pointers', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: [] }] }, ['spec.driftIgnore[0].jsonPointers', 'at least 1 item']],
+    ['drift ignore pointer without leading slash', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['spec/replicas'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'a JSON pointer starts with /']],
+    ['drift ignore pointer with a bad escape', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/annotations/a~2b'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'escapes ~ as ~0']],
+    ['drift ignore of the object name', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/name'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'cannot be ignored']],
+    [
+      'drift ignore selector In without values',
+      { ...plain, driftIgnore: [{ target: { labelSelector: { matchExpressions: [{ key: 'app', operator: 'In' }] } }, jsonPointers: ['/spec/replicas'] }] },
+      ['spec.driftIgnore[0].target.labelSelector.matchExpressions[0]', 'In and NotIn need values'],
     ],
     ['missing format', { sources: plain.sources }, ['spec.format: Required value']],
   ];

@@ -114,6 +114,12 @@ describe('bundleDeploymentCRD', () => {
           initialDelaySeconds: 0,
         },
       ],
+      driftIgnore: [
+        {
+          target: { group: 'apps', version: 'v1', kind: 'Deployment', name: 'n', namespace: 'ns', labelSelector: { matchLabels: { a: 'b' }, matchExpressions: [{ key: 'k', operator: 'In', values: ['v'] }] } },
+          jsonPointers: ['/spec/replicas'],
+        },
+      ],
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
@@ -134,7 +140,7 @@ describe('bundleDeploymentCRD', () => {
 
     const declared = new Set([...nodes(root)].map(([p]) => p));
     const missing = [...valuePaths(spec, '.spec'), ...valuePaths(status, '.status')].filter(
-      (p) => !declared.has(p) && !p.startsWith('.spec.config.helm.values.') && !p.startsWith('.spec.healthChecks[].match.selector.'),
+      (p) => !declared.has(p) && !p.startsWith('.spec.config.helm.values.') && !p.startsWith('.spec.healthChecks[].match.selector.') && !p.startsWith('.spec.driftIgnore[].target.labelSelector.matchLabels.'),
     );
     expect(missing).toEqual([]);
   });
