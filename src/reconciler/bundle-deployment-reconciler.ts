@@ -39,6 +39,7 @@ import { getCondition, setCondition, type ConditionInput } from './conditions.ts
 import { lineageWinner } from './lineage.ts';
 import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
 import { readCredentials, secretKeyOf, secretRefOf } from './credentials.ts';
+import { publicKeysOf } from './public-keys.ts';
 import type { Identities } from './identity.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
@@ -450,7 +451,8 @@ export class BundleDeploymentReconciler {
         const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
-        const r = await source.resolve(src, { previous, recheck, credentials, ...(signal ? { signal } : {}) });
+        const publicKeys = publicKeysOf(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount);
+        const r = await source.resolve(src, { previous, recheck, credentials, ...(publicKeys ? { publicKeys } : {}), ...(signal ? { signal } : {}) });
         if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
         else r.status.resolvedAt = previous.resolvedAt;
         r.status.generation = gen;
@@ -533,7 +535,7 @@ export class BundleDeploymentReconciler {
     const message = err.describe();
     const stage: Stage = err.stage;
     if (stage === 'resolve' || stage === 'spec') {
-      set({ type: 'Resolved', status: 'False', reason: 'ResolveFailed', message });
+      set({ type: 'Resolved', status: 'False', reason: err.reason === 'VerificationFailed' ? 'VerificationFailed' : 'ResolveFailed', message });
       set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
     } else {
       set({ type: 'Unpacked', status: 'False', reason: stage === 'process' ? 'ProcessFailed' : 'FetchFailed', message });
