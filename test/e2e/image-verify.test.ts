@@ -12,7 +12,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, createPublicKey } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,7 @@ import { RegistryClient } from '../../src/sources/image/client.ts';
 import { pushImage, pushManifest, writeLayer } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
 import { cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { cosignCli, type Cosign, type CosignKey } from '../support/cosign.ts';
 import { CM } from '../support/e2e-bundles.ts';
 import { startRegistry, type TestRegistry } from '../support/registry.ts';
 
@@ -32,28 +33,11 @@ let reg: TestRegistry;
 let t: TestController;
 let work: string;
 let client: RegistryClient;
-const trusted = { dir: '', pub: '' };
-const stranger = { dir: '', pub: '' };
+let cosign: Cosign;
+let trusted: CosignKey;
+let stranger: CosignKey;
 const ns = (n: string): string => `hoist-verify-${n}-${t.runId}`;
-
-async function cosign(args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
-  // no password on the test keys; the registry's CA trusted through Go's SSL_CERT_FILE; HOME
-  // kept out of the user's ~/.sigstore
-  const { stdout } = await exec(toolPath('cosign'), args, { cwd, env: { ...process.env, COSIGN_PASSWORD: '', SSL_CERT_FILE: reg.pki!.caCertPath, HOME: work, ...env }, maxBuffer: 16 << 20 });
-  return stdout;
-}
-
-async function keyPair(into: { dir: string; pub: string }, name: string): Promise<void> {
-  into.dir = join(work, name);
-  await mkdir(into.dir);
-  await cosign(['generate-key-pair'], into.dir);
-  into.pub = await readFile(join(into.dir, 'cosign.pub'), 'utf8');
-}
-
-/** signs `ref@digest` with a key pair's cosign.key, no transparency log (it needs the network) */
-async function sign(key: { dir: string }, ref: string, extra: string[] = [], env: Record<string, string> = {}): Promise<void> {
-  await cosign(['sign', '--key', join(key.dir, 'cosign.key'), '--tlog-upload=false', '--yes', ...extra, ref], key.dir, env);
-}
+const sign = (key: CosignKey, ref: string, extra: string[] = [], env: Record<string, string> = {}): Promise<void> => cosign.sign(key, ref, extra, env);
 
 let layerSeq = 0;
 /** pushes a one-ConfigMap bundle to `repo:tag`; returns its digest */
@@ -87,8 +71,9 @@ beforeAll(async () => {
   reg = await startRegistry({ auth: 'none', tls: true });
   client = new RegistryClient({ ca: reg.pki!.caCert });
   t = await startTestController({ sources: { ca: reg.pki!.caCert } });
-  await keyPair(trusted, 'trusted');
-  await keyPair(stranger, 'stranger');
+  cosign = cosignCli(work, reg.pki!.caCertPath);
+  trusted = await cosign.generate('trusted');
+  stranger = await cosign.generate('stranger');
   await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keys', namespace: t.namespace }, type: 'Opaque', stringData: { 'cosign.pub': trusted.pub, 'notes.txt': 'not a key' } } as unknown as KubeObject);
   // any of several keys may match; a ConfigMap works as well as a Secret
   await t.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'keys-cm', namespace: t.namespace }, data: { 'other.pub': stranger.pub, 'team.pub': trusted.pub } } as unknown as KubeObject);

@@ -4,7 +4,8 @@
  * What cosign writes (`cosign sign --key`): a signature manifest whose layers each hold one
  * "simple signing" payload (media type `application/vnd.dev.cosign.simplesigning.v1+json`) and,
  * in the layer's annotation `dev.cosignproject.cosign/signature`, the base64 signature over the
- * payload's exact bytes: ECDSA (ASN.1 DER) or RSA PKCS#1 v1.5 over SHA-256, or pure ed25519.
+ * payload's exact bytes: ECDSA (ASN.1 DER) or RSA PKCS#1 v1.5 over SHA-256, or Ed25519ph (cosign
+ * v2; pure Ed25519 from older cosign is accepted too).
  * The payload names the signed manifest digest in `critical.image.docker-manifest-digest` and
  * says `critical.type: cosign container image signature`.
  *
@@ -17,6 +18,7 @@
  */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { HoistError } from '../../../util/errors.ts';
+import { verifyEd25519 } from './ed25519.ts';
 
 export const COSIGN_SIMPLESIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json';
 export const COSIGN_SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
@@ -95,8 +97,9 @@ export function signatureMatches(payload: Buffer, signature: string, key: KeyObj
   const sig = Buffer.from(signature, 'base64');
   if (sig.length === 0) return false;
   try {
-    // ed25519 signs the message itself; ECDSA and RSA (PKCS#1 v1.5) sign its SHA-256
-    if (key.asymmetricKeyType === 'ed25519') return verify(null, payload, key, sig);
+    // cosign v2 signs with Ed25519ph for ed25519 keys, older cosign with pure Ed25519 (which
+    // node:crypto has); ECDSA and RSA (PKCS#1 v1.5) sign the payload's SHA-256
+    if (key.asymmetricKeyType === 'ed25519') return verifyEd25519(payload, sig, key, true) || verify(null, payload, key, sig);
     if (key.asymmetricKeyType === 'ec') return verify('sha256', payload, { key, dsaEncoding: 'der' }, sig);
     return verify('sha256', payload, key, sig);
   } catch {

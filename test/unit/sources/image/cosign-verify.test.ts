@@ -4,9 +4,10 @@
  * and pure ed25519, over the simple-signing payload bytes. The same code is exercised with
  * signatures made by the real cosign binary in test/e2e/image-verify.test.ts.
  */
-import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkPayload, parsePublicKeys, signatureMatches, VerificationFailure, verifyCandidates, type SignatureCandidate } from '../../../../src/sources/image/verify/cosign.ts';
+import { verifyEd25519 } from '../../../../src/sources/image/verify/ed25519.ts';
 import { isHoistError } from '../../../../src/util/errors.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
@@ -128,5 +129,29 @@ describe('cosign keyed verification', () => {
     }
     const dsa = generateKeyPairSync('dsa', { modulusLength: 2048, divisorLength: 224 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
     expect(() => parsePublicKeys(dsa, 'k')).toThrow(/dsa key/);
+  });
+});
+
+describe('Ed25519 (RFC 8032) with the Ed25519ph variant cosign v2 uses', () => {
+  it('verifies RFC 8032 §7.3 test vector 1 (Ed25519ph, message "abc") and refuses it altered', () => {
+    const pub = Buffer.from('ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf', 'hex');
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: pub.toString('base64url') }, format: 'jwk' });
+    const sig = Buffer.from('98a70222f0b8121aa9d30f813d683f809e462b469c7ff87639499bb94e6dae4131f85042463c2a355a2003d062adf5aaa10b8c61e636062aaad11c2a26083406', 'hex');
+    expect(verifyEd25519(Buffer.from('abc'), sig, key, true)).toBe(true);
+    expect(verifyEd25519(Buffer.from('abd'), sig, key, true)).toBe(false);
+    expect(verifyEd25519(Buffer.from('abc'), sig, key, false)).toBe(false);
+    const flipped = Buffer.from(sig);
+    flipped[10] = flipped[10]! ^ 1;
+    expect(verifyEd25519(Buffer.from('abc'), flipped, key, true)).toBe(false);
+  });
+
+  it('agrees with node:crypto on pure Ed25519', () => {
+    for (let i = 0; i < 5; i++) {
+      const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+      const message = Buffer.from(`message ${i}`);
+      const sig = sign(null, message, privateKey);
+      expect(verifyEd25519(message, sig, publicKey, false)).toBe(true);
+      expect(verifyEd25519(Buffer.from(`other ${i}`), sig, publicKey, false)).toBe(false);
+    }
   });
 });
