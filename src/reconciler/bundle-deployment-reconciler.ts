@@ -806,7 +806,9 @@ function stopwatch(into: Record<string, number>): Stopwatch {
 }
 
 function describeResolved(resolved: readonly Resolved[]): string {
-  return resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}`).join(', ');
+  // image.verify under policy Warn installs unverified content: say so where people look first
+  const signature = (v: ResolvedSourceStatus['verification']): string => (!v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`);
+  return resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`).join(', ');
 }
 
 function summarize(results: readonly ObjectResult[]): string {

@@ -103,6 +103,7 @@ describe('image.verify with cosign', () => {
       signature: sig.digest,
       via: 'tag',
     });
+    expect(cond(bd, 'Resolved')?.message).toBe(`image ${digest} (signature verified)`);
     expect((await configMap('signed', ns('signed')))?.data?.value).toBe('signed-1');
   });
 
@@ -165,7 +166,7 @@ describe('image.verify with cosign', () => {
     await t.create('warned', { installNamespace: ns('warned'), format: 'plain', sources: source(`${reg.host}/bundles/warned:v1`, { policy: 'Warn' }) });
     const bd = await t.waitFor('warned', isDone, 'installed despite no signature');
     expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({ provider: 'cosign', policy: 'Warn', result: 'Failed', digest, reason: 'signature-not-found' });
-    expect(cond(bd, 'Resolved')?.status).toBe('True');
+    expect(cond(bd, 'Resolved')).toMatchObject({ status: 'True', message: `image ${digest} (signature NOT verified, policy Warn: signature-not-found)` });
     expect((await configMap('warned', ns('warned')))?.data?.value).toBe('warned-1');
   });
 
