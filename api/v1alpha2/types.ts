@@ -29,6 +29,18 @@ export interface SourceAuth {
 export interface ImageSource {
   ref: string;
   auth?: SourceAuth;
+  /** signature verification before anything is unpacked (src/sources/image/verify/) */
+  verify?: ImageVerification;
+}
+/** Enforce: unverified content is refused; Warn: the failure is recorded and the content installed */
+export type VerificationPolicy = 'Enforce' | 'Warn';
+export interface ImageVerification {
+  /** only keyed cosign signatures are supported (default cosign) */
+  provider?: 'cosign';
+  /** PEM public keys: every `*.pub` entry of the Secret or ConfigMap; any one of them may match */
+  publicKeys: { secretRef?: { name: string }; configMapRef?: { name: string } };
+  /** default Enforce */
+  policy?: VerificationPolicy;
 }
 export interface GitRef {
   commit?: string;
@@ -167,6 +179,28 @@ export interface ResolvedSourceStatus {
   etag?: string;
   lastModified?: string;
   resolvedAt?: string;
+  /** image sources with `verify`: how the signature check came out */
+  verification?: SourceVerification;
+}
+
+export interface SourceVerification {
+  provider: 'cosign';
+  policy: VerificationPolicy;
+  /** Verified, or Failed (only ever recorded under policy Warn: Enforce refuses instead) */
+  result: 'Verified' | 'Failed';
+  /** the digest the signature covers (status.digest) */
+  digest?: string;
+  /** which configured key matched: `Secret ns/name key cosign.pub` */
+  key?: string;
+  /** SHA-256 of the matching key's SubjectPublicKeyInfo (DER), `sha256:<hex>` */
+  keyFingerprint?: string;
+  /** digest of the signature manifest that held the matching signature */
+  signature?: string;
+  /** how the signature manifest was found: cosign's `sha256-<hex>.sig` tag or the OCI 1.1 referrers */
+  via?: 'tag' | 'referrers';
+  /** Failed: the error code and message */
+  reason?: string;
+  message?: string;
 }
 
 export interface RevisionRef {

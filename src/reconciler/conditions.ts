@@ -7,7 +7,7 @@ import type { Condition, ConditionType } from '../../api/v1alpha2/types.ts';
 
 /** Every reason Hoist sets, by condition type. Documented in docs/status.md. */
 export const REASONS = {
-  Resolved: ['Resolved', 'ResolveFailed'],
+  Resolved: ['Resolved', 'ResolveFailed', 'VerificationFailed'],
   Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
   Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],

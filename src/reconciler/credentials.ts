@@ -30,27 +30,44 @@ export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controller
 export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;
-  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
-  const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
-  if (!namespace) {
-    throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `secret ${name}`, terminal: true });
-  }
-  const reader = sa ? client.impersonate(`system:serviceaccount:${namespace}:${sa}`) : client;
-  let secret: (KubeObject & { data?: Record<string, string> }) | undefined;
-  try {
-    secret = await reader.get({ apiVersion: 'v1', kind: 'Secret' }, name, namespace);
-  } catch (e) {
-    if (isForbidden(e)) {
-      throw new HoistError(`service account ${namespace}/${sa} may not read secret ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-forbidden', subject: `secret ${namespace}/${name}`, terminal: false, cause: e });
-    }
-    throw e;
-  }
-  if (!secret) {
-    // transient: the secret may be created after the BundleDeployment
-    throw new HoistError(`secret ${namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-not-found', subject: `secret ${namespace}/${name}`, terminal: false });
-  }
+  const { object: secret, namespace } = await readReferenced(client, controllerNamespace, bd, 'Secret', name, defaultServiceAccount);
   const data: Record<string, string> = {};
   for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
   const hosts = secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_HOSTS]?.split(',').map((h) => h.trim()).filter((h) => h !== '');
   return { data, secret: `${namespace}/${name}`, ...(hosts && hosts.length > 0 ? { hosts } : {}) };
+}
+
+/**
+ * A Secret or ConfigMap a BundleDeployment names, where and as whom readCredentials reads
+ * secrets: the controller's namespace, or installNamespace as the acting service account.
+ * Missing is transient (it may be created after the BundleDeployment).
+ */
+export async function readReferenced(
+  client: KubeClient,
+  controllerNamespace: string,
+  bd: BundleDeployment,
+  kind: 'Secret' | 'ConfigMap',
+  name: string,
+  defaultServiceAccount?: string,
+): Promise<{ object: KubeObject & { data?: Record<string, string> }; namespace: string }> {
+  const what = kind.toLowerCase();
+  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
+  const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
+  if (!namespace) {
+    throw new HoistError(`serviceAccount needs installNamespace to read ${what}s`, { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `${what} ${name}`, terminal: true });
+  }
+  const reader = sa ? client.impersonate(`system:serviceaccount:${namespace}:${sa}`) : client;
+  let object: (KubeObject & { data?: Record<string, string> }) | undefined;
+  try {
+    object = await reader.get({ apiVersion: 'v1', kind }, name, namespace);
+  } catch (e) {
+    if (isForbidden(e)) {
+      throw new HoistError(`service account ${namespace}/${sa} may not read ${what} ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-forbidden`, subject: `${what} ${namespace}/${name}`, terminal: false, cause: e });
+    }
+    throw e;
+  }
+  if (!object) {
+    throw new HoistError(`${what} ${namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-not-found`, subject: `${what} ${namespace}/${name}`, terminal: false });
+  }
+  return { object, namespace };
 }

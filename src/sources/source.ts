@@ -20,6 +20,14 @@ export interface Credentials {
   hosts?: readonly string[];
 }
 
+/** The entries of the Secret or ConfigMap an image source's `verify.publicKeys` names. */
+export interface PublicKeySet {
+  /** `Secret ns/name` or `ConfigMap ns/name`, for status and messages */
+  from: string;
+  /** every `*.pub` entry, by key name */
+  entries: { name: string; pem: string }[];
+}
+
 export interface SourceContext {
   /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
   credentials?: Credentials;
@@ -33,6 +41,11 @@ export interface SourceContext {
    */
   previous?: ResolvedSourceStatus;
   recheck?: boolean;
+  /**
+   * reads the public keys of `image.verify.publicKeys`; called only when a signature must be
+   * checked (a new digest or a re-check), so a reused resolution reads nothing
+   */
+  publicKeys?: () => Promise<PublicKeySet>;
   /** told how `fetch` was served: from the store, after proving access, or by a download */
   onStore?: (outcome: StoreOutcome) => void;
 }

@@ -21,7 +21,7 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
   const message = err.describe();
   const stage = err.stage;
   if (stage === 'resolve' || stage === 'spec') {
-    s.set({ type: 'Resolved', status: 'False', reason: 'ResolveFailed', message });
+    s.set({ type: 'Resolved', status: 'False', reason: err.reason === 'VerificationFailed' ? 'VerificationFailed' : 'ResolveFailed', message });
     s.set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
   } else {
     s.set({ type: 'Unpacked', status: 'False', reason: stage === 'process' ? 'ProcessFailed' : 'FetchFailed', message });

@@ -3,9 +3,10 @@
  * of this generation is reused without a network call unless pollInterval elapsed or the source's
  * Secret rotated (floating refs only). Sets Resolved.
  */
-import { pinnedBySpec } from '../../../api/v1alpha2/types.ts';
+import { pinnedBySpec, type ResolvedSourceStatus } from '../../../api/v1alpha2/types.ts';
 import type { Resolved } from '../../sources/source.ts';
 import { readCredentials, secretKeyOf } from '../credentials.ts';
+import { publicKeysOf } from '../public-keys.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
@@ -27,7 +28,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
-        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(s.signal ? { signal: s.signal } : {}) });
+        const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);
+        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
         r.status.resolvedAt = recheck || !previous ? s.now().toISOString() : previous.resolvedAt;
         r.status.generation = s.generation;
         return r;
@@ -35,6 +37,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
     ),
   );
   s.status.resolvedSources = resolved.map((r) => r.status);
-  s.set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}`).join(', ') });
+  // image.verify under policy Warn installs unverified content: say so where people look first
+  const signature = (v: ResolvedSourceStatus['verification']): string => (!v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`);
+  s.set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`).join(', ') });
   return resolved;
 }

@@ -22,8 +22,12 @@
  * restart, makes zero requests.
  *
  * Every resolve and every fetch runs under one overall deadline (`timeoutMs`).
+ *
+ * verify — with `image.verify`, resolve also checks the digest's cosign signature (./verify/)
+ *   before returning, so a refused image is never fetched; the outcome goes into
+ *   `status.verification`.
  */
-import type { ImageSource as ImageSourceSpec, SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { ImageSource as ImageSourceSpec, ImageVerification, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError } from '../../util/errors.ts';
 import type { UnpackLimits } from '../../util/unpack-tar.ts';
@@ -37,6 +41,7 @@ import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, selectPlatform, type P
 import { pullImage, type PullResult } from './pull.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
+import { verifyImage } from './verify/verify-image.ts';
 
 export interface ImageSourceOptions extends RegistryClientOptions {
   /** platform picked from an index: `os/arch[/variant]` or an object; default linux/amd64 */
@@ -88,6 +93,12 @@ export class ImageSource implements Source {
   }
 
   async resolve(spec: SourceSpec, ctx: SourceContext): Promise<ImageResolved> {
+    const resolved = await this.resolveDigest(spec, ctx);
+    const verify = spec.image?.verify;
+    return verify ? this.verified(verify, resolved, ctx) : resolved;
+  }
+
+  private async resolveDigest(spec: SourceSpec, ctx: SourceContext): Promise<ImageResolved> {
     const ref = this.reference(spec);
     const subject = formatReference(ref);
     const locations = pullLocations(this.registries, ref, 'resolve');
@@ -112,6 +123,27 @@ export class ImageSource implements Source {
     }
     const location = locations[0]!.ref;
     return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+  }
+
+  /**
+   * Checks the cosign signature of the resolved digest (./verify/) in the repository that served
+   * it, before anything is fetched. A verification recorded for the same digest under this spec
+   * generation is reused without a request, except that a recorded failure (policy Warn) is
+   * checked again on a re-check.
+   */
+  private async verified(verify: ImageVerification, resolved: ImageResolved, ctx: SourceContext): Promise<ImageResolved> {
+    const digest = resolved.status.digest!;
+    const recorded = ctx.previous?.kind === 'image' && ctx.previous.digest === digest ? ctx.previous.verification : undefined;
+    if (recorded && (!ctx.recheck || recorded.result === 'Verified')) return { ...resolved, status: { ...resolved.status, verification: recorded } };
+    const location = parseReference(resolved.status.ref!);
+    const subject = resolved.pinnedRef;
+    if (!ctx.publicKeys) {
+      throw new HoistError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject, terminal: true });
+    }
+    const keys = await ctx.publicKeys();
+    const op = this.op(location, ctx, 'resolve');
+    const verification = await withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => verifyImage(this.client, location, digest, verify, keys, { ...op, signal }, subject));
+    return { ...resolved, status: { ...resolved.status, verification } };
   }
 
   private async resolveTag(ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {

@@ -115,7 +115,7 @@ describe('BundleDeployment CRD on a real API server', () => {
         installNamespace: 'operators',
         sources: [
           { kind: 'image', image: { ref: `quay.io/acme/rollouts-bundle:v1.9.1@sha256:${HEX64}`, auth: { secretRef: { name: 'acme-pull' } } } },
-          { kind: 'image', image: { ref: 'localhost:5000/acme/extra_bits:latest' }, destination: 'extra/bits' },
+          { kind: 'image', image: { ref: 'localhost:5000/acme/extra_bits:latest', verify: { publicKeys: { configMapRef: { name: 'acme-keys' } }, policy: 'Warn' } }, destination: 'extra/bits' },
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
         ],
@@ -137,6 +137,8 @@ describe('BundleDeployment CRD on a real API server', () => {
           { target: { labelSelector: { matchLabels: { app: 'x' }, matchExpressions: [{ key: 'tier', operator: 'Exists' }] } }, jsonPointers: ['/metadata/annotations/example.com~1hash'] },
         ],
       });
+      // verify's defaults: provider cosign; an explicit policy is kept
+      expect(bd.spec.sources[1]?.image?.verify).toEqual({ provider: 'cosign', publicKeys: { configMapRef: { name: 'acme-keys' } }, policy: 'Warn' });
       expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true, config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } } });
     });
   });
@@ -387,6 +389,26 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.driftIgnore[0].target.labelSelector.matchExpressions[0]', 'In and NotIn need values'],
     ],
     ['missing format', { sources: plain.sources }, ['spec.format: Required value']],
+    [
+      'image.verify with both a Secret and a ConfigMap of keys',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { publicKeys: { secretRef: { name: 'a' }, configMapRef: { name: 'b' } } } } }] },
+      ['spec.sources[0].image.verify.publicKeys', 'exactly one of secretRef or configMapRef'],
+    ],
+    [
+      'image.verify without keys',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { publicKeys: {} } } }] },
+      ['spec.sources[0].image.verify.publicKeys', 'exactly one of secretRef or configMapRef'],
+    ],
+    [
+      'image.verify with provider notation (not supported)',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { provider: 'notation', publicKeys: { secretRef: { name: 'a' } } } } }] },
+      ['spec.sources[0].image.verify.provider: Unsupported value: "notation"', '"cosign"'],
+    ],
+    [
+      'image.verify with an unknown policy',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { policy: 'Audit', publicKeys: { secretRef: { name: 'a' } } } } }] },
+      ['spec.sources[0].image.verify.policy: Unsupported value: "Audit"', '"Enforce", "Warn"'],
+    ],
   ];
 
   it.each(invalid)('refuses %s', async (_what, spec, fragments) => {

@@ -1,0 +1,27 @@
+/**
+ * Reads the public keys an image source's `verify.publicKeys` names (a Secret or a ConfigMap),
+ * from where and as whom source credentials are read (./credentials.ts): every `*.pub` entry,
+ * the way Flux reads cosign keys. Public keys are not secret, but a Secret lets RBAC keep others
+ * from swapping them.
+ */
+import type { BundleDeployment, SourceSpec } from '../../api/v1alpha2/types.ts';
+import type { KubeClient } from '../kube/types.ts';
+import type { PublicKeySet } from '../sources/source.ts';
+import { readReferenced } from './credentials.ts';
+
+/** A loader for the source's keys, or undefined when it verifies nothing. */
+export function publicKeysOf(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): (() => Promise<PublicKeySet>) | undefined {
+  const from = source.image?.verify?.publicKeys;
+  if (!from) return undefined;
+  return async () => {
+    const kind = from.secretRef ? 'Secret' : 'ConfigMap';
+    const name = (from.secretRef ?? from.configMapRef)!.name;
+    const { object, namespace } = await readReferenced(client, controllerNamespace, bd, kind, name, defaultServiceAccount);
+    const entries = Object.entries(object.data ?? {})
+      .filter(([k]) => k.endsWith('.pub'))
+      .sort(([a], [b]) => a.localeCompare(b))
+      // Secret data is base64, ConfigMap data is the text itself
+      .map(([k, v]) => ({ name: k, pem: kind === 'Secret' ? Buffer.from(v, 'base64').toString('utf8') : v }));
+    return { from: `${kind} ${namespace}/${name}`, entries };
+  };
+}
