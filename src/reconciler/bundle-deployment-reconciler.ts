@@ -43,6 +43,7 @@ import type { Identities } from './identity.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
 import type { SecretWatch } from './secret-watch.ts';
+import type { PushNotices } from './push-notices.ts';
 import { recordApplied, recordPruned, recordRevisionBytes, recordStages, type HoistMetrics } from './metrics.ts';
 
 export interface ReconcilerDeps {
@@ -67,6 +68,8 @@ export interface ReconcilerDeps {
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */
   secrets?: Pick<SecretWatch, 'takeRotated'>;
+  /** whether a verified webhook push named a BD's repository and branch since its last resolve */
+  pushes?: Pick<PushNotices, 'takePushed'>;
 }
 
 /** A rendered revision: the objects and where they came from. */
@@ -439,6 +442,7 @@ export class BundleDeploymentReconciler {
     const gen = bd.metadata.generation ?? 0;
     const pollMs = spec.pollInterval ? parseDuration(spec.pollInterval, 'spec.pollInterval') : undefined;
     const rotated = this.d.secrets?.takeRotated(bd.metadata.name) ?? new Set<string>();
+    const pushed = this.d.pushes?.takePushed(bd.metadata.name) ?? false;
     return Promise.all(
       spec.sources.map(async (src, i) => {
         const source = this.d.sourceFor(src.kind);
@@ -447,7 +451,7 @@ export class BundleDeploymentReconciler {
         const pollDue = !!pollMs && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
         // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
         const secret = secretKeyOf(bd, src, this.d.controllerNamespace, this.d.identities.defaultServiceAccount);
-        const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
+        const recheck = !!previous && (pollDue || ((pushed || (!!secret && rotated.has(secret))) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
         const r = await source.resolve(src, { previous, recheck, credentials, ...(signal ? { signal } : {}) });
