@@ -1,6 +1,7 @@
 /**
  * The BundleDeployment an Operator wants for a version: the template's spec, the source with
- * `{version}` filled in, the Operator's lineage. Pure.
+ * `{version}` filled in, the Operator's lineage and labels (a shard label such as
+ * core.rukpak.io/shard picks the Hoist controller that reconciles them). Pure.
  *
  * Names are `<operator>-<sequence>` with a zero-padded sequence: Hoist's lineage arbitration
  * (DESIGN §4) lets the newest unpaused member apply, newest by creationTimestamp (seconds) and
@@ -27,7 +28,7 @@ export function desiredBundleDeployment(op: Operator, sequence: number): BundleD
     kind: KIND,
     metadata: {
       name: bdName(op.metadata.name, sequence),
-      labels: { [LABEL_LINEAGE]: op.metadata.name, [LABEL_OPERATOR]: op.metadata.name, [LABEL_VERSION]: version, [LABEL_SEQUENCE]: String(sequence) },
+      labels: { ...op.metadata.labels, [LABEL_LINEAGE]: op.metadata.name, [LABEL_OPERATOR]: op.metadata.name, [LABEL_VERSION]: version, [LABEL_SEQUENCE]: String(sequence) },
       ...(op.metadata.uid ? { ownerReferences: [{ apiVersion: OP_API_VERSION, kind: OP_KIND, name: op.metadata.name, uid: op.metadata.uid }] } : {}),
     },
     spec: { ...op.spec.template, sources: [fill<SourceSpec>(op.spec.source, version)], ...(op.spec.paused ? { paused: true } : {}) },

@@ -51,7 +51,7 @@ export interface OperatorStatus {
 export interface Operator {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; uid?: string; generation?: number; resourceVersion?: string; deletionTimestamp?: string };
+  metadata: { name: string; labels?: Record<string, string>; uid?: string; generation?: number; resourceVersion?: string; deletionTimestamp?: string };
   spec: OperatorSpec;
   status?: OperatorStatus;
 }
