@@ -121,9 +121,9 @@ describe('push webhook', () => {
     const before = (await t.get('follows-main'))!;
     const rv = before.metadata.resourceVersion;
 
+    gitServer.resetRequests();
     const accepted = await deliver(pushPayload(`${gitServer.url}/unknown.git`));
     const otherBranch = await deliver(pushPayload(repoUrl(), 'release'));
-    gitServer.resetRequests();
     const bad = await deliver(pushPayload(repoUrl()), { secret: 'not-the-secret' });
     const unsigned = await fetch(`http://127.0.0.1:${receiver.port}/hooks/github`, { method: 'POST', body: pushPayload(repoUrl()), headers: { 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
     const unknown = await deliver(pushPayload(`${gitServer.url}/unknown.git`));
