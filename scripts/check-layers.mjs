@@ -14,9 +14,11 @@
  *                        api, src/util, src/kube/types.ts (type-only imports)
  *   src/sources, src/apply
  *                        the layers above, all of src/kube
+ *   src/webhook          api, src/util, src/kube (the push receiver; src/cli wires it to the reconciler)
  *   src/reconciler       everything below it
  *   src/cli              anything
  *   src/devcluster       src/util (no npm); nothing in src/ but src/cli may import it
+ *   examples/            api, src/util, src/kube and itself: controllers built on Hoist's runtime
  *
  * Test files (*.test.ts) are not checked: tests may reach across layers.
  * Exits 1 with one line per violation; prints a one-line summary otherwise.
@@ -43,8 +45,10 @@ const LAYERS = {
   'src/reconciler': {
     allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/reconciler'],
   },
+  'src/webhook': { allow: ['api', 'src/util', 'src/kube', 'src/webhook'] },
   'src/cli': { allow: ['api', 'src', 'bin'] },
   'src/devcluster': { allow: ['src/util', 'src/devcluster'], npm: false },
+  'examples': { allow: ['api', 'src/util', 'src/kube', 'examples'] },
 };
 
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
@@ -165,7 +169,7 @@ function findCycles(graph) {
 if (process.argv[1] && normalize(process.argv[1]) === normalize(fileURLToPath(import.meta.url))) {
   // an optional argument names another tree laid out like this repo (the script's tests use it)
   const base = process.argv[2] ? normalize(process.argv[2]) : root;
-  const files = ['api', 'src'].flatMap((d) => { try { return walk(join(base, d)); } catch { return []; } });
+  const files = ['api', 'src', 'examples'].flatMap((d) => { try { return walk(join(base, d)); } catch { return []; } });
   const { violations, cycles, files: n } = check(files, base);
   for (const v of violations) console.error(`layers: ${v}`);
   for (const c of cycles) console.error(`layers: circular import: ${c}`);

@@ -35,6 +35,11 @@ commands:
                                    over and so reverts, besides kubectl, kubectl-edit, kubectl-patch,
                                    kubectl-set, kubectl-client-side-apply, kubectl-label,
                                    kubectl-annotate and before-first-apply
+             --webhook-bind-address <host:port>  push receiver: POST /hooks/github, /hooks/gitlab,
+                                   /hooks/generic (default "0": off); a verified branch push
+                                   re-resolves the BundleDeployments following that repository
+             --webhook-secret <namespace/name>  Secret with keys github, gitlab, generic
+                                   (default <namespace>/hoist-webhook; re-read when it changes)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
              renders exactly as the controller does; with --kubeconfig, against that cluster's
@@ -65,6 +70,8 @@ async function main(argv: string[]): Promise<number> {
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
           'ca-dir': { type: 'string' },
+          'webhook-bind-address': { type: 'string', default: '0' },
+          'webhook-secret': { type: 'string' },
         },
       });
       const { parseDuration } = await import('../../api/v1alpha2/defaults.ts');
@@ -86,6 +93,8 @@ async function main(argv: string[]): Promise<number> {
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
+        webhookBindAddress: values['webhook-bind-address'],
+        ...(values['webhook-secret'] ? { webhookSecret: values['webhook-secret'] } : {}),
         log: createLogger(),
       });
     }

@@ -14,6 +14,7 @@ import { readCaDir } from '../sources/http/ca-dir.ts';
 import { parseRegistriesConf } from '../sources/image/registries-conf.ts';
 import type { SourceRegistryOptions } from '../sources/registry.ts';
 import { startController } from './controller.ts';
+import { startWebhook } from './webhook.ts';
 import { checkShard, shardLease, shardSelector } from './shard.ts';
 
 export interface RunOptions {
@@ -39,6 +40,10 @@ export interface RunOptions {
   registriesConf?: string;
   /** one PEM per host, `host:port.crt` or `host.crt` (--ca-dir) */
   caDir?: string;
+  /** host:port of the push receiver (--webhook-bind-address); undefined or "0": none */
+  webhookBindAddress?: string;
+  /** namespace/name of the Secret with the webhook secrets (--webhook-secret; default <namespace>/hoist-webhook) */
+  webhookSecret?: string;
   log: Logger;
 }
 
@@ -51,12 +56,12 @@ async function sourceOptions(opts: Pick<RunOptions, 'fetchTimeoutMs' | 'registri
   return out;
 }
 
-function parseBind(addr: string): { host: string; port: number } | undefined {
+function parseBind(addr: string, flag = '--metrics-bind-address'): { host: string; port: number } | undefined {
   if (addr === '0' || addr === '') return undefined;
   const i = addr.lastIndexOf(':');
   const host = i > 0 ? addr.slice(0, i) : '0.0.0.0';
   const port = Number(addr.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad --metrics-bind-address ${addr}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad ${flag} ${addr}`);
   return { host, port };
 }
 
@@ -107,10 +112,15 @@ export async function runController(opts: RunOptions): Promise<number> {
     server = await startManagerServer({ port: bind.port, host: bind.host, registry: ctl.registry, informers: () => [ctl.manager], ...(elector ? { elector } : {}), logger: log });
     log.info({ port: server.port }, 'serving /healthz /readyz /metrics');
   }
+  const hookBind = parseBind(opts.webhookBindAddress ?? '', '--webhook-bind-address');
+  const webhook = hookBind
+    ? await startWebhook({ client: ctl.client, pushes: ctl.manager.pushes, secret: opts.webhookSecret ?? `${opts.namespace}/hoist-webhook`, ...hookBind, registry: ctl.registry, log })
+    : undefined;
 
   const done = new Promise<boolean>((resolve) => {
     handleShutdown({
-      server,
+      // the receiver closes with the probes: a push during the drain is noticed at the next poll
+      ...(server || webhook ? { server: { markShuttingDown: () => server?.markShuttingDown(), close: async () => void (await Promise.all([server?.close(), webhook?.close()])) } } : {}),
       controllers: [{ stop: (ms) => ctl.manager.stop(ms) }],
       ...(elector ? { leaderElection: { abort: leaderAbort, done: electionDone } } : {}),
       logger: log,

@@ -18,6 +18,7 @@ import { Identities } from './identity.ts';
 import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
+import { PushNotices } from './push-notices.ts';
 import { secretKeyOf } from './credentials.ts';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
@@ -58,6 +59,8 @@ export class BundleDeploymentManager {
   private gcRunning: Promise<ContentGcResult> | undefined;
   private metrics: HoistMetrics | undefined;
   private readonly secrets: SecretWatch;
+  /** BDs a verified webhook push named (hoist run --webhook-bind-address) */
+  readonly pushes: PushNotices;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -72,6 +75,7 @@ export class BundleDeploymentManager {
       this.controller.enqueue(owner);
     }, log);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
+    this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
     const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8, overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])] });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
@@ -89,6 +93,7 @@ export class BundleDeploymentManager {
       listBundleDeployments: () => this.bds.list(),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       secrets: this.secrets,
+      pushes: this.pushes,
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -129,6 +134,7 @@ export class BundleDeploymentManager {
         this.reconciler.forget(bd.metadata.name);
         this.managed.forgetProbes(bd.metadata.name);
         this.secrets.forget(bd.metadata.name);
+        this.pushes.forget(bd.metadata.name);
         this.enqueueLineage(bd);
         this.scheduleGc();
       },

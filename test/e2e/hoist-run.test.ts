@@ -4,7 +4,7 @@
  * on SIGTERM.
  */
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,5 +103,29 @@ describe('hoist run', () => {
 
     b.child.kill('SIGTERM');
     expect(await b.exit).toBe(0);
+  });
+
+  it('--webhook-bind-address serves the push receiver: refused until its Secret exists, then accepted; counted in /metrics; SIGTERM closes it', async () => {
+    const secret = 'run-hook-secret-never-logged';
+    const p = startHoist(['--webhook-bind-address', '127.0.0.1:0']);
+    const metricsPort = await p.port;
+    const hookPort = await until(async () => Number(/"port":(\d+)[^\n]*serving webhooks/.exec(p.output())?.[1]) || undefined, 'webhook port logged', 30_000);
+    const body = JSON.stringify({ ref: 'refs/heads/main', repository: { clone_url: 'https://git.example/none.git' } });
+    const deliver = async (id: string) => {
+      const sig = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+      const r = await fetch(`http://127.0.0.1:${hookPort}/hooks/github`, { method: 'POST', body, headers: { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': sig } });
+      return r.status;
+    };
+    expect(await deliver('before-secret')).toBe(401);
+    await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hoist-webhook', namespace: ns }, stringData: { github: secret } } as unknown as KubeObject);
+    let n = 0;
+    await until(async () => (await deliver(`after-secret-${n++}`)) === 202, 'delivery accepted once the Secret exists', 30_000);
+    const metrics = (await http(metricsPort, '/metrics')).body;
+    expect(metrics).toContain('hoist_webhook_deliveries_total{provider="github",result="accepted"} 1');
+    expect(metrics).toMatch(/hoist_webhook_deliveries_total\{provider="github",result="unauthorized"\} \d+/);
+    expect(p.output()).not.toContain(secret);
+    p.child.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${hookPort}/hooks/github`, { method: 'POST', body })).rejects.toThrow();
   });
 });

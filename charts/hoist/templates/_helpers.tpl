@@ -56,3 +56,8 @@ app.kubernetes.io/component: controller
 {{- define "hoist.shardLabel" -}}
 hoist.rukpak.io/shard: {{ . | quote }}
 {{- end -}}
+
+{{/* the Secret holding the webhook secrets (keys github, gitlab, generic) */}}
+{{- define "hoist.webhookSecret" -}}
+{{- default (printf "%s-webhook" (include "hoist.fullname" .)) .Values.webhook.secretName -}}
+{{- end -}}

@@ -17,6 +17,7 @@ import type { Identities } from '../identity.ts';
 import type { ManagedObjects } from '../managed-objects.ts';
 import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
+import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
 
 export interface ReconcilerDeps {
@@ -41,6 +42,8 @@ export interface ReconcilerDeps {
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */
   secrets?: Pick<SecretWatch, 'takeRotated'>;
+  /** whether a verified webhook push named a BD's repository and branch since its last resolve */
+  pushes?: Pick<PushNotices, 'takePushed'>;
 }
 
 export interface StepContext {

@@ -15,6 +15,7 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
   // who acts for this BD; a default account without a namespace to live in stops here
   d.identities.for(s.bd);
   const rotated = d.secrets?.takeRotated(s.name) ?? new Set<string>();
+  const pushed = d.pushes?.takePushed(s.name) ?? false;
   const now = s.now().getTime();
   const resolved = await s.time(
     'resolve',
@@ -25,7 +26,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         const pollDue = s.spec.pollIntervalMs !== undefined && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + s.spec.pollIntervalMs <= now);
         // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
         const secret = secretKeyOf(s.bd, src, d.controllerNamespace, d.identities.defaultServiceAccount);
-        const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
+        // so does a verified webhook push of its repository and branch
+        const recheck = !!previous && (pollDue || ((pushed || (!!secret && rotated.has(secret))) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);

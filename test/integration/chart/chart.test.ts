@@ -181,6 +181,21 @@ describe('helm template', () => {
     expect(podSpec(objs).c.args).toContain('--default-service-account=hoist-installer');
   });
 
+  it('webhook: the default shard serves it (flag, port, Service on that shard\'s pods only), an optional Ingress for /hooks/ only', async () => {
+    expect(kinds(await render('hoist', 'hoist-system')).filter((k) => k.includes('webhook'))).toEqual([]);
+    const objs = await render('hoist', 'hoist-system', { webhook: { enabled: true, port: 9393, secretName: 'forge-hooks', ingress: { enabled: true, className: 'nginx', host: 'hooks.example.com' } }, shards: ['a'] });
+    const deps = objs.filter((o) => o.kind === 'Deployment') as unknown as Array<{ metadata: { name: string }; spec: { template: { spec: { containers: Array<Container & { ports: Array<{ name: string; containerPort: number }> }> } } } }>;
+    const byName = Object.fromEntries(deps.map((d) => [d.metadata.name, d.spec.template.spec.containers[0]!]));
+    expect(byName.hoist!.args).toEqual(expect.arrayContaining(['--webhook-bind-address=:9393', '--webhook-secret=hoist-system/forge-hooks']));
+    expect(byName.hoist!.ports).toContainEqual({ name: 'webhook', containerPort: 9393, protocol: 'TCP' });
+    expect(byName['hoist-a']!.args.some((a) => a.startsWith('--webhook'))).toBe(false);
+    const svc = find(objs, 'Service', 'hoist-webhook') as unknown as { spec: { selector: Record<string, string>; ports: unknown[] } };
+    expect(svc.spec.selector).toEqual({ 'app.kubernetes.io/name': 'hoist', 'app.kubernetes.io/instance': 'hoist', 'hoist.rukpak.io/shard': '' });
+    expect(svc.spec.ports).toEqual([{ name: 'webhook', port: 80, targetPort: 'webhook', protocol: 'TCP' }]);
+    const ing = find(objs, 'Ingress', 'hoist-webhook') as unknown as { spec: Record<string, unknown> };
+    expect(ing.spec).toEqual({ ingressClassName: 'nginx', rules: [{ host: 'hooks.example.com', http: { paths: [{ path: '/hooks/', pathType: 'Prefix', backend: { service: { name: 'hoist-webhook', port: { name: 'webhook' } } } }] } }] });
+  });
+
   it('renders overrideManagers as one --override-manager each, and refuses an empty name', async () => {
     const objs = await render('om', 'ops', { overrideManagers: ['my-tool', 'ops-script'] });
     expect(podSpec(objs).c.args.filter((a) => a.startsWith('--override-manager'))).toEqual(['--override-manager=my-tool', '--override-manager=ops-script']);

@@ -75,6 +75,21 @@ describe('check-layers', () => {
     expect(r.out).toContain('5 violation(s), 0 cycle(s)');
   });
 
+  it('examples/ may build on src/kube and api/, not on Hoist\'s reconciler; src/webhook not on the reconciler either', async () => {
+    const r = run(await tree({
+      ...base,
+      'examples/operator/ok.ts': "import { c } from '../../src/kube/client.ts';\nimport { y } from '../../api/v1alpha2/types.ts';\nexport const o = [c, y];\n",
+      'examples/operator/bad.ts': "import { m } from '../../src/reconciler/manager.ts';\nexport const b = m;\n",
+      'src/reconciler/manager.ts': "export const m = 1;\n",
+      'src/webhook/receiver.ts': "import { m } from '../reconciler/manager.ts';\nimport { c } from '../kube/client.ts';\nexport const w = [m, c];\n",
+    }));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('examples/operator/bad.ts: imports src/reconciler/manager.ts, outside what examples may use');
+    expect(r.out).toContain('src/webhook/receiver.ts: imports src/reconciler/manager.ts, outside what src/webhook may use');
+    expect(r.out).not.toContain('examples/operator/ok.ts');
+    expect(r.out).toContain('2 violation(s), 0 cycle(s)');
+  });
+
   it('fails on a circular import among runtime imports, not among type-only ones', async () => {
     const cyclic = run(await tree({
       ...base,
