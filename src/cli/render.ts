@@ -9,7 +9,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { withDefaults } from '../../api/v1alpha2/defaults.ts';
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
-import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
 import { configureHelm, processorFor } from '../processors/registry.ts';
@@ -55,45 +55,53 @@ export function rbacSummary(objects: readonly KubeObject[]): string[] {
   return lines;
 }
 
-export async function render(opts: RenderOptions): Promise<number> {
+/**
+ * The objects a BundleDeployment renders to, on this machine: its sources resolved and fetched
+ * (or `dir` instead), then the processor the controller runs, with the cluster's API versions
+ * when a client is given. The seam `hoist diff` renders through.
+ */
+export async function renderLocally(bd: BundleDeployment, opts: { dir?: string; client?: RestKubeClient }): Promise<{ objects: KubeObject[]; warnings: string[] }> {
   configureHelm(() => process.env.HOIST_HELM ?? toolPath('helm'));
+  const spec = withDefaults(bd.spec);
+  let root: string;
+  let dispose = async (): Promise<void> => {};
+  if (opts.dir) {
+    root = opts.dir;
+  } else {
+    const store = new FsContentStore();
+    const parts = [];
+    for (const src of spec.sources) {
+      if ((src.image ?? src.git ?? src.http)?.auth) {
+        throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
+      }
+      const source = sourceFor(src.kind);
+      const resolved = await source.resolve(src, {});
+      parts.push({ dir: await source.fetch(src, resolved, store, {}), destination: src.destination });
+    }
+    const tree = await composeTree(parts);
+    root = tree.root;
+    dispose = tree.dispose;
+  }
+  let apiVersions: string[] | undefined;
+  let kubeVersion: string | undefined;
+  if (opts.client && spec.format !== 'plain') {
+    [apiVersions, kubeVersion] = await Promise.all([opts.client.discovery.apiVersions(), opts.client.discovery.serverVersion()]);
+  }
+  return processorFor(spec.format)
+    .render(root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
+    .finally(dispose);
+}
+
+export async function render(opts: RenderOptions): Promise<number> {
   const docs = parseAllDocuments(await readFile(opts.file, 'utf8')).map((d) => d.toJS() as BundleDeployment).filter(Boolean);
   const bd = docs.find((d) => d.kind === 'BundleDeployment');
   if (!bd) {
     process.stderr.write(`hoist render: ${opts.file} holds no BundleDeployment\n`);
     return 2;
   }
-  const spec = withDefaults(bd.spec);
   try {
-    let root: string;
-    let dispose = async (): Promise<void> => {};
-    if (opts.dir) {
-      root = opts.dir;
-    } else {
-      const store = new FsContentStore();
-      const parts = [];
-      for (const src of spec.sources) {
-        if ((src.image ?? src.git ?? src.http)?.auth) {
-          throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
-        }
-        const source = sourceFor(src.kind);
-        const resolved = await source.resolve(src, {});
-        parts.push({ dir: await source.fetch(src, resolved, store, {}), destination: src.destination });
-      }
-      const tree = await composeTree(parts);
-      root = tree.root;
-      dispose = tree.dispose;
-    }
-    let apiVersions: string[] | undefined;
-    let kubeVersion: string | undefined;
-    if (opts.kubeconfig && spec.format !== 'plain') {
-      const client = createKubeClient(loadKubeConfig(opts.kubeconfig));
-      [apiVersions, kubeVersion] = await Promise.all([client.discovery.apiVersions(), client.discovery.serverVersion()]);
-      await client.close();
-    }
-    const out = await processorFor(spec.format)
-      .render(root, spec.config, { name: bd.metadata.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
-      .finally(dispose);
+    const client = opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
+    const out = await renderLocally(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(client ? { client } : {}) }).finally(() => client?.close());
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
     for (const w of out.warnings) process.stderr.write(`warning: ${w}\n`);

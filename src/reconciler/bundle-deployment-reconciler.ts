@@ -44,6 +44,7 @@ import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
 import type { SecretWatch } from './secret-watch.ts';
 import { recordApplied, recordPruned, recordRevisionBytes, recordStages, type HoistMetrics } from './metrics.ts';
+import { revisionSpec } from '../sources/pin.ts';
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -269,7 +270,7 @@ export class BundleDeploymentReconciler {
       'store+watch',
       Promise.all([
         isNew
-          ? this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects).then((bytes) => recordRevisionBytes(this.d.metrics, bd.metadata.name, bytes))
+          ? this.d.revisions.save(bd.metadata.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, rendered.objects).then((bytes) => recordRevisionBytes(this.d.metrics, bd.metadata.name, bytes))
           : undefined,
         this.servedTypes(rendered.objects).then((types) => this.d.managed.watch(types, signal)),
       ]),
