@@ -45,7 +45,7 @@ _hoist() {
   fi
   case "$prev" in
     -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-    -o|--output) COMPREPLY=( $(compgen -W "wide yaml json" -- "$cur") ); return ;;
+    -o|--output) COMPREPLY=( $(compgen -W "wide name yaml json" -- "$cur") ); return ;;
   esac
   if [ "$verb" = completion ]; then
     COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") )
@@ -77,7 +77,7 @@ _hoist() {
   fi
   case "$words[CURRENT-1]" in
     -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir) _files; return ;;
-    -o|--output) compadd wide yaml json; return ;;
+    -o|--output) compadd wide name yaml json; return ;;
   esac
   local names=0
   case "$words[2]" in
