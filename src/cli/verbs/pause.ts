@@ -117,7 +117,7 @@ export async function resume(args: string[], io: Io): Promise<number> {
     try {
       const before = await readBD(client, name);
       const by = await whoAmI(client);
-      const patch = { metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: null, [ANNOTATION_PAUSED_BY]: null, [ANNOTATION_PAUSED_AT]: null } }, spec: { paused: null } };
+      const patch = { metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: null, [ANNOTATION_PAUSED_BY]: null, [ANNOTATION_PAUSED_AT]: null } }, spec: { paused: false } };
       const bd = (await client.patch(BD_TYPE, name, undefined, patch, 'merge', { fieldManager: 'hoist-cli' })) as unknown as BundleDeployment;
       const was = before.metadata.annotations?.[ANNOTATION_PAUSED_REASON];
       await recordEvent(client, bd, 'Resumed', `resumed by ${by}${was ? ` (was paused: ${was})` : ''}`);
