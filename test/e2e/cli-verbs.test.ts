@@ -4,7 +4,6 @@
  * history, rollback by spec from the revision store (no download), and `hoist diff` on the
  * argo-rollouts upgrade compared with what the controller then does.
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +21,7 @@ import { describeObject, type KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
-import { cm, FIXTURES, isolatePlain, OWNED_KINDS } from '../support/upgrade-fixtures.ts';
+import { cm, OWNED_KINDS, plainRolloutsTarballs } from '../support/upgrade-fixtures.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -163,9 +162,7 @@ describe('hoist diff', () => {
   it('on the argo-rollouts upgrade lists exactly the objects the controller then changes and the one it prunes', async () => {
     const id = `d${t.runId}`;
     const ns = `rollouts-diff-${t.runId}`;
-    const read = (v: string) => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), id);
-    const v1 = await tarGz({ 'install.yaml': read('v1.8.4'), 'legacy.yaml': cm('argo-rollouts-legacy', { retired: 'true' }) });
-    const v2 = await tarGz({ 'install.yaml': read('v1.9.1') });
+    const { v1, v2 } = await plainRolloutsTarballs(id);
     files.set('/diff-v1.tgz', v1);
     files.set('/diff-v2.tgz', v2);
     const bd = `rollouts-diff-${t.runId}`;
