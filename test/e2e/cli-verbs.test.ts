@@ -86,7 +86,7 @@ describe('get, pause, resume, history, rollback', () => {
     expect(entries[1]!.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v2.tgz'), sha256: sha256(v2) } }]);
     expect(Date.parse(entries[0]!.storedAt)).toBeGreaterThan(0);
     const histTable = await hoist(history, [bd], { namespaced: true });
-    expect(histTable.stdout).toMatch(/^REVISION\s+PHASE\s+DIGEST\s+OBJECTS\s+STORED\s+SOURCES\n1\s+Superseded\s+[0-9a-f]{12}\s+1\s+\S+\s+http /);
+    expect(histTable.stdout).toMatch(/^REVISION\s+PHASE\s+DIGEST\s+STORED\s+SOURCES\n1\s+Superseded\s+[0-9a-f]{12}\s+\d+[smhdy]\s+http /);
 
     // rollback to a revision that is not stored: refused, nothing changed
     const before = await t.get(bd);

@@ -5,7 +5,7 @@
  * status.revisions. Read-only.
  */
 import { stringify } from 'yaml';
-import type { RevisionStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { BundleDeploymentStatus, RevisionStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import { RevisionStore, type RevisionRecord } from '../../apply/revision-store.ts';
 import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 
@@ -16,7 +16,8 @@ or Stored when only the revision store still has it), DIGEST (content digest), S
 SOURCES (each source pinned to what it resolved to). Revisions whose objects are stored can be
 rolled back to with \`hoist rollback NAME --to REVISION\`.
 
-  -o, --output <fmt>       yaml or json (with full digests and source specs)
+  -o, --output <fmt>       yaml or json (full digests and source specs, storedAt, and the
+                           active revision's appliedAt and object count)
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
@@ -30,6 +31,8 @@ export interface HistoryEntry {
   contentDigest: string;
   objects?: number;
   storedAt?: string;
+  /** the active revision only: when its objects were applied (status.activeRevision.appliedAt) */
+  appliedAt?: string;
   /** the spec's sources pinned to their resolution; absent for revisions stored by an older Hoist */
   sources?: SourceSpec[];
   /** whether `hoist rollback` can name it (its producing spec is stored) */
@@ -44,14 +47,15 @@ export function describeSource(src: SourceSpec): string {
   return src.kind;
 }
 
-export function historyEntries(stored: readonly RevisionRecord[], status: readonly RevisionStatus[] | undefined): HistoryEntry[] {
+export function historyEntries(stored: readonly RevisionRecord[], status: BundleDeploymentStatus | undefined): HistoryEntry[] {
   const byNumber = new Map<number, HistoryEntry>();
   for (const r of stored) {
     byNumber.set(r.number, { revision: r.number, phase: 'Stored', contentDigest: r.contentDigest, ...(r.storedAt ? { storedAt: r.storedAt } : {}), ...(r.spec ? { sources: r.spec.sources } : {}), rollback: !!r.spec });
   }
-  for (const s of status ?? []) {
+  for (const s of status?.revisions ?? []) {
     const e = byNumber.get(s.number) ?? { revision: s.number, phase: s.phase, contentDigest: s.contentDigest, rollback: false };
-    byNumber.set(s.number, { ...e, phase: s.phase, ...(s.objects !== undefined ? { objects: s.objects } : {}) });
+    const active = status?.activeRevision?.number === s.number ? status.activeRevision : undefined;
+    byNumber.set(s.number, { ...e, phase: s.phase, ...(active?.objects !== undefined ? { objects: active.objects } : {}), ...(active?.appliedAt ? { appliedAt: active.appliedAt } : {}) });
   }
   return [...byNumber.values()].sort((a, b) => a.revision - b.revision);
 }
@@ -68,7 +72,7 @@ export async function history(args: string[], io: Io): Promise<number> {
     const client = connect(values.kubeconfig);
     try {
       const bd = await readBD(client, name);
-      const entries = historyEntries(await new RevisionStore(client, values.namespace).list(name), bd.status?.revisions);
+      const entries = historyEntries(await new RevisionStore(client, values.namespace).list(name), bd.status);
       if (values.output === 'json') io.out(`${JSON.stringify(entries, null, 2)}\n`);
       else if (values.output === 'yaml') io.out(stringify(entries, { lineWidth: 0 }));
       else if (entries.length === 0) io.err(`bundledeployment ${name} has no revisions yet\n`);
@@ -78,11 +82,10 @@ export async function history(args: string[], io: Io): Promise<number> {
           String(e.revision),
           e.phase,
           e.contentDigest.replace(/^sha256:/, '').slice(0, 12),
-          e.objects === undefined ? '' : String(e.objects),
           e.storedAt ? age(e.storedAt, now) : '<not stored>',
           e.sources ? e.sources.map(describeSource).join(', ') : '<not recorded>',
         ]);
-        io.out(table([['REVISION', 'PHASE', 'DIGEST', 'OBJECTS', 'STORED', 'SOURCES'], ...rows]));
+        io.out(table([['REVISION', 'PHASE', 'DIGEST', 'STORED', 'SOURCES'], ...rows]));
       }
       return EXIT_OK;
     } finally {

@@ -65,12 +65,16 @@ describe('historyEntries', () => {
         { number: 1, contentDigest: 'sha256:1', storedAt: '2026-01-01T00:00:00Z', spec: { format: 'plain', sources: [{ kind: 'http', http: { url: 'u', sha256: 'f'.repeat(64) } }] } },
         { number: 2, contentDigest: 'sha256:2' },
       ],
-      [
-        { number: 2, contentDigest: 'sha256:2', phase: 'Active', objects: 3 },
-        { number: 3, contentDigest: 'sha256:3', phase: 'Failed' },
-      ],
+      {
+        activeRevision: { number: 2, contentDigest: 'sha256:2', objects: 3, appliedAt: '2026-01-02T00:00:00Z' },
+        revisions: [
+          { number: 2, contentDigest: 'sha256:2', phase: 'Active' },
+          { number: 3, contentDigest: 'sha256:3', phase: 'Failed' },
+        ],
+      },
     );
     expect(entries.map((e) => [e.revision, e.phase, e.rollback, e.objects])).toEqual([[1, 'Stored', true, undefined], [2, 'Active', false, 3], [3, 'Failed', false, undefined]]);
+    expect(entries[1]!.appliedAt).toBe('2026-01-02T00:00:00Z');
     expect(describeSource(entries[0]!.sources![0]!)).toBe('http u sha256:ffffffffffff');
   });
 });
