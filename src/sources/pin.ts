@@ -7,10 +7,7 @@
 import type { BundleDeploymentSpec, ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
 
 /** `src` naming exactly `resolved`'s content; unchanged when `resolved` says nothing about it */
-export function pinSource(spec: SourceSpec, resolved: ResolvedSourceStatus | undefined): SourceSpec {
-  // "" is the default destination (the root): left out, as a person writes the spec
-  const { destination, ...rest } = spec;
-  const src: SourceSpec = destination ? spec : rest;
+export function pinSource(src: SourceSpec, resolved: ResolvedSourceStatus | undefined): SourceSpec {
   if (!resolved || resolved.kind !== src.kind) return src;
   if (src.image && resolved.digest) {
     // the tag stays as a hint for people: a digest wins over a tag

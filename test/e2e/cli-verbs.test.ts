@@ -83,7 +83,7 @@ describe('get, pause, resume, history, rollback', () => {
     expect(hist.code).toBe(0);
     const entries = JSON.parse(hist.stdout) as Array<{ revision: number; phase: string; sources: BundleDeploymentSpec['sources']; storedAt: string; rollback: boolean }>;
     expect(entries.map((e) => [e.revision, e.phase, e.rollback])).toEqual([[1, 'Superseded', true], [2, 'Active', true]]);
-    expect(entries[1]!.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v2.tgz'), sha256: sha256(v2) } }]);
+    expect(entries[1]!.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v2.tgz'), sha256: sha256(v2) }, destination: '' }]);
     expect(Date.parse(entries[0]!.storedAt)).toBeGreaterThan(0);
     const histTable = await hoist(history, [bd], { namespaced: true });
     expect(histTable.stdout).toMatch(/^REVISION\s+PHASE\s+DIGEST\s+STORED\s+SOURCES\n1\s+Superseded\s+[0-9a-f]{12}\s+\d+[smhdy]\s+http /);
@@ -100,7 +100,7 @@ describe('get, pause, resume, history, rollback', () => {
     const back = await hoist(rollback, [bd, '--to', '1'], { namespaced: true });
     expect(back.code, back.stderr).toBe(0);
     const rolled = await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 1, 'rolled back to revision 1');
-    expect(rolled.spec.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v1.tgz'), sha256: sha256(v1) } }]);
+    expect(rolled.spec.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v1.tgz'), sha256: sha256(v1) }, destination: '' }]);
     expect(files.requests).toBe(requests);
     expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> }).data).toEqual({ version: '1' });
     expect((await hoist(rollback, [bd, '--to', '1'], { namespaced: true })).stdout).toContain("already names revision 1's content");

@@ -31,10 +31,10 @@ describe('pinSource', () => {
     expect(pinSource({ kind: 'git', git: { repository: 'https://g/r', ref: { branch: 'main' }, directory: 'm' } }, { kind: 'git', commit: COMMIT })).toEqual({ kind: 'git', git: { repository: 'https://g/r', ref: { commit: COMMIT }, directory: 'm' } });
     expect(pinSource({ kind: 'http', http: { url: 'https://h/b.tgz' } }, { kind: 'http', sha256: 'c'.repeat(64) })).toEqual({ kind: 'http', http: { url: 'https://h/b.tgz', sha256: 'c'.repeat(64) } });
   });
-  it('keeps a spec that already names a digest, auth and a destination; drops the default "" destination', () => {
+  it('keeps a spec that already names a digest, auth and a destination', () => {
     const src = { kind: 'image' as const, image: { ref: `r/b@${DIGEST}`, auth: { secretRef: { name: 's' } } }, destination: 'sub' };
     expect(pinSource(src, { kind: 'image', digest: DIGEST })).toEqual(src);
-    expect(pinSource({ kind: 'http', http: { url: 'u' }, destination: '' }, undefined)).toEqual({ kind: 'http', http: { url: 'u' } });
+    expect(pinSource({ kind: 'http', http: { url: 'u' }, destination: '' }, undefined)).toEqual({ kind: 'http', http: { url: 'u' }, destination: '' });
   });
   it('revisionSpec keeps format, installNamespace and config, and nothing else', () => {
     const spec = { format: 'helm' as const, installNamespace: 'ns', config: { helm: { values: { a: 1 } } }, paused: true, sources: [{ kind: 'http' as const, http: { url: 'u' } }] };
