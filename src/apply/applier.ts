@@ -1,4 +1,8 @@
 /**
+ * One file (over 400 lines) because apply is one pass whose phases (collision check, CRDs
+ * first, parallel apply, the skip-if-unchanged records) share the Applier's per-BD state;
+ * collision, CRD safety, field managers and the live index already live in their own modules.
+ *
  * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
  * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
  * bounded concurrency. Collisions are checked for every object before anything is written, so a
@@ -57,8 +61,6 @@ export interface ApplyReport {
   results: ObjectResult[];
   /** "group/version Kind ns/name" of optional objects whose API is not served */
   skippedOptional: string[];
-  /** the objects as applied (labels, namespace set): what a revision stores */
-  applied: KubeObject[];
   /**
    * digest of what was applied and how the live objects looked right after (hash + live
    * fingerprint of each): recorded in status, it lets the next process that reconciles the BD (a
@@ -192,7 +194,7 @@ export class Applier {
     // installed means usable: the CRDs serve their kinds
     await established;
     const appliedDigest = this.digestOf(target.name, applied.map(objectId));
-    return { results, skippedOptional, applied, ...(appliedDigest ? { appliedDigest } : {}) };
+    return { results, skippedOptional, ...(appliedDigest ? { appliedDigest } : {}) };
   }
 
   /**

@@ -7,7 +7,6 @@ export type ObjectAction =
   | 'skipped'
   | 'deleted'
   | 'orphaned'
-  | 'conflict'
   | 'failed';
 
 export interface ObjectResult {

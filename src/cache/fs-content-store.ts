@@ -1,4 +1,8 @@
 /**
+ * One file (over 400 lines) because every operation below rests on the same layout and the
+ * class's private state (in-flight writes, leases, per-entry meta locks, the origin key): the
+ * atomicity and budget guarantees cannot be checked one part at a time.
+ *
  * A ContentStore on the local filesystem.
  *
  * Layout under `root`:

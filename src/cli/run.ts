@@ -43,7 +43,7 @@ export interface RunOptions {
 }
 
 /** Source options from the flags; a bad file stops start-up with its name and why. */
-export async function sourceOptions(opts: Pick<RunOptions, 'fetchTimeoutMs' | 'registriesConf' | 'caDir'>): Promise<Omit<SourceRegistryOptions, 'store'>> {
+async function sourceOptions(opts: Pick<RunOptions, 'fetchTimeoutMs' | 'registriesConf' | 'caDir'>): Promise<Omit<SourceRegistryOptions, 'store'>> {
   const out: Omit<SourceRegistryOptions, 'store'> = {};
   if (opts.fetchTimeoutMs !== undefined) out.fetchTimeoutMs = opts.fetchTimeoutMs;
   if (opts.registriesConf) out.image = { registries: parseRegistriesConf(await readFile(opts.registriesConf, 'utf8'), opts.registriesConf) };

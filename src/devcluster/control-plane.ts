@@ -115,7 +115,7 @@ function tail(file: string, lines = 25): string {
   }
 }
 
-export function kubeconfigYaml(server: string, pki: Pki, user = 'hoist-admin'): string {
+function kubeconfigYaml(server: string, pki: Pki, user = 'hoist-admin'): string {
   const b64 = (f: string) => readFileSync(f).toString('base64');
   return [
     'apiVersion: v1',

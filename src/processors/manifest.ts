@@ -6,8 +6,9 @@
 import type { KubeObject } from '../kube/types.ts';
 import type { HoistError } from '../util/errors.ts';
 import { processError } from './errors.ts';
-import { isJsonObject, parseManifestStream } from './yaml.ts';
-import type { JsonObject, ParsedDocument } from './yaml.ts';
+import { parseManifestStream } from './yaml/stream.ts';
+import { isJsonObject } from './yaml/values.ts';
+import type { JsonObject, ParsedDocument } from './yaml/values.ts';
 
 /** An object together with where it came from, for messages that name files. */
 export interface SourcedObject {
@@ -95,7 +96,7 @@ function flatten(
 }
 
 /** Why a value is not an applicable object, or undefined when it is one. */
-export function objectShapeProblem(value: JsonObject): string | undefined {
+function objectShapeProblem(value: JsonObject): string | undefined {
   const apiVersion = value['apiVersion'];
   const kind = value['kind'];
   const metadata = value['metadata'];
@@ -131,7 +132,7 @@ export function objectIdentity(obj: KubeObject, defaultNamespace = ''): string {
 }
 
 /** Human form of an object's identity for messages: "apps/Deployment ns/name". */
-export function describeIdentity(obj: KubeObject, defaultNamespace = ''): string {
+function describeIdentity(obj: KubeObject, defaultNamespace = ''): string {
   const group = groupOf(obj.apiVersion);
   const ns = obj.metadata.namespace || defaultNamespace;
   return `${group ? `${group}/` : ''}${obj.kind} ${ns ? `${ns}/` : ''}${obj.metadata.name}`;

@@ -1,4 +1,7 @@
 /**
+ * One file (about 400 lines) because it is one rule: `verifyTree` and `ContentTree` share the
+ * resolver and its errors, and keeping them together is what keeps the rule single.
+ *
  * The one containment rule for content trees (a fetched source, a composed bundle, a chart):
  *
  *   every symlink in the tree, followed through any chain of links as the kernel would but with
@@ -169,7 +172,7 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
 }
 
 /** Resolves `rel` and requires a regular file at the end of it. */
-export async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
+async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
   const r = await resolveInTree(root, rel, dirs, prefix);
   if (!r.stats.isFile()) {
     const linked = r.path !== rel;

@@ -46,7 +46,7 @@ function annotation(obj: KubeObject, key: string): string | undefined {
 }
 
 /** The hook events an object declares, split and trimmed the way Helm's manifest sorter does. */
-export function hookEvents(obj: KubeObject): string[] | undefined {
+function hookEvents(obj: KubeObject): string[] | undefined {
   const raw = annotation(obj, HELM_HOOK);
   if (raw === undefined) return undefined;
   return raw

@@ -15,8 +15,9 @@ import { isHoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
 import { duplicateErrors, readManifestText } from '../manifest.ts';
 import type { SourcedObject } from '../manifest.ts';
-import { isJsonObject, parseManifestStream } from '../yaml.ts';
-import type { JsonObject, JsonValue } from '../yaml.ts';
+import { parseManifestStream } from '../yaml/stream.ts';
+import { isJsonObject } from '../yaml/values.ts';
+import type { JsonObject, JsonValue } from '../yaml/values.ts';
 import { readClusterServiceVersion } from './csv.ts';
 import type { ClusterServiceVersion } from './csv.ts';
 

@@ -6,8 +6,8 @@
  */
 import type { HoistError } from '../../util/errors.ts';
 import { processError } from '../errors.ts';
-import { isJsonObject } from '../yaml.ts';
-import type { JsonObject, JsonValue } from '../yaml.ts';
+import { isJsonObject } from '../yaml/values.ts';
+import type { JsonObject, JsonValue } from '../yaml/values.ts';
 
 export type InstallModeType = 'OwnNamespace' | 'SingleNamespace' | 'MultiNamespace' | 'AllNamespaces';
 export type WebhookType = 'ValidatingAdmissionWebhook' | 'MutatingAdmissionWebhook' | 'ConversionWebhook';

@@ -21,8 +21,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { RegistryV1DeploymentConfig } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { isJsonObject } from '../yaml.ts';
-import type { JsonObject, JsonValue } from '../yaml.ts';
+import { isJsonObject } from '../yaml/values.ts';
+import type { JsonObject, JsonValue } from '../yaml/values.ts';
 
 function objectAt(parent: JsonObject, key: string): JsonObject {
   const v = parent[key];

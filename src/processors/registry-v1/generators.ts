@@ -6,8 +6,8 @@
  */
 import type { RegistryV1DeploymentConfig } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { isJsonObject } from '../yaml.ts';
-import type { JsonObject, JsonValue } from '../yaml.ts';
+import { isJsonObject } from '../yaml/values.ts';
+import type { JsonObject, JsonValue } from '../yaml/values.ts';
 import { cloneObject } from './bundle.ts';
 import type { RegistryV1Bundle } from './bundle.ts';
 import { certProvisionerFor } from './certificates.ts';

@@ -57,7 +57,7 @@ function requestedTargets(watch: WatchConfig): string[] {
   return [ns];
 }
 
-export function installModeFor(installNamespace: string, targets: readonly string[]): InstallMode {
+function installModeFor(installNamespace: string, targets: readonly string[]): InstallMode {
   if (targets.length === 0) return 'AllNamespaces';
   if (targets.length > 1) return 'MultiNamespace';
   return targets[0] === installNamespace ? 'OwnNamespace' : 'SingleNamespace';

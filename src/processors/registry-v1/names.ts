@@ -23,7 +23,7 @@ export function objectNameForBaseAndSuffix(base: string, suffix: string): string
 }
 
 /** A JSON string as Go's encoding/json writes it (escapes <, >, &, U+2028, U+2029; lone surrogates become U+FFFD). */
-export function goJsonString(s: string): string {
+function goJsonString(s: string): string {
   return JSON.stringify(s)
     .replace(/\\u(d[89ab][0-9a-f]{2}|d[c-f][0-9a-f]{2})/g, '\\ufffd')
     .replaceAll('<', '\\u003c')
@@ -47,13 +47,13 @@ function goPolicyRule(rule: PolicyRule): string {
 }
 
 /** What json.NewEncoder(w).Encode(permission) writes for a StrategyDeploymentPermissions. */
-export function goJsonPermissions(p: StrategyPermissions): string {
+function goJsonPermissions(p: StrategyPermissions): string {
   const rules = p.rules === null ? 'null' : `[${p.rules.map(goPolicyRule).join(',')}]`;
   return `{"serviceAccountName":${goJsonString(p.serviceAccountName)},"rules":${rules}}\n`;
 }
 
 /** hash.DeepHashObject: base36 of the sha224 of the Go JSON encoding (math/big Text(36), no leading zeros). */
-export function deepHashPermissions(p: StrategyPermissions): string {
+function deepHashPermissions(p: StrategyPermissions): string {
   const digest = createHash('sha224').update(goJsonPermissions(p), 'utf8').digest('hex');
   return BigInt(`0x${digest}`).toString(36);
 }

@@ -7,7 +7,7 @@ import type { RegistryV1Bundle } from './bundle.ts';
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-export function isDns1123Subdomain(s: string): boolean {
+function isDns1123Subdomain(s: string): boolean {
   return s.length > 0 && s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
 }
 

@@ -182,7 +182,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
 }
 
 /** Last meaningful stderr line without git's "fatal: "/"error: " prefix, for messages. */
-export function stderrSummary(stderr: string): string {
+function stderrSummary(stderr: string): string {
   const lines = stderr
     .split('\n')
     .map((l) => l.trim())

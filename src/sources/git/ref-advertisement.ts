@@ -49,7 +49,7 @@ const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 const ADVERTISEMENT_TYPE = 'application/x-git-upload-pack-advertisement';
 
 /** Joins the repository URL and the smart-HTTP discovery path the way git does. */
-export function infoRefsUrl(repository: string): string {
+function infoRefsUrl(repository: string): string {
   const base = repository.replace(/\/+$/, '');
   return `${base}/info/refs?service=git-upload-pack`;
 }

@@ -3,7 +3,7 @@
  * FetchFailed), the code says what went wrong; the subject is always the image reference, which
  * never carries credentials.
  */
-import { HoistError, type Stage } from '../../util/errors.ts';
+import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 
 /** the stages an OCI operation runs in; resolve (ref → digest) or fetch (download + unpack) */
 export type ImageStage = Extract<Stage, 'resolve' | 'fetch'>;
@@ -57,4 +57,11 @@ export function atStage(e: HoistError, stage: ImageStage): HoistError {
     terminal: e.terminal,
     cause: e.cause,
   });
+}
+
+/** The text of any error for a message: lowercase, URLs redacted. */
+export function errorText(e: unknown): string {
+  const m = e instanceof Error ? e.message : String(e);
+  // undici errors can quote the URL; never let userinfo or query tokens through
+  return m.replace(/https?:\/\/[^\s'"]+/g, (u) => redactUrl(u)).toLowerCase();
 }

@@ -34,7 +34,7 @@ export const MANIFEST_ACCEPT = [
 
 export type Compression = 'gzip' | 'zstd' | 'none';
 
-export function layerCompression(mediaType: string): Compression | undefined {
+function layerCompression(mediaType: string): Compression | undefined {
   switch (mediaType) {
     case MEDIA_TYPES.ociLayerGzip:
     case MEDIA_TYPES.dockerLayerGzip:

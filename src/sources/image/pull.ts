@@ -17,7 +17,8 @@ import { HoistError } from '../../util/errors.ts';
 import { verifyTree } from '../../util/content-tree.ts';
 import { DEFAULT_UNPACK_LIMITS, unpackTar, type UnpackLimits } from '../../util/unpack-tar.ts';
 import { imageError } from './errors.ts';
-import type { BlobStream, FetchedManifest, OperationContext, RegistryClient } from './client.ts';
+import type { BlobStream } from './blob-stream.ts';
+import type { FetchedManifest, OperationContext, RegistryClient } from './client.ts';
 import {
   DEFAULT_PLATFORM,
   formatPlatform,
@@ -53,7 +54,7 @@ export interface PullResult {
 }
 
 /** Resolves an index to the platform's manifest; a manifest is returned as is. */
-export async function platformManifest(
+async function platformManifest(
   client: RegistryClient,
   ref: ImageReference,
   top: FetchedManifest,

@@ -95,7 +95,7 @@ export function parseRegistriesConf(text: string, source = 'registries.conf'): R
 }
 
 /** The entry whose prefix matches `registry/repository` at whole components, longest first. */
-export function matchRegistry(conf: RegistriesConf, ref: ImageReference): RegistryEntry | undefined {
+function matchRegistry(conf: RegistriesConf, ref: ImageReference): RegistryEntry | undefined {
   const name = `${ref.registry}/${ref.repository}`;
   let best: RegistryEntry | undefined;
   for (const r of conf.registries) {

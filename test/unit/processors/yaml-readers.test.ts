@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseManifestStream } from '../../../src/processors/yaml.ts';
+import { parseManifestStream } from '../../../src/processors/yaml/stream.ts';
 
 function subjectOf(f: () => unknown): string {
   try {

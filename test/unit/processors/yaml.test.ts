@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatGoFloat32, parseManifestStream, resolveYamlScalar } from '../../../src/processors/yaml.ts';
+import { formatGoFloat32, resolveYamlScalar } from '../../../src/processors/yaml/scalars.ts';
+import { parseManifestStream } from '../../../src/processors/yaml/stream.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 function one(text: string): unknown {

@@ -1,0 +1,181 @@
+/**
+ * go-yaml v2 semantics over the node tree: turns what a reader built into JSON values as
+ * sigs.k8s.io/yaml would (merge keys, last-wins duplicate keys with a warning, non-string keys
+ * made strings, scalars resolved by scalars.ts), within a depth limit and a node budget so alias
+ * bombs fail instead of eating memory.
+ *
+ * Pure: no I/O. Throws a terminal HoistError (code parse-error) naming file and line.
+ */
+import { processError } from '../errors.ts';
+import { MAX_DEPTH } from './node-tree.ts';
+import type { YNode, YScalar } from './node-tree.ts';
+import { formatGoFloat32, resolveYamlScalar } from './scalars.ts';
+import type { Resolved } from './scalars.ts';
+import { isJsonObject, setKey } from './values.ts';
+import type { JsonObject, JsonValue, ParsedDocument, ParsedStream } from './values.ts';
+
+interface Walk {
+  lineAt: (pos: number) => number;
+  file: string;
+  warnings: string[];
+  /** remaining node budget: alias expansion ("billion laughs") must not exhaust memory */
+  budget: number;
+}
+
+export function walkDocuments(roots: YNode[], text: string, file: string): ParsedStream {
+  const walk: Walk = { lineAt: lineIndex(text), file, warnings: [], budget: 2_000_000 + 50 * text.length };
+  const documents: ParsedDocument[] = [];
+  for (const root of roots) {
+    const value = toJson(root, walk, 0);
+    if (value === null) continue;
+    documents.push({ value, line: walk.lineAt(root.pos) });
+  }
+  return { documents, warnings: walk.warnings };
+}
+
+/** 1-based line of an offset, by binary search over the offsets of the line breaks. */
+function lineIndex(text: string): (pos: number) => number {
+  let breaks: number[] | undefined;
+  return (pos) => {
+    if (breaks === undefined) {
+      breaks = [];
+      for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) breaks.push(i);
+    }
+    let lo = 0;
+    let hi = breaks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((breaks[mid] as number) < pos) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo + 1;
+  };
+}
+
+function fail(walk: Walk, node: YNode | null | undefined, message: string): never {
+  const subject = node ? `${walk.file}:${walk.lineAt(node.pos)}` : walk.file;
+  throw processError(message, 'parse-error', subject);
+}
+
+function toJson(node: YNode, walk: Walk, depth: number): JsonValue {
+  if (depth > MAX_DEPTH) fail(walk, node, `nesting deeper than ${MAX_DEPTH} levels`);
+  if (--walk.budget < 0) fail(walk, node, 'document expands to too many nodes (alias expansion)');
+  switch (node.kind) {
+    case 'alias':
+      if (!node.target) fail(walk, node, `unknown alias *${node.name}`);
+      return toJson(node.target, walk, depth + 1);
+    case 'scalar':
+      return scalarValue(node, walk);
+    case 'seq':
+      return node.items.map((item) => (item === null ? null : toJson(item, walk, depth + 1)));
+    case 'map':
+      return mapValue(node, walk, depth);
+  }
+}
+
+function mapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: number): JsonObject {
+  const explicit: Array<[string, JsonValue, YNode | null]> = [];
+  const merged: JsonObject[] = [];
+  for (const [keyNode, valueNode] of node.pairs) {
+    if (keyNode !== null && isMergeKey(keyNode)) {
+      merged.push(...mergeSources(valueNode, walk, depth));
+      continue;
+    }
+    const key = mapKey(keyNode, walk, node);
+    const value = valueNode === null ? null : toJson(valueNode, walk, depth + 1);
+    explicit.push([key, value, keyNode]);
+  }
+  const out: JsonObject = {};
+  // YAML merge keys: explicit keys win over merged ones, earlier merge sources over later ones
+  for (let i = merged.length - 1; i >= 0; i--) {
+    for (const [k, v] of Object.entries(merged[i] as JsonObject)) setKey(out, k, v);
+  }
+  const seen = new Set<string>();
+  for (const [key, value, keyNode] of explicit) {
+    if (seen.has(key)) {
+      const line = walk.lineAt((keyNode ?? node).pos);
+      walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
+    }
+    seen.add(key);
+    setKey(out, key, value);
+  }
+  return out;
+}
+
+function isMergeKey(node: YNode): boolean {
+  if (node.kind !== 'scalar' || node.text !== '<<') return false;
+  return node.tag === '!!merge' || (node.tag === '' && node.plain);
+}
+
+function mergeSources(valueNode: YNode | null, walk: Walk, depth: number): JsonObject[] {
+  const target = valueNode?.kind === 'alias' ? (valueNode.target ?? null) : valueNode;
+  if (target?.kind === 'seq') {
+    return target.items.map((item) => {
+      const v = item === null ? null : toJson(item, walk, depth + 1);
+      if (!isJsonObject(v)) fail(walk, valueNode, 'map merge requires a map or a sequence of maps');
+      return v;
+    });
+  }
+  const v = valueNode === null ? null : toJson(valueNode, walk, depth + 1);
+  if (!isJsonObject(v)) fail(walk, valueNode, 'map merge requires a map or a sequence of maps');
+  return [v];
+}
+
+/** Map keys the way sigs.k8s.io/yaml turns go-yaml v2 keys into JSON object keys. */
+function mapKey(keyNode: YNode | null, walk: Walk, mapNode: YNode): string {
+  const target = keyNode?.kind === 'alias' ? (keyNode.target ?? null) : keyNode;
+  if (target === null) fail(walk, mapNode, 'unsupported map key: null');
+  if (target.kind !== 'scalar') fail(walk, target, 'unsupported map key: a map or sequence cannot be a JSON object key');
+  const resolved = resolveScalarNode(target, walk);
+  switch (resolved.kind) {
+    case 'str':
+      return resolved.value;
+    case 'bool':
+      return resolved.value ? 'true' : 'false';
+    case 'int':
+      return resolved.value.toString(10);
+    case 'float':
+      return formatGoFloat32(resolved.value);
+    case 'null':
+      fail(walk, target, 'unsupported map key: null');
+  }
+}
+
+function scalarValue(node: YScalar, walk: Walk): JsonValue {
+  const r = resolveScalarNode(node, walk);
+  switch (r.kind) {
+    case 'str':
+    case 'bool':
+      return r.value;
+    case 'null':
+      return null;
+    case 'int': {
+      const n = Number(r.value);
+      if (!Number.isSafeInteger(n)) {
+        fail(walk, node, `integer ${r.value} cannot be represented exactly (beyond ±2^53)`);
+      }
+      return n;
+    }
+    case 'float':
+      if (!Number.isFinite(r.value)) fail(walk, node, `value ${node.text} cannot be represented in JSON`);
+      return r.value;
+  }
+}
+
+function resolveScalarNode(node: YScalar, walk: Walk): Resolved {
+  const { text, tag } = node;
+  // go-yaml v2: a quoted or block scalar without a tag is a string; only plain scalars are resolved
+  if (tag === '' && !node.plain) return { kind: 'str', value: text };
+  if (tag === '!!binary') {
+    const compact = text.replace(/\s+/g, '');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 !== 0) {
+      fail(walk, node, '!!binary value is not valid base64');
+    }
+    return { kind: 'str', value: Buffer.from(compact, 'base64').toString('utf8') };
+  }
+  try {
+    return resolveYamlScalar(text, tag);
+  } catch (e) {
+    fail(walk, node, e instanceof Error ? e.message : String(e));
+  }
+}
