@@ -197,7 +197,7 @@ describe('hoist diff', () => {
     expect(again.stdout).toBe('');
   });
 
-  it('reports an object collision protection refuses, and exits 1', async () => {
+  it('reports an object collision protection refuses (exit 1), and under IfNotOwned would adopt', async () => {
     const ns = `cli-refuse-${t.runId}`;
     await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await t.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'by-hand', namespace: ns }, data: { a: '1' } });
@@ -209,5 +209,17 @@ describe('hoist diff', () => {
     expect(d.code, d.stderr).toBe(1);
     expect(d.stderr).toContain(`v1 ConfigMap ${ns}/by-hand: refused: owned by none (created outside Hoist): collisionProtection Prevent takes over only objects of the same lineage`);
     expect(d.stdout).toBe('');
+
+    // under IfNotOwned the same object would be adopted: its diff shows the data and Hoist's labels
+    await writeFile(file, stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `refuse-${t.runId}` }, spec: { installNamespace: ns, format: 'plain', collisionProtection: 'IfNotOwned', sources: [{ kind: 'http', http: { url: files.url('/refuse.tgz'), sha256: sha256(body) } }] } }));
+    const adopt = await hoist(diff, ['-f', file], { namespaced: true });
+    expect(adopt.code, adopt.stderr).toBe(1);
+    expect(adopt.stderr).toContain(`v1 ConfigMap ${ns}/by-hand: would be taken over (adopt)`);
+    expect(adopt.stdout).toContain(`--- live/v1/ConfigMap/${ns}/by-hand`);
+    expect(adopt.stdout).toMatch(/^-  a: "1"$/m);
+    expect(adopt.stdout).toMatch(/^\+  a: "2"$/m);
+    expect(adopt.stdout).toContain(`+    core.rukpak.io/owner-name: refuse-${t.runId}`);
+    // a dry-run: the object is still as it was
+    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'by-hand', ns)) as unknown as { data: Record<string, string> }).data).toEqual({ a: '1' });
   });
 });
