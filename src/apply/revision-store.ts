@@ -6,6 +6,7 @@
  */
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
+import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { sha256Hex } from '../util/hash.ts';
@@ -24,14 +25,27 @@ export const LABEL_CONTENT = 'core.rukpak.io/content';
 const LABEL_COMPONENT = 'app.kubernetes.io/component';
 const ANNOTATION_DIGEST = 'core.rukpak.io/content-digest';
 const ANNOTATION_CHUNK = 'core.rukpak.io/chunk';
+/** data key of the first chunk holding the RevisionSpec as JSON */
+const DATA_SPEC = 'spec';
 /** Secrets are limited to 1 MiB; stay well below with room for metadata */
 export const CHUNK_BYTES = 900 * 1024;
+
+/**
+ * The spec fields that produced a revision, its sources pinned to what they resolved to (image
+ * digest, git commit, http sha256): set on a BundleDeployment, they produce the same inputs hash,
+ * so `hoist rollback` reuses the stored revision with no fetch and no render.
+ */
+export type RevisionSpec = Pick<BundleDeploymentSpec, 'format' | 'installNamespace' | 'config' | 'sources'>;
 
 export interface RevisionRecord {
   number: number;
   contentDigest: string;
   /** hash of what produced the content; lets a spec that goes back reuse a revision unrendered */
   inputs?: string;
+  /** what produced it (stored with the first chunk); absent for revisions stored before it was recorded */
+  spec?: RevisionSpec;
+  /** list() only: when the revision was stored (its Secrets' creationTimestamp) */
+  storedAt?: string;
 }
 
 interface SecretObject extends KubeObject {
@@ -77,7 +91,7 @@ export class RevisionStore {
           },
           type: 'core.rukpak.io/revision',
           immutable: true,
-          data: { objects: chunk.toString('base64') },
+          data: { objects: chunk.toString('base64'), ...(i === 0 && rev.spec ? { [DATA_SPEC]: Buffer.from(JSON.stringify(rev.spec)).toString('base64') } : {}) },
         };
         try {
           await this.client.create(secret);
@@ -89,16 +103,22 @@ export class RevisionStore {
     return packed.length;
   }
 
-  /** every stored revision of a BD, oldest first */
+  /** every stored revision of a BD, oldest first, with when it was stored and the spec that produced it */
   async list(bdName: string): Promise<RevisionRecord[]> {
     const secrets = await this.secrets(bdName);
-    const byNumber = new Map<number, string>();
+    const byNumber = new Map<number, RevisionRecord>();
     for (const s of secrets) {
       const n = Number(s.metadata.labels?.[LABEL_REVISION]);
       const d = s.metadata.annotations?.[ANNOTATION_DIGEST];
-      if (Number.isInteger(n) && d) byNumber.set(n, d);
+      if (!Number.isInteger(n) || !d) continue;
+      const rec = byNumber.get(n) ?? { number: n, contentDigest: d };
+      const created = s.metadata.creationTimestamp;
+      if (created && (!rec.storedAt || created < rec.storedAt)) rec.storedAt = created;
+      const spec = s.data?.[DATA_SPEC];
+      if (spec && !rec.spec) rec.spec = JSON.parse(Buffer.from(spec, 'base64').toString('utf8')) as RevisionSpec;
+      byNumber.set(n, rec);
     }
-    return [...byNumber].sort((a, b) => a[0] - b[0]).map(([number, contentDigest]) => ({ number, contentDigest }));
+    return [...byNumber.values()].sort((a, b) => a.number - b.number);
   }
 
   /** the stored revision produced by these inputs, if any */

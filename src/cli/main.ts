@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 /**
- * The `hoist` command: `run` (the controller), `render` (client-side preview), `demo`.
+ * The `hoist` command: `run` (the controller), `render` (client-side preview), `demo`, and the
+ * user verbs over a kubeconfig (src/cli/verbs/: get, pause, resume, rollback, history, diff,
+ * completion).
  */
 import { parseArgs } from 'node:util';
 import { createLogger } from '../util/log.ts';
+import type { Io } from './verbs/common.ts';
 
 const USAGE = `usage: hoist <command> [flags]
 
@@ -46,7 +49,30 @@ commands:
              API versions, Kubernetes version and scopes (without: built-in kinds' scopes only)
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
+
+user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --help\` for each):
+  get [NAME]                  BundleDeployments as a table with the done signal, or -o yaml|json
+  pause NAME --reason <text>  set spec.paused for a hotfix, record why/who/when, write an Event
+  resume NAME                 clear spec.paused and the pause record, write an Event
+  rollback NAME --to <n>      set the spec that produced stored revision n (no fetch, no render)
+  history NAME                revisions: phase, content digest, pinned sources, when stored
+  diff -f <bd.yaml>           server-side dry-run of the rendered objects, per-object diff
+  completion bash|zsh         shell completion script
+
+exit codes: 0 success; 1 failure (not found, refused, API error); 2 usage error.
+  diff: 0 no differences, 1 differences, 2 error (as kubectl diff).
 `;
+
+/** the user verbs, loaded on use */
+const VERBS: Record<string, () => Promise<(args: string[], io: Io) => Promise<number>>> = {
+  get: async () => (await import('./verbs/get.ts')).get,
+  pause: async () => (await import('./verbs/pause.ts')).pause,
+  resume: async () => (await import('./verbs/pause.ts')).resume,
+  rollback: async () => (await import('./verbs/rollback.ts')).rollback,
+  history: async () => (await import('./verbs/history.ts')).history,
+  diff: async () => (await import('./verbs/diff.ts')).diff,
+  completion: async () => (await import('./verbs/completion.ts')).completion,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -112,9 +138,12 @@ async function main(argv: string[]): Promise<number> {
       const { demo } = await import('./demo.ts');
       return demo({ keep: values.keep });
     }
-    default:
+    default: {
+      const verb = command === undefined ? undefined : VERBS[command];
+      if (verb) return (await verb())(rest, { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) });
       process.stderr.write(USAGE);
       return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
+    }
   }
 }
 

@@ -11,7 +11,7 @@ import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { builtinScopes } from '../kube/builtin-scopes.ts';
-import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { renderBundle, type RenderedBundle } from '../reconciler/render-bundle.ts';
@@ -83,6 +83,8 @@ export interface PreviewOptions {
   dir?: string;
   /** the target cluster: its discovery gives scopes and .Capabilities, as the controller's does */
   kubeconfig?: string;
+  /** the target cluster as a client the caller owns (and closes); instead of kubeconfig */
+  client?: RestKubeClient;
 }
 
 /**
@@ -94,7 +96,8 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
   const spec = withDefaults(bd.spec);
   const helmBinary = (): string => process.env.HOIST_HELM ?? toolPath('helm');
   const { processorFor } = createProcessorRegistry({ helmBinary });
-  const client = opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
+  const own = !opts.client && opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
+  const client = opts.client ?? own;
   const store = new FsContentStore();
   try {
     const local = opts.dir;
@@ -122,7 +125,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
       { name: bd.metadata.name, spec: localSpec, resolved, credentials: async () => undefined },
     );
   } finally {
-    await client?.close();
+    await own?.close();
   }
 }
 

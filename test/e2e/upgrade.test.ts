@@ -5,13 +5,12 @@
  * is deleted and re-created, CRDs are never deleted), objects that left the bundle are pruned, and
  * a field removed upstream is removed from the live object.
  */
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
-import { cm, FIXTURES, isolateGroup, isolatePlain, ownedUids, readTree } from '../support/upgrade-fixtures.ts';
+import { FIXTURES, isolateGroup, ownedUids, plainRolloutsTarballs, readTree } from '../support/upgrade-fixtures.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -52,10 +51,8 @@ describe('upgrade in place', () => {
   it('plain argo-rollouts v1.8.4 → v1.9.1: same UIDs, the dropped object pruned, the removed readinessProbe gone', async () => {
     const id = `u${t.runId}`;
     const ns = `rollouts-up-${t.runId}`;
-    const read = (v: string) => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), id);
     // upstream drops nothing between these versions: v1 carries one extra object that v2 drops
-    const v1 = await tarGz({ 'install.yaml': read('v1.8.4'), 'legacy.yaml': cm('argo-rollouts-legacy', { retired: 'true' }) });
-    const v2 = await tarGz({ 'install.yaml': read('v1.9.1') });
+    const { v1, v2 } = await plainRolloutsTarballs(id);
     files.set('/plain-v1.tgz', v1);
     files.set('/plain-v2.tgz', v2);
     const bd = `rollouts-up-${t.runId}`;

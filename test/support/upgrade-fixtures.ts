@@ -5,6 +5,7 @@
  * and re-created.
  */
 import { readdir, readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { LABEL_OWNER_NAME, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
@@ -75,4 +76,17 @@ export async function servePinned(files: FileServer, path: string, content: Reco
   const body = await tarGz(content);
   files.set(path, body);
   return [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }];
+}
+
+/**
+ * argo-rollouts v1.8.4 and v1.9.1 as plain-manifest tarballs isolated by `id`. Upstream drops
+ * nothing between these versions: v1 carries one extra ConfigMap (argo-rollouts-legacy) that v2
+ * drops, so the upgrade prunes exactly one object.
+ */
+export async function plainRolloutsTarballs(id: string): Promise<{ v1: Buffer; v2: Buffer }> {
+  const read = (v: string) => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), id);
+  return {
+    v1: await tarGz({ 'install.yaml': read('v1.8.4'), 'legacy.yaml': cm('argo-rollouts-legacy', { retired: 'true' }) }),
+    v2: await tarGz({ 'install.yaml': read('v1.9.1') }),
+  };
 }

@@ -7,6 +7,7 @@
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
+import { revisionSpec } from '../../sources/pin.ts';
 import { asHoistError } from '../../util/errors.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { recordRevision, trimHistory } from '../revision-history.ts';
@@ -43,7 +44,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   await s.time(
     'store+watch',
     Promise.all([
-      isNew ? d.revisions.save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs }, rendered.objects).then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes)) : undefined,
+      isNew ? d.revisions.save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, rendered.objects).then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes)) : undefined,
       watchObjects(ctx, rendered.objects, s.signal),
     ]),
   );
