@@ -38,7 +38,8 @@ import { hashOf } from '../util/hash.ts';
 import { getCondition, setCondition, type ConditionInput } from './conditions.ts';
 import { lineageWinner } from './lineage.ts';
 import { lastGoodRevision, recordRevision, trimHistory } from './revision-history.ts';
-import { readCredentials, secretKeyOf, secretRefOf } from './credentials.ts';
+import { readCredentials, secretRefOf } from './credentials.ts';
+import { readSourceCA, rotationKeysOf } from './source-ca.ts';
 import type { Identities } from './identity.ts';
 import type { EventRecorder } from './events.ts';
 import type { ManagedObjects } from './managed-objects.ts';
@@ -445,12 +446,13 @@ export class BundleDeploymentReconciler {
         const prev = status.resolvedSources?.[i];
         const previous = prev?.kind === src.kind && prev.generation === gen ? prev : undefined;
         const pollDue = !!pollMs && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + pollMs <= this.now().getTime());
-        // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
-        const secret = secretKeyOf(bd, src, this.d.controllerNamespace, this.d.identities.defaultServiceAccount);
-        const recheck = !!previous && (pollDue || (!!secret && rotated.has(secret) && !pinnedBySpec(src)));
+        // a rotated Secret (or CA ConfigMap) re-checks a floating ref with the new credentials or CA; pinned content needs no request
+        const refRotated = rotationKeysOf(bd, src, this.d.controllerNamespace, this.d.identities.defaultServiceAccount).some((k) => rotated.has(k));
+        const recheck = !!previous && (pollDue || (refRotated && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
-        const r = await source.resolve(src, { previous, recheck, credentials, ...(signal ? { signal } : {}) });
+        const ca = !previous || recheck ? await readSourceCA(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount) : undefined;
+        const r = await source.resolve(src, { previous, recheck, credentials, ...(ca ? { ca } : {}), ...(signal ? { signal } : {}) });
         if (recheck || !previous) r.status.resolvedAt = this.now().toISOString();
         else r.status.resolvedAt = previous.resolvedAt;
         r.status.generation = gen;
@@ -494,6 +496,7 @@ export class BundleDeploymentReconciler {
           const ctx: SourceContext = {
             signal,
             credentials: await readCredentials(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount),
+            ca: await readSourceCA(this.d.client, this.d.controllerNamespace, bd, src, this.d.identities.defaultServiceAccount),
             onStore: (o) => (served = o),
           };
           const dir = await source.fetch(src, r, this.d.store, ctx);

@@ -22,29 +22,53 @@ export function secretRefOf(source: SourceSpec): string | undefined {
  */
 export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string, defaultServiceAccount?: string): string | undefined {
   const name = secretRefOf(source);
-  if (!name) return undefined;
-  const namespace = (bd.spec.serviceAccount?.name ?? defaultServiceAccount) ? bd.spec.installNamespace : controllerNamespace;
-  return namespace ? `${namespace}/${name}` : undefined;
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  return name && namespace ? `${namespace}/${name}` : undefined;
+}
+
+/** installNamespace when a service account acts for the BD, else the controller's namespace */
+export function refNamespaceOf(bd: BundleDeployment, controllerNamespace: string, defaultServiceAccount?: string): string | undefined {
+  return (bd.spec.serviceAccount?.name ?? defaultServiceAccount) ? bd.spec.installNamespace : controllerNamespace;
+}
+
+/** Where a BundleDeployment's referenced Secrets and ConfigMaps are read, and as whom (DESIGN §7). */
+export interface RefScope {
+  namespace: string;
+  /** the service account acting for the BD, when one does */
+  serviceAccount?: string;
+  /** the controller's client, or one impersonating the service account */
+  reader: KubeClient;
+}
+
+/** The scope `readCredentials` and the CA references (source-ca.ts) share; `subject` names the ref. */
+export function refScope(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, defaultServiceAccount: string | undefined, subject: string): RefScope {
+  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  if (!namespace) {
+    throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject, terminal: true });
+  }
+  return sa ? { namespace, serviceAccount: sa, reader: client.impersonate(`system:serviceaccount:${namespace}:${sa}`) } : { namespace, reader: client };
+}
+
+/** A Secret or ConfigMap in the scope, read as its identity; undefined when it does not exist. */
+export async function getInScope<T extends KubeObject>(scope: RefScope, kind: 'Secret' | 'ConfigMap', name: string): Promise<T | undefined> {
+  try {
+    return await scope.reader.get<T>({ apiVersion: 'v1', kind }, name, scope.namespace);
+  } catch (e) {
+    if (isForbidden(e)) {
+      const what = `${kind.toLowerCase()} ${scope.namespace}/${name}`;
+      throw new HoistError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, { stage: 'resolve', reason: 'ResolveFailed', code: `${kind.toLowerCase()}-forbidden`, subject: what, terminal: false, cause: e });
+    }
+    throw e;
+  }
 }
 
 export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;
-  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
-  const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
-  if (!namespace) {
-    throw new HoistError('serviceAccount needs installNamespace to read secrets', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `secret ${name}`, terminal: true });
-  }
-  const reader = sa ? client.impersonate(`system:serviceaccount:${namespace}:${sa}`) : client;
-  let secret: (KubeObject & { data?: Record<string, string> }) | undefined;
-  try {
-    secret = await reader.get({ apiVersion: 'v1', kind: 'Secret' }, name, namespace);
-  } catch (e) {
-    if (isForbidden(e)) {
-      throw new HoistError(`service account ${namespace}/${sa} may not read secret ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-forbidden', subject: `secret ${namespace}/${name}`, terminal: false, cause: e });
-    }
-    throw e;
-  }
+  const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `secret ${name}`);
+  const namespace = scope.namespace;
+  const secret = await getInScope<KubeObject & { data?: Record<string, string> }>(scope, 'Secret', name);
   if (!secret) {
     // transient: the secret may be created after the BundleDeployment
     throw new HoistError(`secret ${namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: 'secret-not-found', subject: `secret ${namespace}/${name}`, terminal: false });

@@ -22,7 +22,7 @@ import { Identities } from './identity.ts';
 import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
-import { secretKeyOf } from './credentials.ts';
+import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -68,6 +68,8 @@ export class BundleDeploymentManager {
   private gcRunning: Promise<ContentGcResult> | undefined;
   private metrics: HoistMetrics | undefined;
   private readonly secrets: SecretWatch;
+  /** the ConfigMaps of caConfigMapRef, watched the same way */
+  private readonly configMaps: SecretWatch;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -82,6 +84,7 @@ export class BundleDeploymentManager {
       this.controller.enqueue(owner);
     }, log);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
+    this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
     const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8, overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])] });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
@@ -98,7 +101,7 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
-      secrets: this.secrets,
+      secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -139,6 +142,7 @@ export class BundleDeploymentManager {
         this.reconciler.forget(bd.metadata.name);
         this.managed.forgetProbes(bd.metadata.name);
         this.secrets.forget(bd.metadata.name);
+        this.configMaps.forget(bd.metadata.name);
         this.enqueueLineage(bd);
         this.scheduleGc();
       },
@@ -211,12 +215,14 @@ export class BundleDeploymentManager {
     await this.crds.stop();
     await this.managed.stop();
     await this.secrets.stop();
+    await this.configMaps.stop();
     await this.gcRunning;
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const keys = bd.spec.sources.map((s) => secretKeyOf(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)).filter((k): k is string => k !== undefined);
-    this.secrets.track(bd.metadata.name, keys);
+    const refs = bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount));
+    this.secrets.track(bd.metadata.name, refs.flatMap((r) => r.secrets));
+    this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }
 
   private enqueueLineage(bd: BundleDeployment): void {

@@ -20,9 +20,23 @@ export interface Credentials {
   hosts?: readonly string[];
 }
 
+/**
+ * The CA bundle a git or http source's caSecretRef / caConfigMapRef names, already read and
+ * checked to hold PEM certificates. Trusted for that source only, on top of the system roots and
+ * `--ca-dir`. Not a secret, but named only by `ref` in messages.
+ */
+export interface SourceCA {
+  /** one or more PEM certificates */
+  pem: string;
+  /** what messages name, e.g. `secret ns/name key ca.crt` */
+  ref: string;
+}
+
 export interface SourceContext {
   /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
   credentials?: Credentials;
+  /** the source's own CA (caSecretRef / caConfigMapRef); undefined when it names none */
+  ca?: SourceCA;
   /** cancels the operation; every source also bounds each resolve and fetch by its own deadline */
   signal?: AbortSignal;
   /**
