@@ -76,6 +76,10 @@ export async function render(opts: RenderOptions): Promise<number> {
         if ((src.image ?? src.git ?? src.http)?.auth) {
           throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
         }
+        const ca = src.git ?? src.http;
+        if (ca?.caSecretRef ?? ca?.caConfigMapRef) {
+          throw new Error(`source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`);
+        }
         const source = sourceFor(src.kind);
         const resolved = await source.resolve(src, {});
         parts.push({ dir: await source.fetch(src, resolved, store, {}), destination: src.destination });
