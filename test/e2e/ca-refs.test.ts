@@ -132,6 +132,11 @@ describe('caSecretRef and caConfigMapRef on http and git sources', () => {
     await t.client.apply(secret('rotating-ca', { 'ca.crt': pki.caCert }), { fieldManager: 'test', force: true });
     await t.client.apply(configMap('rotating-ca-cm', { 'ca.crt': pki.caCert }), { fieldManager: 'test', force: true });
     for (const name of ['rot-secret', 'rot-cm']) await t.waitFor(name, isDone, `${name} installed after the rotation`);
+
+    // installed and resolved: a rotation re-checks the floating url with the new CA, which no longer fits
+    await t.client.apply(configMap('rotating-ca-cm', { 'ca.crt': other.caCert }), { fieldManager: 'test', force: true });
+    const bd = await failsWith('rot-cm', 'Resolved', 'unknown authority');
+    expect(cond(bd, 'Installed')?.status).toBe('True');
   });
 
   it('no condition message or event of these failures names the controller\'s directories', async () => {
