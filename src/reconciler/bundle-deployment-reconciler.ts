@@ -83,6 +83,8 @@ interface Rendered {
 export class BundleDeploymentReconciler {
   /** per BD: the last rendered inputs, so a warm reconcile neither fetches nor renders */
   private readonly rendered = new Map<string, Rendered>();
+  /** rotated Secrets/ConfigMaps whose re-check has not succeeded yet: a failed one is retried, not forgotten */
+  private readonly pendingRotations = new Map<string, ReadonlySet<string>>();
   /** per BD: objects of stored revisions already loaded */
   private readonly loaded = new Map<string, { number: number; objects: KubeObject[] }>();
   /**
@@ -200,6 +202,7 @@ export class BundleDeploymentReconciler {
     this.superseded.delete(name);
     this.ownWrites.delete(name);
     this.rendered.delete(name);
+    this.pendingRotations.delete(name);
     this.loaded.delete(name);
     this.contentKeys.delete(name);
     this.seen.delete(name);
@@ -439,8 +442,9 @@ export class BundleDeploymentReconciler {
   private async resolve(bd: BundleDeployment, spec: DefaultedSpec, status: BundleDeploymentStatus, signal?: AbortSignal): Promise<Resolved[]> {
     const gen = bd.metadata.generation ?? 0;
     const pollMs = spec.pollInterval ? parseDuration(spec.pollInterval, 'spec.pollInterval') : undefined;
-    const rotated = this.d.secrets?.takeRotated(bd.metadata.name) ?? new Set<string>();
-    return Promise.all(
+    const rotated = new Set([...(this.pendingRotations.get(bd.metadata.name) ?? []), ...(this.d.secrets?.takeRotated(bd.metadata.name) ?? [])]);
+    if (rotated.size > 0) this.pendingRotations.set(bd.metadata.name, rotated);
+    const resolved = await Promise.all(
       spec.sources.map(async (src, i) => {
         const source = this.d.sourceFor(src.kind);
         const prev = status.resolvedSources?.[i];
@@ -459,6 +463,8 @@ export class BundleDeploymentReconciler {
         return r;
       }),
     );
+    this.pendingRotations.delete(bd.metadata.name);
+    return resolved;
   }
 
   /** the objects for these resolved sources: remembered, stored, or fetched and rendered */

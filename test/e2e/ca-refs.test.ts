@@ -92,13 +92,13 @@ describe('caSecretRef and caConfigMapRef on http and git sources', () => {
     await failsWith('http-noca', 'Resolved', host, 'certificate signed by unknown authority', 'caSecretRef');
     await failsWith('git-noca', 'Unpacked', gitHost, 'certificate signed by unknown authority', 'caSecretRef');
     for (const name of ['http-secret', 'http-cm', 'git-secret', 'git-cm']) {
-      const bd = await t.waitFor(name, isDone, `${name} installed`);
+      const bd = await t.waitFor(name, isDone, `${name} installed`, 40_000);
       const ns = `ca-${t.runId}-${name}`;
       expect(await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name.startsWith('http') ? 'from-http' : 'from-git', ns), describeStatus(bd)).toBeTruthy();
     }
     // the default key is ca.crt; the CRD defaulted it
     expect((await t.get('http-secret'))?.spec.sources[0]?.http?.caSecretRef).toEqual({ name: 'corp-ca', key: 'ca.crt' });
-  });
+  }, 180_000);
 
   it('a bad reference is Resolved=False naming it; the installed revision stays', async () => {
     await t.client.create(secret('no-key', { 'other.crt': pki.caCert }));
@@ -131,13 +131,13 @@ describe('caSecretRef and caConfigMapRef on http and git sources', () => {
     await failsWith('rot-cm', 'Resolved', 'unknown authority');
     await t.client.apply(secret('rotating-ca', { 'ca.crt': pki.caCert }), { fieldManager: 'test', force: true });
     await t.client.apply(configMap('rotating-ca-cm', { 'ca.crt': pki.caCert }), { fieldManager: 'test', force: true });
-    for (const name of ['rot-secret', 'rot-cm']) await t.waitFor(name, isDone, `${name} installed after the rotation`);
+    for (const name of ['rot-secret', 'rot-cm']) await t.waitFor(name, isDone, `${name} installed after the rotation`, 40_000);
 
     // installed and resolved: a rotation re-checks the floating url with the new CA, which no longer fits
     await t.client.apply(configMap('rotating-ca-cm', { 'ca.crt': other.caCert }), { fieldManager: 'test', force: true });
     const bd = await failsWith('rot-cm', 'Resolved', 'unknown authority');
     expect(cond(bd, 'Installed')?.status).toBe('True');
-  });
+  }, 180_000);
 
   it('no condition message or event of these failures names the controller\'s directories', async () => {
     const events = (await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })).items as unknown as Array<{ involvedObject?: { name?: string }; message?: string }>;
