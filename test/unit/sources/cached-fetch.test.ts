@@ -19,29 +19,18 @@ describe('fetchThroughStore with concurrent misses', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const downloads: string[] = [];
+    const origin = { location: 'https://git.corp/a.git', credential: undefined, display: 'https://git.corp/a.git' };
+    const fetchAs = (subject: string, download: (dir: string) => Promise<void>) =>
+      fetchThroughStore({ store, key: 'git:abc:', origin, subject, prove: async () => undefined, download });
     // A (no CA) starts first and fails once B has joined its in-flight write
-    const a = fetchThroughStore({
-      store,
-      key: 'git:abc:',
-      origin: { location: 'https://git.corp/a.git', credential: undefined, display: 'https://git.corp/a.git' },
-      subject: 'a',
-      prove: async () => undefined,
-      download: async () => {
-        downloads.push('a');
-        await gate;
-        throw new HoistError('tls verification failed: certificate signed by unknown authority', { stage: 'fetch', reason: 'FetchFailed', code: 'tls-verify-failed', subject: 'a', terminal: true });
-      },
+    const a = fetchAs('a', async () => {
+      downloads.push('a');
+      await gate;
+      throw new HoistError('tls verification failed: certificate signed by unknown authority', { stage: 'fetch', reason: 'FetchFailed', code: 'tls-verify-failed', subject: 'a', terminal: true });
     });
-    const b = fetchThroughStore({
-      store,
-      key: 'git:abc:',
-      origin: { location: 'https://git.corp/a.git', credential: undefined, display: 'https://git.corp/a.git' },
-      subject: 'b',
-      prove: async () => undefined,
-      download: async (dir) => {
-        downloads.push('b');
-        await writeFile(join(dir, 'cm.yaml'), 'kind: ConfigMap\n');
-      },
+    const b = fetchAs('b', async (dir) => {
+      downloads.push('b');
+      await writeFile(join(dir, 'cm.yaml'), 'kind: ConfigMap\n');
     });
     await new Promise((r) => setTimeout(r, 50));
     release();
