@@ -25,6 +25,13 @@ export interface SecretRef {
 export interface SourceAuth {
   secretRef: SecretRef;
 }
+/** A key of a Secret or ConfigMap holding a PEM CA bundle (git and http sources). */
+export interface CARef {
+  name: string;
+  /** default `ca.crt` (the CRD's default) */
+  key?: string;
+}
+export const DEFAULT_CA_KEY = 'ca.crt';
 
 export interface ImageSource {
   ref: string;
@@ -52,11 +59,16 @@ export interface GitSource {
   ref: GitRef;
   directory?: string;
   auth?: SourceAuth;
+  /** at most one of caSecretRef and caConfigMapRef: a CA trusted for this source only */
+  caSecretRef?: CARef;
+  caConfigMapRef?: CARef;
 }
 export interface HttpSource {
   url: string;
   sha256?: string;
   auth?: SourceAuth;
+  caSecretRef?: CARef;
+  caConfigMapRef?: CARef;
 }
 
 export type SourceKind = 'image' | 'git' | 'http';

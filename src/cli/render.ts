@@ -111,6 +111,10 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             if ((src.image ?? src.git ?? src.http)?.auth) {
               throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
             }
+            const ca = src.git ?? src.http;
+            if (ca?.caSecretRef ?? ca?.caConfigMapRef) {
+              throw new Error(`source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`);
+            }
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );

@@ -39,7 +39,7 @@ export class BundleDeploymentReconciler {
 
   constructor(private readonly d: ReconcilerDeps) {
     this.now = d.now ?? (() => new Date());
-    this.ctx = { d, objects: new RevisionObjects(d.revisions) };
+    this.ctx = { d, objects: new RevisionObjects(d.revisions), pendingRotations: new Map() };
   }
 
   async reconcile(name: string, signal?: AbortSignal): Promise<ReconcileResult> {
@@ -134,6 +134,7 @@ export class BundleDeploymentReconciler {
   forget(name: string): void {
     this.ownWrites.forget(name);
     this.ctx.objects.forget(name);
+    this.ctx.pendingRotations.delete(name);
     this.contentUse.forget(name);
     this.d.applier.forget(name);
   }

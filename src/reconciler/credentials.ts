@@ -22,9 +22,45 @@ export function secretRefOf(source: SourceSpec): string | undefined {
  */
 export function secretKeyOf(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string, defaultServiceAccount?: string): string | undefined {
   const name = secretRefOf(source);
-  if (!name) return undefined;
-  const namespace = (bd.spec.serviceAccount?.name ?? defaultServiceAccount) ? bd.spec.installNamespace : controllerNamespace;
-  return namespace ? `${namespace}/${name}` : undefined;
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  return name && namespace ? `${namespace}/${name}` : undefined;
+}
+
+/** installNamespace when a service account acts for the BD, else the controller's namespace */
+export function refNamespaceOf(bd: BundleDeployment, controllerNamespace: string, defaultServiceAccount?: string): string | undefined {
+  return (bd.spec.serviceAccount?.name ?? defaultServiceAccount) ? bd.spec.installNamespace : controllerNamespace;
+}
+
+/** Where a BundleDeployment's referenced Secrets and ConfigMaps are read, and as whom (DESIGN §7). */
+export interface RefScope {
+  namespace: string;
+  /** the service account acting for the BD, when one does */
+  serviceAccount?: string;
+  /** the controller's client, or one impersonating the service account */
+  reader: KubeClient;
+}
+
+/** The scope `readCredentials` and the CA references (source-ca.ts) share; `subject` names the ref. */
+export function refScope(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, defaultServiceAccount: string | undefined, subject: string): RefScope {
+  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  if (!namespace) {
+    throw new HoistError('serviceAccount needs installNamespace to read secrets and config maps', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject, terminal: true });
+  }
+  return sa ? { namespace, serviceAccount: sa, reader: client.impersonate(`system:serviceaccount:${namespace}:${sa}`) } : { namespace, reader: client };
+}
+
+/** A Secret or ConfigMap in the scope, read as its identity; undefined when it does not exist. */
+export async function getInScope<T extends KubeObject>(scope: RefScope, kind: 'Secret' | 'ConfigMap', name: string): Promise<T | undefined> {
+  try {
+    return await scope.reader.get<T>({ apiVersion: 'v1', kind }, name, scope.namespace);
+  } catch (e) {
+    if (isForbidden(e)) {
+      const what = `${kind.toLowerCase()} ${scope.namespace}/${name}`;
+      throw new HoistError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, { stage: 'resolve', reason: 'ResolveFailed', code: `${kind.toLowerCase()}-forbidden`, subject: what, terminal: false, cause: e });
+    }
+    throw e;
+  }
 }
 
 export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
@@ -38,9 +74,8 @@ export async function readCredentials(client: KubeClient, controllerNamespace: s
 }
 
 /**
- * A Secret or ConfigMap a BundleDeployment names, where and as whom readCredentials reads
- * secrets: the controller's namespace, or installNamespace as the acting service account.
- * Missing is transient (it may be created after the BundleDeployment).
+ * A Secret or ConfigMap a BundleDeployment names (credentials, image verification keys), read in
+ * its scope as its identity. Missing is transient: it may be created after the BundleDeployment.
  */
 export async function readReferenced(
   client: KubeClient,
@@ -51,23 +86,10 @@ export async function readReferenced(
   defaultServiceAccount?: string,
 ): Promise<{ object: KubeObject & { data?: Record<string, string> }; namespace: string }> {
   const what = kind.toLowerCase();
-  const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
-  const namespace = sa ? bd.spec.installNamespace : controllerNamespace;
-  if (!namespace) {
-    throw new HoistError(`serviceAccount needs installNamespace to read ${what}s`, { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject: `${what} ${name}`, terminal: true });
-  }
-  const reader = sa ? client.impersonate(`system:serviceaccount:${namespace}:${sa}`) : client;
-  let object: (KubeObject & { data?: Record<string, string> }) | undefined;
-  try {
-    object = await reader.get({ apiVersion: 'v1', kind }, name, namespace);
-  } catch (e) {
-    if (isForbidden(e)) {
-      throw new HoistError(`service account ${namespace}/${sa} may not read ${what} ${namespace}/${name}`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-forbidden`, subject: `${what} ${namespace}/${name}`, terminal: false, cause: e });
-    }
-    throw e;
-  }
+  const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${what} ${name}`);
+  const object = await getInScope<KubeObject & { data?: Record<string, string> }>(scope, kind, name);
   if (!object) {
-    throw new HoistError(`${what} ${namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-not-found`, subject: `${what} ${namespace}/${name}`, terminal: false });
+    throw new HoistError(`${what} ${scope.namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-not-found`, subject: `${what} ${scope.namespace}/${name}`, terminal: false });
   }
-  return { object, namespace };
+  return { object, namespace: scope.namespace };
 }

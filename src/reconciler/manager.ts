@@ -19,7 +19,7 @@ import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
 import { PushNotices } from './push-notices.ts';
-import { secretKeyOf } from './credentials.ts';
+import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 4) */
@@ -61,6 +61,8 @@ export class BundleDeploymentManager {
   private readonly secrets: SecretWatch;
   /** BDs a verified webhook push named (hoist run --webhook-bind-address) */
   readonly pushes: PushNotices;
+  /** the ConfigMaps of caConfigMapRef, watched the same way */
+  private readonly configMaps: SecretWatch;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -76,6 +78,7 @@ export class BundleDeploymentManager {
     }, log);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
+    this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
     const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8, overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])] });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
@@ -92,8 +95,8 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
-      secrets: this.secrets,
       pushes: this.pushes,
+      secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -135,6 +138,7 @@ export class BundleDeploymentManager {
         this.managed.forgetProbes(bd.metadata.name);
         this.secrets.forget(bd.metadata.name);
         this.pushes.forget(bd.metadata.name);
+        this.configMaps.forget(bd.metadata.name);
         this.enqueueLineage(bd);
         this.scheduleGc();
       },
@@ -207,12 +211,14 @@ export class BundleDeploymentManager {
     await this.crds.stop();
     await this.managed.stop();
     await this.secrets.stop();
+    await this.configMaps.stop();
     await this.gcRunning;
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const keys = bd.spec.sources.map((s) => secretKeyOf(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)).filter((k): k is string => k !== undefined);
-    this.secrets.track(bd.metadata.name, keys);
+    const refs = bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount));
+    this.secrets.track(bd.metadata.name, refs.flatMap((r) => r.secrets));
+    this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }
 
   private enqueueLineage(bd: BundleDeployment): void {

@@ -16,7 +16,7 @@ import { contentDigest } from '../processors/content-digest.ts';
 import type { Processor } from '../processors/processor.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
-import type { Credentials, Resolved, Source } from '../sources/source.ts';
+import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
 
 export interface RenderBundleDeps {
@@ -39,6 +39,8 @@ export interface RenderBundleInput {
   resolved: readonly Resolved[];
   /** the credentials of spec.sources[i], also needed on a store hit: access is proven per BD */
   credentials(index: number): Promise<Credentials | undefined>;
+  /** the CA of spec.sources[i] (caSecretRef / caConfigMapRef), when it names one */
+  ca?(index: number): Promise<SourceCA | undefined>;
   signal?: AbortSignal | undefined;
   /** told how each source's fetch was served and where its content is (metrics) */
   onFetched?(kind: string, outcome: StoreOutcome | undefined, dir: string): void | Promise<void>;
@@ -65,9 +67,11 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
         if (!resolved) throw new HoistError(`source ${i} was not resolved`, { stage: 'fetch', reason: 'FetchFailed', code: 'internal', subject: `sources[${i}]`, terminal: false });
         let served: StoreOutcome | undefined;
         const credentials = await input.credentials(i);
+        const ca = await input.ca?.(i);
         const dir = await deps.sourceFor(src.kind).fetch(src, resolved, deps.store, {
           ...(input.signal ? { signal: input.signal } : {}),
           ...(credentials ? { credentials } : {}),
+          ...(ca ? { ca } : {}),
           onStore: (o) => (served = o),
         });
         await input.onFetched?.(src.kind, served, dir);

@@ -8,6 +8,9 @@
  *
  * Where the controller may not list Secrets (a namespace outside the chart's RBAC), that
  * namespace is not watched: the watch stops at the first Forbidden and says so once.
+ *
+ * The same watch, made for kind ConfigMap, follows the ConfigMaps git and http sources name in
+ * `caConfigMapRef` (a rotated CA re-checks like a rotated credential).
  */
 import type { Logger } from 'pino';
 import { isForbidden } from '../kube/api-error.ts';
@@ -29,6 +32,7 @@ export class SecretWatch {
     private readonly client: KubeClient,
     private readonly onRotated: SecretRotated,
     private readonly log: Logger,
+    private readonly kind: 'Secret' | 'ConfigMap' = 'Secret',
   ) {}
 
   /** what a BD references now ("namespace/name"); called from its watch events */
@@ -62,11 +66,11 @@ export class SecretWatch {
     if (this.informers.has(namespace) || this.refused.has(namespace)) return;
     const inf = new Informer({
       client: this.forbiddenStops(namespace),
-      type: { apiVersion: 'v1', kind: 'Secret' },
+      type: { apiVersion: 'v1', kind: this.kind },
       namespace,
       metadataOnly: true,
       // nothing but the identity is kept
-      transform: (o: KubeObject) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion } }),
+      transform: (o: KubeObject) => ({ apiVersion: 'v1', kind: this.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion } }),
       logger: this.log,
     });
     inf.addHandler({
@@ -87,7 +91,7 @@ export class SecretWatch {
     const stopOnForbidden = (e: unknown): never => {
       if (isForbidden(e) && !this.refused.has(namespace)) {
         this.refused.add(namespace);
-        this.log.warn({ namespace }, 'may not list Secrets in this namespace: credential rotation there is noticed at the next spec change or poll');
+        this.log.warn({ namespace, kind: this.kind }, `may not list ${this.kind}s in this namespace: rotation there is noticed at the next spec change or poll`);
         const inf = this.informers.get(namespace);
         this.informers.delete(namespace);
         void inf?.stop();
@@ -109,7 +113,7 @@ export class SecretWatch {
       let r = this.rotated.get(bd);
       if (!r) this.rotated.set(bd, (r = new Set()));
       r.add(key);
-      this.log.info({ bd, secret: key }, 'referenced secret changed');
+      this.log.info({ bd, [this.kind === 'Secret' ? 'secret' : 'configMap']: key }, `referenced ${this.kind} changed`);
       this.onRotated(bd, key);
     }
   }

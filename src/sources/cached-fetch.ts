@@ -9,6 +9,10 @@
  * - fetched only elsewhere → a new download from the requester's location, verified against the
  *   digest and discarded (the stored copy is byte-identical), then serve. A 200 from the
  *   requester's own server therefore never unlocks someone else's content.
+ *
+ * Concurrent misses share one download (the store's in-flight put); when the shared download
+ * fails, a caller that only joined it tries its own (another BD's credentials or CA failing must
+ * not fail this one).
  */
 import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
 import { HoistError } from '../util/errors.ts';
@@ -36,7 +40,21 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
     const access = await f.store.access(f.key, f.origin);
     if (access === 'miss') {
       // a concurrent put for another origin may have done the download: the next round checks
-      await f.store.put(f.key, f.download, f.origin);
+      let ran = false;
+      try {
+        await f.store.put(
+          f.key,
+          (dir) => {
+            ran = true;
+            return f.download(dir);
+          },
+          f.origin,
+        );
+      } catch (e) {
+        // joined another BD's download, which failed with its own credentials or CA: not ours to report
+        if (ran) throw e;
+        continue;
+      }
       downloaded = true;
       continue;
     }

@@ -12,7 +12,8 @@
  *   and a 304 keeps the previous resolution.
  *
  * Network rules (redirects, https only for credentials, proxy, CA, deadline) are the shared
- * transport's (./http/transport.ts); credentials are used only for the hosts their Secret names
+ * transport's (./http/transport.ts), with the spec's own CA (caSecretRef / caConfigMapRef, read
+ * by the reconciler into `ctx.ca`) added for this source's requests only; credentials are used only for the hosts their Secret names
  * (./credential-hosts.ts); a store hit proves access at the content's own location
  * (./cached-fetch.ts). Errors name the URL through `redactUrl`.
  */
@@ -91,8 +92,9 @@ export class HttpSource implements Source {
       if (prev.lastModified) conditional['if-modified-since'] = prev.lastModified;
     }
     const subject = redactUrl(url.toString());
+    const t = this.transport.withCA(ctx.ca?.pem);
     return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
-      const res = await this.get('GET', url, auth, conditional, signal, 'resolve');
+      const res = await this.get(t, 'GET', url, auth, conditional, signal, 'resolve');
       if (res.status === 304 && prev?.sha256 && Object.keys(conditional).length > 0) {
         await res.body.dump();
         return { status: { ...prev }, key: httpContentKey(prev.sha256), pinned: false };
@@ -124,6 +126,7 @@ export class HttpSource implements Source {
       throw new HoistError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, { stage: 'fetch', reason: 'FetchFailed', code: 'bad-resolution', subject, terminal: true });
     }
     const auth = authorization(credentialsForUrl(ctx.credentials, url, 'fetch'));
+    const t = this.transport.withCA(ctx.ca?.pem);
     return withDeadline(ctx.signal, this.timeoutMs, 'fetch', subject, (signal) =>
       fetchThroughStore({
         store,
@@ -132,7 +135,7 @@ export class HttpSource implements Source {
         subject,
         ...(ctx.onStore ? { observe: ctx.onStore } : {}),
         download: async (tmp) => {
-          const res = await this.get('GET', url, auth, {}, signal, 'fetch');
+          const res = await this.get(t, 'GET', url, auth, {}, signal, 'fetch');
           if (res.status !== 200) throw await statusError(res, url, 'fetch');
           const actual = await this.unpackBody(res, tmp, subject, signal, 'fetch');
           if (actual !== expected) {
@@ -145,17 +148,17 @@ export class HttpSource implements Source {
             );
           }
         },
-        prove: () => this.proveAccess(url, auth, signal),
+        prove: () => this.proveAccess(t, url, auth, signal),
       }),
     );
   }
 
   /** One HEAD (a GET whose body is abandoned when HEAD is not allowed) with the caller's credential. */
-  private async proveAccess(url: URL, auth: string | undefined, signal: AbortSignal): Promise<void> {
-    let res = await this.get('HEAD', url, auth, {}, signal, 'fetch');
+  private async proveAccess(t: HttpTransport, url: URL, auth: string | undefined, signal: AbortSignal): Promise<void> {
+    let res = await this.get(t, 'HEAD', url, auth, {}, signal, 'fetch');
     if (res.status === 405 || res.status === 501) {
       await res.body.dump();
-      res = await this.get('GET', url, auth, {}, signal, 'fetch');
+      res = await this.get(t, 'GET', url, auth, {}, signal, 'fetch');
     }
     if (res.status < 200 || res.status > 299) throw await statusError(res, url, 'fetch');
     discard(res.body);
@@ -179,8 +182,9 @@ export class HttpSource implements Source {
     return hash.digest('hex');
   }
 
-  private get(method: 'GET' | 'HEAD', url: URL, auth: string | undefined, extra: Record<string, string>, signal: AbortSignal, stage: SourceStage): Promise<SendResponse> {
-    return this.transport.send({
+  /** `t`: this source's transport, with the spec's own CA when it names one (`withCA`) */
+  private get(t: HttpTransport, method: 'GET' | 'HEAD', url: URL, auth: string | undefined, extra: Record<string, string>, signal: AbortSignal, stage: SourceStage): Promise<SendResponse> {
+    return t.send({
       method,
       url,
       // the pin is over the bytes as stored; a transfer encoding would change what we hash

@@ -20,6 +20,18 @@ export interface Credentials {
   hosts?: readonly string[];
 }
 
+/**
+ * The CA bundle a git or http source's caSecretRef / caConfigMapRef names, already read and
+ * checked to hold PEM certificates. Trusted for that source only, on top of the system roots and
+ * `--ca-dir`. Not a secret, but named only by `ref` in messages.
+ */
+export interface SourceCA {
+  /** one or more PEM certificates */
+  pem: string;
+  /** what messages name, e.g. `secret ns/name key ca.crt` */
+  ref: string;
+}
+
 /** The entries of the Secret or ConfigMap an image source's `verify.publicKeys` names. */
 export interface PublicKeySet {
   /** `Secret ns/name` or `ConfigMap ns/name`, for status and messages */
@@ -31,6 +43,8 @@ export interface PublicKeySet {
 export interface SourceContext {
   /** resolves spec.sources[i].*.auth.secretRef to the secret's data; undefined when no auth */
   credentials?: Credentials;
+  /** the source's own CA (caSecretRef / caConfigMapRef); undefined when it names none */
+  ca?: SourceCA;
   /** cancels the operation; every source also bounds each resolve and fetch by its own deadline */
   signal?: AbortSignal;
   /**

@@ -49,6 +49,8 @@ export interface ReconcilerDeps {
 export interface StepContext {
   readonly d: ReconcilerDeps;
   readonly objects: RevisionObjects;
+  /** per BD: rotated Secrets/ConfigMaps whose re-check has not succeeded yet (a failed one is retried, not forgotten) */
+  readonly pendingRotations: Map<string, ReadonlySet<string>>;
 }
 
 /** the client acting for bd: its ServiceAccount (impersonated) or the controller */

@@ -9,6 +9,7 @@ import type { Resolved } from '../../sources/source.ts';
 import { hashOf } from '../../util/hash.ts';
 import { readCredentials, secretRefOf } from '../credentials.ts';
 import { renderBundle } from '../render-bundle.ts';
+import { readSourceCA } from '../source-ca.ts';
 import type { Rendered } from '../revision-objects.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
@@ -52,6 +53,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
       // credentials also on a store hit: the source proves this BD's access before serving
       // content another BD fetched (DESIGN §2); without them it would ask anonymously
       credentials: (i) => readCredentials(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
+      ca: (i) => readSourceCA(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
       onFetched: async (kind, served, dir) => {
         if (!served || !d.metrics) return;
         d.metrics.fetches.inc({ kind, result: served });

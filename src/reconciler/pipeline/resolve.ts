@@ -5,8 +5,9 @@
  */
 import { pinnedBySpec, type ResolvedSourceStatus } from '../../../api/v1alpha2/types.ts';
 import type { Resolved } from '../../sources/source.ts';
-import { readCredentials, secretKeyOf } from '../credentials.ts';
+import { readCredentials } from '../credentials.ts';
 import { publicKeysOf } from '../public-keys.ts';
+import { readSourceCA, rotationKeysOf } from '../source-ca.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
@@ -14,7 +15,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
   const { d } = ctx;
   // who acts for this BD; a default account without a namespace to live in stops here
   d.identities.for(s.bd);
-  const rotated = d.secrets?.takeRotated(s.name) ?? new Set<string>();
+  const rotated = new Set([...(ctx.pendingRotations.get(s.name) ?? []), ...(d.secrets?.takeRotated(s.name) ?? [])]);
+  if (rotated.size > 0) ctx.pendingRotations.set(s.name, rotated);
   const pushed = d.pushes?.takePushed(s.name) ?? false;
   const now = s.now().getTime();
   const resolved = await s.time(
@@ -24,20 +26,22 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         const prev = s.status.resolvedSources?.[i];
         const previous = prev?.kind === src.kind && prev.generation === s.generation ? prev : undefined;
         const pollDue = s.spec.pollIntervalMs !== undefined && (!previous?.resolvedAt || Date.parse(previous.resolvedAt) + s.spec.pollIntervalMs <= now);
-        // a rotated Secret re-checks a floating ref with the new credentials; pinned content needs no request
-        const secret = secretKeyOf(s.bd, src, d.controllerNamespace, d.identities.defaultServiceAccount);
-        // so does a verified webhook push of its repository and branch
-        const recheck = !!previous && (pollDue || ((pushed || (!!secret && rotated.has(secret))) && !pinnedBySpec(src)));
+        // a rotated Secret (or CA ConfigMap) re-checks a floating ref with the new credentials or CA,
+        // and so does a verified webhook push of its repository and branch; pinned content needs no request
+        const refRotated = rotationKeysOf(s.bd, src, d.controllerNamespace, d.identities.defaultServiceAccount).some((k) => rotated.has(k));
+        const recheck = !!previous && (pollDue || ((pushed || refRotated) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);
-        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
+        const ca = !previous || recheck ? await readSourceCA(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
+        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(ca ? { ca } : {}), ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
         r.status.resolvedAt = recheck || !previous ? s.now().toISOString() : previous.resolvedAt;
         r.status.generation = s.generation;
         return r;
       }),
     ),
   );
+  ctx.pendingRotations.delete(s.name);
   s.status.resolvedSources = resolved.map((r) => r.status);
   // image.verify under policy Warn installs unverified content: say so where people look first
   const signature = (v: ResolvedSourceStatus['verification']): string => (!v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`);

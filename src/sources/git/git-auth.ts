@@ -7,7 +7,8 @@
  * - `token`: Basic auth with the token as password and `username` if given, else
  *   `x-access-token`. Basic-with-token is what GitHub, GitLab, Gitea, Bitbucket and Azure DevOps
  *   all accept over smart HTTP; `Authorization: Bearer` is not universally accepted for git.
- * - `ca.crt` (optional): PEM bundle trusted instead of the system roots for this repository.
+ * - `ca.crt` (optional): PEM bundle trusted for this repository, beside `defaultCa` (the
+ *   controller's bundle, `--ca-dir`, the source's caSecretRef / caConfigMapRef) and the roots.
  */
 import type { Credentials } from '../source.ts';
 import { HoistError, type Stage } from '../../util/errors.ts';
@@ -15,7 +16,7 @@ import { HoistError, type Stage } from '../../util/errors.ts';
 export interface GitAuth {
   /** full Authorization header value, or undefined for anonymous access */
   header?: string;
-  /** PEM CA bundle; undefined = system roots */
+  /** extra PEM CAs, trusted beside the roots; undefined = the roots only */
   ca?: string;
   /** every secret string that must never appear in a message (password, token, header value) */
   secrets: string[];
@@ -26,7 +27,8 @@ export const DEFAULT_TOKEN_USERNAME = 'x-access-token';
 /** Validates the Secret's shape; a half-filled secret is a terminal spec problem, not a retry. */
 export function gitAuthFrom(credentials: Credentials | undefined, stage: Stage, subject: string, defaultCa?: string): GitAuth {
   const data = credentials?.data ?? {};
-  const ca = nonEmpty(data['ca.crt']) ?? defaultCa;
+  const cas = [defaultCa, nonEmpty(data['ca.crt'])].filter((c): c is string => c !== undefined);
+  const ca = cas.length > 0 ? cas.join('\n') : undefined;
   const username = nonEmpty(data.username);
   const password = nonEmpty(data.password);
   const token = nonEmpty(data.token);

@@ -7,7 +7,11 @@
  */
 import { spawn } from 'node:child_process';
 import { HoistError, type Stage } from '../../util/errors.ts';
+import { UNKNOWN_AUTHORITY_HINT } from '../http/transport.ts';
 import { redactSecrets } from './git-auth.ts';
+
+/** curl's words (GnuTLS and OpenSSL builds) for a chain that ends at a CA nobody configured */
+const UNKNOWN_AUTHORITY = /server certificate verification failed|unable to get local issuer certificate|self[- ]signed certificate|unable to get issuer certificate|certificate signer not found|issuer is not known/i;
 
 export interface GitRunOptions {
   /** private directory used as HOME (and as cwd) */
@@ -210,8 +214,13 @@ export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: 
   if (/not our ref|unadvertised object|couldn't find remote ref|no such remote ref|bad object/i.test(s)) {
     return make(`ref not found: ${summary}`, 'unknown-ref', true);
   }
-  if (/SSL certificate|certificate verify|server certificate|SSL:|unable to get local issuer/i.test(s)) {
-    return make(`tls verification failed: ${summary}`, 'tls-verify-failed', true);
+  if (UNKNOWN_AUTHORITY.test(s)) {
+    // the same words as the other sources' (transport.ts), not curl's trust-store file names
+    return make(`tls verification failed: certificate signed by unknown authority; ${UNKNOWN_AUTHORITY_HINT}`, 'tls-verify-failed', true);
+  }
+  if (/SSL certificate|certificate verify|server certificate|SSL:|certificate file|CAfile/i.test(s)) {
+    // curl names the CA file: the controller's temp directory or trust store, never shown
+    return make(`tls verification failed: ${summary.replace(/\s*\b(cafile|crlfile|capath|certificate file):?\s*\S+/gi, '').replace(/[.:]$/, '')}`, 'tls-verify-failed', true);
   }
   if (/returned error: 3\d\d\b/i.test(s)) {
     return make('repository redirected; credentials are not followed across redirects, set spec.git.repository to the final url', 'redirect', true);

@@ -29,6 +29,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import type { ResolvedSourceStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
@@ -236,8 +237,8 @@ export class GitSource implements Source {
   /** the secret's credentials, when it is bound to the repository's host (else a terminal error) */
   private auth(target: GitTarget, ctx: SourceContext, stage: SourceStage, subject: string): GitAuth {
     const url = new URL(target.repository);
-    // git's sslCAInfo replaces the system roots: the host's own CA joins the global bundle
-    const cas = [this.caBundle, caForUrl(this.hostCAs, url)].filter((c): c is string => c !== undefined);
+    // every CA that applies to this repository: the global bundle, its host's (--ca-dir), its own (caSecretRef)
+    const cas = [this.caBundle, caForUrl(this.hostCAs, url), ctx.ca?.pem].filter((c): c is string => c !== undefined);
     return gitAuthFrom(credentialsForUrl(ctx.credentials, url, stage), stage, subject, cas.length > 0 ? cas.join('\n') : undefined);
   }
 
@@ -272,8 +273,10 @@ export class GitSource implements Source {
         config.push(['http.followRedirects', 'false']);
       }
       if (auth.ca !== undefined) {
+        // git's sslCAInfo replaces its trust store: the roots the ref advertisement trusts go in
+        // too, so an extra CA adds trust and takes none away. The file is inside `work`, removed below.
         const caFile = join(home, 'ca.pem');
-        await writeFile(caFile, auth.ca, { mode: 0o600 });
+        await writeFile(caFile, [...rootCertificates, auth.ca].join('\n'), { mode: 0o600 });
         config.push(['http.sslCAInfo', caFile]);
       }
       const run: Omit<GitRunOptions, 'input' | 'env'> = {

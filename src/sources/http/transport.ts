@@ -5,7 +5,8 @@
  * - **Proxy**: `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment (undici's
  *   EnvHttpProxyAgent), the same variables the git CLI reads.
  * - **TLS**: always verified; an optional CA bundle is added to Node's roots, never substituted;
- *   per-host CAs (`--ca-dir`, ./ca-dir.ts) are added for their host only.
+ *   per-host CAs (`--ca-dir`, ./ca-dir.ts) are added for their host only; a source's own CA
+ *   (caSecretRef / caConfigMapRef) is added by `withCA`, for that source's requests only.
  * - **Credentials**: an Authorization value is sent only to its origin (scheme, host and port of
  *   the URL it was meant for) and only over https — plain http only to hosts explicitly listed
  *   as insecure (test and in-cluster registries). A request that would break either rule fails.
@@ -72,6 +73,8 @@ export interface SendResponse {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** distinct per-source CA bundles kept open at once */
+const MAX_WITH_CA = 32;
 
 export function reasonFor(stage: SourceStage): string {
   return stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
@@ -99,8 +102,12 @@ export class HttpTransport {
   private readonly connectTimeoutMs: number;
   /** one agent per host with its own CA (built on first use) */
   private readonly hostDispatchers = new Map<string, Dispatcher>();
+  private readonly options: TransportOptions;
+  /** `withCA` transports by PEM, oldest first */
+  private readonly withCAs = new Map<string, HttpTransport>();
 
   constructor(options: TransportOptions = {}) {
+    this.options = options;
     this.insecure = new Set((options.insecureHosts ?? []).map((h) => h.toLowerCase()));
     this.maxRedirects = options.maxRedirects ?? 5;
     this.userAgent = options.userAgent ?? 'hoist';
@@ -137,8 +144,33 @@ export class HttpTransport {
     return d;
   }
 
-  /** Closes the built-in agent's connections (not an injected dispatcher's). */
+  /**
+   * This transport with `pem` trusted as well (a source's caSecretRef / caConfigMapRef): the same
+   * rules, proxy, insecure hosts and `--ca-dir`, its own connection pool. One per bundle, kept for
+   * reuse; the least recently created beyond `MAX_WITH_CA` (rotated CAs) is closed. It always has
+   * the built-in agent: an injected dispatcher cannot be given a CA.
+   */
+  withCA(pem: string | undefined): HttpTransport {
+    if (pem === undefined) return this;
+    let t = this.withCAs.get(pem);
+    if (!t) {
+      const { dispatcher: _injected, ...options } = this.options;
+      t = new HttpTransport({ ...options, ca: [...this.baseCA, pem] });
+      this.withCAs.set(pem, t);
+      for (const [old, o] of this.withCAs) {
+        if (this.withCAs.size <= MAX_WITH_CA) break;
+        this.withCAs.delete(old);
+        void o.close();
+      }
+    }
+    return t;
+  }
+
+  /** Closes the built-in agent's connections (not an injected dispatcher's) and the `withCA` ones. */
   async close(): Promise<void> {
+    const derived = [...this.withCAs.values()];
+    this.withCAs.clear();
+    await Promise.all(derived.map((t) => t.close()));
     if (!this.ownsDispatcher) return;
     await Promise.all([this.dispatcher, ...this.hostDispatchers.values()].map((d) => d.close()));
   }
@@ -206,6 +238,9 @@ export class HttpTransport {
   }
 }
 
+/** what to do about an unknown authority, for every source's message (git's too) */
+export const UNKNOWN_AUTHORITY_HINT = 'trust its CA with --ca-dir, or caSecretRef / caConfigMapRef on a git or http source';
+
 const UNKNOWN_AUTHORITY = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
 
 /**
@@ -222,7 +257,7 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(`${code ?? ''} ${message}`);
   // the server's chain ends at a CA nobody configured: say so, not Node's command-line hint
   const unknownAuthority = code !== undefined && UNKNOWN_AUTHORITY.has(code);
-  const detail = unknownAuthority ? `certificate signed by unknown authority (${code})` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
+  const detail = unknownAuthority ? `certificate signed by unknown authority (${code}); ${UNKNOWN_AUTHORITY_HINT}` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
   return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
     stage,
     reason: reasonFor(stage),

@@ -90,6 +90,18 @@ describe('BundleDeployment CRD on a real API server', () => {
       expect(bd.spec.sources[0]?.http?.sha256).toBe(HEX64);
     });
 
+    it('git and http with their own CA, the key defaulted to ca.crt', async () => {
+      const bd = await create('ca-refs', {
+        format: 'plain',
+        sources: [
+          { kind: 'http', http: { url: 'https://files.corp.example/a.tgz', caSecretRef: { name: 'corp-ca' } } },
+          { kind: 'git', git: { repository: 'https://git.corp.example/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca', key: 'bundle.pem' } }, destination: 'b' },
+        ],
+      });
+      expect(bd.spec.sources[0]?.http?.caSecretRef).toEqual({ name: 'corp-ca', key: 'ca.crt' });
+      expect(bd.spec.sources[1]?.git?.caConfigMapRef).toEqual({ name: 'corp-ca', key: 'bundle.pem' });
+    });
+
     it('helm from git with config.helm', async () => {
       const bd = await create('helm', {
         format: 'helm',
@@ -408,6 +420,21 @@ describe('BundleDeployment CRD on a real API server', () => {
       'image.verify with an unknown policy',
       { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { policy: 'Audit', publicKeys: { secretRef: { name: 'a' } } } } }] },
       ['spec.sources[0].image.verify.policy: Unsupported value: "Audit"', '"Enforce", "Warn"'],
+    ],
+    [
+      'both CA references',
+      { ...plain, sources: [{ kind: 'http', http: { url: 'https://files.example.com/a.tgz', caSecretRef: { name: 'a' }, caConfigMapRef: { name: 'b' } } }] },
+      ['spec.sources[0].http', 'set at most one of caSecretRef and caConfigMapRef'],
+    ],
+    [
+      'a CA reference on a plain-http repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'http://git.example.com/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca' } } }] },
+      ['spec.sources[0].git', 'caSecretRef and caConfigMapRef need an https:// repository'],
+    ],
+    [
+      'a CA key with a slash',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' }, caSecretRef: { name: 'corp-ca', key: '../ca.crt' } } }] },
+      ['spec.sources[0].git.caSecretRef.key', 'must be a Secret or ConfigMap key'],
     ],
   ];
 

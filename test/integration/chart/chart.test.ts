@@ -163,6 +163,10 @@ describe('helm template', () => {
     expect(mounts).toContainEqual({ name: 'ca-dir', mountPath: '/etc/hoist/certs.d', readOnly: true });
     expect(spec.volumes).toContainEqual({ name: 'registries-conf', configMap: { name: 'air-hoist-registries' } });
     expect(spec.volumes).toContainEqual({ name: 'ca-dir', secret: { secretName: 'corp-cas' } });
+    // caConfigMapRef of BundleDeployments without a ServiceAccount: ConfigMaps in the release namespace
+    const role = find(objs, 'Role') as unknown as { metadata: { namespace: string }; rules: Array<Record<string, unknown>> };
+    expect(role.metadata.namespace).toBe('ops');
+    expect(role.rules).toContainEqual({ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] });
     expect((dep.spec as unknown as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations['checksum/registries-conf']).toMatch(/^[a-f0-9]{64}$/);
 
     const fromCm = podSpec(await render('air', 'ops', { caDir: { configMapName: 'corp-cas' } }));
@@ -408,6 +412,9 @@ describe('the chart on a real API server', () => {
     // the controller's own identity can write no bundle object, nor read a Secret outside its namespace
     await expect(ctl.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: tenant } })).rejects.toThrow(/forbidden/i);
     await expect(ctl.client.get({ apiVersion: 'v1', kind: 'Secret' }, 'anything', tenant)).rejects.toThrow(/forbidden/i);
+    // but it may read a ConfigMap in its own namespace (caConfigMapRef), where a get is otherwise refused
+    expect(await ctl.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, `absent-ca-${runId}`, namespace)).toBeUndefined();
+    await expect(ctl.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'anything', tenant)).rejects.toThrow(/forbidden/i);
 
     // without a ServiceAccount nothing is installed: the controller may not write it
     await createBD(`imp-nosa-${runId}`, label, tenant, await bundle([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'nosa' }, data: { a: 'b' } }]));

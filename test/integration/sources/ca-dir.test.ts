@@ -1,13 +1,15 @@
 /**
- * `--ca-dir` for http and git sources (issue 16): a server signed by a private CA works once its
- * CA is filed under its host, and fails naming the URL and the unknown authority without it.
- * Real https file and git http-backend servers with a generated CA.
+ * `--ca-dir` and a source's own CA (caSecretRef / caConfigMapRef, read by the reconciler into
+ * `ctx.ca`) for http and git sources (issue 16): a server signed by a private CA works once its
+ * CA is filed under its host or given to the source, and fails naming the URL and the unknown
+ * authority without it. Real https file and git http-backend servers with a generated CA.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { SourceContext } from '../../../src/sources/source.ts';
 import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { GitSource } from '../../../src/sources/git/git-source.ts';
 import { readCaDir, type HostCAs } from '../../../src/sources/http/ca-dir.ts';
@@ -22,6 +24,7 @@ let files: FileServer;
 let gitServer: GitServer;
 let cas: HostCAs;
 let commit: string;
+let caPem: string;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hoist-ca-dir-it-'));
@@ -44,6 +47,7 @@ beforeAll(async () => {
   // `host.crt` (any port) for the file server, `host:port.crt` would work the same
   await writeFile(join(dir, '127.0.0.1.crt'), pki.caCert);
   cas = await readCaDir(dir);
+  caPem = pki.caCert;
 });
 
 afterAll(async () => {
@@ -77,5 +81,44 @@ describe('--ca-dir for http and git sources', () => {
     const e = await failure(new GitSource({}).resolve(spec, {}));
     expect(e.code).toBe('tls-verify-failed');
     expect(e.message).toContain('unknown authority');
+  });
+});
+
+describe('a source\'s own CA (ctx.ca) for http and git', () => {
+  const ca = (): SourceContext => ({ ca: { pem: caPem, ref: 'secret ops/corp-ca key ca.crt' } });
+
+  it('http: trusted for the source that names it, and only for it', async () => {
+    const spec: SourceSpec = { kind: 'http', http: { url: files.url('/app.tgz') } };
+    const store = new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
+    const src = new HttpSource({ store });
+    const dir = await src.fetch(spec, await src.resolve(spec, ca()), store, ca());
+    expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
+    // the same source object, another spec without the CA: the trust did not leak
+    const e = await failure(src.resolve(spec, {}));
+    expect(e.code).toBe('tls-verify-failed');
+    expect(e.describe()).toContain(new URL(files.url('/')).host);
+    expect(e.message).toContain('certificate signed by unknown authority');
+    expect(e.message).toContain('caSecretRef');
+    await src.close();
+  });
+
+  it('git: the CLI gets the CA in a temp file (removed afterwards); without it the fetch names the unknown authority, not the file', async () => {
+    const pinned: SourceSpec = { kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref: { commit } } };
+    const workRoot = await mkdtemp(join(work, 'git-work-'));
+    const g = new GitSource({ workRoot });
+    const store = new FsContentStore({ root: await mkdtemp(join(work, 'store-')) });
+    // a pinned commit makes no request at resolve: the git CLI is the first to meet the server
+    const e = await failure(g.fetch(pinned, await g.resolve(pinned, {}), store, {}));
+    expect(e.code).toBe('tls-verify-failed');
+    expect(e.message).toContain('certificate signed by unknown authority');
+    expect(e.describe()).toContain(new URL(gitServer.url).host);
+    expect(e.message).not.toMatch(/cafile|\.pem/i);
+
+    const dir = await g.fetch(pinned, await g.resolve(pinned, ca()), store, ca());
+    expect(await readFile(join(dir, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');
+    const branch: SourceSpec = { kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref: { branch: 'main' } } };
+    expect((await g.resolve(branch, ca())).status.commit).toBe(commit);
+    expect(await readdir(workRoot)).toEqual([]);
+    await g.close();
   });
 });

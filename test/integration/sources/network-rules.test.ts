@@ -382,15 +382,28 @@ describe('a trickling server does not hold a worker past the deadline', () => {
   });
 });
 
-describe('HTTPS_PROXY is honoured by every source', () => {
+/** runs `f` with HTTPS_PROXY (and NO_PROXY when given) set, restoring the environment afterwards */
+async function withProxyEnv(httpsProxy: string, noProxy: string | undefined, f: () => Promise<void>): Promise<void> {
+  const names = ['HTTPS_PROXY', 'https_proxy', 'NO_PROXY', 'no_proxy'] as const;
+  const saved = Object.fromEntries(names.map((k) => [k, process.env[k]]));
+  for (const k of names) delete process.env[k];
+  process.env.HTTPS_PROXY = httpsProxy;
+  if (noProxy !== undefined) process.env.NO_PROXY = noProxy;
+  try {
+    await f();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('HTTPS_PROXY and NO_PROXY are honoured by every source', () => {
   it('http, git (resolve and the git CLI) and image all tunnel through the proxy', async () => {
     const proxy = await startConnectProxy();
     closers.push(() => proxy.close());
-    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY, no_proxy: process.env.no_proxy };
-    process.env.HTTPS_PROXY = proxy.url;
-    delete process.env.NO_PROXY;
-    delete process.env.no_proxy;
-    try {
+    await withProxyEnv(proxy.url, undefined, async () => {
       // sources read the proxy settings when they are created
       const dir = await http().fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'p1') }), bound({ username: USER, password: PW }, hostOf(hostA.url('/'))));
       expect(await readFile(join(dir, 'private.yaml'), 'utf8')).toContain('tenant-a-private');
@@ -409,11 +422,30 @@ describe('HTTPS_PROXY is honoured by every source', () => {
       expect(r.status.digest).toBe(imageDigest);
       expect(proxy.connects).toContain(reg.host);
       expect(proxy.plain).toEqual([]);
-    } finally {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
+    });
+  });
+
+  it('NO_PROXY hosts are reached directly by http, git (both paths) and image; other hosts still go through the proxy', async () => {
+    const proxy = await startConnectProxy();
+    closers.push(() => proxy.close());
+    // everything but host B (127.0.0.2) runs on 127.0.0.1; curl (git) matches NO_PROXY by host name, without a port
+    await withProxyEnv(proxy.url, '127.0.0.1', async () => {
+      const dir = await http().fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'np1') }), bound({ username: USER, password: PW }, hostOf(hostA.url('/'))));
+      expect(await readFile(join(dir, 'private.yaml'), 'utf8')).toContain('tenant-a-private');
+
+      const g = gitSource();
+      const gitCreds = bound({ username: USER, password: PW }, hostOf(gitPrivate.url));
+      const spec = gitSpec(`${gitPrivate.url}/private.git`, { branch: 'main' });
+      await g.fetch(spec, await g.resolve(spec, gitCreds), new FsContentStore({ root: join(work, 'np2') }), gitCreds);
+
+      const r = await image().resolve(imageSpec(`${reg.host}/tenant-a/app:v1`), { credentials: { data: reg.dockerConfig(USER, PW) } });
+      expect(r.status.digest).toBe(imageDigest);
+      expect(proxy.connects).toEqual([]);
+
+      // not listed: through the proxy
+      await http().resolve(httpSpec(hostB.url('/mirror.tgz')), {});
+      expect(proxy.connects).toEqual([hostOf(hostB.url('/'))]);
+      expect(proxy.plain).toEqual([]);
+    });
   });
 });

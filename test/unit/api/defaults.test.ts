@@ -12,7 +12,7 @@ import {
   parseDuration,
   withDefaults,
 } from '../../../api/v1alpha2/defaults.ts';
-import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
+import { DEFAULT_CA_KEY, type BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
 const minimal: BundleDeploymentSpec = {
@@ -143,6 +143,10 @@ describe('defaults match the CRD', () => {
     [['revisionHistoryLimit'], DEFAULT_REVISION_HISTORY_LIMIT],
     [['collisionProtection'], DEFAULT_COLLISION_PROTECTION],
     [['deleteCRDsOnUninstall'], false],
+    [['sources', '[]', 'git', 'caSecretRef', 'key'], DEFAULT_CA_KEY],
+    [['sources', '[]', 'git', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
+    [['sources', '[]', 'http', 'caSecretRef', 'key'], DEFAULT_CA_KEY],
+    [['sources', '[]', 'http', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
   ] as const)('%j defaults to %j', (path, value) => {
     expect(prop(spec, ...path).default).toEqual(value);
   });

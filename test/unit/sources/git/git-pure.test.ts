@@ -87,6 +87,8 @@ describe('auth', () => {
     expect(tok.header).toBe(`Basic ${Buffer.from('x-access-token:tkn-123').toString('base64')}`);
     expect(gitAuthFrom(undefined, 'fetch', 's').header).toBeUndefined();
     expect(gitAuthFrom({ data: { 'ca.crt': 'PEM' } }, 'fetch', 's')).toEqual({ ca: 'PEM', secrets: [] });
+    // the Secret's ca.crt joins the other CAs (controller bundle, --ca-dir, caSecretRef), never replaces them
+    expect(gitAuthFrom({ data: { 'ca.crt': 'PEM' } }, 'fetch', 's', 'OTHER').ca).toBe('OTHER\nPEM');
   });
 
   it('refuses half-filled secrets without echoing them', () => {
@@ -139,5 +141,19 @@ describe('git environment', () => {
     const timeout = classifyFetchFailure(new GitCommandError('x', { stderr: '', exitCode: null, timedOut: true, aborted: false }), 'fetch', 's', false, 1000);
     expect(timeout.code).toBe('timeout');
     expect(timeout.terminal).toBe(false);
+  });
+
+  it('names an unknown authority in the transport\'s words, never curl\'s CA file', () => {
+    const f = (stderr: string) => classifyFetchFailure(new GitCommandError('x', { stderr, exitCode: 128, timedOut: false, aborted: false }), 'fetch', 's', false, 1000);
+    const gnutls = f("fatal: unable to access 'https://h/r.git/': server certificate verification failed. CAfile: /tmp/hoist-git-ab12/home/ca.pem CRLfile: none");
+    const openssl = f("fatal: unable to access 'https://h/r.git/': SSL certificate problem: unable to get local issuer certificate");
+    for (const e of [gnutls, openssl]) {
+      expect(e.code).toBe('tls-verify-failed');
+      expect(e.terminal).toBe(true);
+      expect(e.message).toMatch(/^tls verification failed: certificate signed by unknown authority; trust its CA with --ca-dir, or caSecretRef/);
+    }
+    const other = f("fatal: unable to access 'https://h/r.git/': error setting certificate file: /tmp/hoist-git-ab12/home/ca.pem");
+    expect(other.code).toBe('tls-verify-failed');
+    expect(other.message).not.toContain('/tmp');
   });
 });
