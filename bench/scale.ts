@@ -110,11 +110,13 @@ function bundleObjects(i: number): KubeObject[] {
 const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
 
 /** compiles api/ and src/ into dist/ as scripts/image.sh does (no type check, no tests) */
-async function build(work: string, log: (l: string) => void): Promise<string> {
+async function build(log: (l: string) => void): Promise<string> {
   const dist = path.join(repoRoot, 'dist');
   if (process.env.HOIST_SCALE_NO_BUILD !== '1') {
     const t0 = performance.now();
-    const cfg = path.join(work, 'tsconfig.json');
+    // inside the repository, as scripts/image.sh does: type libraries resolve from node_modules there
+    mkdirSync(path.join(repoRoot, '.tmp'), { recursive: true });
+    const cfg = path.join(repoRoot, '.tmp', 'scale-tsconfig.json');
     writeFileSync(
       cfg,
       JSON.stringify({
@@ -359,7 +361,7 @@ export async function run(ns?: number[]): Promise<ScaleResult> {
   const files = await startFileServer();
   const runs: ScaleRun[] = [];
   try {
-    const main = await build(work, log);
+    const main = await build(log);
     for (const n of sizes) runs.push(await runOne(n, main, files, log));
   } finally {
     await files.close();
