@@ -297,7 +297,8 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
     const names = bds.map((b) => b.name);
     let lastReport = performance.now();
     let installedSeconds: number | undefined;
-    const installed = (bd: (BundleDeployment & KubeObject) | undefined) => bd?.status?.conditions?.some((x) => x.type === 'Installed' && x.status === 'True') ?? false;
+    const installed = (bd: (BundleDeployment & KubeObject) | undefined) =>
+      bd?.status?.conditions?.some((x) => x.type === 'Installed' && x.status === 'True') ?? false;
     for (;;) {
       if (installedSeconds === undefined && names.every((x) => installed(watched.getByName(x)))) installedSeconds = (performance.now() - t0) / 1000;
       const finished = names.filter((x) => done(watched.getByName(x))).length;
