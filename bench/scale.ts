@@ -5,7 +5,8 @@
  * with kube-controller-manager, kube-scheduler and kwok (so the Deployments roll out).
  *
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
- * compiles it) and started as `node dist/src/cli/main.js run`, a child process whose RSS and CPU
+ * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> dist/src/cli/main.js
+ * run`, a child process whose RSS and CPU
  * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave.
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
  * observed through a watch. Its requests come from the API server's audit log (the controller's
@@ -159,8 +160,15 @@ interface Controller {
   stop(): Promise<void>;
 }
 
+/** the node flags of the image's ENTRYPOINT (between node and main.js), so the controller runs as the image runs it */
+function imageNodeFlags(): string[] {
+  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8'))?.[1];
+  const argv = line ? (JSON.parse(line) as string[]) : [];
+  return argv.slice(1).filter((a) => a.startsWith('--'));
+}
+
 async function startHoist(main: string, cp: ControlPlane, work: string): Promise<Controller> {
-  const flags = (process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const flags = [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
   const args = [
     ...flags,
