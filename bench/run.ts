@@ -1,11 +1,11 @@
 /**
- * `npm run bench`: every benchmark in bench/ (apply, render, image-pull, git-fetch), one after the
+ * `npm run bench`: every benchmark in bench/ (apply, render, image-pull, git-fetch, scale), one after the
  * other so they don't compete for the machine, then a summary. Each module exports `run()` and
  * writes its own bench/results/<name>.json; a failing benchmark is reported and the rest still run.
  */
 import { availableParallelism } from 'node:os';
 
-const MODULES = ['apply', 'render', 'image-pull', 'git-fetch'] as const;
+const MODULES = ['apply', 'render', 'image-pull', 'git-fetch', 'scale'] as const;
 
 interface Outcome {
   name: string;
@@ -17,8 +17,9 @@ interface Outcome {
 
 /** the headline numbers of a result: its cases' name and ratio when it has them */
 function headline(result: unknown): string {
-  const r = result as { cases?: Array<{ name?: string; ratio?: number }>; noChangeReconcile?: { medianMs?: number } } | undefined;
+  const r = result as { cases?: Array<{ name?: string; ratio?: number }>; noChangeReconcile?: { medianMs?: number }; n?: number; ratio?: number } | undefined;
   const parts = (r?.cases ?? []).map((c) => `${c.name}: ratio ${c.ratio}`);
+  if (r?.n !== undefined && r.ratio !== undefined) parts.push(`${r.n} BundleDeployments: ratio ${r.ratio}`);
   if (r?.noChangeReconcile?.medianMs !== undefined) parts.push(`no-change reconcile ${r.noChangeReconcile.medianMs} ms`);
   return parts.join('\n    ');
 }

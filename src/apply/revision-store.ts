@@ -10,6 +10,7 @@ import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { sha256Hex } from '../util/hash.ts';
+import type { RevisionIndex } from './revision-index.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -23,6 +24,8 @@ export const LABEL_INPUTS = 'core.rukpak.io/inputs';
 /** first 63 hex characters of the content digest (label values are at most 63 characters) */
 export const LABEL_CONTENT = 'core.rukpak.io/content';
 const LABEL_COMPONENT = 'app.kubernetes.io/component';
+/** the label selector of every revision Secret (with LABEL_REVISION_OF set) */
+export const REVISION_COMPONENT_SELECTOR = `${LABEL_COMPONENT}=revision`;
 const ANNOTATION_DIGEST = 'core.rukpak.io/content-digest';
 const ANNOTATION_CHUNK = 'core.rukpak.io/chunk';
 /** data key of the first chunk holding the RevisionSpec as JSON */
@@ -61,6 +64,8 @@ export class RevisionStore {
   constructor(
     private readonly client: KubeClient,
     private readonly namespace: string,
+    /** answers which revisions exist without a LIST once its watch has synced */
+    private readonly index?: RevisionIndex,
   ) {}
 
   /**
@@ -94,9 +99,11 @@ export class RevisionStore {
           data: { objects: chunk.toString('base64'), ...(i === 0 && rev.spec ? { [DATA_SPEC]: Buffer.from(JSON.stringify(rev.spec)).toString('base64') } : {}) },
         };
         try {
-          await this.client.create(secret);
+          const created = await this.client.create(secret);
+          this.index?.put(created);
         } catch (e) {
           if (!isAlreadyExists(e)) throw e;
+          this.index?.put(secret);
         }
       }),
     );
@@ -105,7 +112,12 @@ export class RevisionStore {
 
   /** every stored revision of a BD, oldest first, with when it was stored and the spec that produced it */
   async list(bdName: string): Promise<RevisionRecord[]> {
-    const secrets = await this.secrets(bdName);
+    // the index (metadata only) answers the controller's lookups without a LIST; without one
+    // (the CLI) the Secrets are read whole, with the spec each revision was produced by
+    const indexed = this.index?.secretsOf(bdName);
+    const secrets: Array<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp?: string }; data?: Record<string, string> }> = indexed
+      ? indexed.map((metadata) => ({ metadata }))
+      : await this.secrets(bdName);
     const byNumber = new Map<number, RevisionRecord>();
     for (const s of secrets) {
       const n = Number(s.metadata.labels?.[LABEL_REVISION]);
@@ -123,11 +135,18 @@ export class RevisionStore {
 
   /** the stored revision produced by these inputs, if any */
   async findByInputs(bdName: string, inputs: string): Promise<RevisionRecord | undefined> {
-    const selector = `${LABEL_REVISION_OF}=${bdName},${LABEL_COMPONENT}=revision,${LABEL_INPUTS}=${inputs.slice(0, 63)}`;
-    const res = await this.client.list<SecretObject>(SECRET, { namespace: this.namespace, labelSelector: selector });
-    const s = res.items[0];
-    const n = Number(s?.metadata.labels?.[LABEL_REVISION]);
-    const d = s?.metadata.annotations?.[ANNOTATION_DIGEST];
+    const label = inputs.slice(0, 63);
+    const indexed = this.index?.secretsOf(bdName);
+    const s = indexed
+      ? indexed.find((x) => x.labels[LABEL_INPUTS] === label)
+      : (
+          await this.client.list<SecretObject>(SECRET, {
+            namespace: this.namespace,
+            labelSelector: `${LABEL_REVISION_OF}=${bdName},${LABEL_COMPONENT}=revision,${LABEL_INPUTS}=${label}`,
+          })
+        ).items[0]?.metadata;
+    const n = Number(s?.labels?.[LABEL_REVISION]);
+    const d = s?.annotations?.[ANNOTATION_DIGEST];
     return s && Number.isInteger(n) && d ? { number: n, contentDigest: d, inputs } : undefined;
   }
 
@@ -150,9 +169,15 @@ export class RevisionStore {
 
   /** deletes the stored revisions of a BD whose numbers are not in `keep` (all when omitted) */
   async prune(bdName: string, keep?: ReadonlySet<number>): Promise<number> {
-    const secrets = await this.secrets(bdName);
-    const doomed = secrets.filter((s) => !keep?.has(Number(s.metadata.labels?.[LABEL_REVISION])));
-    await Promise.all(doomed.map((s) => this.client.delete(SECRET, s.metadata.name, this.namespace)));
+    const secrets = this.index?.secretsOf(bdName) ?? (await this.secrets(bdName)).map((s) => s.metadata);
+    const doomed = secrets.filter((s) => !keep?.has(Number(s.labels?.[LABEL_REVISION])));
+    // delete() tolerates NotFound: the index may still list a Secret deleted a moment ago
+    await Promise.all(
+      doomed.map(async (s) => {
+        await this.client.delete(SECRET, s.name, this.namespace);
+        this.index?.removed(bdName, s.name);
+      }),
+    );
     return doomed.length;
   }
 

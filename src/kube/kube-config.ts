@@ -1,12 +1,13 @@
 /**
  * Reads connection settings (server, CA, client certificate, token) from a kubeconfig file, the
- * KUBECONFIG environment variable, ~/.kube/config, or the in-cluster service account. The
- * @kubernetes/client-node KubeConfig is used only as a parser; no request goes through it.
+ * KUBECONFIG environment variable, ~/.kube/config, or the in-cluster service account. The file
+ * format is read by kubeconfig-file.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { isIPv6 } from 'node:net';
 import { delimiter, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { readKubeconfigFiles, type KubeconfigSelection } from './kubeconfig-file.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -40,29 +41,39 @@ export interface ClusterConfig {
  * silently falling back to localhost:8080.
  */
 export function loadKubeConfig(path?: string): ClusterConfig {
-  const kc = new KubeConfig();
+  let selection: KubeconfigSelection;
   let source: string;
   if (path) {
-    kc.loadFromFile(path);
+    selection = readKubeconfigFiles([path]);
     source = path;
   } else if (process.env.KUBECONFIG) {
-    kc.loadFromDefault();
+    // kubectl skips files of the list that do not exist
+    const files = process.env.KUBECONFIG.split(delimiter).filter((f) => f && existsSync(f));
+    if (files.length === 0) throw new Error(`KUBECONFIG=${process.env.KUBECONFIG}: no such file`);
+    selection = readKubeconfigFiles(files);
     source = process.env.KUBECONFIG;
   } else if (existsSync(join(homedir(), '.kube', 'config'))) {
-    kc.loadFromFile(join(homedir(), '.kube', 'config'));
+    selection = readKubeconfigFiles([join(homedir(), '.kube', 'config')]);
     source = join(homedir(), '.kube', 'config');
   } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(join(SERVICE_ACCOUNT_DIR, 'token'))) {
-    kc.loadFromCluster();
+    selection = inCluster(process.env.KUBERNETES_SERVICE_HOST, process.env.KUBERNETES_SERVICE_PORT ?? '443');
     source = 'in-cluster service account';
   } else {
     throw new Error('no kubeconfig: pass a path, set KUBECONFIG, create ~/.kube/config or run in a pod');
   }
-  return fromKubeConfig(kc, source);
+  return fromKubeConfig(selection, source);
 }
 
-function fromKubeConfig(kc: KubeConfig, source: string): ClusterConfig {
-  const cluster = kc.getCurrentCluster();
-  const user = kc.getCurrentUser();
+/** the pod's service account: the API server's Service address, its CA and the projected token */
+function inCluster(host: string, port: string): KubeconfigSelection {
+  return {
+    cluster: { server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`, caFile: join(SERVICE_ACCOUNT_DIR, 'ca.crt'), skipTLSVerify: false },
+    user: { authProvider: { name: 'tokenFile', config: { tokenFile: join(SERVICE_ACCOUNT_DIR, 'token') } } },
+  };
+}
+
+function fromKubeConfig(selection: KubeconfigSelection, source: string): ClusterConfig {
+  const { cluster, user } = selection;
   if (!cluster) throw new Error(`kubeconfig ${describeSource(source)}: current context names no cluster`);
   const cfg: ClusterConfig = {
     server: cluster.server.replace(/\/+$/, ''),
@@ -71,15 +82,14 @@ function fromKubeConfig(kc: KubeConfig, source: string): ClusterConfig {
   };
   cfg.ca = pem(cluster.caData, cluster.caFile);
   if (cluster.tlsServerName) cfg.tlsServerName = cluster.tlsServerName;
-  const ctx = kc.getContextObject(kc.getCurrentContext());
-  if (ctx?.namespace) cfg.namespace = ctx.namespace.trim();
+  if (selection.namespace) cfg.namespace = selection.namespace.trim();
   if (user) {
     cfg.cert = pem(user.certData, user.certFile);
     cfg.key = pem(user.keyData, user.keyFile);
     if (user.token) cfg.token = user.token;
     if (user.username) cfg.username = user.username;
     if (user.password) cfg.password = user.password;
-    const provider = user.authProvider as { name?: string; config?: { tokenFile?: string } } | undefined;
+    const provider = user.authProvider;
     if (provider?.name === 'tokenFile' && provider.config?.tokenFile) cfg.tokenFile = provider.config.tokenFile;
     else if (provider) throw new Error(`kubeconfig ${describeSource(source)}: auth provider ${String(provider.name)} is not supported`);
     // exec plugins run arbitrary commands; Hoist supports certificates and tokens only
@@ -92,7 +102,7 @@ function fromKubeConfig(kc: KubeConfig, source: string): ClusterConfig {
   return dropUndefined(cfg);
 }
 
-/** kubeconfig stores inline data base64-encoded; file paths were made absolute by the parser */
+/** kubeconfig stores inline data base64-encoded; file paths were made absolute by kubeconfig-file.ts */
 function pem(data: string | undefined, file: string | undefined): string | undefined {
   if (data) return Buffer.from(data, 'base64').toString('utf8');
   if (file) return readFileSync(file, 'utf8');

@@ -7,7 +7,8 @@ import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
-import { RevisionStore } from '../apply/revision-store.ts';
+import { RevisionIndex } from '../apply/revision-index.ts';
+import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../apply/revision-store.ts';
 import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/types.ts';
@@ -63,6 +64,8 @@ export class BundleDeploymentManager {
   readonly pushes: PushNotices;
   /** the ConfigMaps of caConfigMapRef, watched the same way */
   private readonly configMaps: SecretWatch;
+  /** which revision Secrets exist (metadata-only watch): no LIST per revision lookup */
+  private readonly revisionIndex: RevisionIndex;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -89,7 +92,7 @@ export class BundleDeploymentManager {
       processorFor: opts.processorFor,
       applier,
       identities: new Identities(opts.client, opts.defaultServiceAccount),
-      revisions: new RevisionStore(opts.client, opts.controllerNamespace),
+      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log))),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),
@@ -149,6 +152,7 @@ export class BundleDeploymentManager {
   async start(signal?: AbortSignal): Promise<void> {
     this.bds.start();
     this.crds.start();
+    this.revisionIndex.start();
     await this.bds.waitForSync(signal);
     this.controller.start(signal);
     this.gcTimer = setInterval(() => void this.collectGarbage(), this.opts.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS);
@@ -212,6 +216,7 @@ export class BundleDeploymentManager {
     await this.managed.stop();
     await this.secrets.stop();
     await this.configMaps.stop();
+    await this.revisionIndex.stop();
     await this.gcRunning;
   }
 

@@ -22,6 +22,7 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, describeStatus, isDone, TEST_LABEL } from '../support/controller.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sigkill as kill } from '../support/hoist-process.ts';
 import { FIXTURES, isolatePlain, ownedUids } from '../support/upgrade-fixtures.ts';
 
 const KILLS_PER_PHASE = 10;
@@ -63,13 +64,6 @@ async function startHoist(): Promise<{ child: ChildProcess; output: () => string
     });
   });
   return { child: c, output: () => out };
-}
-
-async function kill(c: ChildProcess): Promise<void> {
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  const exited = new Promise((r) => c.once('exit', r));
-  c.kill('SIGKILL');
-  await exited;
 }
 
 /** starts the controller and SIGKILLs it after a random 0–1500 ms of reconciling */

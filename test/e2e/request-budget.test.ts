@@ -114,6 +114,10 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     expect(namespaceCreate, all).toHaveLength(1);
     expect(events_, all).toHaveLength(1); // Installed
     expect(other, all).toEqual([]);
+    // which revisions exist comes from the revision Secrets' watch, not a LIST per lookup (issue 10);
+    // (the bundle's own Secret kind gets its managed-object watch, a cluster-wide list)
+    const secretLists = events.filter((e) => e.verb === 'list' && e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace);
+    expect(secretLists, describeEvents(secretLists)).toEqual([]);
     // the client's own counter saw the same writes
     expect(counted.apply ?? 0).toBe(applies.length);
     expect(counted.updateStatus ?? 0).toBe(statusWrites.length);

@@ -36,3 +36,11 @@ export function startHoistRun(args: readonly string[], env: Record<string, strin
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, port, exit, output: () => out };
 }
+
+/** SIGKILLs a controller process (by its own pid) and resolves once it has exited */
+export async function sigkill(c: ChildProcess): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const exited = new Promise((r) => c.once('exit', r));
+  c.kill('SIGKILL');
+  await exited;
+}
