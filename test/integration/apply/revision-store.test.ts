@@ -55,7 +55,8 @@ describe('RevisionStore with a RevisionIndex', () => {
     expect(client.requests.snapshot()).toEqual({ create: 1, delete: 1 });
 
     // the API server agrees
-    expect(await plain.list('app')).toEqual([{ number: 2, contentDigest: 'sha256:two' }]);
+    // (read whole, a Secret also says when it was stored)
+    expect(await plain.list('app')).toEqual([{ number: 2, contentDigest: 'sha256:two', storedAt: expect.any(String) }]);
     expect(await plain.findByInputs('app', 'in-two')).toEqual({ number: 2, contentDigest: 'sha256:two', inputs: 'in-two' });
     expect(await indexed.load('app', { number: 2, contentDigest: 'sha256:two' })).toEqual(objects('2'));
 
