@@ -58,6 +58,7 @@ if ('unavailable' in engine) {
   // be built or run there. The reason podman gave is in the test's name. On this project's
   // machines and in CI podman is installed by scripts/podman-env.sh, so this runs.
   describe('the controller image', () => {
+    // skipped because podman is unavailable here (reason in the name); never on this project's machines or CI
     it.skip(`skipped: ${engine.unavailable}`, () => {});
   });
 } else {

@@ -3,6 +3,7 @@
  * decideRollout (done, still rolling out, or past progressDeadline: roll back or block).
  */
 import type { ReconcileResult } from '../../kube/controller.ts';
+import type { KubeObject } from '../../kube/types.ts';
 import { HoistError } from '../../util/errors.ts';
 import { getCondition } from '../conditions.ts';
 import { lastGoodRevision } from '../revision-history.ts';
@@ -12,7 +13,7 @@ import { observeHealth } from './health.ts';
 import { failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 
-export async function rollOut(ctx: StepContext, s: ReconcileState, objects: Parameters<typeof observeHealth>[2]): Promise<void> {
+export async function rollOut(ctx: StepContext, s: ReconcileState, objects: readonly KubeObject[]): Promise<void> {
   const { status, spec } = s;
   const active = status.activeRevision;
   if (!active) return;

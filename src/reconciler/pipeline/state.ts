@@ -6,9 +6,7 @@ import { withDefaults, type DefaultedSpec } from '../../../api/v1alpha2/defaults
 import type { BundleDeployment, BundleDeploymentStatus } from '../../../api/v1alpha2/types.ts';
 import type { ObjectResult } from '../../apply/result.ts';
 import type { ReconcileResult } from '../../kube/controller.ts';
-import type { Resolved } from '../../sources/source.ts';
 import { setCondition, type ConditionInput } from '../conditions.ts';
-import type { Rendered } from '../revision-objects.ts';
 
 /** times a stage's promise into the reconcile's timings */
 export type Stopwatch = <T>(stage: string, p: Promise<T>) => Promise<T>;
@@ -26,13 +24,10 @@ export interface ReconcileState {
   readonly time: Stopwatch;
 
   // filled in by the steps, in order
-  resolved?: Resolved[];
-  rendered?: Rendered;
   /** the revision this reconcile applies; isNew when its content is not the active revision's */
   revision?: { number: number; isNew: boolean };
   results?: ObjectResult[];
   appliedDigest?: string | undefined;
-  healthy?: boolean;
   /** when a health check's verdict changes by time alone */
   recheckAt?: number;
 
