@@ -17,7 +17,9 @@ export interface HoistProcess {
 }
 
 export function startHoistRun(args: readonly string[], env: Record<string, string> = {}): HoistProcess {
-  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', 'run', '--metrics-bind-address', '127.0.0.1:0', ...args], {
+  // tsx as a loader in this process, not its CLI: the CLI relays signals to a second process and
+  // can report a SIGTERM as exit 143 instead of the controller's own graceful exit code
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', '--metrics-bind-address', '127.0.0.1:0', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOIST_LOG_LEVEL: 'info', ...env },
