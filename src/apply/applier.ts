@@ -5,9 +5,13 @@
  *
  * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
  * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
- * bounded concurrency. Collisions are checked for every object before anything is written, so a
- * refused takeover changes nothing. Objects whose desired state and live fingerprint are as they
- * were after the last apply are not sent at all.
+ * bounded concurrency. Collisions are decided for every object before anything is written — from
+ * the watches, else by a GET — so a refused takeover changes nothing. In a one-phase bundle (no
+ * CRDs, Namespaces or hooks) an object the synced watches do not know is applied without force
+ * and without that GET: created (201), or it existed after all and the write is handed back and
+ * what the call created deleted before the refusal; one request per new object instead of two.
+ * Objects whose desired state and live fingerprint are as they were after the last apply are not
+ * sent at all.
  */
 import type { Logger } from 'pino';
 import {
@@ -19,7 +23,7 @@ import {
   type CRDSafety,
   type DriftIgnoreRule,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isAlreadyExists, isConflict, isForbidden, isImmutableField, isInvalid, isTransient } from '../kube/api-error.ts';
+import { ApiError, isAlreadyExists, isConflict, isForbidden, isImmutableField, isInvalid, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -111,7 +115,15 @@ interface Planned extends Prepared {
   decision: TakeOver;
   /** the live object read for the collision check (has managedFields), when one was read */
   live?: KubeObject;
+  /**
+   * no watch knows the object, so no Hoist lineage owns it: created with POST, which the API
+   * server refuses when it exists after all (unowned, or created since) — that one alone is read
+   */
+  presumed?: boolean;
 }
+
+/** per apply call: creates the install namespace once, when a write finds it missing; false when it may not */
+type EnsureNamespace = () => Promise<boolean>;
 
 function digestOfRecords(records: ReadonlyMap<string, { hash: string; fingerprint: string }>, ids: readonly string[]): string {
   return hashOf([...ids].sort().map((id) => [id, records.get(id)!.hash, records.get(id)!.fingerprint]));
@@ -129,6 +141,8 @@ export class Applier {
   private readonly overrideManagers: ReadonlySet<string>;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, AppliedRecord>>();
+  /** install namespaces known to exist (read or created by this process) */
+  private readonly namespaces = new Set<string>();
 
   constructor(
     private readonly client: KubeClient,
@@ -176,17 +190,23 @@ export class Applier {
 
     const firstPrepared = await this.prepare(target, first, bundleKinds, skippedOptional);
     const restPrepared = await this.prepare(target, rest, bundleKinds, skippedOptional);
+    // One phase only (no CRDs, Namespaces or hooks): objects no watch knows are created without
+    // reading them first, since every write of the call can still be undone if one collides.
+    const presume = first.length === 0 && rest.every((o) => phaseOf(o) === 'main');
     // Plan (collision checks) for everything that is already resolvable, before any write.
     const firstPlanned = await this.plan(target, firstPrepared.ready);
-    let restPlanned = await this.plan(target, restPrepared.ready);
+    let restPlanned = await this.plan(target, restPrepared.ready, presume);
     this.refuseConflicts([...firstPlanned, ...restPlanned]);
     if (restPrepared.deferred.length === 0) this.adoptRecords(target, [...firstPlanned, ...restPlanned]);
     if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, firstPlanned);
 
+    const ensureNs = this.namespaceEnsurer(target, objects);
+    // the install namespace is read once per process (created when missing); a write that finds it
+    // gone since then creates it again (intoNamespace)
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
-    if (needsWrite && target.installNamespace) await this.ensureNamespace(this.actor(target), target.installNamespace, objects);
+    if (needsWrite && target.installNamespace && !this.namespaces.has(target.installNamespace)) await ensureNs();
 
-    results.push(...(await this.applyAll(target, manager, firstPlanned)));
+    results.push(...(await this.applyAll(target, manager, firstPlanned, ensureNs)));
     applied.push(...firstPlanned.map((p) => p.obj));
     this.failIfAny(results);
 
@@ -211,7 +231,7 @@ export class Applier {
     // pre hooks, the main set, post hooks: each phase in parallel, phases in order
     for (const phase of ['pre', 'main', 'post'] as const) {
       const batch = restPlanned.filter((p) => phaseOf(p.obj) === phase);
-      results.push(...(await this.applyAll(target, manager, batch)));
+      results.push(...(await this.applyPhase(target, manager, batch, ensureNs)));
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
     }
@@ -301,7 +321,7 @@ export class Applier {
    * when the watches do not know it. A read the API server refuses (forbidden) fails the whole
    * apply before any write, naming every refused object.
    */
-  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>): Promise<Planned[]> {
+  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>, presume = false): Promise<Planned[]> {
     const me = { name: target.name, lineage: target.lineage, protection: target.protection };
     const client = this.actor(target);
     const refused: string[] = [];
@@ -312,6 +332,8 @@ export class Applier {
       if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
         return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
+      // a synced watch of the kind does not know it: no Hoist lineage owns it, it is most likely new
+      if (presume && !known && !p.ignored && this.live?.knows(p.id)) return { ...p, decision: { action: 'create' }, presumed: true };
       try {
         const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
         return { ...p, decision: decideTakeOver(live?.metadata, me, { crd: isCRD(p.obj) }), live };
@@ -385,11 +407,106 @@ export class Applier {
     return !!p.ignored && this.applied.get(bd)?.get(p.id)?.released !== p.ignored.pointers.join('\n');
   }
 
-  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[]): Promise<ObjectResult[]> {
-    return mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p));
+  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+    // only presumed creates come back undefined, and applyPhase sends those itself
+    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs))).filter((r): r is ObjectResult => r !== undefined);
   }
 
-  private async applyOne(target: ApplyTarget, manager: string, p: Planned): Promise<ObjectResult> {
+  /**
+   * One phase: presumed-new objects are created first; any that existed after all is read and
+   * decided as the plan would have, and when one must be refused, what this call created is
+   * deleted again before ConflictingOwner is thrown — so a refusal still changes nothing.
+   */
+  private async applyPhase(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+    const presumed = batch.filter((p) => p.presumed);
+    if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
+    const existing: Planned[] = [];
+    const created: Planned[] = [];
+    const results = (
+      await mapLimit(presumed, this.concurrency, async (p) => {
+        const r = await this.applyOne(target, manager, p, ensureNs);
+        if (!r) existing.push(p);
+        else if (r.action === 'created') created.push(p);
+        return r;
+      })
+    ).filter((r): r is ObjectResult => r !== undefined);
+    let others = batch.filter((p) => !p.presumed);
+    // as a refused read would have: nothing of the revision stays when the actor may not create an object
+    const forbidden = results.filter((r) => r.action === 'failed' && r.forbidden);
+    if (forbidden.length > 0) {
+      await this.undoCreates(target, created);
+      throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
+    }
+    if (existing.length > 0) {
+      try {
+        const decided = await this.plan(target, existing.map((p) => ({ ...p, presumed: false })));
+        this.refuseConflicts(decided);
+        others = [...others, ...decided];
+      } catch (e) {
+        await this.undoCreates(target, created);
+        throw e;
+      }
+    }
+    return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
+  }
+
+  /**
+   * A presumed-new object existed after all and the apply (without force, so sharing only equal
+   * values) changed it: an empty apply by the same manager removes the fields only Hoist owns —
+   * its labels and annotation, fields the object lacked — and leaves the shared ones as they were.
+   * An object without any other manager cannot say which fields it had: then only Hoist's labels
+   * and annotation are removed. Failing to hand back fails the apply: the labels must not stay.
+   */
+  private async handBack(client: KubeClient, obj: KubeObject, manager: string): Promise<void> {
+    const { name, namespace } = obj.metadata;
+    const others = ((obj.metadata.managedFields ?? []) as ManagedFieldsEntry[]).some((e) => e.manager !== manager && !e.subresource);
+    this.log.info({ object: describeObject(obj) }, 'object existed after all: handing back what the apply set');
+    if (others) {
+      await client.apply({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, ...(namespace ? { namespace } : {}) } }, { fieldManager: manager, force: false });
+      return;
+    }
+    const esc = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1');
+    await client.patch(obj, name, namespace, [
+      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+      { op: 'remove', path: `/metadata/labels/${esc(LABEL_OWNER_NAME)}` },
+      { op: 'remove', path: `/metadata/labels/${esc(LABEL_LINEAGE)}` },
+      { op: 'remove', path: `/metadata/annotations/${esc(ANNOTATION_REVISION)}` },
+    ], 'json');
+  }
+
+  /** deletes objects this apply call created (each was new: nobody else had it) */
+  private async undoCreates(target: ApplyTarget, created: readonly Planned[]): Promise<void> {
+    const client = this.actor(target);
+    await mapLimit(created, this.concurrency, async (p) => {
+      try {
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
+        this.applied.get(target.name)?.delete(p.id);
+      } catch (e) {
+        this.log.warn({ object: p.subject, err: e instanceof Error ? e.message : String(e) }, 'could not delete an object created before a collision was found');
+      }
+    });
+  }
+
+  /** per apply call, at most once: the install namespace is read, and created (unlabelled, never deleted) when missing */
+  private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[]): EnsureNamespace {
+    let once: Promise<boolean> | undefined;
+    return () => (once ??= this.ensureNamespace(this.actor(target), target.installNamespace, objects));
+  }
+
+  /** `write`, again after creating the install namespace when the first try found it missing */
+  private async intoNamespace<T>(target: ApplyTarget, ensureNs: EnsureNamespace, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (e) {
+      if (!target.installNamespace || !isNamespaceMissing(e, target.installNamespace)) throw e;
+      this.namespaces.delete(target.installNamespace);
+      if (!(await ensureNs())) throw e;
+      return write();
+    }
+  }
+
+  /** undefined: a presumed-new object existed after all (the server refused the create; nothing was written) */
+  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace): Promise<ObjectResult | undefined> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
     let before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
@@ -410,7 +527,23 @@ export class Applier {
       let created = action === 'create';
       let result: KubeObject;
       try {
-        result = await client.apply(body, { fieldManager: manager, force: true });
+        if (p.presumed) {
+          // without force: on an object that exists after all, another manager's field makes it a conflict (nothing written)
+          let out: { object: KubeObject; created: boolean };
+          try {
+            out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false }));
+          } catch (e) {
+            if (isConflict(e)) return undefined;
+            throw e;
+          }
+          if (!out.created) {
+            await this.handBack(client, out.object, manager);
+            return undefined;
+          }
+          result = out.object;
+        } else {
+          result = await this.intoNamespace(target, ensureNs, () => client.apply(body, { fieldManager: manager, force: true }));
+        }
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
         this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
@@ -430,7 +563,7 @@ export class Applier {
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}) };
     } catch (e) {
-      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal) };
+      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal), ...(isForbidden(e) ? { forbidden: true } : {}) };
     }
   }
 
@@ -478,25 +611,27 @@ export class Applier {
   }
 
   /**
-   * The install namespace must exist; the actor creates it (unlabelled, never deleted) when
-   * missing. An actor that may not read namespaces (a ServiceAccount with rights only inside its
-   * own namespace, which therefore exists) goes on: its applies say so if the namespace is missing.
+   * The install namespace must exist; the actor creates it when missing. An actor that may not
+   * read or create namespaces (a ServiceAccount with rights only inside its own namespace, which
+   * therefore exists) goes on: its writes say so if the namespace is missing. False when nothing
+   * was done (the bundle brings the namespace itself, or the actor may not).
    */
-  private async ensureNamespace(client: KubeClient, name: string, objects: readonly KubeObject[]): Promise<void> {
-    if (objects.some((o) => isNamespace(o) && o.metadata.name === name)) return;
+  private async ensureNamespace(client: KubeClient, name: string | undefined, objects: readonly KubeObject[]): Promise<boolean> {
+    if (!name || objects.some((o) => isNamespace(o) && o.metadata.name === name)) return false;
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
     try {
-      if (await client.get(ns, name)) return;
-    } catch (e) {
-      if (isForbidden(e)) return;
-      throw e;
-    }
-    try {
+      if (await client.get(ns, name)) {
+        this.namespaces.add(name);
+        return true;
+      }
       await client.create(ns);
       this.log.info({ namespace: name }, 'created install namespace');
     } catch (e) {
+      if (isForbidden(e)) return false;
       if (!isAlreadyExists(e)) throw e;
     }
+    this.namespaces.add(name);
+    return true;
   }
 
   /**

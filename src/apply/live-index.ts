@@ -21,6 +21,8 @@ export interface LiveMeta {
 export interface LiveIndex {
   /** summary of the live object with this id (objectId), undefined when not known */
   get(id: string): LiveMeta | undefined;
+  /** true when the object's kind is watched and synced, so a miss means "no Hoist lineage owns such an object" */
+  knows(id: string): boolean;
 }
 
 /**

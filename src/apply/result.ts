@@ -18,6 +18,8 @@ export interface ObjectResult {
   message?: string;
   /** a failure worth retrying as is (no response, 5xx, throttling, a conflict), decided from the error's type, not its text */
   transient?: boolean;
+  /** the API server refused the actor the write (RBAC) */
+  forbidden?: boolean;
   /** fields of interactive managers (kubectl edit/set/patch...) taken over and so reverted: "kubectl-set: spec.template..." */
   reverted?: string[];
 }

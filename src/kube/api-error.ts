@@ -161,6 +161,10 @@ export function isNotFound(e: unknown): boolean {
 export function isConflict(e: unknown): boolean {
   return isApiError(e) && e.statusCode === 409 && e.reason !== 'AlreadyExists';
 }
+/** a write into a namespace that does not exist: 404 whose details name the namespace, not the object */
+export function isNamespaceMissing(e: unknown, namespace: string): boolean {
+  return isNotFound(e) && (e as ApiError).details?.kind === 'namespaces' && (e as ApiError).details?.name === namespace;
+}
 export function isAlreadyExists(e: unknown): boolean {
   return isApiError(e) && e.reason === 'AlreadyExists';
 }

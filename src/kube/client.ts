@@ -163,16 +163,21 @@ class HttpKubeClient implements RestKubeClient {
   }
 
   async apply<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<T> {
+    return (await this.applyCreating<T>(obj, opts)).object;
+  }
+
+  async applyCreating<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<{ object: T; created: boolean }> {
     const info = await this.resource(obj);
     const { name, namespace } = obj.metadata;
     // the API server refuses an apply configuration that carries managedFields
     const body = { ...obj, metadata: { ...obj.metadata, managedFields: undefined } };
-    return this.transport.json<T>({
+    const res = await this.transport.jsonWithStatus<T>({
       ...this.req('apply', 'PATCH', objectPath(info, namespace, name), describe(obj, name, namespace)),
       query: { fieldManager: opts.fieldManager, force: opts.force, dryRun: opts.dryRun ? 'All' : undefined },
       body: JSON.stringify(body),
       contentType: 'application/apply-patch+yaml',
     });
+    return { object: res.body, created: res.statusCode === 201 };
   }
 
   async create<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {

@@ -88,6 +88,12 @@ export class RestTransport {
     return parseJson<T>(text, req, statusCode);
   }
 
+  /** Like json(), with the status code: 201 Created tells a create from an update (server-side apply) */
+  async jsonWithStatus<T>(req: RawRequest): Promise<{ body: T; statusCode: number }> {
+    const { statusCode, text } = await this.send(req);
+    return { body: parseJson<T>(text, req, statusCode), statusCode };
+  }
+
   /** Like json() but resolves undefined for 404, for get and delete. */
   async jsonOr404<T>(req: RawRequest): Promise<T | undefined> {
     try {

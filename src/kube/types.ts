@@ -102,6 +102,8 @@ export interface Watcher {
 export interface Writer {
   /** server-side apply (application/apply-patch+yaml) */
   apply<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<T>;
+  /** server-side apply that also says whether it created the object (201) or changed an existing one */
+  applyCreating<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<{ object: T; created: boolean }>;
   create<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
   update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
   /** merge patch (application/merge-patch+json) or JSON patch */

@@ -235,7 +235,7 @@ export class ManagedObjects implements LiveIndex {
     return this.summary(id)?.health;
   }
 
-  /** true when the object's kind is watched and synced, so a miss means "does not exist" */
+  /** true when the object's kind is watched (every object with an owner label) and synced, so a miss means "no Hoist lineage owns it" */
   knows(id: string): boolean {
     const [group, kind] = id.split('/');
     return this.informers.get(`${group}/${kind}`)?.hasSynced() ?? false;

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import type { RequestVerb } from '../../src/kube/request-counter.ts';
 import { AuditReader, type AuditEvent } from '../support/audit.ts';
 import { auditLogPath } from '../support/env.ts';
@@ -126,6 +127,29 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     expect(counted.create ?? 0).toBe(revisionSecrets.length + events_.length + namespaceCreate.length);
     expect(sumWrites(counted)).toBe(writes.length);
   });
+
+  it('cold install of an app bundle (no CRDs, no hooks): one apply per object and no read of any of them', async () => {
+    // after the argo-rollouts case: the install namespace exists and the kinds are watched
+    const app = ['ConfigMap', 'ServiceAccount', 'Service'].map((kind) => ({
+      apiVersion: 'v1',
+      kind,
+      metadata: { name: `app-${kind.toLowerCase()}` },
+      ...(kind === 'Service' ? { spec: { clusterIP: 'None', selector: { app: 'x' }, ports: [{ port: 80 }] } } : kind === 'ConfigMap' ? { data: { k: 'v' } } : {}),
+    }));
+    const body = await tarGz({ 'app.yaml': app.map((o) => stringify(o)).join('---\n') });
+    files.set('/app.tgz', body);
+    const from = await audit.offset();
+    await t.create('budget-app', { installNamespace: ns(), format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/app.tgz'), sha256: sha256(body) } }] });
+    await t.waitFor('budget-app', isDone, 'installed and healthy', 60_000);
+    await settled(500);
+    const events = await audit.since(from);
+    const mine = events.filter((e) => bundleObject(e, ns()) && (e.objectRef?.name ?? '').startsWith('app-'));
+    const all = describeEvents(mine);
+    // presumed new (no watch knows them): applied without force, created, never read
+    expect(mine.filter((e) => e.verb === 'patch').length, all).toBe(3);
+    expect(mine.filter((e) => e.verb !== 'patch'), all).toEqual([]);
+    expect(events.filter((e) => e.verb === 'get' && e.objectRef?.resource === 'namespaces'), describeEvents(events)).toEqual([]);
+  }, 90_000);
 
   it('a reconcile with nothing changed: zero writes, no per-object GETs', async () => {
     await settled(500);
