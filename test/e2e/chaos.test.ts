@@ -1,10 +1,11 @@
 /**
  * Chaos (issue 10): an upgrade wave over many BundleDeployments whose content comes from the local
  * OCI registry, pinned by digest (revision 1 → revision 2), while
- *  - `hoist run` (a child process) is SIGKILLed at random points and restarted,
+ *  - `hoist run` (a child process) is SIGKILLed at random points and restarted: half of the kills
+ *    during the registry outage, the rest while the BDs catch up after it,
  *  - the registry is down for a while, taken down as soon as the first BD has finished revision 2,
  *    so the others still have to fetch theirs (asserted),
- *  - kube-apiserver is stopped and started once mid-wave, while a controller process runs
+ *  - kube-apiserver is stopped and started once after the outage, while a controller process runs
  *    (etcd keeps the data).
  * The test starts its own control plane and registry: restarting the shared API server would break
  * the test files running beside it.
@@ -48,10 +49,17 @@ const BDS = Number(process.env.HOIST_CHAOS_BDS ?? 20);
 const KILLS = Number(process.env.HOIST_CHAOS_KILLS ?? 5);
 const REGISTRY_DOWN_MS = Number(process.env.HOIST_CHAOS_REGISTRY_DOWN_S ?? 10) * 1000;
 const REPORT_FILE = process.env.HOIST_CHAOS_REPORT;
-/** a controller process lives a random 0..this after start-up: the kills span the outage and what follows it */
-const MAX_LIFE_MS = Math.max(800, (1.5 * REGISTRY_DOWN_MS) / KILLS);
-/** the life during which kube-apiserver is restarted */
-const API_RESTART_LIFE = Math.floor(KILLS / 2);
+/**
+ * The kills: the first half land while the registry is down, each controller process living a
+ * random 0..OUTAGE_LIFE_MS after start-up, the last of them until the registry is back; the rest
+ * land while the BDs catch up, 0..RECOVERY_LIFE_MS after start-up. kube-apiserver is restarted in
+ * the first of those lives.
+ */
+const OUTAGE_KILLS = Math.ceil(KILLS / 2);
+const OUTAGE_LIFE_MS = REGISTRY_DOWN_MS / OUTAGE_KILLS;
+const RECOVERY_LIFE_MS = 1500;
+const API_RESTART_LIFE = OUTAGE_KILLS;
+if (KILLS < 2) throw new Error('HOIST_CHAOS_KILLS must be at least 2: one during the registry outage, one with the API server restart');
 const KINDS = [
   { apiVersion: 'v1', kind: 'ConfigMap' },
   { apiVersion: 'v1', kind: 'ServiceAccount' },
@@ -339,7 +347,8 @@ describe('chaos: an upgrade wave through SIGKILLs, an API server restart and a r
             await sleep(2000);
             expect(h.child.exitCode, 'hoist run survives the API server restart').toBeNull();
           }
-          await sleep(Math.floor(Math.random() * MAX_LIFE_MS));
+          if (k === OUTAGE_KILLS - 1) await registryBack;
+          await sleep(Math.floor(Math.random() * (k < OUTAGE_KILLS - 1 ? OUTAGE_LIFE_MS : RECOVERY_LIFE_MS)));
           const killedAt = Date.now();
           await kill(h.child);
           faults.push({

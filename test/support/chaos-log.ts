@@ -58,6 +58,7 @@ export function summarize(lines: readonly ControllerLine[], from: number, to: nu
       .replace(/127\.0\.0\.1:\d+/g, '<host>')
       .replace(/sha256:[0-9a-f]{64}/g, '<digest>')
       .replace(/chaos-[0-9a-f]+-\d+/g, '<bd>')
+      .replace(/hoist-rev-[0-9a-f]+/g, 'hoist-rev-<hash>')
       .slice(0, 90);
     const what = `${f.stage ?? '?'}: ${words}`;
     byWhat.set(what, (byWhat.get(what) ?? 0) + 1);
