@@ -53,7 +53,9 @@ export class ApiError extends Error {
   readonly subject: string;
 
   constructor(init: ApiErrorInit) {
-    const apiMessage = init.status?.message ?? (init.body?.trim().slice(0, 500) || `http status ${init.statusCode}`);
+    // a Status may carry an empty message: say at least its reason and code, never "create …: " alone
+    const apiMessage =
+      init.status?.message || (init.status ? `${init.status.reason ?? 'no message'} (http status ${init.statusCode})` : init.body?.trim().slice(0, 500) || `http status ${init.statusCode}`);
     super(`${init.verb} ${init.subject}: ${apiMessage}`);
     this.name = 'ApiError';
     this.statusCode = init.statusCode;
@@ -82,8 +84,7 @@ export class TransportError extends Error {
   readonly code: string | undefined;
 
   constructor(verb: string, subject: string, cause: unknown) {
-    const msg = cause instanceof Error ? cause.message : String(cause);
-    super(`${verb} ${subject}: ${msg}`, { cause });
+    super(`${verb} ${subject}: ${transportMessage(cause)}`, { cause });
     this.name = 'TransportError';
     this.verb = verb;
     this.subject = subject;
@@ -102,6 +103,18 @@ export class KindNotServedError extends Error {
     this.apiVersion = apiVersion;
     this.kind = kind;
   }
+}
+
+/**
+ * The cause's message; when it has none (an AggregateError of several connect attempts, an error
+ * thrown without text), its inner errors' messages, its code or its name: something to act on.
+ */
+function transportMessage(cause: unknown): string {
+  if (!(cause instanceof Error)) return String(cause);
+  if (cause.message) return cause.message;
+  const inner = cause instanceof AggregateError ? cause.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter(Boolean) : [];
+  if (inner.length) return inner.join('; ');
+  return errorCode(cause) ?? `${cause.name} without a message`;
 }
 
 function errorCode(e: unknown): string | undefined {

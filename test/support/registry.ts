@@ -175,6 +175,9 @@ export interface TestRegistry {
   dir: string;
   /** a dockerconfigjson Secret's data for `user` (default the first user) on this registry */
   dockerConfig(user?: string, password?: string, key?: string): Record<string, string>;
+  /** an outage: stops the registry process (its data stays); `up()` serves the same data on the same port again */
+  down(): Promise<void>;
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -223,16 +226,23 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
   }
   await writeFile(join(dir, 'config.yml'), `${lines.join('\n')}\n`);
   const log = openSync(join(dir, 'registry.log'), 'a');
-  const child: ChildProcess = spawn('docker-registry', ['serve', join(dir, 'config.yml')], { stdio: ['ignore', log, log] });
+  const serve = (): ChildProcess => spawn('docker-registry', ['serve', join(dir, 'config.yml')], { stdio: ['ignore', log, log] });
+  let child = serve();
   const host = `127.0.0.1:${port}`;
   const url = `${tls ? 'https' : 'http'}://${host}`;
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.pid !== undefined) {
+  const down = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
     }
+  };
+  const stop = async (): Promise<void> => {
+    await down();
     await issuer?.stop();
     if (ownsDir) await rm(dir, { recursive: true, force: true });
   };
@@ -254,6 +264,12 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
       const u = user ?? Object.keys(users)[0]!;
       const p = password ?? users[u] ?? '';
       return { '.dockerconfigjson': JSON.stringify({ auths: { [key ?? host]: { auth: Buffer.from(`${u}:${p}`).toString('base64') } } }) };
+    },
+    down,
+    async up() {
+      await down();
+      child = serve();
+      await waitReady(url, pki?.caCert, child, join(dir, 'registry.log'));
     },
     stop,
   };
