@@ -23,16 +23,18 @@ import {
   type CRDSafety,
   type DriftIgnoreRule,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isAlreadyExists, isConflict, isForbidden, isImmutableField, isInvalid, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
+import { ApiError, isConflict, isForbidden, isImmutableField, isInvalid, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
+import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
 import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
+import { handBack, InstallNamespaces } from './unowned-writes.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
@@ -141,8 +143,7 @@ export class Applier {
   private readonly overrideManagers: ReadonlySet<string>;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, AppliedRecord>>();
-  /** install namespaces known to exist (read or created by this process) */
-  private readonly namespaces = new Set<string>();
+  private readonly installNamespaces: InstallNamespaces;
 
   constructor(
     private readonly client: KubeClient,
@@ -152,6 +153,7 @@ export class Applier {
     this.concurrency = opts.concurrency ?? 8;
     this.crdTimeoutMs = opts.crdEstablishTimeoutMs ?? 60_000;
     this.live = opts.live;
+    this.installNamespaces = new InstallNamespaces(opts.log);
     this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
   }
 
@@ -204,7 +206,7 @@ export class Applier {
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
     const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
-    if (needsWrite && target.installNamespace && !this.namespaces.has(target.installNamespace)) await ensureNs();
+    if (needsWrite && target.installNamespace && !this.installNamespaces.known(target.installNamespace)) await ensureNs();
 
     results.push(...(await this.applyAll(target, manager, firstPlanned, ensureNs)));
     applied.push(...firstPlanned.map((p) => p.obj));
@@ -213,7 +215,7 @@ export class Applier {
     const crds = firstPlanned.filter((p) => isCRD(p.obj));
     let established: Promise<void> = Promise.resolve();
     if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-      established = this.waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name)).then(() => this.client.discovery.invalidate());
+      established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
       // keep a rejection observed until it is awaited below
       established.catch(() => {});
     }
@@ -221,7 +223,7 @@ export class Applier {
     // everything else applies while the API server establishes them.
     if (restPrepared.deferred.length > 0) {
       await established;
-      await this.waitServed(restPrepared.deferred);
+      await waitServed(this.client, restPrepared.deferred, this.crdTimeoutMs);
       const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
       const planned = await this.plan(target, resolved.ready);
       this.refuseConflicts(planned);
@@ -450,29 +452,6 @@ export class Applier {
     return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
   }
 
-  /**
-   * A presumed-new object existed after all and the apply (without force, so sharing only equal
-   * values) changed it: an empty apply by the same manager removes the fields only Hoist owns —
-   * its labels and annotation, fields the object lacked — and leaves the shared ones as they were.
-   * An object without any other manager cannot say which fields it had: then only Hoist's labels
-   * and annotation are removed. Failing to hand back fails the apply: the labels must not stay.
-   */
-  private async handBack(client: KubeClient, obj: KubeObject, manager: string): Promise<void> {
-    const { name, namespace } = obj.metadata;
-    const others = ((obj.metadata.managedFields ?? []) as ManagedFieldsEntry[]).some((e) => e.manager !== manager && !e.subresource);
-    this.log.info({ object: describeObject(obj) }, 'object existed after all: handing back what the apply set');
-    if (others) {
-      await client.apply({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, ...(namespace ? { namespace } : {}) } }, { fieldManager: manager, force: false });
-      return;
-    }
-    const esc = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1');
-    await client.patch(obj, name, namespace, [
-      { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
-      { op: 'remove', path: `/metadata/labels/${esc(LABEL_OWNER_NAME)}` },
-      { op: 'remove', path: `/metadata/labels/${esc(LABEL_LINEAGE)}` },
-      { op: 'remove', path: `/metadata/annotations/${esc(ANNOTATION_REVISION)}` },
-    ], 'json');
-  }
 
   /** deletes objects this apply call created (each was new: nobody else had it) */
   private async undoCreates(target: ApplyTarget, created: readonly Planned[]): Promise<void> {
@@ -490,7 +469,7 @@ export class Applier {
   /** per apply call, at most once: the install namespace is read, and created (unlabelled, never deleted) when missing */
   private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[]): EnsureNamespace {
     let once: Promise<boolean> | undefined;
-    return () => (once ??= this.ensureNamespace(this.actor(target), target.installNamespace, objects));
+    return () => (once ??= this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects));
   }
 
   /** `write`, again after creating the install namespace when the first try found it missing */
@@ -499,7 +478,7 @@ export class Applier {
       return await write();
     } catch (e) {
       if (!target.installNamespace || !isNamespaceMissing(e, target.installNamespace)) throw e;
-      this.namespaces.delete(target.installNamespace);
+      this.installNamespaces.forget(target.installNamespace);
       if (!(await ensureNs())) throw e;
       return write();
     }
@@ -537,7 +516,7 @@ export class Applier {
             throw e;
           }
           if (!out.created) {
-            await this.handBack(client, out.object, manager);
+            await handBack(client, out.object, manager, this.log);
             return undefined;
           }
           result = out.object;
@@ -610,94 +589,8 @@ export class Applier {
     });
   }
 
-  /**
-   * The install namespace must exist; the actor creates it when missing. An actor that may not
-   * read or create namespaces (a ServiceAccount with rights only inside its own namespace, which
-   * therefore exists) goes on: its writes say so if the namespace is missing. False when nothing
-   * was done (the bundle brings the namespace itself, or the actor may not).
-   */
-  private async ensureNamespace(client: KubeClient, name: string | undefined, objects: readonly KubeObject[]): Promise<boolean> {
-    if (!name || objects.some((o) => isNamespace(o) && o.metadata.name === name)) return false;
-    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
-    try {
-      if (await client.get(ns, name)) {
-        this.namespaces.add(name);
-        return true;
-      }
-      await client.create(ns);
-      this.log.info({ namespace: name }, 'created install namespace');
-    } catch (e) {
-      if (isForbidden(e)) return false;
-      if (!isAlreadyExists(e)) throw e;
-    }
-    this.namespaces.add(name);
-    return true;
-  }
 
-  /**
-   * Waits until every named CRD is Established: one GET each, then a watch per pending CRD from
-   * the resourceVersion that GET returned, so the wait ends with the event (polling with backoff
-   * overshot the establishing controller by up to a second). A watch that ends early falls back
-   * to another GET round.
-   */
-  private async waitEstablished(client: KubeClient, names: readonly string[]): Promise<void> {
-    const deadline = Date.now() + this.crdTimeoutMs;
-    const pending = new Set(names);
-    const type = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
-    while (pending.size > 0) {
-      const versions = new Map<string, string>();
-      await Promise.all(
-        [...pending].map(async (name) => {
-          const crd = await client.get(type, name);
-          if (crd && isEstablished(crd)) pending.delete(name);
-          else if (crd?.metadata.resourceVersion) versions.set(name, crd.metadata.resourceVersion);
-        }),
-      );
-      if (pending.size === 0) break;
-      if (Date.now() > deadline) {
-        throw new HoistError(`customresourcedefinitions not established after ${this.crdTimeoutMs / 1000}s: ${[...pending].join(', ')}`, {
-          stage: 'apply', reason: 'ApplyFailed', code: 'crd-not-established', subject: [...pending].join(', '), terminal: false,
-        });
-      }
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
-      try {
-        await Promise.all(
-          [...versions].map(async ([name, resourceVersion]) => {
-            try {
-              const events = client.watch(type, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: Math.ceil(this.crdTimeoutMs / 1000), signal: abort.signal });
-              for await (const ev of events) {
-                if ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isEstablished(ev.object)) {
-                  pending.delete(name);
-                  return;
-                }
-              }
-            } catch {
-              // expired resourceVersion, connection lost, deadline: the next GET round decides
-            }
-          }),
-        );
-      } finally {
-        clearTimeout(timer);
-      }
-      if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
-  /**
-   * Established can precede discovery serving the kind by a moment: wait (bounded by the CRD
-   * timeout) until every kind of `objects` is served, so they are not reported as unserved.
-   */
-  private async waitServed(objects: readonly KubeObject[]): Promise<void> {
-    const deadline = Date.now() + this.crdTimeoutMs;
-    const types = [...new Map(objects.map((o) => [`${o.apiVersion}/${o.kind}`, { apiVersion: o.apiVersion, kind: o.kind }])).values()];
-    for (;;) {
-      const missing = (await Promise.all(types.map(async (t) => ((await this.client.discovery.resourceFor(t)) ? undefined : t)))).filter(Boolean);
-      if (missing.length === 0 || Date.now() > deadline) return;
-      await new Promise((r) => setTimeout(r, 100));
-      this.client.discovery.invalidate();
-    }
-  }
 
   private async waitGone(client: KubeClient, p: Planned): Promise<void> {
     const deadline = Date.now() + 60_000;
@@ -719,22 +612,12 @@ function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject
   return { pointers, obj: stripped };
 }
 
-function isEstablished(crd: KubeObject): boolean {
-  const conds = (crd.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
-  return conds.some((c) => c.type === 'Established' && c.status === 'True');
-}
 
 function phaseOf(obj: KubeObject): 'pre' | 'main' | 'post' {
   const p = obj.metadata.annotations?.[ANNOTATION_APPLY_PHASE];
   return p === 'pre' || p === 'post' ? p : 'main';
 }
 
-/** "group/version/Kind" keys of every version a CRD serves */
-function crdKinds(crd: KubeObject): string[] {
-  const spec = crd.spec as { group?: string; names?: { kind?: string }; versions?: Array<{ name: string; served?: boolean }> } | undefined;
-  if (!spec?.group || !spec.names?.kind) return [];
-  return (spec.versions ?? []).filter((v) => v.served !== false).map((v) => `${spec.group}/${v.name}/${spec.names!.kind}`);
-}
 
 /** the API server's message, plus the offending fields when it names them */
 function applyErrorMessage(e: unknown): string {

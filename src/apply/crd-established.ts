@@ -1,0 +1,93 @@
+/**
+ * Waiting for a bundle's CRDs: until the API server reports them Established, and until
+ * discovery serves their kinds (the two are a moment apart). The applier applies the objects of
+ * those kinds only then.
+ */
+import { HoistError } from '../util/errors.ts';
+import type { KubeClient, KubeObject } from '../kube/types.ts';
+
+/**
+ * Waits until every named CRD is Established: one GET each, then a watch per pending CRD from
+ * the resourceVersion that GET returned, so the wait ends with the event (polling with backoff
+ * overshot the establishing controller by up to a second). A watch that ends early falls back
+ * to another GET round.
+ */
+export async function waitEstablished(client: KubeClient, names: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Set(names);
+  const type = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
+  while (pending.size > 0) {
+    const versions = new Map<string, string>();
+    await Promise.all(
+      [...pending].map(async (name) => {
+        const crd = await client.get(type, name);
+        if (crd && isEstablished(crd)) pending.delete(name);
+        else if (crd?.metadata.resourceVersion) versions.set(name, crd.metadata.resourceVersion);
+      }),
+    );
+    if (pending.size === 0) break;
+    if (Date.now() > deadline) {
+      throw new HoistError(`customresourcedefinitions not established after ${timeoutMs / 1000}s: ${[...pending].join(', ')}`, {
+        stage: 'apply',
+        reason: 'ApplyFailed',
+        code: 'crd-not-established',
+        subject: [...pending].join(', '),
+        terminal: false,
+      });
+    }
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - Date.now()));
+    try {
+      await Promise.all(
+        [...versions].map(async ([name, resourceVersion]) => {
+          try {
+            const events = client.watch(type, {
+              fieldSelector: `metadata.name=${name}`,
+              resourceVersion,
+              timeoutSeconds: Math.ceil(timeoutMs / 1000),
+              signal: abort.signal,
+            });
+            for await (const ev of events) {
+              if ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isEstablished(ev.object)) {
+                pending.delete(name);
+                return;
+              }
+            }
+          } catch {
+            // expired resourceVersion, connection lost, deadline: the next GET round decides
+          }
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    if (pending.size > 0) await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Established can precede discovery serving the kind by a moment: wait (bounded by the CRD
+ * timeout) until every kind of `objects` is served, so they are not reported as unserved.
+ */
+export async function waitServed(client: KubeClient, objects: readonly KubeObject[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const types = [...new Map(objects.map((o) => [`${o.apiVersion}/${o.kind}`, { apiVersion: o.apiVersion, kind: o.kind }])).values()];
+  for (;;) {
+    const missing = (await Promise.all(types.map(async (t) => ((await client.discovery.resourceFor(t)) ? undefined : t)))).filter(Boolean);
+    if (missing.length === 0 || Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 100));
+    client.discovery.invalidate();
+  }
+}
+
+function isEstablished(crd: KubeObject): boolean {
+  const conds = (crd.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+  return conds.some((c) => c.type === 'Established' && c.status === 'True');
+}
+
+/** "group/version/Kind" keys of every version a CRD serves */
+export function crdKinds(crd: KubeObject): string[] {
+  const spec = crd.spec as { group?: string; names?: { kind?: string }; versions?: Array<{ name: string; served?: boolean }> } | undefined;
+  if (!spec?.group || !spec.names?.kind) return [];
+  return (spec.versions ?? []).filter((v) => v.served !== false).map((v) => `${spec.group}/${v.name}/${spec.names!.kind}`);
+}
