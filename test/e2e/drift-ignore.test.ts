@@ -36,7 +36,6 @@ afterAll(async () => {
   await files?.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function web(labels: Record<string, string> = {}): KubeObject {
   return {

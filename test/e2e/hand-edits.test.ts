@@ -28,7 +28,6 @@ afterAll(async () => {
   for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** a Deployment that sets no replicas: an autoscaler may own them */
 function web(): KubeObject {

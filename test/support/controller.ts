@@ -43,8 +43,12 @@ export interface TestController {
   settled(name: string, mark: number, what: string, opts?: { changes?: number; timeoutMs?: number }): Promise<LogRecord[]>;
   /** Waits for a reconcile of BD `name` that started at or after `at` (epoch ms, taken before the change that should cause it) to finish. */
   reconciled(name: string, at: number, what: string, timeoutMs?: number): Promise<ReconciledRecord>;
-  /** Waits until no BD is queued or being reconciled (requeues scheduled for later do not count). */
-  idle(timeoutMs?: number): Promise<void>;
+  /**
+   * Waits until no BD is queued or being reconciled (requeues scheduled for later do not count),
+   * and has stayed so for `quietMs` (default 0: a watch event already delivered is queued at once;
+   * a quiet window is for events still on the wire, e.g. of the controller's own last write).
+   */
+  idle(opts?: { quietMs?: number; timeoutMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -112,9 +116,13 @@ export async function startTestController(
       const lines = await logs.waitFor(0, (l) => reconciledSince(l, name, at) !== undefined, `${name}: ${what}`, timeoutMs);
       return reconciledSince(lines, name, at)!;
     },
-    async idle(timeoutMs = 30_000) {
+    async idle({ quietMs = 0, timeoutMs = 60_000 } = {}) {
+      const q = ctl.manager.controller.queue;
       const deadline = Date.now() + timeoutMs;
-      while (!(await isIdle(ctl))) {
+      let quietSince = Date.now();
+      for (;;) {
+        if (q.length > 0 || q.inFlight > 0) quietSince = Date.now();
+        else if (Date.now() - quietSince >= quietMs) return;
         if (Date.now() > deadline) throw new Error(`controller not idle after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -125,16 +133,6 @@ export async function startTestController(
       await rm(cacheDir, { recursive: true, force: true });
     },
   };
-}
-
-/** the controller's workqueue metrics: nothing queued, no worker busy */
-async function isIdle(ctl: RunningController): Promise<boolean> {
-  const value = async (metric: string): Promise<number> => {
-    const m = ctl.registry.getSingleMetric(metric);
-    const values = m ? (await m.get()).values : [];
-    return values.reduce((sum, v) => sum + v.value, 0);
-  };
-  return (await value('workqueue_depth')) === 0 && (await value('controller_runtime_active_workers')) === 0;
 }
 
 /**
