@@ -25,14 +25,15 @@ export class LogCapture {
   readonly records: LogRecord[] = [];
   private waiters: Waiter[] = [];
 
-  /** a pino destination; `echo` also prints each line (HOIST_TEST_LOG) */
-  stream(echo: boolean): Writable {
+  /** a pino destination; lines at `echoLevel` (a pino level number) or above are also printed (HOIST_TEST_LOG) */
+  stream(echoLevel = Infinity): Writable {
     return new Writable({
       write: (chunk: Buffer, _enc, done) => {
         for (const line of chunk.toString('utf8').split('\n')) {
           if (!line) continue;
-          if (echo) process.stdout.write(`${line}\n`);
-          this.records.push(JSON.parse(line) as LogRecord);
+          const record = JSON.parse(line) as LogRecord;
+          if (record.level >= echoLevel) process.stdout.write(`${line}\n`);
+          this.records.push(record);
         }
         this.waiters = this.waiters.filter((w) => (w.test() ? (w.resolve(), false) : true));
         done();

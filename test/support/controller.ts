@@ -77,7 +77,9 @@ export async function startTestController(
   const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
   const client = createKubeClient(loadKubeConfig(kubeconfig));
   const logs = new LogCapture();
-  const log = pino({ level: 'debug' }, logs.stream(process.env.HOIST_TEST_LOG !== undefined));
+  // captured from debug up whatever HOIST_TEST_LOG says (tests wait on debug lines); printed from its level
+  const echo = process.env.HOIST_TEST_LOG;
+  const log = pino({ level: 'debug' }, logs.stream(echo ? (pino.levels.values[echo] ?? 0) : undefined));
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
   const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount });
