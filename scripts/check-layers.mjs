@@ -166,16 +166,24 @@ function findCycles(graph) {
   return [...cycles.keys()].map((k) => `${k} -> ${k.split(' -> ')[0]}`);
 }
 
-if (process.argv[1] && normalize(process.argv[1]) === normalize(fileURLToPath(import.meta.url))) {
-  // an optional argument names another tree laid out like this repo (the script's tests use it)
-  const base = process.argv[2] ? normalize(process.argv[2]) : root;
+/**
+ * The command's verdict on the tree at `base` (laid out like this repo): exit code, and the lines
+ * it prints (to stderr on failure, stdout on success). The script's tests call it in-process.
+ */
+export function report(base = root) {
   const files = ['api', 'src', 'examples'].flatMap((d) => { try { return walk(join(base, d)); } catch { return []; } });
   const { violations, cycles, files: n } = check(files, base);
-  for (const v of violations) console.error(`layers: ${v}`);
-  for (const c of cycles) console.error(`layers: circular import: ${c}`);
+  const lines = [...violations.map((v) => `layers: ${v}`), ...cycles.map((c) => `layers: circular import: ${c}`)];
   if (violations.length > 0 || cycles.length > 0) {
-    console.error(`layers: ${violations.length} violation(s), ${cycles.length} cycle(s) in ${n} files (rules: scripts/check-layers.mjs)`);
-    process.exit(1);
+    lines.push(`layers: ${violations.length} violation(s), ${cycles.length} cycle(s) in ${n} files (rules: scripts/check-layers.mjs)`);
+    return { code: 1, lines };
   }
-  console.log(`layers: ${n} files follow STYLE.md's layers, no circular imports`);
+  return { code: 0, lines: [`layers: ${n} files follow STYLE.md's layers, no circular imports`] };
+}
+
+if (process.argv[1] && normalize(process.argv[1]) === normalize(fileURLToPath(import.meta.url))) {
+  // an optional argument names another tree laid out like this repo
+  const { code, lines } = report(process.argv[2] ? normalize(process.argv[2]) : root);
+  for (const l of lines) (code === 0 ? console.log : console.error)(l);
+  process.exitCode = code;
 }

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import type { ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
 import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
 import { HoistError, redactUrl } from '../util/errors.ts';
+import { classifyStatus, retryCannotHelp } from '../util/http-status.ts';
 import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
 import { fetchThroughStore } from './cached-fetch.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
@@ -51,9 +52,6 @@ export interface HttpSourceOptions extends TransportOptions {
 export function httpContentKey(sha256Hex: string): string {
   return `sha256:${sha256Hex}`;
 }
-
-// 4xx answers that say "later", not "never"
-const TRANSIENT_4XX = new Set([408, 425, 429]);
 
 export class HttpSource implements Source {
   readonly kind = 'http' as const;
@@ -249,7 +247,8 @@ async function inScratch<T>(write: (dir: string) => Promise<T>): Promise<T> {
 async function statusError(res: SendResponse, requested: URL, stage: SourceStage): Promise<HoistError> {
   await res.body.dump().catch(() => undefined);
   const s = res.status;
-  const code = s === 401 ? 'unauthorized' : s === 403 ? 'forbidden' : s === 404 ? 'not-found' : 'http-status';
+  const answer = classifyStatus(s);
+  const code = answer === 'unauthorized' || answer === 'forbidden' || answer === 'not-found' ? answer : 'http-status';
   const text = (STATUS_CODES[s] ?? 'unknown status').toLowerCase();
   const redirected = res.url.toString() !== requested.toString() ? ` (after redirect to ${redactUrl(res.url.toString())})` : '';
   return new HoistError(`http ${s} ${text}${redirected}`, {
@@ -257,6 +256,6 @@ async function statusError(res: SendResponse, requested: URL, stage: SourceStage
     reason: reasonFor(stage),
     code,
     subject: redactUrl(requested.toString()),
-    terminal: s >= 400 && s < 500 && !TRANSIENT_4XX.has(s),
+    terminal: retryCannotHelp(s),
   });
 }

@@ -36,7 +36,6 @@ afterAll(async () => {
   await files?.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function web(labels: Record<string, string> = {}): KubeObject {
   return {
@@ -91,19 +90,22 @@ describe('driftIgnore', () => {
     expect(await live(ns)).toMatchObject({ replicas: 2, replicasOwners: [] });
 
     // an SSA without force succeeds: nobody else owns the field
+    let mark = t.log.mark();
     await ssaReplicas(ns, 5);
-    await sleep(3000); // the drift watch has seen the change and reconciled
+    await t.settled(name, mark, 'the drift watch saw the SSA and reconciled');
     expect(await live(ns)).toMatchObject({ replicas: 5, replicasOwners: ['hpa-stand-in'] });
     // a merge patch (what an HPA's scale write amounts to): kept too
+    mark = t.log.mark();
     await t.client.patch(DEPLOY, 'web', ns, { spec: { replicas: 4 } }, 'merge', { fieldManager: 'hpa-stand-in' });
-    await sleep(3000);
+    await t.settled(name, mark, 'the drift watch saw the merge patch and reconciled');
     expect((await live(ns)).replicas).toBe(4);
 
     // kubectl patch of the ignored field and kubectl set env of another: only the env goes
+    mark = t.log.mark();
     await kubectl(['-n', ns, 'patch', 'deployment/web', '--type=merge', '-p', '{"spec":{"replicas":6}}']);
     await kubectl(['-n', ns, 'set', 'env', 'deployment/web', 'HOTFIX=1']);
     await waitUntil('hotfix reverted by the drift watch', async () => !('HOTFIX' in (await live(ns)).env), 15_000);
-    await sleep(2000);
+    await t.settled(name, mark, 'both edits and the revert seen; a reconcile after them changed nothing', { changes: 3 });
     const after = await live(ns);
     expect(after).toMatchObject({ replicas: 6, env: { COLOR: 'blue' } });
     // never taken over from kubectl either: kubectl-patch still owns spec.replicas

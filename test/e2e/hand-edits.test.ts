@@ -28,7 +28,6 @@ afterAll(async () => {
   for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** a Deployment that sets no replicas: an autoscaler may own them */
 function web(): KubeObject {
@@ -80,9 +79,10 @@ describe('hand edits', () => {
     // paused: a hotfix by kubectl set env (manager kubectl-set) and kubectl label stays
     await t.patchSpec(name, { paused: true });
     await t.waitFor(name, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    let mark = t.log.mark();
     await kubectl(['-n', ns, 'set', 'env', 'deployment/web', 'HOTFIX=1']);
     await kubectl(['-n', ns, 'label', 'deployment/web', 'hotfix=yes']);
-    await sleep(3000);
+    await t.settled(name, mark, 'the paused BD reconciled after both edits', { changes: 2 });
     expect(await live(ns)).toMatchObject({ env: { COLOR: 'blue', HOTFIX: '1' }, labels: { hotfix: 'yes' } });
 
     // resumed: both go within seconds, and an Event names the object and the fields
@@ -109,10 +109,11 @@ describe('hand edits', () => {
     await t.client.patch(DEPLOY, 'web', ns, { spec: { replicas: 3 } }, 'merge', { fieldManager: 'hpa-stand-in' });
     // not paused: the drift watch reverts the next hotfix, and the autoscaler's field stays
     const edited = Date.now();
+    mark = t.log.mark();
     await kubectl(['-n', ns, 'set', 'env', 'deployment/web', 'HOTFIX=2']);
     await waitUntil('hotfix reverted by the drift watch', async () => !('HOTFIX' in (await live(ns)).env), 15_000);
     console.log(`hand edit reverted ${Date.now() - edited} ms after it was made (drift watch)`);
-    await sleep(2000);
+    await t.settled(name, mark, 'the revert is the last change: a reconcile after it changed nothing');
     expect(await live(ns)).toMatchObject({ env: { COLOR: 'blue' }, replicas: 3 });
     const d = await t.client.get(DEPLOY, 'web', ns);
     const managers = (d!.metadata.managedFields as Array<{ manager: string }>).map((m) => m.manager);

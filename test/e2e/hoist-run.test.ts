@@ -15,6 +15,7 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src
 import type { KubeObject } from '../../src/kube/types.ts';
 import { pino } from 'pino';
 import { cond } from '../support/controller.ts';
+import { until } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { startHoistRun, type HoistProcess } from '../support/hoist-process.ts';
 import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
@@ -36,16 +37,6 @@ function startHoist(extra: string[] = []): HoistProcess {
 async function http(port: number, path: string): Promise<{ status: number; body: string }> {
   const r = await fetch(`http://127.0.0.1:${port}${path}`);
   return { status: r.status, body: await r.text() };
-}
-
-async function until<T>(f: () => Promise<T | undefined | false>, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 beforeAll(async () => {

@@ -162,8 +162,9 @@ describe('examples/operator on Hoist', () => {
     await setSpec({ paused: true });
     await waitOperator('paused', (s) => s.conditions?.some((c) => c.type === 'Paused' && c.status === 'True') === true);
     await waitUntil('BundleDeployment paused', async () => cond((await t.client.get(BD_TYPE, bd)) as unknown as BundleDeployment, 'Paused')?.status === 'True');
+    const mark = t.log.mark();
     await kubectl(['-n', ns, 'set', 'env', 'deployment/argo-rollouts', 'HOTFIX=1']);
-    await new Promise((r) => setTimeout(r, 3_000));
+    await t.settled(bd, mark, 'the paused BD saw the edit and reconciled');
     expect(await env()).toMatchObject({ HOTFIX: '1' });
 
     const resumed = Date.now();

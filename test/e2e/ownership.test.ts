@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle, uidOf } from '../support/e2e-bundles.ts';
-import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { BD_TYPE, cond, isDone, pastSecondOf, startTestController, type TestController } from '../support/controller.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
@@ -50,7 +50,6 @@ function managersOf(o: KubeObject | undefined): string[] {
 /** BundleDeployments are cluster-scoped and test files share one API server */
 const bdName = (base: string): string => `${base}-${t.runId}`;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('handover between BundleDeployments of one lineage', () => {
   it('the newer BD takes every object over in place; the older reports Conflict; deleting it deletes nothing the lineage installs', async () => {
@@ -66,7 +65,7 @@ describe('handover between BundleDeployments of one lineage', () => {
     expect(uids.config).toBeDefined();
     expect(uids.sa).toBeDefined();
 
-    await sleep(1100); // creationTimestamp has second precision: v2 is strictly newer
+    await pastSecondOf(t.client, BD_TYPE, bdName('app-v1')); // creationTimestamp has second precision: v2 is strictly newer
     await t.create(bdName('app-v2'), { installNamespace: namespace, format: 'plain', sources: [v2] }, { [LABEL_LINEAGE]: lineage });
     await t.waitFor(bdName('app-v2'), isDone, 'v2 installed');
     const loser = await t.waitFor(bdName('app-v1'), (b) => cond(b, 'Installed')?.reason === 'Conflict', 'v1 reports Conflict', 30_000);
@@ -83,8 +82,9 @@ describe('handover between BundleDeployments of one lineage', () => {
 
     // the loser writes nothing while it loses
     const rvBefore = await rvOf('app-config', namespace);
+    const touched = Date.now();
     await t.client.patch(BD_TYPE, bdName('app-v1'), undefined, { metadata: { labels: { touch: '1' } } }, 'merge');
-    await sleep(1500);
+    await t.reconciled(bdName('app-v1'), touched, 'the loser reconciled after the touch');
     expect(await rvOf('app-config', namespace)).toBe(rvBefore);
 
     await deleteBundleDeployment(t.client, bdName('app-v1'));
@@ -109,7 +109,7 @@ describe('handover between BundleDeployments of one lineage', () => {
     await t.create(bdName('back-v1'), { installNamespace: namespace, format: 'plain', sources: [v1] }, { [LABEL_LINEAGE]: lineage });
     await t.waitFor(bdName('back-v1'), isDone, 'v1 installed');
     const uid = await uidOf(t.client, CM, 'app-config', namespace);
-    await sleep(1100);
+    await pastSecondOf(t.client, BD_TYPE, bdName('back-v1'));
     await t.create(bdName('back-v2'), { installNamespace: namespace, format: 'plain', sources: [v2] }, { [LABEL_LINEAGE]: lineage });
     await t.waitFor(bdName('back-v2'), isDone, 'v2 installed');
     await t.waitFor(bdName('back-v1'), (b) => cond(b, 'Installed')?.reason === 'Conflict', 'v1 reports Conflict', 30_000);
@@ -143,7 +143,8 @@ describe('a BundleDeployment of another lineage', () => {
     expect(installed.message).toContain(`BundleDeployment ${bdName('owner')}`);
     expect(bd.status?.activeRevision).toBeUndefined();
 
-    await new Promise((r) => setTimeout(r, 1500));
+    // the refusing reconcile wrote that status last: once the queue is empty, it is over
+    await t.idle();
     const after = await t.client.get(CM, 'shared', namespace);
     expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
     expect(after?.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bdName('owner'));
@@ -175,7 +176,7 @@ describe('objects created by kubectl apply (client-side)', () => {
     let bd = await t.waitFor(bdName('adopter'), (b) => cond(b, 'Installed')?.reason === 'ConflictingOwner', 'refused under Prevent');
     expect(cond(bd, 'Installed')!.message).toContain(`v1 ConfigMap ${namespace}/adopt-me`);
     expect(cond(bd, 'Installed')!.message).toMatch(/created outside Hoist/);
-    await new Promise((r) => setTimeout(r, 1000));
+    await t.idle();
     expect(await rvOf('adopt-me', namespace)).toBe(adoptBefore?.metadata.resourceVersion);
     expect(await uidOf(t.client, CM, 'kc-new', namespace)).toBeUndefined();
 

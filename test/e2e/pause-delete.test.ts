@@ -97,8 +97,9 @@ describe('paused', () => {
 
     // reconciles happen (label touches, managed-object events) and change nothing
     for (let i = 0; i < 3; i++) {
+      const touched = Date.now();
       await t.client.patch(BD_TYPE, name, undefined, { metadata: { labels: { 'hoist.test/touch': String(i) } } }, 'merge');
-      await sleep(1000);
+      await t.reconciled(name, touched, `paused reconcile after touch ${i}`);
     }
     expect(await templateOf(ns)).toEqual(edited);
 

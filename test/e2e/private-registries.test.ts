@@ -19,6 +19,7 @@ import { pushImage, writeLayer } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
 import { pino } from 'pino';
 import { cond } from '../support/controller.ts';
+import { until } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { startHoistRun } from '../support/hoist-process.ts';
 import { freePort, startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
@@ -47,16 +48,6 @@ async function push(ca: string | undefined, insecure: string[], ref: string, nam
 async function createBD(name: string, ref: string): Promise<void> {
   const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { 'hoist.test/run': run } }, spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'image', image: { ref } }] } };
   await client.create(bd as unknown as KubeObject);
-}
-
-async function until<T>(f: () => Promise<T | undefined | false>, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 const get = async (name: string) => (await client.get({ apiVersion: API_VERSION, kind: KIND }, name)) as unknown as BundleDeployment | undefined;

@@ -40,23 +40,8 @@ let t: TestController;
 let files: FileServer;
 let audit: AuditReader;
 
-/** resolves when the controller's queue stayed empty with nothing in flight for `quietMs` */
-async function settled(quietMs = 500, timeoutMs = 60_000): Promise<void> {
-  const q = t.ctl.manager.controller.queue;
-  const deadline = Date.now() + timeoutMs;
-  let quietSince = Date.now();
-  for (;;) {
-    if (q.length > 0 || q.inFlight > 0) quietSince = Date.now();
-    else if (Date.now() - quietSince >= quietMs) return;
-    if (Date.now() > deadline) throw new Error('controller never settled');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function reconcileCount(): Promise<number> {
-  const m = await t.ctl.registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
-  return m.values.reduce((n, v) => n + v.value, 0);
-}
+/** the queue empty with nothing in flight for `quietMs`: the window lets the watch events of the controller's own last writes arrive */
+const settled = (quietMs: number): Promise<void> => t.idle({ quietMs });
 
 beforeAll(async () => {
   t = await startTestController();
@@ -155,14 +140,9 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     await settled(500);
     const from = await audit.offset();
     const before = t.ctl.client.requests.snapshot();
-    const reconciles = await reconcileCount();
-
+    const enqueued = Date.now();
     t.ctl.manager.controller.enqueue('budget');
-    const deadline = Date.now() + 30_000;
-    while ((await reconcileCount()) === reconciles) {
-      if (Date.now() > deadline) throw new Error('the enqueued reconcile never finished');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await t.reconciled('budget', enqueued, 'the enqueued reconcile');
     await settled(500);
 
     const events = await audit.since(from);

@@ -83,6 +83,7 @@ describe('an upgrade the API server refuses', () => {
       'web.yaml': deployment('web', { terminationGracePeriodSeconds: 7 }, { tier: 'two' }),
       'refused.yaml': REFUSED,
     });
+    const mark = t.log.mark();
     await t.patchSpec(bd, { sources: v2 });
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back', 60_000);
     expect(cond(rolled, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolledBack' });
@@ -100,8 +101,9 @@ describe('an upgrade the API server refuses', () => {
     expect(await t.client.get(CM, 'added-by-v2', ns)).toBeUndefined();
     expect(await t.client.get(DEPLOY, 'no-containers', ns)).toBeUndefined();
 
-    // the failed content is not retried while the spec is unchanged
-    await sleep(1000);
+    // the failed content is not retried while the spec is unchanged: from the fixed point after the
+    // rollback's writes, a window of 4 s (retries back off from ms, so a retry loop shows) sees no write
+    await t.settled(bd, mark, 'the rollback\'s own writes seen, a reconcile after them changed nothing');
     const from = sent.length;
     const applies = t.ctl.client.requests.count('apply');
     files.requests = 0;
@@ -143,15 +145,23 @@ describe('an upgrade the API server refuses', () => {
     expect(held.status?.attemptedRevision).toMatchObject({ number: 2, reason: 'ApplyFailed' });
     expect(held.status?.activeRevision?.number).toBe(1);
 
-    await sleep(8000);
+    const attemptsAt = (): number[] =>
+      sent
+        .slice(from)
+        .filter((e) => e.verb === 'apply' && e.path.endsWith(`/namespaces/${ns}/deployments/no-containers`))
+        .map((e) => e.at);
+    // exponential backoff: many quick retries first, then ever longer gaps — not a hot loop, not given up.
+    // Waits for the retry whose gap first exceeds 500 ms (backoff doubles from ms: about the 8th)
+    const started = Date.now();
+    let attempts = attemptsAt();
+    while (attempts.length < 2 || attempts.at(-1)! - attempts.at(-2)! <= 500) {
+      if (Date.now() - started > 15_000) throw new Error(`no retry with a gap over 500 ms within 15 s: attempts at ${attempts.join(',')}`);
+      await sleep(50);
+      attempts = attemptsAt();
+    }
+    const gaps = attempts.slice(1).map((a, i) => a - attempts[i]!);
     // the object that left the bundle is not pruned: revision 2 never applied completely
     expect(await snapshot(CM, 'old-only', ns)).toEqual(oldOnly);
-    const attempts = sent
-      .slice(from)
-      .filter((e) => e.verb === 'apply' && e.path.endsWith(`/namespaces/${ns}/deployments/no-containers`))
-      .map((e) => e.at);
-    const gaps = attempts.slice(1).map((a, i) => a - attempts[i]!);
-    // exponential backoff: many quick retries first, then ever longer gaps — not a hot loop, not given up
     expect(attempts.length, `attempt gaps ${gaps.join(',')}`).toBeGreaterThanOrEqual(5);
     expect(attempts.length, `attempt gaps ${gaps.join(',')}`).toBeLessThan(30);
     expect(gaps.at(-1)!, `attempt gaps ${gaps.join(',')}`).toBeGreaterThan(500);

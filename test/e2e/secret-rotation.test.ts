@@ -11,6 +11,7 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { RegistryClient } from '../../src/sources/image/client.ts';
 import { pushImage, writeLayer } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
+import { isReconciled, type LogRecord } from '../support/controller-log.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
 
@@ -75,11 +76,13 @@ describe('a rotated pull Secret', () => {
 
     // the tag moves; without pollInterval nothing looks at it
     await push('bundles/floating', 'stable', 'two');
-    await new Promise((r) => setTimeout(r, 1_500));
+    await t.idle();
+    expect(t.log.records.filter((r) => isReconciled(r, floating)).at(-1)?.requeueAfterMs, 'no poll scheduled').toBeUndefined();
     expect(await valueIn(floating)).toBe('one');
     proxy.reset();
 
     // the credential is rotated (another user of the same registry)
+    const mark = t.log.mark();
     await writePullSecret('bob');
     const deadline = Date.now() + 15_000;
     while ((await valueIn(floating)) !== 'two') {
@@ -89,8 +92,10 @@ describe('a rotated pull Secret', () => {
     await t.waitFor(floating, isDone, 'floating done at the new digest', 30_000);
     // the re-resolution used the new credential (requests carried Authorization)
     expect(proxy.requests.some((r) => r.path.startsWith('/v2/bundles/floating/manifests/stable') && r.authorized)).toBe(true);
-    // both BDs heard of the rotation together; give the pinned one's reconcile time to run
-    await new Promise((r) => setTimeout(r, 1_000));
+    // both BDs heard of the rotation together: the pinned one's reconcile since then is over
+    const isHeard = (r: LogRecord): boolean => r.msg === 'referenced Secret changed' && r.bd === pinned;
+    const heard = (await t.log.waitFor(mark, (l) => l.some(isHeard), 'the pinned BD heard of the rotation')).find(isHeard)!;
+    await t.reconciled(pinned, heard.time, 'pinned BD reconciled after the rotation');
     expect(proxy.count(/^\/v2\/bundles\/pinned\//), 'registry requests for the pinned source').toBe(0);
     expect(await valueIn(pinned)).toBe('pinned');
   });

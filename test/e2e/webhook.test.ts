@@ -15,6 +15,7 @@ import { startWebhook } from '../../src/cli/webhook.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import type { WebhookReceiver } from '../../src/webhook/receiver.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
+import { isReconciled } from '../support/controller-log.ts';
 import { git, startGitServer, type GitServer } from '../support/git-server.ts';
 
 const GH_SECRET = 'gh-hook-secret-4a1f-never-shown';
@@ -100,8 +101,10 @@ describe('push webhook', () => {
     expect(await value(ns())).toBe('one');
 
     const c2 = await commit('two');
-    // nothing happens by itself: the next poll is an hour away
-    await sleep(1_000);
+    // nothing happens by itself: once the controller is idle, the next poll is an hour away
+    await t.idle();
+    const last = t.log.records.filter((r) => isReconciled(r, 'follows-main')).at(-1);
+    expect(last?.requeueAfterMs).toBe(3_600_000);
     expect((await t.get('follows-main'))?.status?.resolvedSources?.[0]?.commit).toBe(c1);
 
     const start = Date.now();
@@ -131,7 +134,8 @@ describe('push webhook', () => {
     const id = randomUUID();
     const original = await deliver(pushPayload(`${gitServer.url}/elsewhere.git`), { delivery: id });
     const replay = await deliver(pushPayload(repoUrl()), { delivery: id });
-    await sleep(2_000);
+    // a push re-queues before its answer is sent: once the queue is empty, whatever they caused is done
+    await t.idle();
 
     expect(gitServer.requests).toEqual([]);
     const after = (await t.get('follows-main'))!;

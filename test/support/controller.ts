@@ -12,6 +12,7 @@ import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec, ty
 import { installCRD, startController, type ControllerOptions, type RunningController } from '../../src/cli/controller.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
+import { LogCapture, reconciledSince, settledAfterChange, type LogRecord, type ReconciledRecord } from './controller-log.ts';
 import { kubeconfigPath } from './env.ts';
 
 export const BD_TYPE = { apiVersion: API_VERSION, kind: KIND } as const;
@@ -32,6 +33,22 @@ export interface TestController {
   patchSpec(name: string, spec: Partial<BundleDeploymentSpec> | Record<string, unknown>): Promise<number>;
   /** waits until `pred` holds for the BD's status at its current generation */
   waitFor(name: string, pred: (bd: BundleDeployment) => boolean, what: string, timeoutMs?: number): Promise<BundleDeployment>;
+  /** the controller's log lines (debug and up), for waiting on what it did instead of sleeping */
+  log: LogCapture;
+  /**
+   * Waits until the controller has seen `changes` (default 1) watch events of objects of BD `name`
+   * after `mark` (`t.log.mark()` taken before the edits) and reached the fixed point: a reconcile
+   * that started after the last event changed nothing. Returns the lines since `mark`.
+   */
+  settled(name: string, mark: number, what: string, opts?: { changes?: number; timeoutMs?: number }): Promise<LogRecord[]>;
+  /** Waits for a reconcile of BD `name` that started at or after `at` (epoch ms, taken before the change that should cause it) to finish. */
+  reconciled(name: string, at: number, what: string, timeoutMs?: number): Promise<ReconciledRecord>;
+  /**
+   * Waits until no BD is queued or being reconciled (requeues scheduled for later do not count),
+   * and has stayed so for `quietMs` (default 0: a watch event already delivered is queued at once;
+   * a quiet window is for events still on the wire, e.g. of the controller's own last write).
+   */
+  idle(opts?: { quietMs?: number; timeoutMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -59,7 +76,10 @@ export async function startTestController(
   const namespace = `hoist-test-${runId}`;
   const kubeconfig = opts.kubeconfig ?? kubeconfigPath();
   const client = createKubeClient(loadKubeConfig(kubeconfig));
-  const log = pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' });
+  const logs = new LogCapture();
+  // captured from debug up whatever HOIST_TEST_LOG says (tests wait on debug lines); printed from its level
+  const echo = process.env.HOIST_TEST_LOG;
+  const log = pino({ level: 'debug' }, logs.stream(echo ? (pino.levels.values[echo] ?? 0) : undefined));
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
   const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount });
@@ -90,10 +110,41 @@ export async function startTestController(
         await new Promise((r) => setTimeout(r, 100));
       }
     },
+    log: logs,
+    settled(name, mark, what, opts = {}) {
+      return logs.waitFor(mark, (lines) => settledAfterChange(lines, name, opts.changes), `${name}: ${what}`, opts.timeoutMs);
+    },
+    async reconciled(name, at, what, timeoutMs) {
+      const lines = await logs.waitFor(0, (l) => reconciledSince(l, name, at) !== undefined, `${name}: ${what}`, timeoutMs);
+      return reconciledSince(lines, name, at)!;
+    },
+    async idle({ quietMs = 0, timeoutMs = 60_000 } = {}) {
+      const q = ctl.manager.controller.queue;
+      const deadline = Date.now() + timeoutMs;
+      let quietSince = Date.now();
+      for (;;) {
+        if (q.length > 0 || q.inFlight > 0) quietSince = Date.now();
+        else if (Date.now() - quietSince >= quietMs) return;
+        if (Date.now() > deadline) throw new Error(`controller not idle after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
     async stop() {
       await ctl.stop();
       await client.close();
       await rm(cacheDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Resolves once the clock has left the second of the object's creationTimestamp (which has
+ * second precision), so an object created next is strictly newer. Same clock as the API server's:
+ * the test control plane runs on this machine.
+ */
+export async function pastSecondOf(client: RestKubeClient, type: { apiVersion: string; kind: string }, name: string, namespace?: string): Promise<void> {
+  const created = (await client.get(type, name, namespace))?.metadata.creationTimestamp;
+  if (!created) throw new Error(`${type.kind} ${name} has no creationTimestamp`);
+  const wait = Date.parse(created) + 1000 - Date.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait + 5));
 }

@@ -44,6 +44,20 @@ export async function waitUntil(what: string, check: () => Promise<boolean>, tim
   }
 }
 
+/**
+ * Polls `f` every 200 ms until it yields a value (a failed call counts as not yet): for state of a
+ * controller in another process (`hoist run`), whose log and queue this process cannot watch.
+ */
+export async function until<T>(f: () => Promise<T | undefined | false>, what: string, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** deletes a BundleDeployment and waits until it is gone (its finalizer removed) */
 export async function deleteBundleDeployment(client: KubeClient, name: string, timeoutMs = 60_000): Promise<void> {
   await client.delete(BD_TYPE, name, undefined);

@@ -12,6 +12,7 @@
  * deadline are the shared transport's rules (../http/transport.ts).
  */
 import { HoistError, redactUrl } from '../../util/errors.ts';
+import { classifyStatus, retryCannotHelp } from '../../util/http-status.ts';
 import { readCapped, reasonFor, type HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { GitAuth } from './git-auth.ts';
 import { redactSecrets } from './git-auth.ts';
@@ -126,12 +127,13 @@ function fail(opts: AdvertisementOptions, message: string, code: string, termina
 }
 
 function statusError(status: number, opts: AdvertisementOptions, withAuth: boolean): HoistError {
-  if (status === 401 || status === 403) {
+  const answer = classifyStatus(status);
+  if (answer === 'unauthorized' || answer === 'forbidden') {
     return fail(opts, withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`, 'auth-failed', true);
   }
-  if (status === 404) return fail(opts, 'repository not found (http 404)', 'not-found', true);
+  if (answer === 'not-found') return fail(opts, 'repository not found (http 404)', 'not-found', true);
   // 5xx, 429 and anything odd are the server's trouble; try again later.
-  return fail(opts, `unexpected http ${status} from the repository`, 'http-status', status >= 400 && status < 500 && status !== 408 && status !== 429);
+  return fail(opts, `unexpected http ${status} from the repository`, 'http-status', retryCannotHelp(status));
 }
 
 /**

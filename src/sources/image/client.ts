@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { HoistError, redactUrl } from '../../util/errors.ts';
+import { classifyStatus, isRetryable, retryCannotHelp } from '../../util/http-status.ts';
 import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
 import type { HostCAs } from '../http/ca-dir.ts';
 import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
@@ -150,12 +151,13 @@ export class RegistryClient {
     const url = `${this.schemeFor(ref.apiHost)}://${ref.apiHost}/v2/`;
     const res = await this.withRetry(() => this.exchange(url, 'GET', {}, undefined, undefined, ctx), ctx, subject);
     await res.body.dump();
-    if (res.statusCode === 401) {
+    const answer = classifyStatus(res.statusCode);
+    if (answer === 'unauthorized') {
       const c = pickChallenge(parseChallenges(res.headers['www-authenticate']));
       if (c) this.challenges.set(ref.apiHost, c);
       return c;
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return undefined;
+    if (answer === 'ok') return undefined;
     throw imageError(ctx.stage, 'http-status', `registry ping answered ${res.statusCode}; is this an OCI registry?`, subject, false);
   }
 
@@ -269,7 +271,7 @@ export class RegistryClient {
     let authorization = await this.authorizationFor(ref, scope, ctx, false);
     for (let round = 0; ; round++) {
       const res = await this.withRetry(() => this.exchange(url, req.method, req.headers ?? {}, authorization, req.body, ctx, base), ctx, subject);
-      if (res.statusCode !== 401 || round > 0) return res;
+      if (classifyStatus(res.statusCode) !== 'unauthorized' || round > 0) return res;
       await res.body.dump();
       let challenge = pickChallenge(parseChallenges(res.headers['www-authenticate']));
       // HEAD responses may omit the header on some registries: ask /v2/ for it
@@ -288,20 +290,21 @@ export class RegistryClient {
   check(res: RegistryResponse, ref: ImageReference, ctx: OperationContext, what: string): void {
     const subject = formatReference(ref);
     const s = res.statusCode;
-    if (s >= 200 && s < 300) return;
-    if (s === 401) {
+    const answer = classifyStatus(s);
+    if (answer === 'ok') return;
+    if (answer === 'unauthorized') {
       throw ctx.credential
         ? imageError(ctx.stage, 'unauthorized', `registry rejected the credentials (401) for ${what}`, subject, true)
         : imageError(ctx.stage, 'credentials-required', `registry requires authentication (401) for ${what}; no credentials were given`, subject, true);
     }
-    if (s === 403) throw imageError(ctx.stage, 'forbidden', `access denied (403) to ${what}`, subject, true);
-    if (s === 404) {
+    if (answer === 'forbidden') throw imageError(ctx.stage, 'forbidden', `access denied (403) to ${what}`, subject, true);
+    if (answer === 'not-found') {
       // a tag or image may be pushed later: retrying with backoff can help
       const name = what === 'manifest' ? `manifest ${manifestReference(ref)}` : what;
       throw imageError(ctx.stage, 'not-found', `${name} not found (404)`, subject, false);
     }
-    if (s === 429) throw imageError(ctx.stage, 'rate-limited', `registry rate limit (429) for ${what}`, subject, false);
-    throw imageError(ctx.stage, 'http-status', `registry answered ${s} for ${what}`, subject, s >= 400 && s < 500 && s !== 408);
+    if (answer === 'throttled') throw imageError(ctx.stage, 'rate-limited', `registry rate limit (429) for ${what}`, subject, false);
+    throw imageError(ctx.stage, 'http-status', `registry answered ${s} for ${what}`, subject, retryCannotHelp(s));
   }
 
   private manifestPath(ref: ImageReference): string {
@@ -369,15 +372,16 @@ export class RegistryClient {
       ctx,
       subject,
     );
-    if (res.statusCode === 401 || res.statusCode === 403) {
+    const answer = classifyStatus(res.statusCode);
+    if (answer === 'unauthorized' || answer === 'forbidden') {
       await res.body.dump();
       throw cred
         ? imageError(ctx.stage, 'unauthorized', `token service rejected the credentials (${res.statusCode})`, subject, true)
         : imageError(ctx.stage, 'credentials-required', `token service requires credentials (${res.statusCode}); none were given`, subject, true);
     }
-    if (res.statusCode < 200 || res.statusCode >= 300) {
+    if (answer !== 'ok') {
       await res.body.dump();
-      throw imageError(ctx.stage, 'token', `token service answered ${res.statusCode}`, subject, res.statusCode >= 400 && res.statusCode < 500);
+      throw imageError(ctx.stage, 'token', `token service answered ${res.statusCode}`, subject, retryCannotHelp(res.statusCode));
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
     const raw = await readCapped({ status: res.statusCode, headers: res.headers, body: res.body, url: new URL(url) }, MAX_TOKEN_RESPONSE_BYTES, 'token response', ctx.stage, subject, ctx.signal);
@@ -440,14 +444,13 @@ export class RegistryClient {
         await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
         continue;
       }
-      const retryable = res.statusCode === 429 || res.statusCode === 502 || res.statusCode === 503 || res.statusCode === 504 || res.statusCode === 500;
-      if (!retryable || attempt >= this.attempts) return res;
+      if (!isRetryable(res.statusCode) || attempt >= this.attempts) return res;
       const after = parseRetryAfter(single(res.headers['retry-after']), Date.now());
       await res.body.dump();
       if (after !== undefined && after > this.maxDelayMs) {
         throw imageError(
           ctx.stage,
-          res.statusCode === 429 ? 'rate-limited' : 'http-status',
+          classifyStatus(res.statusCode) === 'throttled' ? 'rate-limited' : 'http-status',
           `registry answered ${res.statusCode} and asked to retry after ${Math.ceil(after / 1000)}s`,
           subject,
           false,

@@ -15,6 +15,7 @@ import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
 import * as tar from 'tar-stream';
+import { classifyStatus } from '../../util/http-status.ts';
 import type { OperationContext, RegistryClient } from './client.ts';
 import { imageError } from './errors.ts';
 import { DEFAULT_PLATFORM, MEDIA_TYPES, type Compression, type Descriptor, type Platform } from './manifest.ts';
@@ -144,7 +145,8 @@ export async function pushBlob(
   const size = Buffer.isBuffer(source) ? source.length : source.size;
   const head = await client.request(ref, { method: 'HEAD', path: `/v2/${ref.repository}/blobs/${digest}`, scope: 'pull,push' }, ctx);
   await head.body.dump();
-  if (head.statusCode === 200) return { digest, size };
+  // the registry has the blob already (any 2xx to HEAD): nothing to upload
+  if (classifyStatus(head.statusCode) === 'ok') return { digest, size };
   const start = await client.request(ref, { method: 'POST', path: `/v2/${ref.repository}/blobs/uploads/`, headers: { 'content-length': '0' }, scope: 'pull,push' }, ctx);
   await start.body.dump();
   client.check(start, ref, ctx, 'blob upload');

@@ -3,7 +3,7 @@
  * join of store and status, the diff's cleaning of server fields, formatting, completion scripts
  * (checked by the real bash and zsh parsers when installed) and usage errors (exit 2).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
@@ -146,20 +146,28 @@ describe('usage errors exit 2 before any connection', () => {
 });
 
 describe('hoist as a process (main.ts dispatch)', () => {
-  const hoist = (...args: string[]): { status: number | null; stdout: string; stderr: string } => {
-    const r = spawnSync(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'src/cli/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/nonexistent/kubeconfig' } });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-  };
-  it('lists the user verbs and exit codes in its usage, and dispatches each verb', () => {
-    const usage = hoist('--help');
+  // tsx as a loader in one node process (its CLI would start a second one), all runs at once
+  const hoist = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/nonexistent/kubeconfig' } }, (err, stdout, stderr) => {
+        const status = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+        if (err && status === null) reject(err);
+        else resolve({ status, stdout, stderr });
+      });
+    });
+  const runs = () => ({ usage: hoist('--help'), history: hoist('history', '--help'), completion: hoist('completion', 'bash'), unknown: hoist('frobnicate'), get: hoist('get') });
+  let all: ReturnType<typeof runs> | undefined;
+  const started = () => (all ??= runs());
+  it('lists the user verbs and exit codes in its usage, and dispatches each verb', async () => {
+    const usage = await started().usage;
     expect(usage.status).toBe(0);
     for (const verb of ['get [NAME]', 'pause NAME --reason', 'resume NAME', 'rollback NAME --to', 'history NAME', 'diff -f', 'completion bash|zsh', 'exit codes:']) expect(usage.stderr).toContain(verb);
-    expect(hoist('history', '--help').stdout).toContain('usage: hoist history NAME');
-    expect(hoist('completion', 'bash').stdout).toBe(bashCompletion());
+    expect((await started().history).stdout).toContain('usage: hoist history NAME');
+    expect((await started().completion).stdout).toBe(bashCompletion());
   });
-  it('exits 2 on an unknown verb and 1 when no cluster is reachable', () => {
-    expect(hoist('frobnicate').status).toBe(2);
-    const r = hoist('get');
+  it('exits 2 on an unknown verb and 1 when no cluster is reachable', async () => {
+    expect((await started().unknown).status).toBe(2);
+    const r = await started().get;
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/^hoist get: /);
   });

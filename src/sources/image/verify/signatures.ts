@@ -12,6 +12,7 @@
  * capped at 1 MiB. Nothing here decides trust: that is ./cosign.ts.
  */
 import { HoistError } from '../../../util/errors.ts';
+import { classifyStatus } from '../../../util/http-status.ts';
 import type { OperationContext, RegistryClient } from '../client.ts';
 import type { Descriptor } from '../manifest.ts';
 import { formatReference, type ImageReference } from '../reference.ts';
@@ -44,7 +45,7 @@ async function referrers(client: RegistryClient, ref: ImageReference, digest: st
     scope: 'pull',
   }, op);
   let index: unknown;
-  if (res.statusCode === 404) {
+  if (classifyStatus(res.statusCode) === 'not-found') {
     // no referrers API (distribution v2): the referrers tag schema keeps the index at `sha256-<hex>`
     await res.body.dump();
     const fallback = await optional(client.getManifest({ ...ref, digest: undefined, tag: digest.replace(':', '-') }, op));
