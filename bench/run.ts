@@ -17,9 +17,11 @@ interface Outcome {
 
 /** the headline numbers of a result: its cases' name and ratio when it has them */
 function headline(result: unknown): string {
-  const r = result as { cases?: Array<{ name?: string; ratio?: number }>; noChangeReconcile?: { medianMs?: number }; n?: number; ratio?: number } | undefined;
+  if (Array.isArray(result)) return result.map(headline).filter(Boolean).join('\n    ');
+  const r = result as
+    { cases?: Array<{ name?: string; ratio?: number }>; noChangeReconcile?: { medianMs?: number }; n?: number; source?: string; ratio?: number } | undefined;
   const parts = (r?.cases ?? []).map((c) => `${c.name}: ratio ${c.ratio}`);
-  if (r?.n !== undefined && r.ratio !== undefined) parts.push(`${r.n} BundleDeployments: ratio ${r.ratio}`);
+  if (r?.n !== undefined && r.ratio !== undefined) parts.push(`${r.n} BundleDeployments${r.source ? ` (${r.source})` : ''}: ratio ${r.ratio}`);
   if (r?.noChangeReconcile?.medianMs !== undefined) parts.push(`no-change reconcile ${r.noChangeReconcile.medianMs} ms`);
   return parts.join('\n    ');
 }

@@ -1,8 +1,11 @@
 /**
- * Scale benchmark (issue 10): N BundleDeployments created at once, each a pinned http tarball of
- * 4 objects (ServiceAccount, headless Service, Deployment with 0 replicas, Ingress; the shape of
- * Flux's published benchmark), all installed into one namespace, against a local control plane
- * with kube-controller-manager, kube-scheduler and kwok (so the Deployments roll out).
+ * Scale benchmark (issue 10): N BundleDeployments created at once, each 4 objects (ServiceAccount,
+ * headless Service, Deployment with 0 replicas, Ingress; the shape of Flux's published benchmark)
+ * from pinned content, all installed into one namespace, against a local control plane with
+ * kube-controller-manager, kube-scheduler and kwok (so the Deployments roll out). Two sources of
+ * the same objects: `http` (one tarball per BD from a local file server, pinned by sha256) and
+ * `image` (one OCI image per BD, pushed untimed to a local docker-registry and pinned by digest;
+ * the controller reaches it through --registries-conf as an insecure registry).
  *
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
  * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> dist/src/cli/main.js
@@ -11,17 +14,20 @@
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
  * observed through a watch. Its requests come from the API server's audit log (the controller's
  * User-Agent "hoist"; this process uses another), per BD and by verb/resource; after the wave a
- * quiet window counts the steady state's requests.
+ * quiet window counts the steady state's requests, writes and content fetches (requests to the
+ * file server or registry) and the controller's CPU.
  * Reference in the same run, before Hoist's wave: one `kubectl apply --server-side` of the same
  * 4N objects into another fresh namespace; then the benchmark waits until kube-controller-manager
  * has observed all of kubectl's Deployments, so its background work does not land on Hoist.
  * Nothing is deleted: every N gets a fresh control plane and each side its own namespace.
  *
- * `npx tsx bench/scale.ts [N ...]` (default: $HOIST_SCALE_N or 1000); several N run one after the
- * other and are all kept in bench/results/scale.json as `runs` (the top-level figures are the last
- * run's). $HOIST_SCALE_WORKERS passes --workers; $HOIST_SCALE_NODE_FLAGS adds node flags (e.g.
- * "--cpu-prof --cpu-prof-dir=/tmp/prof"); $HOIST_SCALE_STEADY_SECONDS sets the quiet window
- * (default 30); $HOIST_SCALE_NO_BUILD=1 reuses dist/.
+ * `npx tsx bench/scale.ts [--source http|image|both] [--steady-seconds S] [N ...]` (defaults:
+ * $HOIST_SCALE_SOURCE or both; $HOIST_SCALE_STEADY_SECONDS or 300 s for N ≥ 1000 and 30 s below;
+ * $HOIST_SCALE_N or 1000). Several N run one after the other (http first, then image) and are
+ * kept as `runs` in bench/results/scale.json (http) and bench/results/scale-image.json (image);
+ * the top-level figures are the last run's. $HOIST_SCALE_WORKERS passes --workers;
+ * $HOIST_SCALE_NODE_FLAGS adds node flags (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
+ * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -36,10 +42,13 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/ku
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../test/support/http-files.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
+import { pool, startHttpSource, startImageSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
 
-const resultsFile = path.join(repoRoot, 'bench', 'results', 'scale.json');
+const resultsFiles: Record<ScaleSourceKind, string> = {
+  http: path.join(repoRoot, 'bench', 'results', 'scale.json'),
+  image: path.join(repoRoot, 'bench', 'results', 'scale-image.json'),
+};
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
 const HOIST_UA = 'hoist';
 const BENCH_UA = 'hoist-scale-bench';
@@ -47,6 +56,8 @@ const MiB = 1024 * 1024;
 
 export interface ScaleRun {
   n: number;
+  /** where each BD's content comes from: a pinned http tarball or a pinned OCI image */
+  source: ScaleSourceKind;
   hoistSeconds: number;
   /** first BD created → every BD Installed=True (applied; before kube-controller-manager observed the Deployments) */
   hoistInstalledSeconds: number;
@@ -60,8 +71,13 @@ export interface ScaleRun {
   cpuSeconds: number;
   requestsPerBd: number;
   requestsPerBdByVerb: Record<string, number>;
-  /** the controller's requests in a quiet window after the wave (all verbs, writes) */
-  steady: { seconds: number; requests: number; writes: number; fetches: number };
+  /** requests the content server (file server or registry) answered during the wave */
+  waveFetches: number;
+  /**
+   * A quiet window after the wave: the controller's API requests other than watches, writes among
+   * them, requests to the content server, the controller's CPU, and the requests by verb/resource
+   */
+  steady: { seconds: number; requests: number; writes: number; fetches: number; cpuPercent: number; byVerb: Record<string, number> };
   loadAverage: number[];
 }
 
@@ -167,7 +183,7 @@ function imageNodeFlags(): string[] {
   return argv.slice(1).filter((a) => a.startsWith('--'));
 }
 
-async function startHoist(main: string, cp: ControlPlane, work: string): Promise<Controller> {
+async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const flags = [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
   const args = [
@@ -182,6 +198,7 @@ async function startHoist(main: string, cp: ControlPlane, work: string): Promise
     '--cache-dir',
     path.join(work, 'cache'),
     ...workers,
+    ...sourceArgs,
   ];
   const child = spawn(process.execPath, args, {
     cwd: work,
@@ -231,19 +248,21 @@ const key = (e: AuditEvent) =>
   `${e.verb} ${e.objectRef?.resource ?? e.requestURI.split('?')[0]}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
 const isWrite = (e: AuditEvent) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb);
 
-/** runs `f` over `items` with at most `limit` in flight */
-async function pool<T>(items: readonly T[], limit: number, f: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await f(items[next++]!);
-    }),
-  );
+const countByKey = (events: readonly AuditEvent[]): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const e of events) out[key(e)] = (out[key(e)] ?? 0) + 1;
+  return out;
+};
+
+/** the quiet window: `--steady-seconds`, else $HOIST_SCALE_STEADY_SECONDS, else 5 minutes at N ≥ 1000 and 30 s below */
+function defaultSteadySeconds(n: number): number {
+  return process.env.HOIST_SCALE_STEADY_SECONDS ? Number(process.env.HOIST_SCALE_STEADY_SECONDS) : n >= 1000 ? 300 : 30;
 }
 
-async function runOne(n: number, main: string, files: FileServer, log: (l: string) => void): Promise<ScaleRun> {
+async function runOne(n: number, main: string, content: ScaleSource, steadySeconds: number, log: (l: string) => void): Promise<ScaleRun> {
   const work = await mkdtemp(path.join(tmpdir(), `hoist-bench-scale-${n}-`));
-  log(`N=${n}: starting a control plane (etcd, kube-apiserver, kcm, scheduler, kwok; audit log)…`);
+  const tag = `N=${n} ${content.kind}`;
+  log(`${tag}: starting a control plane (etcd, kube-apiserver, kcm, scheduler, kwok; audit log)…`);
   const cp = await startControlPlane({ workloads: true, auditLog: true });
   const admin: RestKubeClient = createKubeClient(loadKubeConfig(cp.kubeconfigPath), { userAgent: BENCH_UA });
   const audit = new AuditReader(cp.auditLogPath!, HOIST_UA);
@@ -251,10 +270,10 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
   let ctl: Controller | undefined;
   const watched = new Informer<BundleDeployment & KubeObject>({ client: admin, type: BD });
   try {
-    ctl = await startHoist(main, cp, work);
+    ctl = await startHoist(main, cp, work, content.hoistArgs);
     await new Promise((r) => setTimeout(r, 5000));
     const idle = procStat(ctl.child.pid!);
-    log(`N=${n}: controller idle RSS ${idle.rssMiB.toFixed(1)} MiB`);
+    log(`${tag}: controller idle RSS ${idle.rssMiB.toFixed(1)} MiB`);
 
     // ---- kubectl: one server-side apply of the 4N objects
     const kns = `scale-k-${id}`;
@@ -264,7 +283,7 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
     let t0 = performance.now();
     await exec(toolPath('kubectl'), ['apply', '--server-side', '-f', kfile, '-n', kns], { PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath });
     const kubectlSeconds = (performance.now() - t0) / 1000;
-    log(`N=${n}: kubectl apply --server-side of ${4 * n} objects: ${kubectlSeconds.toFixed(1)} s`);
+    log(`${tag}: kubectl apply --server-side of ${4 * n} objects: ${kubectlSeconds.toFixed(1)} s`);
     // let kube-controller-manager catch up with kubectl's Deployments before Hoist starts
     for (;;) {
       const deps = await admin.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: kns });
@@ -279,12 +298,13 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
     // ---- Hoist: N BundleDeployments created at once
     const hns = `scale-h-${id}`;
     await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: hns } });
-    const bds: Array<{ name: string; url: string; digest: string }> = [];
-    for (let i = 0; i < n; i++) {
-      const tgz = await tarGz({ 'objects.yaml': toYaml(bundleObjects(i)) });
-      files.set(`/${id}/app-${i}.tgz`, tgz);
-      bds.push({ name: `scale-${id}-${i}`, url: files.url(`/${id}/app-${i}.tgz`), digest: sha256(tgz) });
-    }
+    const p0 = performance.now();
+    const pinned = await content.publish(
+      id,
+      Array.from({ length: n }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) })),
+    );
+    log(`${tag}: published ${n} bundles (untimed) in ${((performance.now() - p0) / 1000).toFixed(1)} s`);
+    const bds = pinned.map((source, i) => ({ name: `scale-${id}-${i}`, source }));
     watched.start();
     await watched.waitForSync();
     const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
@@ -293,13 +313,13 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
     };
     const auditFrom = await audit.offset();
     const cpu0 = procStat(ctl.child.pid!).cpuSeconds;
-    const fetches0 = files.requests;
+    const fetches0 = await content.requests();
     t0 = performance.now();
     await pool(bds, 50, async (b) => {
       await admin.create({
         ...BD,
         metadata: { name: b.name },
-        spec: { installNamespace: hns, format: 'plain', sources: [{ kind: 'http', http: { url: b.url, sha256: b.digest } }] },
+        spec: { installNamespace: hns, format: 'plain', sources: [b.source] },
       } as unknown as KubeObject);
     });
     const names = bds.map((b) => b.name);
@@ -313,7 +333,7 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
       if (finished === n) break;
       if (performance.now() - lastReport > 15_000) {
         lastReport = performance.now();
-        log(`N=${n}: ${finished}/${n} done after ${((lastReport - t0) / 1000).toFixed(0)} s`);
+        log(`${tag}: ${finished}/${n} done after ${((lastReport - t0) / 1000).toFixed(0)} s`);
       }
       if (ctl.child.exitCode !== null) throw new Error(`the controller exited (${ctl.child.exitCode}); see ${work}/controller.log`);
       if (performance.now() - t0 > 900_000) throw new Error(`timed out: ${finished}/${n} done after 900 s`);
@@ -322,30 +342,38 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
     const hoistSeconds = (performance.now() - t0) / 1000;
     const after = procStat(ctl.child.pid!);
     log(
-      `N=${n}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.hwmMiB.toFixed(1)} MiB, CPU ${(after.cpuSeconds - cpu0).toFixed(1)} s`,
+      `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.hwmMiB.toFixed(1)} MiB, CPU ${(after.cpuSeconds - cpu0).toFixed(1)} s`,
     );
     const events = await audit.since(auditFrom);
-    const byVerb: Record<string, number> = {};
-    for (const e of events) byVerb[key(e)] = (byVerb[key(e)] ?? 0) + 1;
     const perBd = Object.fromEntries(
-      Object.entries(byVerb)
+      Object.entries(countByKey(events))
         .sort((a, b) => b[1] - a[1])
         .map(([k, v]) => [k, Number((v / n).toFixed(2))]),
     );
-    log(`N=${n}: ${(events.length / n).toFixed(1)} requests per BD: ${JSON.stringify(perBd)}`);
+    log(`${tag}: ${(events.length / n).toFixed(1)} requests per BD: ${JSON.stringify(perBd)}`);
 
     // ---- steady state: the controller's requests in a quiet window
-    const steadySeconds = Number(process.env.HOIST_SCALE_STEADY_SECONDS ?? 30);
     const steadyFrom = await audit.offset();
-    const steadyFetches0 = files.requests;
+    const steadyFetches0 = await content.requests();
+    const steadyCpu0 = procStat(ctl.child.pid!).cpuSeconds;
+    log(`${tag}: steady state: watching ${steadySeconds} s…`);
     await new Promise((r) => setTimeout(r, steadySeconds * 1000));
+    const steadyCpu = procStat(ctl.child.pid!).cpuSeconds - steadyCpu0;
     const quiet = (await audit.since(steadyFrom)).filter((e) => e.verb !== 'watch');
-    const steady = { seconds: steadySeconds, requests: quiet.length, writes: quiet.filter(isWrite).length, fetches: files.requests - steadyFetches0 };
+    const steady = {
+      seconds: steadySeconds,
+      requests: quiet.length,
+      writes: quiet.filter(isWrite).length,
+      fetches: (await content.requests()) - steadyFetches0,
+      cpuPercent: Number(((steadyCpu / steadySeconds) * 100).toFixed(2)),
+      byVerb: countByKey(quiet),
+    };
     log(
-      `N=${n}: steady state over ${steadySeconds} s: ${steady.requests} requests (${steady.writes} writes), ${steady.fetches} fetches; wave fetched ${steadyFetches0 - fetches0} tarballs`,
+      `${tag}: steady state over ${steadySeconds} s: ${steady.requests} requests (${steady.writes} writes) ${JSON.stringify(steady.byVerb)}, ${steady.fetches} fetches, CPU ${steady.cpuPercent} %; the wave made ${steadyFetches0 - fetches0} requests to the ${content.kind === 'http' ? 'file server' : 'registry'}`,
     );
     return {
       n,
+      source: content.kind,
       hoistSeconds: Number(hoistSeconds.toFixed(2)),
       hoistInstalledSeconds: Number((installedSeconds ?? hoistSeconds).toFixed(2)),
       kubectlSeconds: Number(kubectlSeconds.toFixed(2)),
@@ -356,6 +384,7 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
       cpuSeconds: Number((after.cpuSeconds - cpu0).toFixed(2)),
       requestsPerBd: Number((events.length / n).toFixed(2)),
       requestsPerBdByVerb: perBd,
+      waveFetches: steadyFetches0 - fetches0,
       steady,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
     };
@@ -369,42 +398,78 @@ async function runOne(n: number, main: string, files: FileServer, log: (l: strin
   }
 }
 
-export async function run(ns?: number[]): Promise<ScaleResult> {
-  const log = (l: string) => console.log(l);
-  const sizes = ns?.length ? ns : [Number(process.env.HOIST_SCALE_N ?? 1000)];
-  const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-scale-'));
-  const files = await startFileServer();
-  const runs: ScaleRun[] = [];
-  try {
-    const main = await build(log);
-    for (const n of sizes) runs.push(await runOne(n, main, files, log));
-  } finally {
-    await files.close();
-    await rm(work, { recursive: true, force: true });
-  }
-  const last = runs[runs.length - 1]!;
-  const result: ScaleResult = {
-    benchmark: 'scale',
-    ...last,
-    date: new Date().toISOString(),
-    nproc: availableParallelism(),
-    node: process.version,
-    kubectl: toolVersions().K8S_VERSION ?? 'unknown',
-    runs,
-  };
-  for (const r of runs)
-    log(
-      `N=${r.n}: hoist ${r.hoistSeconds} s, kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD; CPU ${r.cpuSeconds} s`,
-    );
-  await writeResult(resultsFile, result, log);
-  return result;
+export interface ScaleOptions {
+  /** sizes, run one after the other (default $HOIST_SCALE_N or 1000) */
+  ns?: number[];
+  /** default $HOIST_SCALE_SOURCE or both, http first */
+  sources?: ScaleSourceKind[];
+  /** the quiet window after each wave (default: see defaultSteadySeconds) */
+  steadySeconds?: number;
 }
 
-runWhenMain(import.meta.url, () =>
-  run(
-    process.argv
-      .slice(2)
-      .map(Number)
-      .filter((x) => Number.isInteger(x) && x > 0),
-  ),
-);
+const SOURCES: readonly ScaleSourceKind[] = ['http', 'image'];
+
+function parseSources(v: string): ScaleSourceKind[] {
+  if (v === 'both') return [...SOURCES];
+  const out = v.split(',');
+  for (const s of out) if (!SOURCES.includes(s as ScaleSourceKind)) throw new Error(`--source: "${s}" is not http, image or both`);
+  return out as ScaleSourceKind[];
+}
+
+/** one result per source: bench/results/scale.json (http) and scale-image.json (image) */
+export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
+  const log = (l: string) => console.log(l);
+  const sizes = options.ns?.length ? options.ns : [Number(process.env.HOIST_SCALE_N ?? 1000)];
+  const sources = options.sources ?? parseSources(process.env.HOIST_SCALE_SOURCE ?? 'both');
+  const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-scale-'));
+  const results: ScaleResult[] = [];
+  try {
+    const main = await build(log);
+    for (const kind of sources) {
+      const content = kind === 'http' ? await startHttpSource() : await startImageSource(work);
+      const runs: ScaleRun[] = [];
+      try {
+        for (const n of sizes) runs.push(await runOne(n, main, content, options.steadySeconds ?? defaultSteadySeconds(n), log));
+      } finally {
+        await content.close();
+      }
+      const result: ScaleResult = {
+        benchmark: 'scale',
+        ...runs[runs.length - 1]!,
+        date: new Date().toISOString(),
+        nproc: availableParallelism(),
+        node: process.version,
+        kubectl: toolVersions().K8S_VERSION ?? 'unknown',
+        runs,
+      };
+      for (const r of runs)
+        log(
+          `N=${r.n} ${r.source}: hoist ${r.hoistSeconds} s, kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD; CPU ${r.cpuSeconds} s; steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
+        );
+      await writeResult(resultsFiles[kind], result, log);
+      results.push(result);
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  return results;
+}
+
+/** `[--source http|image|both] [--steady-seconds S] [N ...]` */
+function parseArgs(argv: readonly string[]): ScaleOptions {
+  const out: ScaleOptions = { ns: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = () => inline ?? argv[++i] ?? '';
+    if (flag === '--source') out.sources = parseSources(value());
+    else if (flag === '--steady-seconds') {
+      out.steadySeconds = Number(value());
+      if (!Number.isFinite(out.steadySeconds) || out.steadySeconds < 0) throw new Error(`--steady-seconds: "${a}" is not a number of seconds`);
+    } else if (Number.isInteger(Number(a)) && Number(a) > 0) out.ns!.push(Number(a));
+    else throw new Error(`bench/scale.ts: unknown argument "${a}" (usage: [--source http|image|both] [--steady-seconds S] [N ...])`);
+  }
+  return out;
+}
+
+runWhenMain(import.meta.url, () => run(parseArgs(process.argv.slice(2))));
