@@ -23,6 +23,7 @@ export interface ControllerOptions {
   installCRD?: boolean;
   cacheDir?: string;
   workers?: number;
+  maxConcurrentRenders?: number;
   log: Logger;
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector */
@@ -89,6 +90,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     sourceFor: (kind) => sources.sourceFor(kind),
     processorFor,
     workers: opts.workers,
+    maxConcurrentRenders: opts.maxConcurrentRenders,
     registry,
     selector: opts.selector,
     gcIntervalMs: opts.gcIntervalMs,

@@ -17,7 +17,10 @@ commands:
              --install-crd         apply the BundleDeployment CRD at start-up
              --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
              --leader-elect        take part in leader election on a Lease
-             --workers <n>         concurrent reconciles (default 4)
+             --workers <n>         concurrent reconciles (default 16)
+             --max-concurrent-renders <n>
+                                   of those, how many fetch and render at once (default 4): bounds
+                                   the memory and disk that content in flight takes
              --shard <name>        reconcile only BundleDeployments labelled core.rukpak.io/shard=<name>,
                                    on the Lease hoist-controller-<name>; without it (or '') only
                                    unlabelled ones, on the Lease hoist-controller
@@ -86,7 +89,8 @@ async function main(argv: string[]): Promise<number> {
           'install-crd': { type: 'boolean', default: false },
           'metrics-bind-address': { type: 'string', default: '127.0.0.1:8080' },
           'leader-elect': { type: 'boolean', default: false },
-          workers: { type: 'string', default: '4' },
+          workers: { type: 'string', default: '16' },
+          'max-concurrent-renders': { type: 'string', default: '4' },
           shard: { type: 'string' },
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
@@ -109,7 +113,8 @@ async function main(argv: string[]): Promise<number> {
         installCRD: values['install-crd'],
         metricsBindAddress: values['metrics-bind-address'],
         leaderElect: values['leader-elect'],
-        workers: Number(values.workers),
+        workers: positiveInt(values.workers, '--workers'),
+        maxConcurrentRenders: positiveInt(values['max-concurrent-renders'], '--max-concurrent-renders'),
         shard: values.shard,
         selector: values.selector,
         cacheDir: values['cache-dir'],
@@ -145,6 +150,12 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
     }
   }
+}
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${flag} ${JSON.stringify(text)} is not a whole number of at least 1`);
+  return n;
 }
 
 main(process.argv.slice(2)).then(

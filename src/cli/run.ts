@@ -25,6 +25,7 @@ export interface RunOptions {
   metricsBindAddress: string;
   leaderElect: boolean;
   workers: number;
+  maxConcurrentRenders?: number;
   /** reconcile only BundleDeployments of this shard (label core.rukpak.io/shard); ''/undefined: unlabelled ones */
   shard?: string;
   selector?: string;
@@ -73,6 +74,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     namespace: opts.namespace,
     installCRD: opts.installCRD,
     workers: opts.workers,
+    ...(opts.maxConcurrentRenders ? { maxConcurrentRenders: opts.maxConcurrentRenders } : {}),
     selector: shardSelector(opts.shard, opts.selector),
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),

@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import { Semaphore } from '../util/concurrency.ts';
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
@@ -23,8 +24,10 @@ import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
-  /** concurrent reconciles (default 4) */
+  /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
   workers?: number;
+  /** concurrent fetch + render, the part that holds content in memory and on disk (default 4) */
+  maxConcurrentRenders?: number;
   /** concurrent object applies within one reconcile (default 8) */
   applyConcurrency?: number;
   registry?: Registry;
@@ -91,6 +94,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
+      renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
       revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log))),
       managed: this.managed,
@@ -104,7 +108,7 @@ export class BundleDeploymentManager {
     this.controller = new Controller({
       name: 'bundledeployment',
       reconcile: (key, signal) => this.reconciler.reconcile(key, signal),
-      workers: opts.workers ?? 4,
+      workers: opts.workers ?? 16,
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
     });

@@ -3,6 +3,7 @@
  * outlives one reconcile (rendered and loaded revision objects), and the small helpers that name
  * who acts for a BD and where its objects are. Steps receive it with the per-reconcile state.
  */
+import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
 import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
@@ -29,6 +30,8 @@ export interface ReconcilerDeps {
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
   applier: Applier;
+  /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
+  renders: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
   identities: Identities;
   revisions: RevisionStore;

@@ -42,7 +42,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const storedObjects = stored ? await d.revisions.load(s.name, stored) : undefined;
   if (stored && storedObjects) return remember(ctx, s.name, { inputs, contentDigest: stored.contentDigest, objects: storedObjects, stored });
 
-  const out = await renderBundle(
+  const out = await d.renders.run(() => renderBundle(
     { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
     {
       name: s.name,
@@ -60,7 +60,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
         if (served === 'downloaded') d.metrics.fetchBytes.inc({ kind }, await treeBytes(dir));
       },
     },
-  );
+  ));
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, objects: out.objects });
 }

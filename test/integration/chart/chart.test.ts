@@ -93,7 +93,7 @@ describe('helm template', () => {
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m']);
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m']);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
@@ -115,6 +115,7 @@ describe('helm template', () => {
       'rbac.clusterAdmin': false,
       replicaCount: 2,
       workers: 8,
+      maxConcurrentRenders: 2,
       logLevel: 'debug',
       image: { repository: 'registry.example/hoist', tag: 'v9', digest, pullPolicy: 'Always' },
       serviceAccount: { create: false, name: 'existing-sa' },
@@ -141,7 +142,7 @@ describe('helm template', () => {
     expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
     expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
     // no cache budget when maxSize is empty
-    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--fetch-timeout=90s', '--install-crd']);
+    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--install-crd']);
     expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
     expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
