@@ -170,12 +170,14 @@ export class FsContentStore implements ContentStore {
   async putComputed(write: (tmpDir: string) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }> {
     await this.init();
     const tmp = await this.makeTemp();
+    let renamed = false;
     try {
       const key = await write(join(tmp, 'content'));
-      const dir = await this.commit(key, tmp, origin);
-      return { key, dir };
+      const c = await this.commit(key, tmp, origin);
+      renamed = c.renamed;
+      return { key, dir: c.dir };
     } finally {
-      await rm(tmp, { recursive: true, force: true });
+      if (!renamed) await rm(tmp, { recursive: true, force: true });
     }
   }
 
@@ -287,7 +289,9 @@ export class FsContentStore implements ContentStore {
 
   private async makeTemp(): Promise<string> {
     const tmp = join(this.tmpDir, `${TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
-    await mkdir(join(tmp, 'content'), { recursive: true });
+    // the parent exists (init): two plain mkdirs, not a recursive walk
+    await mkdir(tmp);
+    await mkdir(join(tmp, 'content'));
     return tmp;
   }
 
@@ -298,26 +302,32 @@ export class FsContentStore implements ContentStore {
       return this.contentDir(key);
     }
     const tmp = await this.makeTemp();
+    let renamed = false;
     try {
       await write(join(tmp, 'content'));
-      return await this.commit(key, tmp, origin);
+      // just checked above: a key that appeared meanwhile is caught by the rename
+      const c = await this.commit(key, tmp, origin, false);
+      renamed = c.renamed;
+      return c.dir;
     } finally {
-      // after a successful rename this is a no-op; after a failure it discards the partial write
-      await rm(tmp, { recursive: true, force: true });
+      // discards a failed or superseded write; after our own rename nothing is left to remove
+      if (!renamed) await rm(tmp, { recursive: true, force: true });
     }
   }
 
   /**
    * Writes meta.json into `tmp` and renames it into place; the first writer of a key wins. The
-   * writer's origin is recorded either way: its download (digest verified) proved it.
+   * writer's origin is recorded either way: its download (digest verified) proved it. `check`:
+   * look for the key before measuring and making room (false when the caller just did).
+   * `renamed`: `tmp` is gone (it became the entry); otherwise the caller removes it.
    */
-  private async commit(key: string, tmp: string, origin: ContentOrigin | undefined): Promise<string> {
+  private async commit(key: string, tmp: string, origin: ContentOrigin | undefined, check = true): Promise<{ dir: string; renamed: boolean }> {
     const now = this.now().toISOString();
     const stored = origin ? this.storedOrigin(origin) : undefined;
     this.leases.set(key, this.now().getTime());
-    if (await this.readMeta(key)) {
+    if (check && (await this.readMeta(key))) {
       if (stored) await this.recordOrigin(key, stored);
-      return this.contentDir(key);
+      return { dir: this.contentDir(key), renamed: false };
     }
     const size = await treeSize(join(tmp, 'content'));
     await this.makeRoom(key, size);
@@ -327,14 +337,14 @@ export class FsContentStore implements ContentStore {
     for (let attempt = 0; ; attempt++) {
       try {
         await rename(tmp, final);
-        return this.contentDir(key);
+        return { dir: this.contentDir(key), renamed: true };
       } catch (e) {
         const code = errCode(e);
         if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
         // another process (or a putComputed of the same content) got there first: same content, keep theirs
         if (await this.readMeta(key)) {
           if (stored) await this.recordOrigin(key, stored);
-          return this.contentDir(key);
+          return { dir: this.contentDir(key), renamed: false };
         }
         // a directory without valid metadata is debris (tampering, a foreign tool): replace it once
         if (attempt > 0) throw e;

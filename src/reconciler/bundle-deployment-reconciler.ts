@@ -69,7 +69,7 @@ export class BundleDeploymentReconciler {
     } finally {
       this.contentUse.reconciled(name);
       // status is written even when a step failed: the failure is what the user must see
-      await this.writeStatus(bd, s.status).catch((e: unknown) => {
+      await s.time('status', this.writeStatus(bd, s.status)).catch((e: unknown) => {
         if (isConflict(e)) s.result = { requeue: true };
         else throw e;
       });

@@ -41,8 +41,9 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
     if (access === 'miss') {
       // a concurrent put for another origin may have done the download: the next round checks
       let ran = false;
+      let dir: string;
       try {
-        await f.store.put(
+        dir = await f.store.put(
           f.key,
           (dir) => {
             ran = true;
@@ -54,6 +55,11 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
         // joined another BD's download, which failed with its own credentials or CA: not ours to report
         if (ran) throw e;
         continue;
+      }
+      // our own download landed with our origin recorded: serve it without reading it back
+      if (ran) {
+        f.observe?.('downloaded');
+        return dir;
       }
       downloaded = true;
       continue;

@@ -353,6 +353,9 @@ export class ContentTree {
         chunks.push(chunk.subarray(0, bytesRead));
         n += bytesRead;
         if (n > max) break;
+        // a regular file's short read is its end: no further read to learn that (the chunk has
+        // room past the size fstat gave, so a file that grew since fills it and is read on)
+        if (bytesRead < chunk.length) break;
       }
       if (n > max) throw tooLarge(`more than ${max}`);
       this.bytesRead += n;

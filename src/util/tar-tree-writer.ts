@@ -7,7 +7,7 @@
  * May block on I/O. Every refusal is a terminal HoistError of stage 'fetch' naming the entry.
  */
 import { constants as fsConstants } from 'node:fs';
-import { lstat, mkdir, open, readdir, rm, symlink, link, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rm, symlink, link, unlink, type FileHandle } from 'node:fs/promises';
 import { posix, join } from 'node:path';
 import type * as tar from 'tar-stream';
 import { HoistError } from './errors.ts';
@@ -117,14 +117,24 @@ export class TreeWriter {
   private async directory(rel: string, name: string): Promise<void> {
     if (this.dirs.has(rel)) return;
     const abs = join(this.dest, rel);
-    const st = await lstatOrUndefined(abs);
-    if (st?.isSymbolicLink()) {
-      throw unpackError('path-traversal', `entry ${quote(name)} goes through symlink ${quote(rel)}`, this.subject);
+    // mkdir first (it never follows a link at its own path): only when something is already
+    // there does it need a look, to refuse a symlink or a file in the way
+    const made = await mkdir(abs, { mode: 0o755 }).then(
+      () => true,
+      (e: unknown) => {
+        if (errnoCode(e) !== 'EEXIST') throw e;
+        return false;
+      },
+    );
+    if (!made) {
+      const st = await lstat(abs);
+      if (st.isSymbolicLink()) {
+        throw unpackError('path-traversal', `entry ${quote(name)} goes through symlink ${quote(rel)}`, this.subject);
+      }
+      if (!st.isDirectory()) {
+        throw unpackError('bad-archive', `entry ${quote(name)} needs ${quote(rel)} to be a directory, but it is a file`, this.subject);
+      }
     }
-    if (st && !st.isDirectory()) {
-      throw unpackError('bad-archive', `entry ${quote(name)} needs ${quote(rel)} to be a directory, but it is a file`, this.subject);
-    }
-    if (!st) await mkdir(abs, { mode: 0o755 });
     this.dirs.add(rel);
     this.created.add(rel);
   }
@@ -136,9 +146,15 @@ export class TreeWriter {
     this.checkSize(name, size);
     await this.parents(rel, name);
     const abs = join(this.dest, rel);
-    await this.clear(rel);
-    // O_EXCL|O_NOFOLLOW: never write through a link planted at this path
-    const fh = await open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, fileMode(entry.header.mode));
+    // O_EXCL|O_NOFOLLOW: never write through a link planted at this path. Whatever is there
+    // (an earlier entry or layer, a link) fails the open and is cleared first: in a fresh tree
+    // that is rare, so the common case costs one open and no lstat.
+    const create = (): Promise<FileHandle> => open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, fileMode(entry.header.mode));
+    const fh = await create().catch(async (e: unknown) => {
+      if (errnoCode(e) !== 'EEXIST') throw e;
+      await this.clear(rel);
+      return create();
+    });
     let written = 0;
     try {
       for await (const chunk of entry as AsyncIterable<Buffer>) {
@@ -253,7 +269,7 @@ async function lstatOrUndefined(abs: string): Promise<Awaited<ReturnType<typeof 
   try {
     return await lstat(abs);
   } catch (e) {
-    const code = typeof e === 'object' && e !== null && 'code' in e ? (e as { code: unknown }).code : undefined;
+    const code = errnoCode(e);
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     throw e;
   }
@@ -261,6 +277,10 @@ async function lstatOrUndefined(abs: string): Promise<Awaited<ReturnType<typeof 
 
 function quote(s: string): string {
   return JSON.stringify(s);
+}
+
+function errnoCode(e: unknown): unknown {
+  return typeof e === 'object' && e !== null && 'code' in e ? (e as { code: unknown }).code : undefined;
 }
 
 /** An unpack refusal: terminal, stage 'fetch', reason UnpackFailed. */

@@ -57,7 +57,9 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
       onFetched: async (kind, served, dir) => {
         if (!served || !d.metrics) return;
         d.metrics.fetches.inc({ kind, result: served });
-        if (served === 'downloaded') d.metrics.fetchBytes.inc({ kind }, await treeBytes(dir));
+        // counted off the reconcile's path: a metric need not delay the render
+        const bytes = d.metrics.fetchBytes;
+        if (served === 'downloaded') void treeBytes(dir).then((n) => bytes.inc({ kind }, n), () => undefined);
       },
     },
   ));

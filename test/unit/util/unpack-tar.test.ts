@@ -154,6 +154,32 @@ describe('unpackTar: hostile archives', () => {
     expect((await lstat(join(dest, 'f'))).isFile()).toBe(true);
   });
 
+  // directories are made with mkdir first and looked at only when something is already there
+  it('refuses a directory entry over a planted symlink to a directory outside, writing nothing there', async () => {
+    const outsideDir = join(work, 'outside-dir');
+    await mkdir(outsideDir);
+    await mkdir(dest, { recursive: true });
+    await symlink(outsideDir, join(dest, 'd')); // as if an earlier layer planted it
+    const e = await failure(unpackTar(chunked(await buildTar([{ header: { name: 'd/', type: 'directory' } }, { header: { name: 'd/f' }, body: 'x' }])), dest));
+    expect(e.code).toBe('path-traversal');
+    expect(e.message).toMatch(/through symlink "d"/);
+    expect(await readdir(outsideDir)).toEqual([]);
+  });
+
+  // files are created with O_EXCL first and whatever is in the way is cleared only when the create fails
+  it('a later file entry replaces a directory and a file of earlier entries', async () => {
+    const items = [
+      { header: { name: 'x/', type: 'directory' as const } },
+      { header: { name: 'x/a' }, body: 'inner' },
+      { header: { name: 'x' }, body: 'now a file' },
+      { header: { name: 'y' }, body: 'first' },
+      { header: { name: 'y' }, body: 'second' },
+    ];
+    await unpackTar(chunked(await buildTar(items)), dest);
+    expect(await readFile(join(dest, 'x'), 'utf8')).toBe('now a file');
+    expect(await readFile(join(dest, 'y'), 'utf8')).toBe('second');
+  });
+
   it('enforces the file count', async () => {
     const items = Array.from({ length: 11 }, (_, i) => ({ header: { name: `f${i}` }, body: 'x' }));
     const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxFiles: 10 } }));
