@@ -56,18 +56,22 @@ export class BundleDeploymentReconciler {
     }
     this.ownWrites.caughtUp(name);
     if (bd.metadata.deletionTimestamp) return this.delete(bd);
-    if (!bd.metadata.finalizers?.includes(FINALIZER)) await this.addFinalizer(bd);
+    // the finalizer must be on before anything is created for the BD; resolve, fetch and render
+    // create nothing in the cluster, so they run meanwhile (one API round trip less per install)
+    const finalizing = bd.metadata.finalizers?.includes(FINALIZER) ? undefined : this.addFinalizer(bd);
+    finalizing?.catch(() => {}); // awaited below
 
     const started = Date.now();
     const s = newState(bd, this.now, signal);
     try {
-      await this.pipeline(s);
+      await this.pipeline(s, finalizing);
     } catch (e) {
       const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
       this.contentUse.reconciled(name);
+      await finalizing;
       // status is written even when a step failed: the failure is what the user must see
       await s.time('status', this.writeStatus(bd, s.status)).catch((e: unknown) => {
         if (isConflict(e)) s.result = { requeue: true };
@@ -84,7 +88,7 @@ export class BundleDeploymentReconciler {
   }
 
   /** the steps, in order; each returns early by returning from here */
-  private async pipeline(s: ReconcileState): Promise<void> {
+  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined): Promise<void> {
     const ctx = this.ctx;
     const winner = lineageWinner(s.bd, this.d.listBundleDeployments());
     if (winner !== s.name) {
@@ -113,6 +117,7 @@ export class BundleDeploymentReconciler {
       await failedBeforeApply(ctx, s, e);
       return;
     }
+    await finalizing;
     if (!(await applyRevision(ctx, s, rendered))) return;
     await rollOut(ctx, s, rendered.objects);
   }

@@ -19,7 +19,7 @@ import { pushImage, writeLayer } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
 import { buildTarGz, fileHeader } from '../unit/util/tar-fixtures.ts';
 import { cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { isReconciled } from '../support/controller-log.ts';
+import { until } from '../support/e2e-bundles.ts';
 import { git, startGitServer, type GitServer } from '../support/git-server.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
@@ -279,12 +279,12 @@ describe('image + git + http in one BundleDeployment', () => {
   it('pollInterval: re-checks with the cheapest request and re-fetches only on change', async () => {
     await t.create('combo-poll', { installNamespace: ns('poll'), format: 'plain', pollInterval: '2s', sources: floating() });
     await t.waitFor('combo-poll', isDone, 'installed', 90_000);
-    // counted from just after one poll (reset as its log line is written, 2 s before the next) to
-    // the end of the second poll after it: each re-checks the three sources once
-    await t.reconciled('combo-poll', Date.now(), 'a poll');
+    // counted between polls (nothing in flight) up to the end of the second poll after: each
+    // re-checks the three sources once (other reconciles, e.g. on a watch event, check none)
+    await t.idle();
     resetCounters();
-    const from = Date.now();
-    await t.log.waitFor(0, (l) => l.filter((r) => isReconciled(r, 'combo-poll') && r.time - r.durationMs >= from).length >= 2, 'two polls');
+    await until(async () => counters().manifestHeads >= 2, 'two polls', 30_000);
+    await t.idle();
     const idle = counters();
     expect(idle.manifestHeads).toBe(2);
     expect(idle.gitAdverts).toBe(2);
