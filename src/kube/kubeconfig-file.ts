@@ -1,5 +1,5 @@
 /**
- * The kubeconfig file format, parsed with `yaml` (already loaded by the renderers) instead of
+ * The kubeconfig file format, parsed with js-yaml (the manifest reader's fast YAML parser) instead of
  * @kubernetes/client-node, whose import alone costs the controller ~80 MiB of resident memory
  * (issue 10). Only what Hoist supports is read: clusters (server, CA, TLS server name,
  * insecure-skip-tls-verify), users (client certificates, token, basic auth; auth providers and
@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse } from 'yaml';
+import { load } from 'js-yaml';
 
 export interface KubeconfigCluster {
   server: string;
@@ -96,7 +96,7 @@ export function readKubeconfigFiles(files: readonly string[]): KubeconfigSelecti
   const contexts = new Map<string, { cluster?: string; user?: string; namespace?: string }>();
   let current: string | undefined;
   for (const file of files) {
-    const raw = (parse(readFileSync(file, 'utf8')) ?? {}) as RawFile;
+    const raw = (load(readFileSync(file, 'utf8')) ?? {}) as RawFile;
     if (typeof raw !== 'object') throw new Error(`kubeconfig ${file}: not a kubeconfig`);
     const dir = dirname(resolve(file));
     current ??= str(raw['current-context']);

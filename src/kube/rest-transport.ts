@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { Pool } from '../util/undici.ts';
 import { ApiError, TransportError, type Status } from './api-error.ts';
 import type { ClusterConfig } from './kube-config.ts';
 import { RequestCounter, type RequestVerb } from './request-counter.ts';

@@ -13,7 +13,6 @@
  * caps); no helm process.
  */
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import type { ContentTree } from '../../util/content-tree.ts';
 import { helmError } from './helm-errors.ts';
 
@@ -119,6 +118,8 @@ export async function readChart(tree: ContentTree, relDir: string): Promise<Char
 
 async function readYamlMap(tree: ContentTree, file: string): Promise<Record<string, unknown>> {
   const text = await tree.readText(file);
+  // loaded on first use: a controller without Helm bundles does not pay for it (issue 10)
+  const { parse: parseYaml } = await import('yaml');
   let value: unknown;
   try {
     value = parseYaml(text);

@@ -5,13 +5,21 @@
  *
  * Pure: no I/O. Throws a terminal HoistError (code parse-error) naming file and line.
  */
-import { LineCounter, isAlias, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
-import type { Document, Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Document, LineCounter, Node as YamlNode } from 'yaml';
+import type * as YamlPackage from 'yaml';
 import { processError } from '../errors.ts';
 import type { YNode } from './node-tree.ts';
 import { shortTag } from './scalars.ts';
 
+// Loaded on first use (synchronously, as this reader is): most manifests never need it, and the
+// package costs ~10 MiB of resident memory (issue 10).
+const require = createRequire(import.meta.url);
+let yamlPackage: typeof YamlPackage | undefined;
+const yaml = (): typeof YamlPackage => (yamlPackage ??= require('yaml') as typeof YamlPackage);
+
 export function yamlPackageTree(text: string, file: string): YNode[] {
+  const { LineCounter, parseAllDocuments } = yaml();
   const lines = new LineCounter();
   const docs = parseAllDocuments(text, {
     schema: 'failsafe',
@@ -49,23 +57,23 @@ function fromYamlNode(node: YamlNode, c: Conversion): YNode {
   if (known) return known;
   const pos = node.range?.[0] ?? 0;
   const child = (n: unknown): YNode | null => (n === null || n === undefined ? null : fromYamlNode(n as YamlNode, c));
-  if (isAlias(node)) {
+  if (yaml().isAlias(node)) {
     const target = node.resolve(c.doc);
     return { kind: 'alias', pos, name: node.source, target: target ? fromYamlNode(target, c) : undefined };
   }
-  if (isScalar(node)) {
+  if (yaml().isScalar(node)) {
     const text = node.value === null || node.value === undefined ? '' : String(node.value);
     const out: YNode = { kind: 'scalar', pos, text, plain: node.type === 'PLAIN', tag: shortTag(node.tag) };
     c.seen.set(node, out);
     return out;
   }
-  if (isSeq(node)) {
+  if (yaml().isSeq(node)) {
     const out: YNode = { kind: 'seq', pos, items: [] };
     c.seen.set(node, out);
     for (const item of node.items) out.items.push(child(item));
     return out;
   }
-  if (isMap(node)) {
+  if (yaml().isMap(node)) {
     const out: YNode = { kind: 'map', pos, pairs: [] };
     c.seen.set(node, out);
     for (const pair of node.items) out.pairs.push([child(pair.key), child(pair.value)]);

@@ -21,7 +21,8 @@
  * so nothing that held request headers reaches a log.
  */
 import { rootCertificates } from 'node:tls';
-import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { EnvHttpProxyAgent } from '../../util/undici.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { caForUrl, type HostCAs } from './ca-dir.ts';
 
@@ -205,11 +206,12 @@ export class HttpTransport {
       }
       let res: Dispatcher.ResponseData;
       try {
-        res = await request(current, {
+        res = await this.dispatcherFor(current).request({
+          origin: current.origin,
+          path: `${current.pathname}${current.search}`,
           method: req.method,
           headers,
           body: hop === 0 && req.body ? req.body() : undefined,
-          dispatcher: this.dispatcherFor(current),
           signal: req.signal,
         });
       } catch (e) {
