@@ -144,6 +144,11 @@ export class Applier {
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, AppliedRecord>>();
   private readonly installNamespaces: InstallNamespaces;
+  /**
+   * BDs whose presumed creates met an existing object or a refusal: undoing those writes makes
+   * watch events that reconcile the BD again, so until it applies cleanly it reads first instead
+   */
+  private readonly readFirst = new Set<string>();
 
   constructor(
     private readonly client: KubeClient,
@@ -171,6 +176,7 @@ export class Applier {
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
   forget(bdName: string): void {
     this.applied.delete(bdName);
+    this.readFirst.delete(bdName);
   }
 
   /**
@@ -194,7 +200,7 @@ export class Applier {
     const restPrepared = await this.prepare(target, rest, bundleKinds, skippedOptional);
     // One phase only (no CRDs, Namespaces or hooks): objects no watch knows are created without
     // reading them first, since every write of the call can still be undone if one collides.
-    const presume = first.length === 0 && rest.every((o) => phaseOf(o) === 'main');
+    const presume = first.length === 0 && rest.every((o) => phaseOf(o) === 'main') && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
     const firstPlanned = await this.plan(target, firstPrepared.ready);
     let restPlanned = await this.plan(target, restPrepared.ready, presume);
@@ -239,6 +245,7 @@ export class Applier {
     }
     // installed means usable: the CRDs serve their kinds
     await established;
+    this.readFirst.delete(target.name);
     const appliedDigest = this.digestOf(target.name, applied.map(objectId));
     return { results, skippedOptional, ...(appliedDigest ? { appliedDigest } : {}) };
   }
@@ -435,6 +442,7 @@ export class Applier {
     let others = batch.filter((p) => !p.presumed);
     // as a refused read would have: nothing of the revision stays when the actor may not create an object
     const forbidden = results.filter((r) => r.action === 'failed' && r.forbidden);
+    if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
       await this.undoCreates(target, created);
       throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });

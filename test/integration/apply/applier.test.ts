@@ -149,6 +149,10 @@ describe('Applier against the API server', () => {
         // what this call created is gone again
         expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'late-new', ns).then((o) => o?.metadata.deletionTimestamp ?? o)).toBeFalsy();
       }
+      // undoing makes watch events that reconcile the BD again: from now on it reads first and writes nothing
+      const [again, r] = await counted(() => applier.apply(target('late'), [cm('late-new', { k: '1' }), cm('theirs-diff', { k: 'mine' })]).catch((e: unknown) => e));
+      expect(isHoistError(again) && again.reason === 'ConflictingOwner').toBe(true);
+      expect(r).toEqual({ get: 2 });
       const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-same', ns)) as KubeObject & { data: object };
       expect(after.metadata.labels).toEqual(before!.metadata.labels);
       expect(after.metadata.annotations ?? {}).toEqual(before!.metadata.annotations ?? {});
