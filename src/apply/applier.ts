@@ -330,7 +330,7 @@ export class Applier {
    * when the watches do not know it. A read the API server refuses (forbidden) fails the whole
    * apply before any write, naming every refused object.
    */
-  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>, presume = false): Promise<Planned[]> {
+  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>, presume = false, read = false): Promise<Planned[]> {
     const me = { name: target.name, lineage: target.lineage, protection: target.protection };
     const client = this.actor(target);
     const refused: string[] = [];
@@ -338,7 +338,7 @@ export class Applier {
       const known = this.live?.get(p.id);
       // hand-edited objects are read (their managedFields are needed to take the edits over), and
       // objects with ignored fields Hoist may still own (a new rule, a restart); only they
-      if (known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
+      if (!read && known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
         return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
       }
       // a synced watch of the kind does not know it: no Hoist lineage owns it, it is most likely new
@@ -449,7 +449,8 @@ export class Applier {
     }
     if (existing.length > 0) {
       try {
-        const decided = await this.plan(target, existing.map((p) => ({ ...p, presumed: false })));
+        // read, not the watch: it may have seen the apply that was just handed back
+        const decided = await this.plan(target, existing.map((p) => ({ ...p, presumed: false })), false, true);
         this.refuseConflicts(decided);
         others = [...others, ...decided];
       } catch (e) {

@@ -144,7 +144,7 @@ describe('Applier against the API server', () => {
       const before = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-same', ns);
       for (const name of ['theirs-same', 'theirs-diff']) {
         const err = await applier.apply(target('late'), [cm('late-new', { k: '1' }), cm(name, name === 'theirs-same' ? { k: '1' } : { k: 'mine' })]).catch((e: unknown) => e);
-        expect(isHoistError(err) && err.reason === 'ConflictingOwner' && err.terminal).toBe(true);
+        expect(isHoistError(err) && err.reason === 'ConflictingOwner' && err.terminal, JSON.stringify(err, Object.getOwnPropertyNames(err))).toBe(true);
         expect((err as Error).message).toContain(`${ns}/${name} is owned by none`);
         // what this call created is gone again
         expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'late-new', ns).then((o) => o?.metadata.deletionTimestamp ?? o)).toBeFalsy();
