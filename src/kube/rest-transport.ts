@@ -84,8 +84,7 @@ export class RestTransport {
 
   /** Sends a request and reads the whole body; throws ApiError for non-2xx (404 included). */
   async json<T>(req: RawRequest): Promise<T> {
-    const { statusCode, text } = await this.send(req);
-    return parseJson<T>(text, req, statusCode);
+    return (await this.jsonWithStatus<T>(req)).body;
   }
 
   /** Like json(), with the status code: 201 Created tells a create from an update (server-side apply) */
