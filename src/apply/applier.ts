@@ -118,8 +118,8 @@ interface Planned extends Prepared {
   /** the live object read for the collision check (has managedFields), when one was read */
   live?: KubeObject;
   /**
-   * no watch knows the object, so no Hoist lineage owns it: created with POST, which the API
-   * server refuses when it exists after all (unowned, or created since) — that one alone is read
+   * no watch knows the object, so no Hoist lineage owns it: applied without force and without a
+   * read; when it existed after all (unowned, or created since) that one alone is read and decided
    */
   presumed?: boolean;
 }
