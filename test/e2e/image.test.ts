@@ -30,7 +30,7 @@ import { parseReference } from '../../src/sources/image/reference.ts';
 import { BD_TYPE, cond, describeStatus, isDone } from '../support/controller.ts';
 import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
-import { buildImage, podman, podmanEnv, startPodmanService, useForTestcontainers, type PodmanEnv, type PodmanService } from '../support/podman.ts';
+import { buildImage, podman, podmanEnv, podmanLogs, startPodmanService, useForTestcontainers, type PodmanEnv, type PodmanService } from '../support/podman.ts';
 import { freePort, startRegistry, type TestRegistry } from '../support/registry.ts';
 
 const exec = promisify(execFile);
@@ -254,6 +254,9 @@ if ('unavailable' in engine) {
       const stopped = await container!.stop({ timeout: 45_000, remove: false });
       container = undefined;
       const state = JSON.parse(await podman(env, ['inspect', '--format', '{{json .State}}', stopped.getId()])) as { ExitCode: number; OOMKilled: boolean };
+      // the log consumer's stream can still be delivering the last lines when stop() returns; the
+      // stored log of the exited container is complete
+      const logs = await podmanLogs(env, stopped.getId());
       await podman(env, ['rm', stopped.getId()]);
       expect(state.ExitCode, logs.slice(-3000)).toBe(0);
       expect(logs).toContain('"msg":"shutting down"');

@@ -45,6 +45,12 @@ export async function podman(env: PodmanEnv, args: readonly string[]): Promise<s
   return stdout.trim();
 }
 
+/** a container's whole log as podman stored it (stdout and stderr), complete once it has exited */
+export async function podmanLogs(env: PodmanEnv, id: string): Promise<string> {
+  const { stdout, stderr } = await run('podman', ['logs', id], { env: { ...process.env, ...env }, timeout: 120_000, maxBuffer: 64 << 20 });
+  return stdout + stderr;
+}
+
 export interface PodmanService {
   /** unix:///…/podman.sock, for DOCKER_HOST */
   dockerHost: string;
