@@ -9,7 +9,7 @@
  *
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
  * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> dist/src/cli/main.js
- * run`, a child process whose RSS and CPU
+ * run` with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
  * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave.
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
  * observed through a watch. Its requests come from the API server's audit log (the controller's
@@ -183,6 +183,17 @@ function imageNodeFlags(): string[] {
   return argv.slice(1).filter((a) => a.startsWith('--'));
 }
 
+/** MALLOC_* and NODE_* variables of the image's ENV, so the controller's allocator runs as in the image */
+function imageEnv(): Record<string, string> {
+  const text = readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('ENV ')) continue;
+    for (const m of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S+)/g)) if (/^(MALLOC|NODE)_/.test(m[1]!)) out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const flags = [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
@@ -203,7 +214,7 @@ async function startHoist(main: string, cp: ControlPlane, work: string, sourceAr
   const child = spawn(process.execPath, args, {
     cwd: work,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH, HOME: work, NODE_ENV: 'production', HOIST_LOG_LEVEL: process.env.HOIST_LOG_LEVEL ?? 'info' },
+    env: { ...imageEnv(), PATH: process.env.PATH, HOME: work, HOIST_LOG_LEVEL: process.env.HOIST_LOG_LEVEL ?? 'info' },
   });
   const logFile = path.join(work, 'controller.log');
   let head = '';

@@ -140,9 +140,12 @@ if ('unavailable' in engine) {
       };
       // podman names a registry-less image localhost/…; a cluster's runtime resolves the same name locally
       expect(`localhost/${deployment.spec.template.spec.containers[0]!.image}`).toBe(image.ref);
-      const inspect = JSON.parse(await podman(env, ['image', 'inspect', image.ref]))[0] as { Config: { User: string; Entrypoint: string[] }; Size: number };
+      const inspect = JSON.parse(await podman(env, ['image', 'inspect', image.ref]))[0] as { Config: { User: string; Entrypoint: string[]; Env: string[] }; Size: number };
       expect(inspect.Config.User).toBe('65532:65532');
       expect(inspect.Config.Entrypoint[0]).toBe('/usr/local/bin/node');
+      // the memory settings bench/scale.ts measured (README, Scale)
+      expect(inspect.Config.Entrypoint).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--optimize-for-size']));
+      expect(inspect.Config.Env).toContain('MALLOC_ARENA_MAX=2');
       // 242 MB today (README); a bound so that growth is noticed
       expect(inspect.Size).toBeLessThan(280e6);
       const files = await podman(env, [
