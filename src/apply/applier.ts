@@ -549,7 +549,8 @@ export class Applier {
       perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata), ...(ignored ? { released: ignored.join('\n') } : {}), ...(heldBy?.length ? { heldBy } : {}) });
       const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
-      return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}) };
+      const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
+      return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
       return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal), ...(isForbidden(e) ? { forbidden: true } : {}) };
     }

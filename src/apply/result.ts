@@ -22,6 +22,14 @@ export interface ObjectResult {
   forbidden?: boolean;
   /** fields of interactive managers (kubectl edit/set/patch...) taken over and so reverted: "kubectl-set: spec.template..." */
   reverted?: string[];
+  /** a write's result as the API server returned it: health is read only once the watch has delivered it */
+  written?: WrittenObject;
+}
+
+/** the object's uid and generation (when its kind has one) after a write */
+export interface WrittenObject {
+  uid: string;
+  generation?: number;
 }
 
 export function countChanged(results: readonly ObjectResult[]): number {

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { LABEL_OWNER_NAME, type HealthCheck } from '../../api/v1alpha2/types.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from '../apply/live-index.ts';
 import { groupOf, objectId } from '../apply/object-id.ts';
+import type { WrittenObject } from '../apply/result.ts';
 import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../health/probe-state.ts';
 import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../health/probes.ts';
 import { readinessOf, type HealthVerdict } from '../health/readiness.ts';
@@ -53,6 +54,8 @@ export class ManagedObjects implements LiveIndex {
   private readonly tracks = new Map<string, Map<string, ProbeTrack>>();
   /** kinds to list again because an owner's checks changed */
   private readonly stale = new Set<string>();
+  /** reconciles waiting for the watches to deliver their writes; each checks on every event */
+  private readonly writeWaiters = new Set<() => void>();
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> = Promise.resolve();
 
@@ -152,16 +155,19 @@ export class ManagedObjects implements LiveIndex {
     });
     inf.addHandler({
       onAdd: (o, initial) => {
+        this.wakeWriteWaiters();
         const probed = this.observeProbes(o);
         if (!initial || probed) this.notify(o, 'created');
       },
       onUpdate: (a, b) => {
+        this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
         if (probed || liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed');
         // handed over (or taken): the previous owner must learn that it no longer owns the object
         if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
       },
       onDelete: (o) => {
+        this.wakeWriteWaiters();
         this.tracks.delete(objectId(o));
         this.notify(o, 'deleted');
       },
@@ -233,6 +239,38 @@ export class ManagedObjects implements LiveIndex {
   /** health of one object; undefined when not observed (not created yet, or not watched) */
   health(id: string): HealthVerdict | undefined {
     return this.summary(id)?.health;
+  }
+
+  /**
+   * Resolves once the watches have delivered these writes (each object with the written uid, at or
+   * past the written generation), so health is never read from the state before an apply: an
+   * upgraded Deployment's previous generation looks ready. False when they have not arrived within
+   * timeoutMs; health then says what the cache knows, and the write's watch event reconciles again.
+   */
+  async observedWrites(writes: readonly (WrittenObject & { id: string })[], timeoutMs: number): Promise<boolean> {
+    const seen = () => writes.every((w) => !this.knows(w.id) || this.hasSeen(w));
+    if (seen()) return true;
+    return new Promise((resolve) => {
+      const check = () => {
+        if (seen()) done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.writeWaiters.delete(check);
+        resolve(ok);
+      };
+      this.writeWaiters.add(check);
+    });
+  }
+
+  private hasSeen(w: WrittenObject & { id: string }): boolean {
+    const live = this.get(w.id);
+    return !!live && live.uid === w.uid && (w.generation === undefined || (live.generation ?? 0) >= w.generation);
+  }
+
+  private wakeWriteWaiters(): void {
+    for (const check of [...this.writeWaiters]) check();
   }
 
   /** true when the object's kind is watched (every object with an owner label) and synced, so a miss means "no Hoist lineage owns it" */

@@ -18,6 +18,9 @@ import { observeHealth } from './health.ts';
 import { driftNotCorrected, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 
+/** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
+const OBSERVE_WRITES_MS = 2000;
+
 /** applies the rendered revision; false when the pipeline stops here (held back, failed) */
 export async function applyRevision(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<boolean> {
   const { d } = ctx;
@@ -57,6 +60,8 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     recordApplied(d.metrics, report.results);
     status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
     await watchObjects(ctx, rendered.objects, s.signal);
+    const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
+    if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
   } catch (e) {
     const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
     // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade

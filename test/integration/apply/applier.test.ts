@@ -166,6 +166,31 @@ describe('Applier against the API server', () => {
       expect(((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-diff', ns)) as KubeObject & { data: object }).data).toEqual({ k: 'mine' });
     });
 
+    it('health waits for the watch to deliver a write: an upgraded Deployment is never judged by its previous generation', async () => {
+      await index.watch([{ apiVersion: 'apps/v1', kind: 'Deployment' }]);
+      const applier = new Applier(client, { log, live: index });
+      const deployment = (image: string): KubeObject =>
+        ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'obs' }, spec: { replicas: 0, selector: { matchLabels: { app: 'obs' } }, template: { metadata: { labels: { app: 'obs' } }, spec: { containers: [{ name: 'c', image }] } } } }) as KubeObject;
+      const id = `apps/Deployment/${ns}/obs`;
+      const first = await applier.apply(target('obs'), [deployment('a:1')]);
+      const created = first.results[0]!;
+      expect(created).toMatchObject({ action: 'created', written: { uid: expect.any(String), generation: 1 } });
+      expect(await index.observedWrites([{ id, ...created.written! }], 10_000)).toBe(true);
+      expect(index.get(id)).toMatchObject({ uid: created.written!.uid, generation: 1 });
+
+      const second = await applier.apply({ ...target('obs'), revision: 2 }, [deployment('a:2')]);
+      expect(second.results[0]).toMatchObject({ action: 'configured', written: { uid: created.written!.uid, generation: 2 } });
+      expect(await index.observedWrites([{ id, ...second.results[0]!.written! }], 10_000)).toBe(true);
+      expect(index.get(id)?.generation).toBe(2);
+
+      // nothing written, nothing to wait for
+      const third = await applier.apply({ ...target('obs'), revision: 2 }, [deployment('a:2')]);
+      expect(third.results[0]).toMatchObject({ action: 'unchanged' });
+      expect(third.results[0]!.written).toBeUndefined();
+      // a write the watch never delivers (another object by that name) gives up after the timeout
+      expect(await index.observedWrites([{ id, uid: 'not-this-object' }], 300)).toBe(false);
+    });
+
     it('a write that finds the install namespace deleted since creates it again and is sent again', async () => {
       const gone = `${ns}-gone`;
       const applier = new Applier(client, { log, live: index });
