@@ -49,6 +49,8 @@ export interface InformerOptions<T extends KubeObject> {
 
 export class Informer<T extends KubeObject = KubeObject> {
   private readonly store = new Map<string, T>();
+  /** index name → its function and, per index value, the keys of the objects it holds */
+  private readonly indexes = new Map<string, { of(obj: T): string[]; keys: Map<string, Set<string>> }>();
   private readonly handlers = new Set<InformerHandler<T>>();
   private readonly stopper = new AbortController();
   private readonly backoff: Backoff;
@@ -129,6 +131,47 @@ export class Informer<T extends KubeObject = KubeObject> {
     return [...this.store.values()];
   }
 
+  /** keeps the cached objects indexed by `of` (as client-go's Indexers), for byIndex; add before start() */
+  addIndex(name: string, of: (obj: T) => string[]): void {
+    const keys = new Map<string, Set<string>>();
+    this.indexes.set(name, { of, keys });
+    for (const [key, obj] of this.store) this.indexAdd(keys, of(obj), key);
+  }
+
+  /** the cached objects whose index `name` holds `value` */
+  byIndex(name: string, value: string): T[] {
+    const keys = this.indexes.get(name)?.keys.get(value);
+    if (!keys) return [];
+    return [...keys].map((k) => this.store.get(k)!);
+  }
+
+  private put(key: string, obj: T): void {
+    this.remove(key);
+    this.store.set(key, obj);
+    for (const { of, keys } of this.indexes.values()) this.indexAdd(keys, of(obj), key);
+  }
+
+  private remove(key: string): void {
+    const old = this.store.get(key);
+    if (!old) return;
+    this.store.delete(key);
+    for (const { of, keys } of this.indexes.values()) {
+      for (const v of of(old)) {
+        const set = keys.get(v);
+        set?.delete(key);
+        if (set?.size === 0) keys.delete(v);
+      }
+    }
+  }
+
+  private indexAdd(keys: Map<string, Set<string>>, values: string[], key: string): void {
+    for (const v of values) {
+      let set = keys.get(v);
+      if (!set) keys.set(v, (set = new Set()));
+      set.add(key);
+    }
+  }
+
   keys(): string[] {
     return [...this.store.keys()];
   }
@@ -168,14 +211,14 @@ export class Informer<T extends KubeObject = KubeObject> {
       const key = objectKey(obj.metadata);
       seen.add(key);
       const old = this.store.get(key);
-      this.store.set(key, obj);
+      this.put(key, obj);
       if (!old) this.emit('onAdd', (h) => h.onAdd?.(obj, true));
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     }
     // whatever was deleted while we were not watching
     for (const [key, old] of this.store) {
       if (seen.has(key)) continue;
-      this.store.delete(key);
+      this.remove(key);
       this.emit('onDelete', (h) => h.onDelete?.(old));
     }
     this.resourceVersion = list.resourceVersion;
@@ -246,11 +289,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     const key = objectKey(obj.metadata);
     const old = this.store.get(key);
     if (type === 'DELETED') {
-      this.store.delete(key);
+      this.remove(key);
       this.emit('onDelete', (h) => h.onDelete?.(old ?? obj));
       return;
     }
-    this.store.set(key, obj);
+    this.put(key, obj);
     if (old) this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     else this.emit('onAdd', (h) => h.onAdd?.(obj, false));
   }

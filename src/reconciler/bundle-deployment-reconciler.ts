@@ -90,7 +90,7 @@ export class BundleDeploymentReconciler {
   /** the steps, in order; each returns early by returning from here */
   private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined): Promise<void> {
     const ctx = this.ctx;
-    const winner = lineageWinner(s.bd, this.d.listBundleDeployments());
+    const winner = lineageWinner(s.bd, this.d.lineageMembers(lineageOf(s.bd)));
     if (winner !== s.name) {
       const msg = `lineage ${lineageOf(s.bd)} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`;
       s.set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });

@@ -23,6 +23,8 @@ import { SecretWatch } from './secret-watch.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
+const LINEAGE_INDEX = 'lineage';
+
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
   workers?: number;
@@ -78,6 +80,7 @@ export class BundleDeploymentManager {
       ...(opts.selector ? { labelSelector: opts.selector } : {}),
       logger: log,
     });
+    this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.managed = new ManagedObjects(opts.client, (owner, why) => {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
@@ -101,6 +104,7 @@ export class BundleDeploymentManager {
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
+      lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
       secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
@@ -232,6 +236,6 @@ export class BundleDeploymentManager {
 
   private enqueueLineage(bd: BundleDeployment): void {
     const lineage = lineageOf(bd);
-    for (const other of this.bds.list()) if (lineageOf(other) === lineage) this.controller.enqueue(other.metadata.name);
+    for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) this.controller.enqueue(other.metadata.name);
   }
 }

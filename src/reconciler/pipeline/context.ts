@@ -40,6 +40,8 @@ export interface ReconcilerDeps {
   /** the informer cache of BundleDeployments */
   getBundleDeployment(name: string): BundleDeployment | undefined;
   listBundleDeployments(): BundleDeployment[];
+  /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
+  lineageMembers(lineage: string): BundleDeployment[];
   now?: () => Date;
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;

@@ -60,7 +60,7 @@ function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): n
 /** ids of the objects the other (undeleted) members of bd's lineage have installed */
 async function installedByLineage(ctx: StepContext, bd: BundleDeployment): Promise<Set<string>> {
   const lineage = lineageOf(bd);
-  const others = ctx.d.listBundleDeployments().filter((o) => o.metadata.name !== bd.metadata.name && lineageOf(o) === lineage && !o.metadata.deletionTimestamp);
+  const others = ctx.d.lineageMembers(lineage).filter((o) => o.metadata.name !== bd.metadata.name && !o.metadata.deletionTimestamp);
   const ids = new Set<string>();
   for (const other of others) {
     const active = other.status?.activeRevision;

@@ -51,6 +51,27 @@ describe('informer against a real api server', () => {
     await proxy.close();
   });
 
+  it('keeps an index through the list, updates that move an object between values, and deletes', async () => {
+    await client.create({ ...cm('idx-pre', 'a'), metadata: { name: 'idx-pre', namespace: ns, labels: { team: 'a' } } });
+    const informer = new Informer({ client, type: CM, namespace: ns, labelSelector: 'team' });
+    informer.addIndex('team', (o) => [o.metadata.labels?.team ?? '']);
+    const names = (team: string) => informer.byIndex('team', team).map((o) => o.metadata.name).sort();
+    informer.start();
+    await informer.waitForSync();
+    expect(names('a')).toEqual(['idx-pre']);
+    await client.create({ ...cm('idx-b', '1'), metadata: { name: 'idx-b', namespace: ns, labels: { team: 'b' } } });
+    await until(() => names('b').length === 1, 20_000, 'idx-b indexed');
+    await client.patch(CM, 'idx-pre', ns, { metadata: { labels: { team: 'b' } } }, 'merge');
+    await until(() => names('b').length === 2, 20_000, 'idx-pre moved to b');
+    expect(names('a')).toEqual([]);
+    await client.delete(CM, 'idx-b', ns);
+    await until(() => names('b').length === 1, 20_000, 'idx-b gone');
+    expect(names('b')).toEqual(['idx-pre']);
+    expect(informer.byIndex('team', 'nobody')).toEqual([]);
+    await informer.stop();
+    await client.delete(CM, 'idx-pre', ns);
+  });
+
   it('lists, then sees adds, updates and deletes; never caches managedFields', async () => {
     await client.create(cm('pre', '1'));
     // kube-controller-manager publishes kube-root-ca.crt into every namespace at its own pace
