@@ -39,7 +39,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const isNew = decision.kind === 'new';
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
-  const number = isNew || !active ? await revisionNumber(ctx, s, rendered) : active.number;
+  const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
   s.revision = { number, isNew };
   // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
   const target = { ...applyTarget(ctx, s.bd, spec, number), ...(isNew ? { crdSafety: spec.upgrade.crdSafety } : {}) };
@@ -47,7 +47,11 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   await s.time(
     'store+watch',
     Promise.all([
-      isNew ? d.revisions.save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, rendered.objects).then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes)) : undefined,
+      isNew
+        ? d.revisions
+            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, rendered.objects)
+            .then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes), (e: unknown) => storeFailed(s, number, e))
+        : undefined,
       watchObjects(ctx, rendered.objects, s.signal),
     ]),
   );
@@ -110,6 +114,18 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   await s.time('history', d.revisions.prune(s.name, new Set(status.revisions.map((r) => r.number))));
   d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
+}
+
+/**
+ * Numbering or storing a new revision (before anything of it is applied) failed, e.g. the API
+ * server is restarting: nothing was applied and the installed revision is untouched; retried
+ * with backoff. Named as the apply stage's, not left to the reconciler's catch-all.
+ */
+function storeFailed(s: ReconcileState, number: number | undefined, e: unknown): never {
+  const what = number === undefined ? 'the new revision could not be numbered' : `revision ${number} could not be stored`;
+  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-store', subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
+  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
+  throw err;
 }
 
 /** a stored revision with this content keeps its number (restart, roll back by spec) */
