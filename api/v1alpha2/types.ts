@@ -237,6 +237,11 @@ export interface AttemptedRevision extends RevisionRef {
   generation?: number;
   /** set when the failure rolled back to this revision number */
   rolledBackTo?: number;
+  /**
+   * RFC 3339: when this revision's apply first failed transiently (no response, 5xx, throttling);
+   * it is retried with backoff until progressDeadline after this, then onFailure decides
+   */
+  failingSince?: string;
 }
 
 export interface RevisionStatus extends RevisionRef {

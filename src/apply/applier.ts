@@ -594,8 +594,9 @@ export class Applier {
       code: 'apply-failed',
       subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
       // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing RBAC
-      terminal: failed.every((f) => !f.transient),
+      // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing
+      // RBAC, and not at all when any object was refused
+      terminal: failed.some((f) => !f.transient),
     });
   }
 

@@ -59,6 +59,77 @@ afterAll(async () => {
   await files?.close();
 });
 
+/** a webhook nothing answers (port 1): the API server refuses matching ConfigMap writes with a 500 */
+async function unreachableWebhook(name: string, label: Record<string, string>): Promise<void> {
+  await t.client.create({
+    ...WEBHOOK,
+    metadata: { name },
+    webhooks: [
+      {
+        name: 'unreachable.hoist.test',
+        clientConfig: { url: 'https://127.0.0.1:1/validate' },
+        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
+        objectSelector: { matchLabels: label },
+        failurePolicy: 'Fail',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 1,
+      },
+    ],
+  } as unknown as KubeObject);
+}
+
+describe('API server errors during an upgrade (onFailure: Rollback)', () => {
+  const configMap = (label: Record<string, string>, value: string) => ({ 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }) });
+
+  it('a 500 is retried, not rolled back: the upgrade lands once the server recovers', async () => {
+    const bd = `upg5xx-${t.runId}`;
+    const ns = `upg5xx-${t.runId}`;
+    const label = { 'hoist.test/upgrade-5xx': t.runId };
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')) });
+    await t.waitFor(bd, isDone, 'revision 1 installed', 60_000);
+    const hook = `hoist-test-upg5xx-${t.runId}`;
+    await unreachableWebhook(hook, label);
+    try {
+      await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
+      const failing = await t.waitFor(bd, (b) => b.status?.attemptedRevision?.failingSince !== undefined && cond(b, 'Progressing')?.reason === 'Retrying', 'revision 2 retrying after a 500', 60_000);
+      expect(cond(failing, 'Progressing')?.message).toMatch(/failed calling webhook/);
+      expect(cond(failing, 'Progressing')?.message).toMatch(/rolled back to revision 1 if still failing 10m after/);
+      // the installed revision is still the one in use, and reported as such
+      expect(cond(failing, 'Installed')).toMatchObject({ status: 'True', reason: 'Installed' });
+      expect(failing.status?.activeRevision?.number).toBe(1);
+      expect(failing.status?.attemptedRevision).toMatchObject({ number: 2, reason: 'ApplyFailed' });
+      expect(failing.status?.attemptedRevision?.rolledBackTo).toBeUndefined();
+    } finally {
+      await t.client.delete(WEBHOOK, hook, undefined);
+    }
+    const done = await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed once the webhook is gone', 90_000);
+    expect(done.status?.attemptedRevision).toBeUndefined();
+    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'settings', ns)) as KubeObject & { data: object }).data).toEqual({ value: 'two' });
+  });
+
+  it('still failing progressDeadline after the first 500: rolled back to the last good revision', async () => {
+    const bd = `upg5xxdl-${t.runId}`;
+    const ns = `upg5xxdl-${t.runId}`;
+    const label = { 'hoist.test/upgrade-5xx-deadline': t.runId };
+    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade: { progressDeadline: '3s' }, sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')) });
+    await t.waitFor(bd, isDone, 'revision 1 installed', 60_000);
+    const hook = `hoist-test-upg5xxdl-${t.runId}`;
+    await unreachableWebhook(hook, label);
+    try {
+      await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
+      await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Retrying' && b.status?.attemptedRevision?.number === 2, 'revision 2 retrying first', 60_000);
+      const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back past the deadline', 60_000);
+      expect(cond(rolled, 'Progressing')?.message).toMatch(/failed calling webhook/);
+      expect(rolled.status?.activeRevision?.number).toBe(1);
+      expect(rolled.status?.attemptedRevision).toMatchObject({ number: 2, rolledBackTo: 1 });
+      expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'settings', ns)) as KubeObject & { data: object }).data).toEqual({ value: 'one' });
+    } finally {
+      await t.client.delete(WEBHOOK, hook, undefined);
+    }
+  });
+});
+
 describe('API server errors', () => {
   it('an InternalError (500) on apply is retried with backoff and the BD installs once the server recovers', async () => {
     const bd = `transient-${t.runId}`;

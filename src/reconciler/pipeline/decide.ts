@@ -65,3 +65,21 @@ export function decideRollout(r: RolloutInput): RolloutDecision {
   if (r.onFailure === 'Rollback' && r.canRollBack) return { kind: 'roll-back' };
   return { kind: 'blocked', because: r.onFailure === 'Hold' ? 'hold' : 'nothing-to-roll-back-to' };
 }
+
+export type ApplyFailureDecision =
+  /** transient, within progressDeadline of the first such failure: retry with backoff */
+  | { kind: 'retry'; since: string }
+  /** terminal, or transient for longer than progressDeadline: onFailure decides (roll back, hold) */
+  | { kind: 'give-up' };
+
+/**
+ * A new revision's apply failed. A transient failure (the API server restarting, a webhook
+ * briefly unreachable) is no reason to give up on the revision: it is retried until
+ * progressDeadline after the first one (kept in status, so restarts do not reset it).
+ */
+export function decideApplyFailure(r: { terminal: boolean; contentDigest: string; attempted: AttemptedRevision | undefined; progressDeadlineMs: number; now: number }): ApplyFailureDecision {
+  if (r.terminal) return { kind: 'give-up' };
+  const prior = r.attempted?.contentDigest === r.contentDigest && r.attempted.rolledBackTo === undefined ? r.attempted.failingSince : undefined;
+  const since = prior ?? new Date(r.now).toISOString();
+  return r.now - Date.parse(since) < r.progressDeadlineMs ? { kind: 'retry', since } : { kind: 'give-up' };
+}

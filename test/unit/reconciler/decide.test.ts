@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ActiveRevision, AttemptedRevision } from '../../../api/v1alpha2/types.ts';
-import { decideRevision, decideRollout, type RolloutInput } from '../../../src/reconciler/pipeline/decide.ts';
+import { decideApplyFailure, decideRevision, decideRollout, type RolloutInput } from '../../../src/reconciler/pipeline/decide.ts';
 
 const active = (digest: string, extra: Partial<ActiveRevision> = {}): ActiveRevision => ({ number: 1, contentDigest: digest, ...extra });
 const attempted = (digest: string, extra: Partial<AttemptedRevision> = {}): AttemptedRevision => ({ number: 2, contentDigest: digest, reason: 'ApplyFailed', ...extra });
@@ -51,5 +51,24 @@ describe('decideRollout', () => {
   ];
   it.each(cases)('%s', (_name, input, expected) => {
     expect(decideRollout({ ...base, ...input })).toEqual(expected);
+  });
+});
+
+describe('decideApplyFailure', () => {
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  const minute = 60_000;
+  const ago = (m: number) => new Date(now - m * minute).toISOString();
+  const base: Parameters<typeof decideApplyFailure>[0] = { terminal: false, contentDigest: 'b', attempted: undefined, progressDeadlineMs: 10 * minute, now };
+  const cases: Array<[string, Partial<Parameters<typeof decideApplyFailure>[0]>, ReturnType<typeof decideApplyFailure>]> = [
+    ['a terminal failure (the server refuses the content): give up at once', { terminal: true }, { kind: 'give-up' }],
+    ['the first transient failure: retry, the deadline counts from now', {}, { kind: 'retry', since: ago(0) }],
+    ['transient again within the deadline: retry, since the first failure', { attempted: attempted('b', { failingSince: ago(4) }) }, { kind: 'retry', since: ago(4) }],
+    ['transient for longer than progressDeadline: give up (onFailure decides)', { attempted: attempted('b', { failingSince: ago(10) }) }, { kind: 'give-up' }],
+    ['an earlier failure of other content does not count', { attempted: attempted('c', { failingSince: ago(30) }) }, { kind: 'retry', since: ago(0) }],
+    ['the same content rolled back before (a new generation asks again): the deadline starts afresh', { attempted: attempted('b', { failingSince: ago(30), rolledBackTo: 1 }) }, { kind: 'retry', since: ago(0) }],
+    ['a terminal failure after transient ones: give up', { terminal: true, attempted: attempted('b', { failingSince: ago(1) }) }, { kind: 'give-up' }],
+  ];
+  it.each(cases)('%s', (_name, input, expected) => {
+    expect(decideApplyFailure({ ...base, ...input })).toEqual(expected);
   });
 });
