@@ -136,22 +136,7 @@ describe('API server errors', () => {
     const ns = `transient-${t.runId}`;
     const label = { 'hoist.test/fail-5xx': t.runId };
     // nothing listens on port 1: every call fails, so the API server answers 500 (failurePolicy Fail)
-    await t.client.create({
-      ...WEBHOOK,
-      metadata: { name: `hoist-test-5xx-${t.runId}` },
-      webhooks: [
-        {
-          name: 'refuse.hoist.test',
-          clientConfig: { url: 'https://127.0.0.1:1/validate' },
-          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
-          objectSelector: { matchLabels: label },
-          failurePolicy: 'Fail',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          timeoutSeconds: 1,
-        },
-      ],
-    } as unknown as KubeObject);
+    await unreachableWebhook(`hoist-test-5xx-${t.runId}`, label);
     const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guarded', labels: label }, data: { a: '1' } }) });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });
 
