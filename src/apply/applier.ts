@@ -23,7 +23,7 @@ import {
   type CRDSafety,
   type DriftIgnoreRule,
 } from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isImmutableField, isInvalid, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
+import { ApiError, isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -552,8 +552,24 @@ export class Applier {
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
-      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient: isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal), ...(isForbidden(e) ? { forbidden: true } : {}) };
+      const malformed = isInternalError(e) && (await this.malformed(this.actor(target), p));
+      const transient = !malformed && (isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal));
+      return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient, ...(isForbidden(e) ? { forbidden: true } : {}) };
     }
+  }
+
+  /**
+   * Server-side apply answers content it cannot type (a string where the schema says integer,
+   * YAML 1.1's `yes` read as true in a ConfigMap) with a 500, as it answers a failing server or
+   * webhook. A dry-run create of the same object decodes it the classic way, where such content
+   * is a 400 (or 422): then the failure is the bundle's, not worth retrying. One request, on a 500 only.
+   */
+  private async malformed(client: KubeClient, p: Planned): Promise<boolean> {
+    const { resourceVersion: _rv, managedFields: _mf, ...metadata } = p.obj.metadata;
+    return client.create({ ...p.obj, metadata }, { dryRun: true }).then(
+      () => false,
+      (e: unknown) => isMalformed(e),
+    );
   }
 
   /**

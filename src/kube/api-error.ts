@@ -191,6 +191,14 @@ export function isInvalid(e: unknown): boolean {
 export function isForbidden(e: unknown): boolean {
   return isApiError(e) && e.statusCode === 403;
 }
+/** 500 InternalError: a server-side failure, or (server-side apply) content it could not type */
+export function isInternalError(e: unknown): boolean {
+  return isApiError(e) && e.statusCode === 500;
+}
+/** the content itself was refused: it cannot be decoded (400) or is invalid (422) */
+export function isMalformed(e: unknown): boolean {
+  return isApiError(e) && (e.statusCode === 400 || e.statusCode === 422);
+}
 /** worth retrying as is: throttling, server-side timeouts, unavailability, or no response at all */
 export function isTransient(e: unknown): boolean {
   if (e instanceof TransportError) return true;

@@ -180,11 +180,11 @@ class HttpKubeClient implements RestKubeClient {
     return { object: res.body, created: res.statusCode === 201 };
   }
 
-  async create<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {
+  async create<T extends KubeObject = KubeObject>(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<T> {
     const info = await this.resource(obj);
     const { name, namespace } = obj.metadata;
     if (info.namespaced && !namespace) throw new Error(`${describe(obj, name, namespace)}: namespace required for a namespaced kind`);
-    return this.transport.json<T>({ ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace)), body: obj });
+    return this.transport.json<T>({ ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace)), ...(opts.dryRun ? { query: { dryRun: 'All' } } : {}), body: obj });
   }
 
   async update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {

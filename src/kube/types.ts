@@ -104,7 +104,7 @@ export interface Writer {
   apply<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<T>;
   /** server-side apply that also says whether it created the object (201) or changed an existing one */
   applyCreating<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<{ object: T; created: boolean }>;
-  create<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
+  create<T extends KubeObject = KubeObject>(obj: KubeObject, opts?: { dryRun?: boolean }): Promise<T>;
   update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
   /** merge patch (application/merge-patch+json) or JSON patch */
   patch<T extends KubeObject = KubeObject>(

@@ -131,6 +131,19 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
 });
 
 describe('API server errors', () => {
+  it('a 500 for content server-side apply cannot type is the bundle\'s error: Blocked, naming the object and field, not retried', async () => {
+    const bd = `untyped-${t.runId}`;
+    const ns = `untyped-${t.runId}`;
+    // YAML 1.1 (as kubectl reads manifests): `enabled: yes` is a boolean, a ConfigMap's data must be strings
+    const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\ndata:\n  enabled: yes\n' });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources });
+    const blocked = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked', 'Blocked', 60_000);
+    expect(cond(blocked, 'Installed')).toMatchObject({ status: 'False', reason: 'ApplyFailed' });
+    expect(cond(blocked, 'Installed')?.message).toContain(`v1 ConfigMap ${ns}/flags`);
+    expect(cond(blocked, 'Installed')?.message).toMatch(/\.data\.enabled: expected string/);
+    expect(cond(blocked, 'Progressing')?.message).toMatch(/retried when the spec changes/);
+  });
+
   it('an InternalError (500) on apply is retried with backoff and the BD installs once the server recovers', async () => {
     const bd = `transient-${t.runId}`;
     const ns = `transient-${t.runId}`;

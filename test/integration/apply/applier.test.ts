@@ -106,6 +106,18 @@ describe('Applier against the API server', () => {
     expect(after?.metadata.uid).not.toBe(uid);
   });
 
+  it('content server-side apply cannot type (a 500) is told from a failing server by a dry-run create (a 400): terminal', async () => {
+    const applier = new Applier(client, { log });
+    // YAML 1.1 reads `enabled: yes` as true; a ConfigMap's data must be strings
+    const [err, r] = await counted(() => applier.apply(target('typed'), [cm('typed', { enabled: true } as unknown as Record<string, string>)]).catch((e: unknown) => e));
+    expect(isHoistError(err) && err.terminal).toBe(true);
+    expect((err as Error).message).toMatch(/failed to create typed patch object .*\.data\.enabled: expected string/);
+    // the object and the install namespace read (no watch cache here), the apply, the dry-run
+    // create that classified it
+    expect(r).toEqual({ get: 2, apply: 1, create: 1 });
+    expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'typed', ns)).toBeUndefined();
+  });
+
   describe('with the watch-fed live index (as the controller runs it)', () => {
     let index: ManagedObjects;
     const types = [{ apiVersion: 'v1', kind: 'ConfigMap' }, { apiVersion: 'v1', kind: 'ServiceAccount' }];
