@@ -552,7 +552,7 @@ export class Applier {
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
-      const malformed = isInternalError(e) && (await this.malformed(this.actor(target), p));
+      const malformed = isInternalError(e) && (await this.malformed(client, p));
       const transient = !malformed && (isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal));
       return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient, ...(isForbidden(e) ? { forbidden: true } : {}) };
     }

@@ -146,7 +146,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private put(key: string, obj: T): void {
-    this.remove(key);
+    const old = this.store.get(key);
+    if (old) this.unindex(key, old);
     this.store.set(key, obj);
     for (const { of, keys } of this.indexes.values()) this.indexAdd(keys, of(obj), key);
   }
@@ -154,7 +155,11 @@ export class Informer<T extends KubeObject = KubeObject> {
   private remove(key: string): void {
     const old = this.store.get(key);
     if (!old) return;
+    this.unindex(key, old);
     this.store.delete(key);
+  }
+
+  private unindex(key: string, old: T): void {
     for (const { of, keys } of this.indexes.values()) {
       for (const v of of(old)) {
         const set = keys.get(v);

@@ -59,21 +59,21 @@ afterAll(async () => {
   await files?.close();
 });
 
-/** a webhook nothing answers (port 1): the API server refuses matching ConfigMap writes with a 500 */
-async function unreachableWebhook(name: string, label: Record<string, string>): Promise<void> {
+/** a validating webhook on the ConfigMaps with `label` (failurePolicy Fail); by default one nothing answers (port 1), so the API server refuses their writes with a 500 */
+async function guardConfigMaps(name: string, label: Record<string, string>, clientConfig: { url: string; caBundle?: string } = { url: 'https://127.0.0.1:1/validate' }, timeoutSeconds = 1): Promise<void> {
   await t.client.create({
     ...WEBHOOK,
     metadata: { name },
     webhooks: [
       {
-        name: 'unreachable.hoist.test',
-        clientConfig: { url: 'https://127.0.0.1:1/validate' },
+        name: 'guard.hoist.test',
+        clientConfig,
         rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
         objectSelector: { matchLabels: label },
         failurePolicy: 'Fail',
         sideEffects: 'None',
         admissionReviewVersions: ['v1'],
-        timeoutSeconds: 1,
+        timeoutSeconds,
       },
     ],
   } as unknown as KubeObject);
@@ -89,7 +89,7 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')) });
     await t.waitFor(bd, isDone, 'revision 1 installed', 60_000);
     const hook = `hoist-test-upg5xx-${t.runId}`;
-    await unreachableWebhook(hook, label);
+    await guardConfigMaps(hook, label);
     try {
       await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
       const failing = await t.waitFor(bd, (b) => b.status?.attemptedRevision?.failingSince !== undefined && cond(b, 'Progressing')?.reason === 'Retrying', 'revision 2 retrying after a 500', 60_000);
@@ -115,7 +115,7 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
     await t.create(bd, { installNamespace: ns, format: 'plain', upgrade: { progressDeadline: '3s' }, sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')) });
     await t.waitFor(bd, isDone, 'revision 1 installed', 60_000);
     const hook = `hoist-test-upg5xxdl-${t.runId}`;
-    await unreachableWebhook(hook, label);
+    await guardConfigMaps(hook, label);
     try {
       await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
       await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Retrying' && b.status?.attemptedRevision?.number === 2, 'revision 2 retrying first', 60_000);
@@ -149,7 +149,7 @@ describe('API server errors', () => {
     const ns = `transient-${t.runId}`;
     const label = { 'hoist.test/fail-5xx': t.runId };
     // nothing listens on port 1: every call fails, so the API server answers 500 (failurePolicy Fail)
-    await unreachableWebhook(`hoist-test-5xx-${t.runId}`, label);
+    await guardConfigMaps(`hoist-test-5xx-${t.runId}`, label);
     const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guarded', labels: label }, data: { a: '1' } }) });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });
 
@@ -171,22 +171,7 @@ describe('API server errors', () => {
     const label = { 'hoist.test/status-500': t.runId };
     let healthy = false;
     const { url, caBundle } = await startWebhook(() => healthy);
-    await t.client.create({
-      ...WEBHOOK,
-      metadata: { name: `hoist-test-500-${t.runId}` },
-      webhooks: [
-        {
-          name: 'quota.hoist.test',
-          clientConfig: { url, caBundle },
-          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
-          objectSelector: { matchLabels: label },
-          failurePolicy: 'Fail',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          timeoutSeconds: 5,
-        },
-      ],
-    } as unknown as KubeObject);
+    await guardConfigMaps(`hoist-test-500-${t.runId}`, label, { url, caBundle }, 5);
     const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'quota', labels: label }, data: { a: '1' } }) });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });
 

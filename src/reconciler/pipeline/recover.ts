@@ -52,16 +52,17 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
   // and pruning the new revision's objects would only be refused the same way
   const forbidden = err.code === 'forbidden';
   const message = err.describe();
+  const previousAttempt = status.attemptedRevision;
   status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason, generation: s.generation };
   const lastGood = lastGoodRevision(status, failed.contentDigest);
   const active = status.activeRevision;
   // a refusal for missing rights (forbidden) is not transient here: nothing of the revision was
   // written, and Rollback keeps the installed one as before (Hold retries it)
   if (spec.upgrade.onFailure === 'Rollback' && lastGood && active && !forbidden && err.code !== 'progress-deadline') {
-    const attempt = decideApplyFailure({ terminal: err.terminal, contentDigest: failed.contentDigest, attempted: s.bd.status?.attemptedRevision, progressDeadlineMs: spec.progressDeadlineMs, now: s.now().getTime() });
+    const attempt = decideApplyFailure({ terminal: err.terminal, contentDigest: failed.contentDigest, attempted: previousAttempt, progressDeadlineMs: spec.progressDeadlineMs, now: s.now().getTime() });
     if (attempt.kind === 'retry') {
       status.attemptedRevision.failingSince = attempt.since;
-      s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${failed.number} partly applied, retrying)` });
+      s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${failed.number} not applied completely, retrying)` });
       s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${failed.number}: ${message}; retrying with backoff, rolled back to revision ${lastGood.number} if still failing ${spec.upgrade.progressDeadline} after ${attempt.since}` });
       await observeHealth(ctx, s);
       s.note = 'transient apply failure, retrying';
