@@ -54,6 +54,15 @@ export class RevisionIndex {
     return this.informer.stop();
   }
 
+  /** resolves once the watch has listed every revision Secret (reconciles wait for it, as for any cache) */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    return this.informer.waitForSync(signal);
+  }
+
+  hasSynced(): boolean {
+    return this.informer.hasSynced();
+  }
+
   /** the revision Secrets of a BD, or undefined while the watch has not synced (ask the API server) */
   secretsOf(bdName: string): RevisionSecretMeta[] | undefined {
     if (!this.informer.hasSynced()) return undefined;

@@ -156,21 +156,25 @@ export class BundleDeploymentManager {
     });
   }
 
-  /** starts watches and workers; resolves when the BundleDeployment cache is synced */
+  /**
+   * starts watches, then workers once every cache a reconcile reads is synced (as controller-runtime
+   * waits for its sources): a reconcile before that would ask the API server instead (a LIST of
+   * revision Secrets per lookup) or see a partial picture
+   */
   async start(signal?: AbortSignal): Promise<void> {
     this.bds.start();
     this.crds.start();
     this.revisionIndex.start();
-    await this.bds.waitForSync(signal);
+    await Promise.all([this.bds.waitForSync(signal), this.revisionIndex.waitForSync(signal)]);
     this.controller.start(signal);
     this.gcTimer = setInterval(() => void this.collectGarbage(), this.opts.gcIntervalMs ?? DEFAULT_GC_INTERVAL_MS);
     this.gcTimer.unref();
     this.opts.log.info({ bundleDeployments: this.bds.list().length }, 'controller started');
   }
 
-  /** the BundleDeployment cache is synced (readiness) */
+  /** the caches reconciles read are synced (readiness) */
   hasSynced(): boolean {
-    return this.bds.hasSynced();
+    return this.bds.hasSynced() && this.revisionIndex.hasSynced();
   }
 
   /**

@@ -156,6 +156,29 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     const bd = await t.get('budget');
     expect(bd && isDone(bd)).toBe(true);
   });
+
+  it('a restarted controller: reconciles start once the revision index is synced, and no lookup lists revision Secrets', async () => {
+    await settled(500);
+    const { runId } = t;
+    await t.stop();
+    const from = await audit.offset();
+    const restarted = Date.now();
+    t = await startTestController({ runId });
+    for (const name of ['budget', 'budget-app']) await t.reconciled(name, restarted, 'the reconcile after the restart');
+    await settled(500);
+    const events = await audit.since(from);
+    // the index's own watch lists the revision Secrets once (selector `revision-of` without a value);
+    // a lookup of which revisions a BD has (revision-of=<bd> without a revision number) must come from it
+    const lookups = events.filter((e) => {
+      const uri = decodeURIComponent(e.requestURI);
+      return e.verb === 'list' && e.objectRef?.resource === 'secrets' && uri.includes('revision-of=') && !uri.includes('core.rukpak.io/revision=');
+    });
+    expect(lookups, describeEvents(lookups)).toEqual([]);
+    for (const name of ['budget', 'budget-app']) {
+      const bd = await t.get(name);
+      expect(bd && isDone(bd), name).toBe(true);
+    }
+  });
 });
 
 function sumWrites(c: Partial<Record<RequestVerb, number>>): number {
