@@ -5,7 +5,9 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { Resolved } from '../../sources/source.ts';
+import { asHoistError } from '../../util/errors.ts';
 import { hashOf } from '../../util/hash.ts';
 import { readCredentials, secretRefOf } from '../credentials.ts';
 import { renderBundle } from '../render-bundle.ts';
@@ -38,9 +40,8 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const memo = ctx.objects.renderedWith(s.name, inputs);
   if (memo) return memo;
 
-  const stored = await d.revisions.findByInputs(s.name, inputs);
-  const storedObjects = stored ? await d.revisions.load(s.name, stored) : undefined;
-  if (stored && storedObjects) return remember(ctx, s.name, { inputs, contentDigest: stored.contentDigest, objects: storedObjects, stored });
+  const reuse = await storedRevision(d.revisions, s.name, inputs);
+  if (reuse) return remember(ctx, s.name, { inputs, ...reuse });
 
   const out = await d.renders.run(() => renderBundle(
     { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
@@ -65,6 +66,23 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   ));
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, objects: out.objects });
+}
+
+/**
+ * The stored revision these inputs produced, with its objects. Reading the revision store (the
+ * API server) failing is named as such, not as a source's fetch: transient, retried with backoff.
+ */
+export async function storedRevision(revisions: Pick<RevisionStore, 'findByInputs' | 'load'>, name: string, inputs: string): Promise<Pick<Rendered, 'contentDigest' | 'objects' | 'stored'> | undefined> {
+  let subject = 'stored revisions';
+  try {
+    const stored = await revisions.findByInputs(name, inputs);
+    if (!stored) return undefined;
+    subject = `stored revision ${stored.number}`;
+    const objects = await revisions.load(name, stored);
+    return objects ? { contentDigest: stored.contentDigest, objects, stored } : undefined;
+  } catch (e) {
+    throw asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'revision-store', subject, terminal: false });
+  }
 }
 
 function remember(ctx: StepContext, name: string, r: Rendered): Rendered {
