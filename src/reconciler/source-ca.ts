@@ -8,6 +8,9 @@
  * Errors: a missing Secret or ConfigMap is transient (it may be created after the BD; its watch
  * re-queues the BD); a missing key or a bundle that does not parse is terminal until the object
  * changes (the watch re-queues the BD then, too).
+ *
+ * It also names every object a source references (auth Secret, CA, `image.verify` keys) as watch
+ * keys, so a change to any of them re-queues the BD.
  */
 import { DEFAULT_CA_KEY, type BundleDeployment, type CARef, type SourceSpec } from '../../api/v1alpha2/types.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
@@ -19,10 +22,10 @@ import { getInScope, refNamespaceOf, refScope, secretKeyOf } from './credentials
 /** Keys of watched ConfigMaps carry this prefix where they share a set with Secret keys. */
 export const CONFIGMAP_KEY_PREFIX = 'configmap:';
 
-type CAKind = 'Secret' | 'ConfigMap';
+type RefKind = 'Secret' | 'ConfigMap';
 
 /** The source's CA reference, if any (only git and http sources have one). */
-export function caRefOf(source: SourceSpec): { kind: CAKind; ref: CARef } | undefined {
+export function caRefOf(source: SourceSpec): { kind: RefKind; ref: CARef } | undefined {
   const s = source.git ?? source.http;
   if (s?.caSecretRef) return { kind: 'Secret', ref: s.caSecretRef };
   if (s?.caConfigMapRef) return { kind: 'ConfigMap', ref: s.caConfigMapRef };
@@ -35,10 +38,25 @@ export function referencedObjects(bd: BundleDeployment, source: SourceSpec, cont
   const configMaps: string[] = [];
   const auth = secretKeyOf(bd, source, controllerNamespace, defaultServiceAccount);
   if (auth) secrets.push(auth);
-  const ca = caRefOf(source);
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
-  if (ca && namespace) (ca.kind === 'Secret' ? secrets : configMaps).push(`${namespace}/${ca.ref.name}`);
+  for (const ref of [caRefOf(source), verifyKeysRefOf(source)]) if (ref && namespace) (ref.kind === 'Secret' ? secrets : configMaps).push(`${namespace}/${ref.ref.name}`);
   return { secrets, configMaps };
+}
+
+/** The Secret or ConfigMap an image source's `verify.publicKeys` names, if any. */
+export function verifyKeysRefOf(source: SourceSpec): { kind: RefKind; ref: { name: string } } | undefined {
+  const keys = source.image?.verify?.publicKeys;
+  if (keys?.secretRef) return { kind: 'Secret', ref: keys.secretRef };
+  if (keys?.configMapRef) return { kind: 'ConfigMap', ref: keys.configMapRef };
+  return undefined;
+}
+
+/** Whether the keys `verify.publicKeys` names are among the rotated ones (rotationKeysOf's form). */
+export function verifyKeysRotated(bd: BundleDeployment, source: SourceSpec, rotated: ReadonlySet<string>, controllerNamespace: string, defaultServiceAccount?: string): boolean {
+  const ref = verifyKeysRefOf(source);
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  if (!ref || !namespace) return false;
+  return rotated.has(`${ref.kind === 'ConfigMap' ? CONFIGMAP_KEY_PREFIX : ''}${namespace}/${ref.ref.name}`);
 }
 
 /** The keys a rotation of which re-checks this source: Secrets as "ns/name", ConfigMaps prefixed. */

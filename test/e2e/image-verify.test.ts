@@ -59,8 +59,9 @@ async function refused(name: string): Promise<{ bd: BundleDeployment; message: s
   const bd = await t.waitFor(name, (b) => cond(b, 'Resolved')?.status === 'False', 'verification refused');
   const c = cond(bd, 'Resolved')!;
   expect(c.reason, describeStatus(bd)).toBe('VerificationFailed');
-  // terminal: blocked until the spec changes, not retried with backoff
+  // terminal: blocked until the spec or the keys change, not retried with backoff
   expect(cond(bd, 'Progressing')?.reason, describeStatus(bd)).toBe('Blocked');
+  expect(cond(bd, 'Progressing')?.message).toMatch(/retried when the spec or a Secret or ConfigMap it references changes$/);
   return { bd, message: c.message };
 }
 
@@ -139,6 +140,23 @@ describe('image.verify with cosign', () => {
     expect(message).toContain('signature-untrusted');
     expect(message).toContain(`Secret ${t.namespace}/keys key cosign.pub`);
     expect(await configMap('stranger', ns('stranger'))).toBeUndefined();
+  });
+
+  it('a key added to the keys Secret retries a refused verification, without a spec change', async () => {
+    const digest = await pushApp('bundles/rotated', 'v1', 'rotated', 'rotated-1');
+    await sign(stranger, `${reg.host}/bundles/rotated@${digest}`);
+    const keys = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keys-rotated', namespace: t.namespace }, type: 'Opaque', stringData: { 'cosign.pub': trusted.pub } };
+    await t.client.create(keys as unknown as KubeObject);
+    const created = await t.create('rotated', { installNamespace: ns('rotated'), format: 'plain', sources: source(`${reg.host}/bundles/rotated:v1`, { publicKeys: { secretRef: { name: 'keys-rotated' } } }) });
+    expect((await refused('rotated')).message).toContain('signature-untrusted');
+    // settled on the refusal (a follow-up reconcile of our own status write would read the keys anyway)
+    await t.idle({ quietMs: 1000 });
+    // the signer's key is trusted from now on: the Secret's watch re-queues the BD, which verifies again
+    await t.client.patch(keys as unknown as KubeObject, 'keys-rotated', t.namespace, { stringData: { 'signer.pub': stranger.pub } }, 'merge');
+    const bd = await t.waitFor('rotated', isDone, 'installed after the key was added');
+    expect(bd.metadata.generation).toBe(created.metadata.generation);
+    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({ result: 'Verified', key: `Secret ${t.namespace}/keys-rotated key signer.pub`, keyFingerprint: fingerprint(stranger.pub) });
+    expect((await configMap('rotated', ns('rotated')))?.data?.value).toBe('rotated-1');
   });
 
   it('refuses tampered content (a signature of digest A served for digest B) and keeps the installed revision', async () => {

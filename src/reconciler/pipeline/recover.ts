@@ -32,7 +32,7 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
   else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${stage} failed` });
   s.set(
     err.terminal
-      ? { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec changes` }
+      ? { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec${stage === 'resolve' ? ' or a Secret or ConfigMap it references' : ''} changes` }
       : { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` },
   );
   await observeHealth(ctx, s);

@@ -7,7 +7,7 @@ import { pinnedBySpec, type ResolvedSourceStatus } from '../../../api/v1alpha2/t
 import type { Resolved } from '../../sources/source.ts';
 import { readCredentials } from '../credentials.ts';
 import { publicKeysOf } from '../public-keys.ts';
-import { readSourceCA, rotationKeysOf } from '../source-ca.ts';
+import { readSourceCA, rotationKeysOf, verifyKeysRotated } from '../source-ca.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
@@ -29,7 +29,9 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         // a rotated Secret (or CA ConfigMap) re-checks a floating ref with the new credentials or CA,
         // and so does a verified webhook push of its repository and branch; pinned content needs no request
         const refRotated = rotationKeysOf(s.bd, src, d.controllerNamespace, d.identities.defaultServiceAccount).some((k) => rotated.has(k));
-        const recheck = !!previous && (pollDue || ((pushed || refRotated) && !pinnedBySpec(src)));
+        // changed verification keys re-check a failed (Warn) verification, pinned or not; a verified digest stays verified
+        const keysRotated = verifyKeysRotated(s.bd, src, rotated, d.controllerNamespace, d.identities.defaultServiceAccount);
+        const recheck = !!previous && (pollDue || keysRotated || ((pushed || refRotated) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
         const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, SourceSpec } from '../../../api/v1alpha2/types.ts';
-import { caRefOf, CONFIGMAP_KEY_PREFIX, referencedObjects, rotationKeysOf } from '../../../src/reconciler/source-ca.ts';
+import { caRefOf, CONFIGMAP_KEY_PREFIX, referencedObjects, rotationKeysOf, verifyKeysRotated } from '../../../src/reconciler/source-ca.ts';
 
 const bd = (sources: SourceSpec[], serviceAccount?: string): BundleDeployment =>
   ({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment', metadata: { name: 'x' }, spec: { format: 'plain', installNamespace: 'team-a', sources, ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) } }) as BundleDeployment;
@@ -26,5 +26,19 @@ describe('CA references of a source', () => {
   it('rotation keys keep a ConfigMap apart from a Secret of the same name', () => {
     const cm = http({ caConfigMapRef: { name: 'ca' }, auth: { secretRef: { name: 'ca' } } });
     expect(rotationKeysOf(bd([cm]), cm, 'hoist-system')).toEqual(['hoist-system/ca', `${CONFIGMAP_KEY_PREFIX}hoist-system/ca`]);
+  });
+
+  it('image.verify keys are referenced too, and their rotation is told apart from the auth Secret\'s', () => {
+    const img = (publicKeys: object): SourceSpec => ({ kind: 'image', image: { ref: 'quay.io/a/b:v1', auth: { secretRef: { name: 'pull' } }, verify: { publicKeys } } }) as SourceSpec;
+    const bySecret = img({ secretRef: { name: 'keys' } });
+    const byConfigMap = img({ configMapRef: { name: 'keys' } });
+    expect(referencedObjects(bd([bySecret]), bySecret, 'hoist-system')).toEqual({ secrets: ['hoist-system/pull', 'hoist-system/keys'], configMaps: [] });
+    expect(referencedObjects(bd([byConfigMap], 'installer'), byConfigMap, 'hoist-system')).toEqual({ secrets: ['team-a/pull'], configMaps: ['team-a/keys'] });
+    expect(verifyKeysRotated(bd([bySecret]), bySecret, new Set(['hoist-system/keys']), 'hoist-system')).toBe(true);
+    expect(verifyKeysRotated(bd([bySecret]), bySecret, new Set(['hoist-system/pull']), 'hoist-system')).toBe(false);
+    // a ConfigMap and a Secret of the same name are different keys
+    expect(verifyKeysRotated(bd([byConfigMap]), byConfigMap, new Set(['hoist-system/keys']), 'hoist-system')).toBe(false);
+    expect(verifyKeysRotated(bd([byConfigMap]), byConfigMap, new Set([`${CONFIGMAP_KEY_PREFIX}hoist-system/keys`]), 'hoist-system')).toBe(true);
+    expect(verifyKeysRotated(bd([http({})]), http({}), new Set(['hoist-system/keys']), 'hoist-system')).toBe(false);
   });
 });
