@@ -7,12 +7,11 @@
  * stricter CRD then refuses a new resource shaped like the existing one (the change really was
  * breaking).
  */
-import { isKindNotServed } from '../../src/kube/api-error.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, startTestController, type TestController } from '../support/controller.ts';
-import { crdOf } from '../support/crds.ts';
+import { crdOf, untilServed } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 
@@ -54,17 +53,8 @@ describe('upgrade.crdSafety', () => {
     await t.waitFor('crd-safety', (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === 1, 'revision 1 installed', 90_000);
     // a resource made by someone else under the v1 schema (once discovery serves the new kind: it
     // follows the CRD's Established condition, which Installed waits for, by a moment)
-    for (let i = 0; ; i++) {
-      const made = await t.client.create({ ...widget(group, 'user-made', { size: 3 }), metadata: { name: 'user-made', namespace: ns } }).then(
-        () => true,
-        (e: unknown) => {
-          if (i < 100 && isKindNotServed(e)) return false;
-          throw e;
-        },
-      );
-      if (made) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await untilServed(crdName, { apiVersion: `${group}/v1`, kind: 'Widget' }, [t.client]);
+    await t.client.create({ ...widget(group, 'user-made', { size: 3 }), metadata: { name: 'user-made', namespace: ns } });
 
     await t.patchSpec('crd-safety', { sources: await servePinned(files, '/crd-v2.tgz', v2) });
     const refused = await t.waitFor('crd-safety', (b) => cond(b, 'Installed')?.reason === 'UnsafeCRDUpgrade', 'refused as unsafe');

@@ -20,6 +20,7 @@ import { operatorCRD, OPERATOR_CRD_NAME } from '../../examples/operator/crd.ts';
 import { OperatorController } from '../../examples/operator/operator-controller.ts';
 import { OP_API_VERSION, OP_KIND, type Operator, type OperatorStatus } from '../../examples/operator/types.ts';
 import { BD_TYPE, cond, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
+import { untilServed } from '../support/crds.ts';
 import { kubectl, waitUntil } from '../support/e2e-bundles.ts';
 import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { FIXTURES, isolatePlain, ownedUids } from '../support/upgrade-fixtures.ts';
@@ -88,11 +89,7 @@ beforeAll(async () => {
   t = await startTestController();
   files = await startFileServer();
   await t.client.apply(operatorCRD(), { fieldManager: 'hoist-test', force: true });
-  await waitUntil('Operator CRD established', async () => {
-    const crd = await t.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, OPERATOR_CRD_NAME);
-    return ((crd?.status as { conditions?: Array<{ type: string; status: string }> })?.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
-  });
-  t.client.discovery.invalidate();
+  await untilServed(OPERATOR_CRD_NAME, { apiVersion: OP_API_VERSION, kind: OP_KIND }, [t.client, t.ctl.client]);
   ops = new OperatorController({ client: t.ctl.client, log: pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' }), selector: `${TEST_LABEL}=${t.runId}` });
   await ops.start();
   name = `rollouts-${t.runId}`;

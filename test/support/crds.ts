@@ -1,5 +1,7 @@
 /** A minimal CustomResourceDefinition for tests: one served and stored version `v1`. */
-import type { KubeObject } from '../../src/kube/types.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RestKubeClient } from '../../src/kube/client.ts';
+import type { KubeObject, TypeRef } from '../../src/kube/types.ts';
 
 export interface CrdOptions {
   scope?: 'Namespaced' | 'Cluster';
@@ -31,4 +33,30 @@ export function crdOf(group: string, kind: string, opts: CrdOptions = {}): KubeO
       ],
     },
   } as KubeObject;
+}
+
+type DiscoveringClient = Pick<RestKubeClient, 'get' | 'discovery'>;
+
+/**
+ * Resolves once CRD `crdName` is Established and every given client's discovery serves `type`.
+ * Discovery follows Established by a moment; a request in between is refused as a kind not served.
+ */
+export async function untilServed(crdName: string, type: TypeRef, clients: readonly DiscoveringClient[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const wait = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
+    while (!(await ok())) {
+      if (Date.now() > deadline) throw new Error(`${crdName}: ${what} after ${timeoutMs} ms`);
+      await sleep(100);
+    }
+  };
+  await wait('not Established', async () => {
+    const crd = await clients[0]!.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, crdName);
+    return ((crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
+  });
+  for (const c of clients) {
+    await wait(`${type.apiVersion} ${type.kind} not in discovery`, async () => {
+      c.discovery.invalidate();
+      return (await c.discovery.resourceFor(type)) !== undefined;
+    });
+  }
 }

@@ -8,7 +8,6 @@
  * BundleDeployment this file creates is deleted in afterAll.
  */
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRD_NAME, bundleDeploymentCRD } from '../../../api/v1alpha2/crd.ts';
 import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
@@ -16,9 +15,9 @@ import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } f
 import { ApiError, isInvalid } from '../../../src/kube/api-error.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
+import { untilServed } from '../../support/crds.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 
-const CRD_TYPE = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
 const BD_TYPE = { apiVersion: API_VERSION, kind: KIND };
 const HEX64 = 'a'.repeat(64);
 const HEX40 = '0123456789abcdef0123456789abcdef01234567';
@@ -64,15 +63,7 @@ describe('BundleDeployment CRD on a real API server', () => {
     // The API server refuses the whole CRD when a rule's estimated cost is over budget, so this
     // apply is itself the test that every rule is bounded.
     await client.apply(bundleDeploymentCRD(), { fieldManager: 'hoist-test-api', force: true });
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const crd = await client.get(CRD_TYPE, CRD_NAME);
-      const conditions = ((crd?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []);
-      if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`${CRD_NAME} not Established after 30s: ${JSON.stringify(conditions)}`);
-      await sleep(100);
-    }
-    client.discovery.invalidate();
+    await untilServed(CRD_NAME, { apiVersion: API_VERSION, kind: KIND }, [client]);
   });
 
   afterAll(async () => {

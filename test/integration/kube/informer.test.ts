@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient, loadKubeConfig, type ClusterConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import { Informer } from '../../../src/kube/informer.ts';
 import type { KubeClient, KubeObject, WatchOptions } from '../../../src/kube/types.ts';
+import { untilServed } from '../../support/crds.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 
@@ -181,15 +182,8 @@ describe('informer against a real api server', () => {
       },
     };
     await client.create(crd);
-    const established = async (): Promise<boolean> => {
-      const live = await client.get(crd, crd.metadata.name);
-      const conds = (live?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
-      return conds.some((c) => c.type === 'Established' && c.status === 'True');
-    };
-    for (let i = 0; i < 100 && !(await established()); i++) await new Promise((r) => setTimeout(r, 100));
-    client.discovery.invalidate();
-    viaProxy.discovery.invalidate();
     const W = { apiVersion: `${group}/v1`, kind: 'Widget' };
+    await untilServed(crd.metadata.name, W, [client, viaProxy]);
     const w = (name: string, v: string): KubeObject => ({ ...W, metadata: { name, namespace: ns }, data: { v } });
     try {
       await client.create(w('g1', '1'));
