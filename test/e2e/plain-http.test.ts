@@ -54,7 +54,7 @@ describe('plain bundle over http', () => {
       expect(live!.metadata.annotations?.['core.rukpak.io/revision']).toBe('1');
       expect(live!.metadata.ownerReferences ?? []).toHaveLength(0);
     }
-  });
+  }, 120_000); // the wait above allows 90 s
 
   describe('bad input names the stage and subject and leaves the installed revision untouched', () => {
     const ns = () => `bad-${t.runId}`;
