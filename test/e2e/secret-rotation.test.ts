@@ -98,5 +98,5 @@ describe('a rotated pull Secret', () => {
     await t.reconciled(pinned, heard.time, 'pinned BD reconciled after the rotation');
     expect(proxy.count(/^\/v2\/bundles\/pinned\//), 'registry requests for the pinned source').toBe(0);
     expect(await valueIn(pinned)).toBe('pinned');
-  });
+  }, 180_000); // its waits are bounded on their own (60 + 60 + 15 + 30 s), with messages saying which
 });
