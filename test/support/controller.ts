@@ -106,7 +106,7 @@ export async function startTestController(
       for (;;) {
         bd = await get(name);
         if (bd && current(bd) && pred(bd)) return bd;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}\n${recentLines(logs, name)}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },
@@ -147,4 +147,12 @@ export async function pastSecondOf(client: RestKubeClient, type: { apiVersion: s
   if (!created) throw new Error(`${type.kind} ${name} has no creationTimestamp`);
   const wait = Date.parse(created) + 1000 - Date.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait + 5));
+}
+
+/** the controller's last log lines about BD `name` (and unattributed ones), for a timeout's message */
+function recentLines(logs: LogCapture, name: string, n = 25): string {
+  const omit = new Set(['level', 'time', 'pid', 'hostname']);
+  const lines = logs.records.filter((r) => r.bd === name || r.bd === undefined).slice(-n);
+  const shown = lines.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).filter(([k]) => !omit.has(k)))).slice(0, 600));
+  return `controller log (last ${shown.length} lines of ${name} or of no BD):\n${shown.join('\n')}`;
 }
