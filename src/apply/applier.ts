@@ -107,6 +107,9 @@ interface AppliedRecord {
   hash: string;
   /** live fingerprint right after the apply */
   fingerprint: string;
+  /** the object this process wrote: a presumed create that finds it again finds its own write */
+  uid?: string;
+  resourceVersion?: string;
   /** the driftIgnore pointers whose fields Hoist gave up */
   released?: string;
   /** interactive managers left on the object after the apply: they hold only ignored fields */
@@ -513,6 +516,7 @@ export class Applier {
       // the bundle's values of ignored fields are the starting point of an object Hoist creates
       const body = action === 'create' && p.ignored ? p.ignored.full : p.obj;
       let created = action === 'create';
+      let reportCreated = created;
       let result: KubeObject;
       try {
         if (p.presumed) {
@@ -524,9 +528,17 @@ export class Applier {
             if (isConflict(e)) return undefined;
             throw e;
           }
-          if (!out.created) {
+          // our own earlier write the watch has not delivered yet (a reconcile retried meanwhile) is ours to keep
+          const own = this.applied.get(target.name)?.get(p.id);
+          const ownWrite = !!own?.uid && own.uid === out.object.metadata.uid;
+          if (!out.created && !ownWrite) {
             await handBack(client, out.object, manager, this.log);
             return undefined;
+          }
+          if (!out.created) {
+            // reported as an update of what this process wrote before
+            reportCreated = false;
+            before = own?.resourceVersion;
           }
           result = out.object;
         } else {
@@ -546,8 +558,15 @@ export class Applier {
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
       const heldBy = ignored ? meta.managers?.filter((m) => this.overrideManagers.has(m)) : undefined;
-      perBd.set(p.id, { hash: p.hash, fingerprint: liveFingerprint(meta, p.obj.metadata), ...(ignored ? { released: ignored.join('\n') } : {}), ...(heldBy?.length ? { heldBy } : {}) });
-      const verb = action === 'create' ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
+      perBd.set(p.id, {
+        hash: p.hash,
+        fingerprint: liveFingerprint(meta, p.obj.metadata),
+        uid: meta.uid,
+        resourceVersion: meta.resourceVersion,
+        ...(ignored ? { released: ignored.join('\n') } : {}),
+        ...(heldBy?.length ? { heldBy } : {}),
+      });
+      const verb = reportCreated ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };

@@ -148,6 +148,26 @@ describe('Applier against the API server', () => {
       expect(((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'fast-a', ns)) as KubeObject & { data?: object }).data).toBeUndefined();
     });
 
+    it('its own creation that the watch has not delivered yet is not mistaken for an object that existed (a retried reconcile)', async () => {
+      // the kind is watched and synced, and the watch lags: it has not delivered this process's write
+      const lagging = { get: () => undefined, knows: () => true };
+      const applier = new Applier(client, { log, live: lagging });
+      const first = await applier.apply(target('lag'), [cm('lag-a', { k: '1' })]);
+      expect(actions(first)).toEqual({ [`${ns}/lag-a`]: 'created' });
+      const [again, r] = await counted(() => applier.apply(target('lag'), [cm('lag-a', { k: '1' })]));
+      expect(actions(again)).toEqual({ [`${ns}/lag-a`]: 'unchanged' });
+      // the apply without force found it; nothing handed back, nothing read
+      expect(r).toEqual({ apply: 1 });
+      const live = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'lag-a', ns);
+      expect(live?.metadata.labels).toMatchObject({ 'core.rukpak.io/owner-name': 'lag', 'core.rukpak.io/lineage': 'lag' });
+      // a change applied meanwhile is configured, still without a hand-back
+      const changed = await applier.apply({ ...target('lag'), revision: 2 }, [cm('lag-a', { k: '2' })]);
+      expect(actions(changed)).toEqual({ [`${ns}/lag-a`]: 'configured' });
+      const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'lag-a', ns)) as KubeObject & { data: object };
+      expect(after.data).toEqual({ k: '2' });
+      expect(after.metadata.labels?.['core.rukpak.io/owner-name']).toBe('lag');
+    });
+
     it('an object that existed after all is handed back unchanged, and what the call created is deleted again, under Prevent', async () => {
       const applier = new Applier(client, { log, live: index });
       // equal values: the apply without force shares them instead of conflicting
