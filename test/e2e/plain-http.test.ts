@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { isolatePlain } from '../support/upgrade-fixtures.ts';
 
-const ROLLOUTS = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
+const UPSTREAM = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
 
 const cm = (name: string, data: Record<string, string>) =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`;
@@ -28,7 +29,9 @@ afterAll(async () => {
 
 describe('plain bundle over http', () => {
   it('installs argo-rollouts v1.8.4: every object exists with ownership labels, status per contract', async () => {
-    const body = await tarGz({ 'install.yaml': ROLLOUTS });
+    // the upstream manifests with their CRD group and cluster role names made this file's own (other files install them too)
+    const rollouts = isolatePlain(UPSTREAM, `ph${t.runId}`);
+    const body = await tarGz({ 'install.yaml': rollouts });
     files.set('/rollouts.tgz', body);
     const ns = `rollouts-${t.runId}`;
     await t.create('rollouts', { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }] });
@@ -41,7 +44,7 @@ describe('plain bundle over http', () => {
     expect(bd.status?.activeRevision).toMatchObject({ number: 1, objects: 15 });
     expect(bd.status?.contentDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
 
-    const docs = ROLLOUTS.split(/^---$/m).filter((d) => /^kind:/m.test(d));
+    const docs = rollouts.split(/^---$/m).filter((d) => /^kind:/m.test(d));
     expect(docs).toHaveLength(15);
     for (const doc of docs) {
       const kind = /^kind: (\S+)/m.exec(doc)![1]!;

@@ -14,16 +14,18 @@ import { previewBundle } from '../../src/cli/render.ts';
 import { cond, startTestController, type TestController } from '../support/controller.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { isolateGroup, isolatePlain } from '../support/upgrade-fixtures.ts';
 
 const FIXTURES = join(import.meta.dirname, '../../testdata/fixtures');
 
 let t: TestController;
 let files: FileServer;
 
-async function serveDir(path: string, dir: string, prefix = ''): Promise<{ kind: 'http'; http: { url: string; sha256: string } }> {
-  const out: Record<string, Buffer> = {};
+/** serves a fixture directory, each file's text rewritten (cluster-scoped names made this file's own) */
+async function serveDir(path: string, dir: string, rewrite: (text: string) => string = (x) => x): Promise<{ kind: 'http'; http: { url: string; sha256: string } }> {
+  const out: Record<string, string> = {};
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (e.isFile()) out[prefix + relative(dir, join(e.parentPath, e.name))] = await readFile(join(e.parentPath, e.name));
+    if (e.isFile()) out[relative(dir, join(e.parentPath, e.name))] = rewrite(await readFile(join(e.parentPath, e.name), 'utf8'));
   }
   const body = await tarGz(out);
   files.set(path, body);
@@ -41,7 +43,9 @@ afterAll(async () => {
 
 describe('preview equals controller', () => {
   const cases: Array<[string, () => Promise<BundleDeploymentSpec>]> = [
-    ['plain', async () => ({ format: 'plain', sources: [await serveDir('/plain.tgz', join(FIXTURES, 'plain', 'argo-rollouts-v1.9.1'))] })],
+    // the controller applies what it stored: CRDs and cluster roles other files install too (at
+    // the same time) are renamed for this file
+    ['plain', async () => ({ format: 'plain', sources: [await serveDir('/plain.tgz', join(FIXTURES, 'plain', 'argo-rollouts-v1.9.1'), (x) => isolatePlain(x, `pv${t.runId}`))] })],
     [
       'helm',
       async () => ({
@@ -50,7 +54,7 @@ describe('preview equals controller', () => {
         config: { helm: { values: { fullnameOverride: `ksm-preview-${t.runId}` } } },
       }),
     ],
-    ['registry-v1', async () => ({ format: 'registry-v1', sources: [await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'))] })],
+    ['registry-v1', async () => ({ format: 'registry-v1', sources: [await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'), (x) => isolateGroup(x, `pv${t.runId}`))] })],
   ];
 
   it.each(cases)('%s: same objects, namespaces and content digest', async (format, specOf) => {
