@@ -79,8 +79,23 @@ async function shardKubeconfig(shard: string): Promise<string> {
 }
 
 async function reconciles(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  // bounded: a shard that stopped answering fails the wait with its log (shardsReport), not the test timeout
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+/** each shard process's state and last log lines, for a failed wait's message */
+function shardsReport(): string {
+  return procs
+    .map((p, i) => `shard ${'ab'[i]}: exit ${p.child.exitCode ?? 'none'}${p.child.signalCode ? ` (${p.child.signalCode})` : ''}, last lines:\n${p.output().trimEnd().split('\n').slice(-15).map((l) => l.slice(0, 400)).join('\n')}`)
+    .join('\n');
+}
+
+/** waitUntil, with the shards' state in its error */
+async function waitForShards(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  await waitUntil(what, check, timeoutMs).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}\n${shardsReport()}`);
+  });
 }
 
 /** the BundleDeployment index a request was about: its BD, or the ConfigMap it installed */
@@ -175,7 +190,7 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     await create(COUNT, undefined);
     await create(COUNT + 1, '');
 
-    await waitUntil(
+    await waitForShards(
       `all ${COUNT} BundleDeployments installed`,
       async () => {
         const list = (await admin.list(BD_TYPE, { labelSelector: `${TEST}=${runId},${SHARD_LABEL}` })).items as unknown as BundleDeployment[];
@@ -216,7 +231,7 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     expect(holders.every(Boolean)).toBe(true);
     expect(holders[0]).not.toBe(holders[1]);
     expect(await admin.get(LEASE, 'hoist-controller', ns)).toBeUndefined();
-  });
+  }, 300_000); // the wait above allows 240 s
 
   it('a relabelled BundleDeployment moves to the other shard with no write to its object; the new shard then owns it', async () => {
     const i = 0; // shard a's
@@ -227,7 +242,7 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     const from = await reader.offset();
 
     await admin.patch(BD_TYPE, bdName(i), undefined, { metadata: { labels: { [SHARD_LABEL]: 'b' } } }, 'merge');
-    await waitUntil('shard b reconciled the moved BundleDeployment', async () => (await reconciles(portB!)) > reconcilesB, 30_000);
+    await waitForShards('shard b reconciled the moved BundleDeployment', async () => (await reconciles(portB!)) > reconcilesB, 30_000);
     const moved = await reader.since(from);
     const aboutIt = moved.filter((e) => indexOf(e) === i);
     const objectWrites = writesOf(aboutIt).filter((e) => e.objectRef?.resource === 'configmaps');
@@ -245,12 +260,12 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     // drift on the moved BD's object is now corrected by shard b alone
     const from2 = await reader.offset();
     await admin.delete(CM, `cm-${i}`, ns);
-    await waitUntil('shard b re-created the ConfigMap', async () => (await admin.get(CM, `cm-${i}`, ns)) !== undefined, 30_000);
+    await waitForShards('shard b re-created the ConfigMap', async () => (await admin.get(CM, `cm-${i}`, ns)) !== undefined, 30_000);
     const drift = writesOf(await reader.since(from2)).filter((e) => indexOf(e) === i && e.objectRef?.resource === 'configmaps');
     expect(drift.map((e) => e.user?.username)).toEqual([userOf('b')]);
 
     // and deleting it is shard b's job too (its finalizer)
     await deleteBundleDeployment(admin, bdName(i));
     expect(await admin.get(CM, `cm-${i}`, ns)).toBeUndefined();
-  });
+  }, 120_000); // three waits of up to 30 s
 });

@@ -26,10 +26,15 @@ export function startHoistRun(args: readonly string[], env: Record<string, strin
   });
   let out = '';
   const port = new Promise<number>((resolve, reject) => {
+    let found = false;
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
-      const m = /"port":(\d+).*serving \/healthz/.exec(out);
-      if (m) resolve(Number(m[1]));
+      // scanned until found only: the output grows for the process's whole life
+      const m = found ? null : /"port":(\d+).*serving \/healthz/.exec(out);
+      if (m) {
+        found = true;
+        resolve(Number(m[1]));
+      }
     });
     child.once('exit', (code) => reject(new Error(`hoist run exited ${code} before serving: ${out.slice(-2000)}`)));
   });
