@@ -528,17 +528,16 @@ export class Applier {
             if (isConflict(e)) return undefined;
             throw e;
           }
-          // our own earlier write the watch has not delivered yet (a reconcile retried meanwhile) is ours to keep
-          const own = this.applied.get(target.name)?.get(p.id);
-          const ownWrite = !!own?.uid && own.uid === out.object.metadata.uid;
-          if (!out.created && !ownWrite) {
-            await handBack(client, out.object, manager, this.log);
-            return undefined;
-          }
           if (!out.created) {
-            // reported as an update of what this process wrote before
+            // our own earlier write the watch has not delivered yet (a reconcile ran again meanwhile)
+            // is ours to keep, reported as an update of it; anything else existed after all
+            const own = this.applied.get(target.name)?.get(p.id);
+            if (!own || own.uid !== out.object.metadata.uid) {
+              await handBack(client, out.object, manager, this.log);
+              return undefined;
+            }
             reportCreated = false;
-            before = own?.resourceVersion;
+            before = own.resourceVersion;
           }
           result = out.object;
         } else {
@@ -584,8 +583,8 @@ export class Applier {
    * is a 400 (or 422): then the failure is the bundle's, not worth retrying. One request, on a 500 only.
    */
   private async malformed(client: KubeClient, p: Planned): Promise<boolean> {
-    const { resourceVersion: _rv, managedFields: _mf, ...metadata } = p.obj.metadata;
-    return client.create({ ...p.obj, metadata }, { dryRun: true }).then(
+    // p.obj is the apply body: prepare() already dropped the fields a create may not carry
+    return client.create(p.obj, { dryRun: true }).then(
       () => false,
       (e: unknown) => isMalformed(e),
     );
