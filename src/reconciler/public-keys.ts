@@ -9,13 +9,20 @@ import type { KubeClient } from '../kube/types.ts';
 import type { PublicKeySet } from '../sources/source.ts';
 import { readReferenced } from './credentials.ts';
 
+/** The Secret or ConfigMap an image source's `verify.publicKeys` names, if any. */
+export function verifyKeysRefOf(source: SourceSpec): { kind: 'Secret' | 'ConfigMap'; ref: { name: string } } | undefined {
+  const keys = source.image?.verify?.publicKeys;
+  if (keys?.secretRef) return { kind: 'Secret', ref: keys.secretRef };
+  if (keys?.configMapRef) return { kind: 'ConfigMap', ref: keys.configMapRef };
+  return undefined;
+}
+
 /** A loader for the source's keys, or undefined when it verifies nothing. */
 export function publicKeysOf(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): (() => Promise<PublicKeySet>) | undefined {
-  const from = source.image?.verify?.publicKeys;
+  const from = verifyKeysRefOf(source);
   if (!from) return undefined;
   return async () => {
-    const kind = from.secretRef ? 'Secret' : 'ConfigMap';
-    const name = (from.secretRef ?? from.configMapRef)!.name;
+    const { kind, ref: { name } } = from;
     const { object, namespace } = await readReferenced(client, controllerNamespace, bd, kind, name, defaultServiceAccount);
     const entries = Object.entries(object.data ?? {})
       .filter(([k]) => k.endsWith('.pub'))

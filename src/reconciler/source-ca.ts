@@ -18,6 +18,7 @@ import { caBundleProblem } from '../sources/http/ca-bundle.ts';
 import type { SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
 import { getInScope, refNamespaceOf, refScope, secretKeyOf } from './credentials.ts';
+import { verifyKeysRefOf } from './public-keys.ts';
 
 /** Keys of watched ConfigMaps carry this prefix where they share a set with Secret keys. */
 export const CONFIGMAP_KEY_PREFIX = 'configmap:';
@@ -41,14 +42,6 @@ export function referencedObjects(bd: BundleDeployment, source: SourceSpec, cont
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
   for (const ref of [caRefOf(source), verifyKeysRefOf(source)]) if (ref && namespace) (ref.kind === 'Secret' ? secrets : configMaps).push(`${namespace}/${ref.ref.name}`);
   return { secrets, configMaps };
-}
-
-/** The Secret or ConfigMap an image source's `verify.publicKeys` names, if any. */
-export function verifyKeysRefOf(source: SourceSpec): { kind: RefKind; ref: { name: string } } | undefined {
-  const keys = source.image?.verify?.publicKeys;
-  if (keys?.secretRef) return { kind: 'Secret', ref: keys.secretRef };
-  if (keys?.configMapRef) return { kind: 'ConfigMap', ref: keys.configMapRef };
-  return undefined;
 }
 
 /** Whether the keys `verify.publicKeys` names are among the rotated ones (rotationKeysOf's form). */
