@@ -1,7 +1,6 @@
 /** A minimal CustomResourceDefinition for tests: one served and stored version `v1`. */
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { RestKubeClient } from '../../src/kube/client.ts';
-import type { KubeObject, TypeRef } from '../../src/kube/types.ts';
+import { waitEstablished, waitServed } from '../../src/apply/crd-established.ts';
+import type { KubeClient, KubeObject, TypeRef } from '../../src/kube/types.ts';
 
 export interface CrdOptions {
   scope?: 'Namespaced' | 'Cluster';
@@ -35,28 +34,15 @@ export function crdOf(group: string, kind: string, opts: CrdOptions = {}): KubeO
   } as KubeObject;
 }
 
-type DiscoveringClient = Pick<RestKubeClient, 'get' | 'discovery'>;
-
 /**
- * Resolves once CRD `crdName` is Established and every given client's discovery serves `type`.
- * Discovery follows Established by a moment; a request in between is refused as a kind not served.
+ * Resolves once CRD `crdName` is Established and every given client's discovery serves `type`
+ * (discovery follows Established by a moment: a request in between is refused as a kind not
+ * served). The applier's own waits, so the tests wait as the controller does.
  */
-export async function untilServed(crdName: string, type: TypeRef, clients: readonly DiscoveringClient[], timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const wait = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
-    while (!(await ok())) {
-      if (Date.now() > deadline) throw new Error(`${crdName}: ${what} after ${timeoutMs} ms`);
-      await sleep(100);
-    }
-  };
-  await wait('not Established', async () => {
-    const crd = await clients[0]!.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, crdName);
-    return ((crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
-  });
+export async function untilServed(crdName: string, type: TypeRef, clients: readonly KubeClient[], timeoutMs = 30_000): Promise<void> {
+  await waitEstablished(clients[0]!, [crdName], timeoutMs);
   for (const c of clients) {
-    await wait(`${type.apiVersion} ${type.kind} not in discovery`, async () => {
-      c.discovery.invalidate();
-      return (await c.discovery.resourceFor(type)) !== undefined;
-    });
+    await waitServed(c, [{ ...type, metadata: { name: crdName } }], timeoutMs);
+    if (!(await c.discovery.resourceFor(type))) throw new Error(`${crdName}: ${type.apiVersion} ${type.kind} not in discovery after ${timeoutMs} ms`);
   }
 }
