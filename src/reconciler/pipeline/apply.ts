@@ -5,6 +5,7 @@
  * says what it changed back. Sets Installed; failures go to recover.ts.
  */
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
+import { isCRD } from '../../apply/object-id.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
@@ -205,14 +206,15 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
 /**
  * The gate between the phases of a new revision: once a step's writes are in the watch caches,
  * the next step may go when every object of this one is ready (the health rules of Healthy).
- * PersistentVolumeClaims are not waited for: one of a WaitForFirstConsumer class binds only
+ * CRDs are waited for by the applier (Established and served). PersistentVolumeClaims are not waited for: one of a WaitForFirstConsumer class binds only
  * once a pod of a later phase uses it.
  */
 function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
   return async ({ objects, results }) => {
     const writes = results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
     if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
-    const { failed, waiting } = assess(ctx, s, objects.filter((o) => o.kind !== 'PersistentVolumeClaim'));
+    // CRDs: the applier itself waited until they are Established (their watch may lag behind)
+    const { failed, waiting } = assess(ctx, s, objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)));
     const notReady = [...failed, ...waiting];
     return notReady.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(notReady) };
   };
