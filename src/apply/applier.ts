@@ -190,6 +190,16 @@ export class Applier {
     return !(rec?.heldBy && desired && hand.every((m) => rec.heldBy!.includes(m)) && rec.fingerprint === liveFingerprint(live!, desired));
   }
 
+  /**
+   * The install namespace exists (created when missing, as an apply would) before anything else
+   * of the revision is written: Helm hooks run before the revision's objects, as with
+   * `helm install --create-namespace`.
+   */
+  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[]): Promise<void> {
+    if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
+    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
+  }
+
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
   forget(bdName: string): void {
     this.applied.delete(bdName);
