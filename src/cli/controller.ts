@@ -46,6 +46,8 @@ export interface ControllerOptions {
   overrideManagers?: readonly string[];
   /** size budget of the content store, enforced on every write (see FsContentStore); undefined = unlimited */
   cacheMaxBytes?: number;
+  /** the largest revision stored, compressed, in bytes (--max-revision-size; default 8 MiB) */
+  maxRevisionBytes?: number;
 }
 
 export interface RunningController {
@@ -127,6 +129,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     gcIntervalMs: opts.gcIntervalMs,
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,
+    maxRevisionBytes: opts.maxRevisionBytes,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

@@ -28,6 +28,10 @@ commands:
                                    (as well as the shard's)
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
              --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
+             --max-revision-size <q>
+                                   the largest revision stored, gzip-compressed, in revision Secrets
+                                   (default 8Mi: ten Secrets); a larger one is refused before
+                                   anything is stored or applied
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
              --registries-conf <file>  containers' registries.conf v2: blocked and insecure (plain http)
                                    registries, mirrors tried in order for digest references
@@ -95,6 +99,7 @@ async function main(argv: string[]): Promise<number> {
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
           'cache-max-size': { type: 'string' },
+          'max-revision-size': { type: 'string', default: '8Mi' },
           'fetch-timeout': { type: 'string', default: '10m' },
           'default-service-account': { type: 'string' },
           'override-manager': { type: 'string', multiple: true },
@@ -119,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
         selector: values.selector,
         cacheDir: values['cache-dir'],
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
+        maxRevisionBytes: parseByteSize(values['max-revision-size'], '--max-revision-size'),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),

@@ -42,6 +42,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   overrideManagers?: readonly string[];
   /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
   gcIntervalMs?: number;
+  /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
+  maxRevisionBytes?: number;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -101,7 +103,7 @@ export class BundleDeploymentManager {
       hooks: new HookRunner({ log }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
-      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log))),
+      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)), opts.maxRevisionBytes),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),

@@ -24,7 +24,18 @@ export function lastGoodRevision(status: BundleDeploymentStatus, failedDigest: s
   return candidates.sort((a, b) => b.number - a.number)[0];
 }
 
-/** the Active revisions plus the `limit` newest others, oldest first */
+/**
+ * The revision numbers whose stored objects must stay: those status lists (already trimmed),
+ * the active one, the one being attempted (Hold retries it under the same number) and the one
+ * whose transition is under way. Everything else of the BD is pruned from the revision store.
+ */
+export function keptRevisions(status: BundleDeploymentStatus): Set<number> {
+  const kept = new Set((status.revisions ?? []).map((r) => r.number));
+  for (const n of [status.activeRevision?.number, status.attemptedRevision?.number, status.transition?.revision]) if (n !== undefined) kept.add(n);
+  return kept;
+}
+
+/** the Active revisions plus the `limit` newest others (Superseded and Failed alike), oldest first */
 export function trimHistory(list: readonly RevisionStatus[] | undefined, limit: number): RevisionStatus[] {
   const revs = list ?? [];
   const active = revs.filter((r) => r.phase === 'Active');

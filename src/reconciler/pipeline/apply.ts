@@ -14,13 +14,13 @@ import type { ApplyReport, StepGate } from '../../apply/applier.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
-import { recordRevision, trimHistory } from '../revision-history.ts';
+import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
 import { actor, applyTarget, watchObjects, writtenUid, type StepContext } from './context.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
 import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
-import { driftNotCorrected, failedRevision } from './recover.ts';
+import { driftNotCorrected, failedBeforeApply, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 
 /** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
@@ -44,6 +44,13 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const isNew = decision.kind === 'new';
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
+  // the size cap is checked before a number is taken or anything is written: a revision over it
+  // is refused like content that fails to process, and the installed revision stays as it is
+  const packed = isNew ? await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error) : undefined;
+  if (packed instanceof Error) {
+    await failedBeforeApply(ctx, s, packed);
+    return false;
+  }
   const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
   s.revision = { number, isNew };
   // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
@@ -54,7 +61,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     Promise.all([
       isNew
         ? d.revisions
-            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, [...rendered.objects, ...rendered.hooks])
+            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, packed ?? [...rendered.objects, ...rendered.hooks])
             .then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes), (e: unknown) => storeFailed(s, number, e))
         : undefined,
       watchObjects(ctx, rendered.objects, s.signal),
@@ -148,7 +155,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     status.transition = t;
   } else status.transition = undefined;
   status.revisions = trimHistory(recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' }), spec.revisionHistoryLimit);
-  await s.time('history', d.revisions.prune(s.name, new Set(status.revisions.map((r) => r.number))));
+  await s.time('history', d.revisions.prune(s.name, keptRevisions(status)));
   d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
 }

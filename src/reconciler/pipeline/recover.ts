@@ -10,7 +10,7 @@ import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
-import { lastGoodRevision, recordRevision } from '../revision-history.ts';
+import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
 import { actor, applyTarget, writtenUid, type StepContext } from './context.ts';
 import { decideApplyFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
@@ -92,7 +92,8 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
     status.attemptedRevision.rolledBackTo = lastGood.number;
     status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString() };
-    status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' });
+    status.revisions = trimHistory(recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' }), spec.revisionHistoryLimit);
+    await pruneHistory(ctx, s);
     if (back) {
       const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
       if (postFailed) ctx.d.log.warn({ bd: s.name, err: postFailed.message }, 'post-rollback hook failed');
@@ -110,7 +111,8 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
   }
   // Hold retries the same transition: the hooks that succeeded in it do not run again
   if (spec.upgrade.onFailure !== 'Hold' && err.terminal) endTransition(s, 'Failed');
-  status.revisions = recordRevision(status.revisions, { ...failed, phase: 'Failed' });
+  status.revisions = trimHistory(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), spec.revisionHistoryLimit);
+  await pruneHistory(ctx, s);
   s.set({ type: 'Installed', status: 'False', reason, message });
   ctx.d.events.event(s.bd, 'Warning', reason, message);
   await observeHealth(ctx, s);
@@ -149,4 +151,16 @@ export async function driftNotCorrected(ctx: StepContext, s: ReconcileState, err
   s.note = 'drift not corrected';
   // retried whatever the cause: the revision is still the one wanted
   s.result = { requeue: true };
+}
+
+/**
+ * Failed revisions count against revisionHistoryLimit like successful ones: without this, each
+ * spec edit that fails would leave its revision Secrets behind until some later revision
+ * succeeded. A failure to delete is logged and left to the next revision's bookkeeping: the
+ * failure being reported matters more.
+ */
+async function pruneHistory(ctx: StepContext, s: ReconcileState): Promise<void> {
+  await s.time('history', ctx.d.revisions.prune(s.name, keptRevisions(s.status))).catch((e: unknown) => {
+    ctx.d.log.warn({ bd: s.name, err: e instanceof Error ? e.message : String(e) }, 'pruning revision history failed; retried with the next revision');
+  });
 }
