@@ -1,14 +1,19 @@
 /**
- * Bounded storage (issue 23) through a real controller and API server: a revision whose stored
- * form is over the cap (--max-revision-size) is refused before anything is written, the installed
- * revision untouched; failed revisions are pruned from the revision store by
- * revisionHistoryLimit like successful ones.
+ * Bounded storage and status writes (issue 23) through a real controller and API server: a
+ * revision whose stored form is over the cap (--max-revision-size) is refused before anything is
+ * written, the installed revision untouched; failed revisions are pruned from the revision store
+ * by revisionHistoryLimit like successful ones; a BundleDeployment whose status changes on every
+ * event — another party flips a label of its managed object as fast as it can, which moves the
+ * applied fingerprint (activeRevision.appliedDigest) and a health check's input — writes its
+ * status at most once a second, sustained, and what holds at the end is still written.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
+import { MIN_STATUS_WRITE_INTERVAL_MS } from '../../src/reconciler/status-writes.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
@@ -18,16 +23,19 @@ const CAP = 64 * 1024;
 
 let t: TestController;
 let files: FileServer;
+const sent: RequestEvent[] = [];
 
 beforeAll(async () => {
   t = await startTestController({ maxRevisionBytes: CAP });
   files = await startFileServer();
+  t.ctl.client.onRequest((e) => sent.push(e));
 });
 afterAll(async () => {
   await t?.stop();
   await files?.close();
 });
 
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);
 
 /** the revision Secrets of BD `bd` in the controller's namespace */
@@ -78,8 +86,8 @@ describe('a revision over --max-revision-size', () => {
 
     // nothing was written: the revision Secrets are revision 1's, the objects are revision 1's
     expect((await revisionSecrets(bd)).map((s) => s.metadata.uid).sort()).toEqual(before.map((s) => s.metadata.uid).sort());
-    expect(await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'big', ns)).toBeUndefined();
-    const app = (await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', ns)) as (KubeObject & { data?: Record<string, string> }) | undefined;
+    expect(await t.client.get(CM, 'big', ns)).toBeUndefined();
+    const app = (await t.client.get(CM, 'app-config', ns)) as (KubeObject & { data?: Record<string, string> }) | undefined;
     expect(app?.data).toEqual({ color: 'blue' });
 
     // a spec under the cap goes on as usual, numbered after revision 1
@@ -111,5 +119,35 @@ describe('failed revisions', () => {
     expect(await storedNumbers(bd)).toEqual([1, 5]);
     const last = await t.get(bd);
     expect(last?.status?.revisions?.map((r) => `${r.number}:${r.phase}`)).toEqual(['1:Active', '5:Failed']);
+  });
+});
+
+describe('status writes per BundleDeployment', () => {
+  it('a status that changes on every event is written at most once a second, sustained, and ends at the last verdict', async () => {
+    const bd = `flap-${t.runId}`;
+    const ns = `flap-${t.runId}`;
+    const sources = await serve(`/${bd}.tgz`, { 'app.yaml': cm('flag', { a: '1' }) });
+    // the label is not in the bundle: flipping it is no drift, only the check's verdict changes
+    const healthChecks = [{ name: 'flag-on', match: { kind: 'ConfigMap', name: 'flag' }, cel: "has(self.metadata.labels) && has(self.metadata.labels.flip) && self.metadata.labels.flip == 'on'" }];
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources, healthChecks });
+    await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.status !== 'True', 'installed, check failing', 90_000);
+    await t.client.patch(CM, 'flag', ns, { metadata: { labels: { flip: 'on' } } }, 'merge');
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'healthy once the label is on');
+    await t.idle({ quietMs: 300 });
+
+    const statusWrites = () => sent.filter((e) => e.verb === 'updateStatus' && e.path.endsWith(`/${bd}/status`));
+    const before = statusWrites().length;
+    const started = Date.now();
+    // 60 flips, each awaited: every one is a watch event that changes Healthy
+    for (let i = 0; i < 60; i++) await t.client.patch(CM, 'flag', ns, { metadata: { labels: { flip: i % 2 === 0 ? 'off' : 'on' } } }, 'merge');
+    // the last flip set it on: that verdict is written, however the writes were spaced
+    await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'the last verdict written');
+    await t.idle({ quietMs: 2 * MIN_STATUS_WRITE_INTERVAL_MS });
+    const elapsed = Date.now() - started;
+    const writes = statusWrites().slice(before);
+    // a rate, not a duration: however long the flips took, no more than one write per interval
+    // started, plus the one the first flip may write at once
+    expect(writes.length).toBeLessThanOrEqual(Math.ceil(elapsed / MIN_STATUS_WRITE_INTERVAL_MS) + 1);
+    expect(cond(await t.get(bd), 'Healthy')?.status).toBe('True');
   });
 });
