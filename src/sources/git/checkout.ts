@@ -3,14 +3,18 @@
  * listing first: nothing is written when any entry is unsafe or a limit is exceeded, so a hostile
  * repository fails before it costs disk.
  *
- * Checks: every path segment is a plain name (no "", ".", "..", ".git"); each symlink's target,
- * read from the listing, stays inside the checked-out directory lexically (an early, cheap
- * refusal); file count and total bytes stay within limits. A lexical check is not complete — a
- * chain (`y -> .`, `x -> y/../..`) leaves the tree although every link alone looks inside — so
- * the written tree is then checked with the containment rule (src/util/content-tree.ts), which
- * follows chains as the kernel would. The files themselves are written by git (`read-tree` into a private index, then
- * `checkout-index`), which is as fast as `git clone`'s own checkout and applies the same
- * attributes (eol, ident).
+ * Checks, made while `ls-tree -r` streams (git is killed at the first refusal, so a tree that
+ * repeats one subtree at every level costs at most `maxFiles` entries of work, not its 10⁹
+ * paths): every path segment is a plain name (no "", ".", "..", ".git"); entries, bytes and
+ * symlinks stay within limits; each symlink's blob is at most MAX_SYMLINK_TARGET_BYTES (4 KiB:
+ * a link target is a path). The targets are then read through `cat-file --batch`, streamed, and
+ * each must stay inside the checked-out directory lexically (an early, cheap refusal). A lexical
+ * check is not complete — a chain (`y -> .`, `x -> y/../..`) leaves the tree although every link
+ * alone looks inside — so the written tree is then checked with the containment rule
+ * (src/util/content-tree.ts), which follows chains as the kernel would, under the same link
+ * budget and the fetch's signal. The files themselves are written by git (`read-tree` into a
+ * private index, then `checkout-index`), which is as fast as `git clone`'s own checkout and
+ * applies the same attributes (eol, ident). Every git step runs under the fetch's deadline.
  */
 import { posix } from 'node:path';
 import { DEFAULT_MAX_LINKS, formatBytes, verifyTree } from '../../util/content-tree.ts';

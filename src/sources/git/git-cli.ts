@@ -3,7 +3,9 @@
  * inherited tracing, HOME in a private temp dir, only http(s) transports, and configuration passed
  * through GIT_CONFIG_COUNT/KEY/VALUE environment variables. Credentials therefore never appear
  * in argv (visible to every user through `ps`), in a URL, or in a file on disk; a process's
- * environment is readable only by its own user.
+ * environment is readable only by its own user. Memory per command is bounded: stdout is capped
+ * (`maxOutputBytes`, default 1 MiB) unless the caller streams it (`onStdout`), stderr keeps its
+ * last 16 KiB.
  */
 import { spawn } from 'node:child_process';
 import { formatBytes } from '../../util/content-tree.ts';

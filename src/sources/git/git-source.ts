@@ -25,6 +25,11 @@
  * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can
  * downgrade it. HTTPS_PROXY/HTTP_PROXY/NO_PROXY pass through to git. One overall deadline per
  * resolve and per fetch; at the deadline the git process is killed.
+ *
+ * Bounded work (docs/security.md): the ref advertisement is streamed, capped at 8 MiB and only
+ * the refs asked for are kept; the fetch's object store is capped (`maxPackBytes`, 1 GiB,
+ * ./pack-limit.ts); the listing, symlink targets and the containment check are bounded in
+ * ./checkout.ts.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
