@@ -3,9 +3,7 @@
  * repository here is refused with a terminal HoistError naming the limit, and the work done before
  * the refusal is bounded (asserted by counts and heap, never by time).
  */
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,62 +14,18 @@ import { GitSource, type GitSourceOptions } from '../../../../src/sources/git/gi
 import { fetchRefAdvertisement } from '../../../../src/sources/git/ref-advertisement.ts';
 import { HttpTransport } from '../../../../src/sources/http/transport.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
-import { git, startGitServer, type GitServer } from '../../../support/git-server.ts';
+import { createHostileRepos, REFS, type HostileRepos } from '../../../support/git-hostile.ts';
+import { startGitServer, type GitServer } from '../../../support/git-server.ts';
 
 let root: string;
 let repos: string;
 let server: GitServer;
-/** commits by name, each the tip of the branch of that name in bounds.git */
-const tips: Record<string, string> = {};
-/** the 5 MiB random blob of branch "big" */
+let tips: HostileRepos['tips'];
 let bigBlob: string;
-const REFS = 150_000;
-
-/** runs git in the bare repository with `input` on stdin; trimmed stdout */
-function plumb(args: readonly string[], input: string | Buffer): string {
-  return execFileSync('git', args, {
-    cwd: join(repos, 'bounds.git'),
-    input,
-    env: { PATH: process.env.PATH, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@hoist.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@hoist.invalid' },
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  }).trim();
-}
-
-const blob = (content: string | Buffer): string => plumb(['hash-object', '-w', '--stdin'], content);
-const mktree = (entries: readonly string[]): string => plumb(['mktree'], entries.join('\n') + '\n');
-const commit = (branch: string, tree: string): string => {
-  const c = plumb(['commit-tree', tree, '-m', branch], '');
-  plumb(['update-ref', `refs/heads/${branch}`, c], '');
-  return c;
-};
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'hoist-git-bounds-'));
-  repos = join(root, 'repos');
-  await mkdir(repos);
-  git(repos, ['init', '-q', '--bare', 'bounds.git']);
-  const file = blob('kind: ConfigMap\n');
-  // 1000 entries, each level repeating the one below: 10⁹ paths in a pack of a few KiB
-  const leaf = mktree(Array.from({ length: 1000 }, (_, i) => `100644 blob ${file}\tf${i}`));
-  let tree = leaf;
-  for (let level = 0; level < 2; level++) tree = mktree(Array.from({ length: 1000 }, (_, i) => `040000 tree ${tree}\td${i}`));
-  tips.bomb = commit('bomb', tree);
-  // a "symlink" whose blob is 1 MiB (stays inside lexically: a/a/a/…)
-  tips.biglink = commit('biglink', mktree([`100644 blob ${file}\tcm.yaml`, `120000 blob ${blob('a/'.repeat(512 * 1024))}\tlink`]));
-  // 30 links to one file
-  const target = blob('cm.yaml');
-  tips.links = commit('links', mktree([`100644 blob ${file}\tcm.yaml`, ...Array.from({ length: 30 }, (_, i) => `120000 blob ${target}\tl${String(i).padStart(2, '0')}`)]));
-  // 5 MiB that does not compress
-  bigBlob = blob(randomBytes(5 * 1024 * 1024));
-  tips.big = commit('big', mktree([`100644 blob ${bigBlob}\tbig.bin`]));
-  tips.main = commit('main', mktree([`100644 blob ${file}\tcm.yaml`]));
-  // many refs: a ref advertisement of about 10 MiB
-  git(repos, ['init', '-q', '--bare', 'refs.git']);
-  const refsDir = join(repos, 'refs.git');
-  git(refsDir, ['fetch', '-q', join(repos, 'bounds.git'), 'main:refs/heads/main']);
-  const lines = Array.from({ length: REFS }, (_, i) => `${tips.main} refs/heads/branch-${String(i).padStart(6, '0')}`);
-  await writeFile(join(refsDir, 'packed-refs'), lines.join('\n') + '\n');
+  ({ repos, tips, bigBlob } = await createHostileRepos(root));
   server = await startGitServer({ projectRoot: repos });
 }, 120_000);
 
@@ -94,11 +48,11 @@ async function refusal(p: Promise<unknown>): Promise<HoistError> {
   throw new Error('expected a HoistError');
 }
 
-async function fetchBranch(branch: string, opts: GitSourceOptions = {}): Promise<string> {
+async function fetchBranch(branch: keyof HostileRepos['tips'], opts: GitSourceOptions = {}): Promise<string> {
   const source = new GitSource({ workRoot: root, ...opts });
   const store = new FsContentStore({ root: join(root, `store-${Math.random().toString(36).slice(2)}`) });
   try {
-    const s = spec('bounds.git', { commit: tips[branch] ?? '' });
+    const s = spec('bounds.git', { commit: tips[branch] });
     return await source.fetch(s, await source.resolve(s, {}), store, {});
   } finally {
     await source.close();
@@ -183,7 +137,7 @@ describe('ref advertisement: streamed, small cap, only the refs asked for', () =
       expect([...adv.refs.keys()].sort()).toEqual(['refs/heads/branch-149999', 'refs/heads/main']);
       expect(adv.refs.get('refs/heads/main')?.oid).toBe(tips.main);
       // and by commit: every ref pointing at it, here all of them
-      const all = await fetchRefAdvertisement(`${server.url}/refs.git`, { auth: { secrets: [] }, transport, stage: 'fetch', subject: 'refs.git', maxBytes: 64 * 1024 * 1024, wants: { commit: tips.main ?? '' } });
+      const all = await fetchRefAdvertisement(`${server.url}/refs.git`, { auth: { secrets: [] }, transport, stage: 'fetch', subject: 'refs.git', maxBytes: 64 * 1024 * 1024, wants: { commit: tips.main } });
       expect(all.refs.size).toBe(REFS + 1);
     } finally {
       await transport.close();
