@@ -70,6 +70,15 @@ describe('git checkout: the listing is streamed and bounded', () => {
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 * 1024);
   });
 
+  it('with no entry limit to stop it, the fetch deadline kills the listing; heap stays bounded', async () => {
+    const heapBefore = process.memoryUsage().heapUsed;
+    const e = await refusal(fetchBranch('bomb', { limits: { maxFiles: 2_000_000_000 }, fetchTimeoutMs: 3_000 }));
+    expect(e).toMatchObject({ stage: 'fetch', code: 'deadline-exceeded', terminal: false });
+    expect(e.message).toBe('fetch exceeded its deadline of 3s');
+    // streamed: entries are counted and dropped, not kept
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 * 1024);
+  });
+
   it('a symlink blob of 1 MiB is refused by the per-link cap, not read whole', async () => {
     const e = await refusal(fetchBranch('biglink'));
     expect(e).toMatchObject({ stage: 'fetch', code: 'symlink-target-too-large', terminal: true });
