@@ -187,7 +187,11 @@ function gitFailure(e: unknown, req: CheckoutRequest): unknown {
  */
 async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: CheckoutRequest): Promise<void> {
   const byOid = new Map<string, string[]>();
-  for (const s of symlinks) byOid.set(s.oid, [...(byOid.get(s.oid) ?? []), s.path]);
+  for (const s of symlinks) {
+    const paths = byOid.get(s.oid);
+    if (paths) paths.push(s.path);
+    else byOid.set(s.oid, [s.path]);
+  }
   if (byOid.size === 0) return;
   const order = [...byOid.keys()];
   let next = 0;
