@@ -20,7 +20,8 @@ commands:
              --workers <n>         concurrent reconciles (default 16)
              --max-concurrent-renders <n>
                                    of those, how many fetch and render at once (default 4): bounds
-                                   the memory and disk that content in flight takes
+                                   the memory and disk that content in flight takes; the same
+                                   number bounds source resolves that make requests (own slots)
              --shard <name>        reconcile only BundleDeployments labelled core.rukpak.io/shard=<name>,
                                    on the Lease hoist-controller-<name>; without it (or '') only
                                    unlabelled ones, on the Lease hoist-controller

@@ -29,7 +29,7 @@ const LINEAGE_INDEX = 'lineage';
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
   workers?: number;
-  /** concurrent fetch + render, the part that holds content in memory and on disk (default 4) */
+  /** concurrent fetch + render, the part that holds content in memory and on disk (default 4); also the number of concurrent source resolves that make requests */
   maxConcurrentRenders?: number;
   /** concurrent object applies within one reconcile (default 8) */
   applyConcurrency?: number;
@@ -102,6 +102,8 @@ export class BundleDeploymentManager {
       applier,
       hooks: new HookRunner({ log }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
+      // resolves get their own slots (as many): a resolve never waits behind a long render
+      resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
       revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)), opts.maxRevisionBytes),
       managed: this.managed,

@@ -35,6 +35,8 @@ export interface ReconcilerDeps {
   hooks: HookRunner;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
+  /** bounds source resolves that may make requests (every BD's, each source apart); never held with `renders` */
+  resolves: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
   identities: Identities;
   revisions: RevisionStore;
