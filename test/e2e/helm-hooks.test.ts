@@ -1,0 +1,395 @@
+/**
+ * Helm hooks run as Helm runs them (issue 22), through a real controller on the test control plane
+ * (kwok completes Job pods; its stage hoist-pod-fail fails a pod annotated hoist.test/exit-code):
+ *
+ * - ingress-nginx 4.15.0 → 4.15.1 (testdata/fixtures): its certificate Jobs (`before-hook-creation,
+ *   hook-succeeded`, `ttlSecondsAfterFinished: 0`) are created exactly once per install and
+ *   upgrade and never again over minutes afterwards (audit log), no reconcile follows their
+ *   deletion, and the BundleDeployment stays done;
+ * - hooked-app (testdata/helm, written for this test): pre-install hooks run one at a time to
+ *   completion before any main object exists, post-install hooks after the main set is ready, an
+ *   upgrade re-creates a changed hook Job (delete, then create), a failing pre-upgrade Job fails the
+ *   upgrade and leaves the installed revision untouched, `hook-succeeded` hooks are gone, a hook
+ *   deleted by hand is not put back, uninstall runs pre-delete before deleting anything;
+ * - the same chart installed by the real `helm install --wait` creates its hooks in the same order,
+ *   relative to the main objects, as Hoist does (both read from the audit log).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABEL_OWNER_NAME, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
+import { toolPath } from '../../src/devcluster/tools.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { auditEvents, auditOffset, isCreate, type AuditEvent } from '../support/audit.ts';
+import { cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { isReconciled } from '../support/controller-log.ts';
+import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
+import { auditLogPath, isLocalControlPlane, kubeconfigPath } from '../support/env.ts';
+import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { hasCondition, Timeline } from '../support/timeline.ts';
+import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
+
+const run = promisify(execFile);
+const FIXTURES = fileURLToPath(new URL('../../testdata/fixtures/helm/', import.meta.url));
+const HOOKED_APP = fileURLToPath(new URL('../../testdata/helm/hooked-app', import.meta.url));
+
+const JOB = { apiVersion: 'batch/v1', kind: 'Job' } as const;
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
+const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
+const SVC = { apiVersion: 'v1', kind: 'Service' } as const;
+const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
+/** on hook objects Hoist created: whose hook it is (hooks are not managed objects: no owner label) */
+const LABEL_HOOK_OF = 'core.rukpak.io/hook-of';
+
+/** status.transition.hooks / status.revisions[].hooks (issue 22) */
+interface HookRun {
+  event: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  result: 'Running' | 'Succeeded' | 'Failed';
+  message?: string;
+  deleted?: boolean;
+}
+interface HookStatus {
+  transition?: { revision: number; phase?: string; waiting?: string; hooks?: HookRun[] };
+  revisions?: Array<{ number: number; phase: string; hooks?: HookRun[] }>;
+}
+const hookStatus = (bd: BundleDeployment | undefined): HookStatus => (bd?.status ?? {}) as HookStatus;
+const hooksOf = (bd: BundleDeployment | undefined, revision: number): HookRun[] | undefined => hookStatus(bd).revisions?.find((r) => r.number === revision)?.hooks;
+/** "<event> <Kind> <name> <result>[ deleted]", in the order recorded */
+const runs = (hooks: readonly HookRun[] | undefined): string[] => (hooks ?? []).map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' deleted' : ''}`);
+
+let t: TestController;
+let files: FileServer;
+let audit: string;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const offset = (): Promise<number> => auditOffset(audit);
+const hoist = (ua: string): boolean => ua === `hoist/test-${t.runId}`;
+const anyone = (): boolean => true;
+
+/** done and succeeded, with every object healthy */
+function succeeded(b: BundleDeployment | undefined): boolean {
+  return !!b && isDone(b) && cond(b, 'Progressing')?.reason === 'Succeeded' && cond(b, 'Healthy')?.status === 'True';
+}
+
+/** writes (create, apply, update, delete) to the bundle's objects in `ns` between two audit-log offsets, by the clients `agent` accepts */
+async function writesIn(ns: string, agent: (ua: string) => boolean, from: number, to?: number): Promise<AuditEvent[]> {
+  const events = await auditEvents(audit, from, agent, to);
+  return events.filter(
+    (e) =>
+      e.objectRef?.namespace === ns &&
+      !!e.objectRef.name &&
+      !e.objectRef.subresource &&
+      !['events', 'pods', 'namespaces', 'leases', 'endpointslices', 'endpoints', 'replicasets'].includes(e.objectRef.resource ?? '') &&
+      !(e.objectRef.resource === 'secrets' && e.objectRef.name.startsWith('sh.helm.release.')) &&
+      ['create', 'patch', 'update', 'delete'].includes(e.verb),
+  );
+}
+const ref = (e: AuditEvent): string => `${e.objectRef?.resource}/${e.objectRef?.name}`;
+const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(isCreate).map(ref);
+const deletes = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.verb === 'delete' && (e.responseStatus?.code ?? 0) < 300);
+const show = (events: readonly AuditEvent[]): string => events.map((e) => `${e.verb} ${ref(e)} -> ${e.responseStatus?.code} (${e.userAgent})`).join('\n');
+
+beforeAll(async () => {
+  t = await startTestController();
+  files = await startFileServer();
+  audit = auditLogPath();
+});
+afterAll(async () => {
+  await t?.stop();
+  await files?.close();
+});
+
+// the audit log and kwok's stages exist on the suite's own control plane only
+describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: ingress-nginx', () => {
+  it('install and upgrade: each hook Job created exactly once per transition and never again; no reconcile follows; the BundleDeployment stays done', async () => {
+    const bd = `ingress-${t.runId}`;
+    const ns = `ingress-${t.runId}`;
+    // the release name makes the chart's cluster-scoped names (ClusterRoles, the admission webhook)
+    // unique to this run; the webhook (failurePolicy Fail, no pod serves it under kwok) intercepts
+    // Ingresses of this namespace only
+    const release = `ingress-nginx-${t.runId}`;
+    const values = {
+      controller: {
+        ingressClassResource: { name: `nginx-${t.runId}`, controllerValue: `k8s.io/ingress-nginx-${t.runId}` },
+        ingressClass: `nginx-${t.runId}`,
+        service: { type: 'ClusterIP' },
+        admissionWebhooks: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
+      },
+    };
+    const createJob = `jobs/${release}-admission-create`;
+    const patchJob = `jobs/${release}-admission-patch`;
+    const chart = async (v: string) => servePinned(files, `/ingress-nginx-${v}.tgz`, await readTree(join(FIXTURES, `ingress-nginx-${v}`)));
+    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'helm', sources: await chart('4.15.0'), config: { helm: { releaseName: release, values } }, upgrade: { onFailure: 'Rollback' } };
+
+    const installFrom = await offset();
+    await t.create(bd, spec);
+    await t.waitFor(bd, succeeded, 'revision 1 installed and healthy', 240_000);
+    const upgradeFrom = await offset();
+    await t.patchSpec(bd, { sources: await chart('4.15.1') });
+    await t.waitFor(bd, (b) => succeeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 240_000);
+    await t.idle({ quietMs: 2000 });
+
+    // the window: minutes of a running controller after the upgrade is done (the TTL controller
+    // deleted the finished Jobs before); the BundleDeployment must stay done all along
+    const windowFrom = await offset();
+    const mark = t.log.mark();
+    const flaps: string[] = [];
+    const windowEnd = Date.now() + 150_000;
+    while (Date.now() < windowEnd) {
+      const b = await t.get(bd);
+      if (!succeeded(b)) flaps.push(`${new Date().toISOString()} ${describeStatus(b)}`);
+      await sleep(2000);
+    }
+    expect(flaps).toEqual([]);
+
+    const jobs = async (from: number, to?: number) => (await writesIn(ns, anyone, from, to)).filter((e) => e.objectRef?.resource === 'jobs');
+    const install = await jobs(installFrom, upgradeFrom);
+    const upgrade = await jobs(upgradeFrom, windowFrom);
+    const after = await jobs(windowFrom);
+    // each hook Job created once per transition, by Hoist, the pre hook before the post hook
+    for (const [what, w] of [['install', install], ['upgrade', upgrade]] as const) {
+      expect(createdRefs(w), `${what}:\n${show(w)}`).toEqual([createJob, patchJob]);
+      expect(w.filter(isCreate).map((e) => e.userAgent), what).toEqual([`hoist/test-${t.runId}`, `hoist/test-${t.runId}`]);
+    }
+    // and never again: nobody creates or deletes a hook Job once the upgrade is done
+    expect(show(after)).toBe('');
+
+    // no reconcile and no status write after the upgrade was done: the hooks' deletion is nobody's business
+    const lines = t.log.since(mark);
+    expect(lines.filter((r) => r.msg === 'managed object changed' && r.bd === bd).map((r) => JSON.stringify(r.why))).toEqual([]);
+    expect(lines.filter((r) => isReconciled(r, bd)).map((r) => `${new Date(r.time).toISOString()} changed=${String(r.changed)} note=${String(r.note)}`)).toEqual([]);
+    const bdWrites = (await auditEvents(audit, windowFrom, hoist)).filter((e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.name === bd && !['get', 'list', 'watch'].includes(e.verb));
+    expect(show(bdWrites)).toBe('');
+
+    // status records each transition's runs; nothing is under way
+    const final = await t.get(bd);
+    const jobRuns = (n: number) => runs(hooksOf(final, n)).filter((r) => r.includes(' Job '));
+    expect(jobRuns(1)).toEqual([expect.stringMatching(`^pre-install Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-install Job ${release}-admission-patch Succeeded`)]);
+    expect(jobRuns(2)).toEqual([expect.stringMatching(`^pre-upgrade Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-upgrade Job ${release}-admission-patch Succeeded`)]);
+    expect(hookStatus(final).transition).toBeUndefined();
+    // hook-succeeded (and the TTL controller): no hook Job is left
+    expect(await t.client.get(JOB, `${release}-admission-create`, ns)).toBeUndefined();
+    expect(await t.client.get(JOB, `${release}-admission-patch`, ns)).toBeUndefined();
+
+    await deleteBundleDeployment(t.client, bd, 180_000);
+  }, 900_000);
+});
+
+/** hooked-app's hooks by event, in Helm's order (weight, then name) */
+const RELEASE = 'hooked';
+const PRE_INSTALL = ['serviceaccounts/hooked-hooks', 'jobs/hooked-migrate', 'jobs/hooked-schema'];
+const MAIN = ['configmaps/hooked-config', 'services/hooked', 'deployments/hooked'];
+const POST = ['jobs/hooked-check', 'configmaps/hooked-report'];
+const PRE_UPGRADE = ['serviceaccounts/hooked-hooks', 'jobs/hooked-schema'];
+
+/** pre hooks in order, then the main set (any order), then post hooks in order */
+function expectHelmOrder(created: readonly string[], pre: readonly string[], what: string): void {
+  const hooks = [...pre, ...POST];
+  expect(created.filter((r) => hooks.includes(r)), what).toEqual(hooks);
+  expect([...created.filter((r) => MAIN.includes(r))].sort(), what).toEqual([...MAIN].sort());
+  const idx = (r: string) => created.indexOf(r);
+  const lastPre = Math.max(...pre.map(idx));
+  const firstPost = Math.min(...POST.map(idx));
+  for (const m of MAIN) {
+    expect(idx(m), `${what}: ${m} after every pre hook\n${created.join('\n')}`).toBeGreaterThan(lastPre);
+    expect(idx(m), `${what}: ${m} before every post hook\n${created.join('\n')}`).toBeLessThan(firstPost);
+  }
+}
+
+describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written for the test: hooked-app', () => {
+  const bd = () => `hooked-${t.runId}`;
+  const ns = () => `hooked-${t.runId}`;
+  let tl: Timeline;
+  /** what Hoist created installing revision 1, for the comparison with helm */
+  let hoistInstall: string[] | undefined;
+  const chart = async (path: string) => servePinned(files, path, await readTree(HOOKED_APP));
+  const values = (v: Record<string, unknown>) => ({ helm: { releaseName: RELEASE, values: v } });
+  const rv = (e: { rv: bigint } | undefined, what: string): bigint => {
+    if (!e) throw new Error(`no event: ${what}`);
+    return e.rv;
+  };
+
+  beforeAll(async () => {
+    tl = await Timeline.start(t.client, [JOB, CM, SA, SVC, DEPLOY], { namespace: ns() });
+  });
+  afterAll(async () => {
+    await tl?.stop();
+  });
+
+  it('install: pre-install hooks one at a time to completion before any main object exists, post-install hooks after the main set is ready', async () => {
+    const from = await offset();
+    await t.create(bd(), { installNamespace: ns(), format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }), upgrade: { onFailure: 'Rollback' } });
+    const done = await t.waitFor(bd(), succeeded, 'revision 1 installed and healthy', 180_000);
+
+    const w = await writesIn(ns(), hoist, from);
+    hoistInstall = createdRefs(w);
+    expectHelmOrder(hoistInstall, PRE_INSTALL, `Hoist's creates:\n${show(w)}`);
+    expect(hoistInstall.length, show(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
+
+    // one at a time: each pre hook Job complete before the next hook is created, all of them before the first main object
+    const complete = (name: string) => rv(tl.first('Job', name, (o) => hasCondition(o, 'Complete')), `Job ${name} Complete`);
+    const created = (kind: string, name: string) => rv(tl.created(kind, name), `${kind} ${name} created`);
+    expect(complete('hooked-migrate')).toBeLessThan(created('Job', 'hooked-schema'));
+    const firstMain = [created('ConfigMap', 'hooked-config'), created('Service', 'hooked'), created('Deployment', 'hooked')].reduce((a, b) => (a < b ? a : b));
+    expect(complete('hooked-schema')).toBeLessThan(firstMain);
+    // post hooks once the main set is ready (helm --wait)
+    const available = rv(tl.first('Deployment', 'hooked', (o) => hasCondition(o, 'Available')), 'Deployment hooked Available');
+    expect(created('Job', 'hooked-check')).toBeGreaterThan(available);
+    expect(complete('hooked-check')).toBeLessThan(created('ConfigMap', 'hooked-report'));
+
+    // hook-succeeded hooks are gone; the others stay, marked as hooks of this BD and not as its objects
+    expect(await t.client.get(JOB, 'hooked-migrate', ns())).toBeUndefined();
+    expect(await t.client.get(JOB, 'hooked-check', ns())).toBeUndefined();
+    for (const [type, name] of [[JOB, 'hooked-schema'], [SA, 'hooked-hooks'], [CM, 'hooked-report']] as const) {
+      const o = await t.client.get(type, name, ns());
+      expect(o?.metadata.labels?.[LABEL_HOOK_OF], `${type.kind} ${name}`).toBe(bd());
+      expect(o?.metadata.labels?.[LABEL_OWNER_NAME], `${type.kind} ${name}`).toBeUndefined();
+    }
+    expect(runs(hooksOf(done, 1))).toEqual([
+      'pre-install ServiceAccount hooked-hooks Succeeded',
+      'pre-install Job hooked-migrate Succeeded deleted',
+      'pre-install Job hooked-schema Succeeded',
+      'post-install Job hooked-check Succeeded deleted',
+      'post-install ConfigMap hooked-report Succeeded',
+    ]);
+    expect(hookStatus(done).transition).toBeUndefined();
+  }, 240_000);
+
+  it('a hook deleted by hand is not put back (hooks are not managed objects)', async () => {
+    const from = await offset();
+    const mark = t.log.mark();
+    await t.client.delete(CM, 'hooked-report', ns());
+    await waitUntil('the report hook is gone', async () => (await t.client.get(CM, 'hooked-report', ns())) === undefined);
+    await sleep(3000);
+    await t.idle({ quietMs: 2000 });
+    expect(await t.client.get(CM, 'hooked-report', ns())).toBeUndefined();
+    expect(show(await writesIn(ns(), hoist, from))).toBe('');
+    expect(t.log.since(mark).filter((r) => isReconciled(r, bd()) && (r.changed ?? 0) > 0)).toEqual([]);
+    expect(succeeded(await t.get(bd()))).toBe(true);
+  });
+
+  it('upgrade: pre-upgrade hooks re-created (delete, then create) before the main set changes, post-upgrade hooks after', async () => {
+    const before = { config: await t.client.get(CM, 'hooked-config', ns()), deploy: await t.client.get(DEPLOY, 'hooked', ns()), svc: await t.client.get(SVC, 'hooked', ns()) };
+    const from = await offset();
+    await t.patchSpec(bd(), { config: values({ version: '2' }) });
+    const done = await t.waitFor(bd(), (b) => succeeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 180_000);
+
+    const w = await writesIn(ns(), hoist, from);
+    expectHelmOrder(createdRefs(w).concat(MAIN), PRE_UPGRADE, `Hoist's creates (main objects are updated, not created):\n${show(w)}`);
+    expect(createdRefs(w), show(w)).toEqual([...PRE_UPGRADE, ...POST]);
+    // before-hook-creation (the default): the old schema Job (its pod template is immutable) and
+    // ServiceAccount are deleted, then created anew
+    for (const r of ['jobs/hooked-schema', 'serviceaccounts/hooked-hooks']) {
+      const del = w.findIndex((e) => ref(e) === r && e.verb === 'delete' && e.responseStatus?.code === 200);
+      const create = w.findIndex((e) => ref(e) === r && isCreate(e));
+      expect(del, `${r} deleted\n${show(w)}`).toBeGreaterThanOrEqual(0);
+      expect(del, `${r} deleted before created\n${show(w)}`).toBeLessThan(create);
+    }
+    expect(createdRefs(w)).not.toContain('jobs/hooked-migrate'); // pre-install only
+
+    // the schema Job ran to completion before the main ConfigMap changed
+    const schema = (await t.client.get(JOB, 'hooked-schema', ns())) as KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } };
+    expect(schema.spec.template.spec.containers[0]!.env).toContainEqual({ name: 'APP_VERSION', value: '2' });
+    const schemaDone = tl.first('Job', 'hooked-schema', (o) => o.metadata.uid === schema.metadata.uid && hasCondition(o, 'Complete'));
+    const configChanged = tl.first('ConfigMap', 'hooked-config', (o) => (o as KubeObject & { data?: Record<string, string> }).data?.version === '2');
+    expect(rv(schemaDone, 'new schema Job Complete')).toBeLessThan(rv(configChanged, 'ConfigMap at version 2'));
+
+    // the main objects were updated in place
+    expect((await t.client.get(CM, 'hooked-config', ns()))?.metadata.uid).toBe(before.config?.metadata.uid);
+    expect((await t.client.get(DEPLOY, 'hooked', ns()))?.metadata.uid).toBe(before.deploy?.metadata.uid);
+    expect((await t.client.get(SVC, 'hooked', ns()))?.metadata.uid).toBe(before.svc?.metadata.uid);
+    expect(await t.client.get(JOB, 'hooked-check', ns())).toBeUndefined();
+    expect(runs(hooksOf(done, 2))).toEqual([
+      'pre-upgrade ServiceAccount hooked-hooks Succeeded',
+      'pre-upgrade Job hooked-schema Succeeded',
+      'post-upgrade Job hooked-check Succeeded deleted',
+      'post-upgrade ConfigMap hooked-report Succeeded',
+    ]);
+  }, 240_000);
+
+  it('a failing pre-upgrade Job fails the upgrade: the installed revision untouched, rolled back per onFailure', async () => {
+    const snap = async () => {
+      const out: Record<string, { uid?: string; rv?: string; data?: unknown }> = {};
+      for (const [type, name] of [[CM, 'hooked-config'], [DEPLOY, 'hooked'], [SVC, 'hooked']] as const) {
+        const o = (await t.client.get(type, name, ns())) as (KubeObject & { data?: unknown }) | undefined;
+        out[`${type.kind} ${name}`] = { uid: o?.metadata.uid, rv: o?.metadata.resourceVersion, data: o?.data };
+      }
+      return out;
+    };
+    const before = await snap();
+    const from = await offset();
+    await t.patchSpec(bd(), { config: values({ version: '3', failUpgradeHook: true }) });
+    const rolled = await t.waitFor(bd(), (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'the failed upgrade rolled back', 180_000);
+    const progressing = cond(rolled, 'Progressing')!;
+    expect(progressing.status).toBe('False');
+    expect(progressing.message).toContain(`pre-upgrade hook Job ${ns()}/hooked-schema`);
+    expect(progressing.message).toContain('BackoffLimitExceeded');
+    expect(cond(rolled, 'Installed')?.status).toBe('True');
+    expect(rolled.status?.activeRevision?.number).toBe(2);
+    expect(rolled.status?.attemptedRevision?.number).toBe(3);
+
+    // the installed revision is as it was: same objects, same versions, old data
+    expect(await snap()).toEqual(before);
+    expect(before['ConfigMap hooked-config']?.data).toEqual({ version: '2' });
+    // the Job failed as kwok's stage made it (no hook-failed policy: it stays); no post-upgrade hook ran
+    const job = await t.client.get(JOB, 'hooked-schema', ns());
+    expect((job?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> })?.conditions).toContainEqual(expect.objectContaining({ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }));
+    const w = await writesIn(ns(), hoist, from);
+    expect(createdRefs(w), show(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema']);
+    const failedRuns = [...(hookStatus(rolled).revisions ?? []).flatMap((r) => r.hooks ?? []), ...(hookStatus(rolled).transition?.hooks ?? [])].filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
+    expect(failedRuns, JSON.stringify(hookStatus(rolled))).toHaveLength(1);
+    expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
+  }, 240_000);
+
+  it('uninstall: the pre-delete hook runs to completion before any object is deleted', async () => {
+    const from = await offset();
+    await deleteBundleDeployment(t.client, bd(), 180_000);
+    const w = await writesIn(ns(), hoist, from);
+    const cleanup = w.findIndex((e) => ref(e) === 'jobs/hooked-cleanup' && isCreate(e));
+    const firstDelete = w.findIndex((e) => MAIN.includes(ref(e)) && e.verb === 'delete');
+    expect(cleanup, show(w)).toBeGreaterThanOrEqual(0);
+    expect(firstDelete, show(w)).toBeGreaterThan(cleanup);
+    // complete before the first main object went (a deletionTimestamp or gone)
+    const cleanupDone = rv(tl.first('Job', 'hooked-cleanup', (o) => hasCondition(o, 'Complete')), 'cleanup Job Complete');
+    const firstGone = tl.events.find((e) => MAIN.includes(`${e.kind.toLowerCase()}s/${e.name}`) && (e.type === 'DELETED' || !!e.object.metadata.deletionTimestamp));
+    expect(cleanupDone).toBeLessThan(rv(firstGone, 'a main object deleted'));
+    // everything of the release is gone, the cleanup Job too (hook-succeeded)
+    for (const [type, name] of [[CM, 'hooked-config'], [DEPLOY, 'hooked'], [SVC, 'hooked'], [JOB, 'hooked-cleanup']] as const) {
+      await waitUntil(`${type.kind} ${name} gone`, async () => (await t.client.get(type, name, ns())) === undefined, 60_000);
+    }
+  }, 240_000);
+
+  it('the real helm install --wait creates hooks in the same order, relative to the main objects, as Hoist', async () => {
+    if (!hoistInstall) throw new Error("Hoist's install did not run (see the install test)");
+    const ns2 = `helm-${t.runId}`;
+    const home = await mkdtemp(join(tmpdir(), 'hoist-helm-home-'));
+    const helm = (args: string[]) =>
+      run(toolPath('helm'), [...args, '--kubeconfig', kubeconfigPath()], {
+        env: { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
+        timeout: 300_000,
+        maxBuffer: 16 * 1024 * 1024,
+      });
+    try {
+      const from = await offset();
+      await helm(['install', RELEASE, HOOKED_APP, '--namespace', ns2, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']);
+      const w = await writesIn(ns2, (ua) => ua.startsWith('helm'), from);
+      const helmInstall = createdRefs(w);
+      expectHelmOrder(helmInstall, PRE_INSTALL, `helm's creates:\n${show(w)}`);
+      const hooks = [...PRE_INSTALL, ...POST];
+      expect(hoistInstall.filter((r) => hooks.includes(r))).toEqual(helmInstall.filter((r) => hooks.includes(r)));
+      // helm deleted the same hook-succeeded hooks
+      expect(deletes(w).map(ref).sort()).toEqual(['jobs/hooked-check', 'jobs/hooked-migrate']);
+      await helm(['uninstall', RELEASE, '--namespace', ns2, '--wait', '--timeout', '4m']);
+    } finally {
+      await t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns2, undefined).catch(() => undefined);
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
