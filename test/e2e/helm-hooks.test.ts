@@ -24,8 +24,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_OWNER_NAME, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { auditEvents, auditOffset, isCreate, type AuditEvent } from '../support/audit.ts';
-import { cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { auditEvents, auditOffset, auditRef, isCreate, showAudit, type AuditEvent } from '../support/audit.ts';
+import { cond, describeStatus, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { isReconciled } from '../support/controller-log.ts';
 import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane, kubeconfigPath } from '../support/env.ts';
@@ -73,10 +73,6 @@ const offset = (): Promise<number> => auditOffset(audit);
 const hoist = (ua: string): boolean => ua === `hoist/test-${t.runId}`;
 const anyone = (): boolean => true;
 
-/** done and succeeded, with every object healthy */
-function succeeded(b: BundleDeployment | undefined): boolean {
-  return !!b && isDone(b) && cond(b, 'Progressing')?.reason === 'Succeeded' && cond(b, 'Healthy')?.status === 'True';
-}
 
 /** writes (create, apply, update, delete) to the bundle's objects in `ns` between two audit-log offsets, by the clients `agent` accepts */
 async function writesIn(ns: string, agent: (ua: string) => boolean, from: number, to?: number): Promise<AuditEvent[]> {
@@ -91,10 +87,8 @@ async function writesIn(ns: string, agent: (ua: string) => boolean, from: number
       ['create', 'patch', 'update', 'delete'].includes(e.verb),
   );
 }
-const ref = (e: AuditEvent): string => `${e.objectRef?.resource}/${e.objectRef?.name}`;
-const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(isCreate).map(ref);
+const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(isCreate).map(auditRef);
 const deletes = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.verb === 'delete' && (e.responseStatus?.code ?? 0) < 300);
-const show = (events: readonly AuditEvent[]): string => events.map((e) => `${e.verb} ${ref(e)} -> ${e.responseStatus?.code} (${e.userAgent})`).join('\n');
 
 beforeAll(async () => {
   t = await startTestController();
@@ -130,10 +124,10 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
 
     const installFrom = await offset();
     await t.create(bd, spec);
-    await t.waitFor(bd, succeeded, 'revision 1 installed and healthy', 240_000);
+    await t.waitFor(bd, isSucceeded, 'revision 1 installed and healthy', 240_000);
     const upgradeFrom = await offset();
     await t.patchSpec(bd, { sources: await chart('4.15.1') });
-    await t.waitFor(bd, (b) => succeeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 240_000);
+    await t.waitFor(bd, (b) => isSucceeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 240_000);
     await t.idle({ quietMs: 2000 });
 
     // the window: minutes of a running controller after the upgrade is done (the TTL controller
@@ -144,7 +138,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const windowEnd = Date.now() + 150_000;
     while (Date.now() < windowEnd) {
       const b = await t.get(bd);
-      if (!succeeded(b)) flaps.push(`${new Date().toISOString()} ${describeStatus(b)}`);
+      if (!isSucceeded(b)) flaps.push(`${new Date().toISOString()} ${describeStatus(b)}`);
       await sleep(2000);
     }
     expect(flaps).toEqual([]);
@@ -155,18 +149,18 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const after = await jobs(windowFrom);
     // each hook Job created once per transition, by Hoist, the pre hook before the post hook
     for (const [what, w] of [['install', install], ['upgrade', upgrade]] as const) {
-      expect(createdRefs(w), `${what}:\n${show(w)}`).toEqual([createJob, patchJob]);
+      expect(createdRefs(w), `${what}:\n${showAudit(w)}`).toEqual([createJob, patchJob]);
       expect(w.filter(isCreate).map((e) => e.userAgent), what).toEqual([`hoist/test-${t.runId}`, `hoist/test-${t.runId}`]);
     }
     // and never again: nobody creates or deletes a hook Job once the upgrade is done
-    expect(show(after)).toBe('');
+    expect(showAudit(after)).toBe('');
 
     // no reconcile and no status write after the upgrade was done: the hooks' deletion is nobody's business
     const lines = t.log.since(mark);
     expect(lines.filter((r) => r.msg === 'managed object changed' && r.bd === bd).map((r) => JSON.stringify(r.why))).toEqual([]);
     expect(lines.filter((r) => isReconciled(r, bd)).map((r) => `${new Date(r.time).toISOString()} changed=${String(r.changed)} note=${String(r.note)}`)).toEqual([]);
     const bdWrites = (await auditEvents(audit, windowFrom, hoist)).filter((e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.name === bd && !['get', 'list', 'watch'].includes(e.verb));
-    expect(show(bdWrites)).toBe('');
+    expect(showAudit(bdWrites)).toBe('');
 
     // status records each transition's runs; nothing is under way
     const final = await t.get(bd);
@@ -226,12 +220,12 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   it('install: pre-install hooks one at a time to completion before any main object exists, post-install hooks after the main set is ready', async () => {
     const from = await offset();
     await t.create(bd(), { installNamespace: ns(), format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }), upgrade: { onFailure: 'Rollback' } });
-    const done = await t.waitFor(bd(), succeeded, 'revision 1 installed and healthy', 180_000);
+    const done = await t.waitFor(bd(), isSucceeded, 'revision 1 installed and healthy', 180_000);
 
     const w = await writesIn(ns(), hoist, from);
     hoistInstall = createdRefs(w);
-    expectHelmOrder(hoistInstall, PRE_INSTALL, `Hoist's creates:\n${show(w)}`);
-    expect(hoistInstall.length, show(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
+    expectHelmOrder(hoistInstall, PRE_INSTALL, `Hoist's creates:\n${showAudit(w)}`);
+    expect(hoistInstall.length, showAudit(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
 
     // one at a time: each pre hook Job complete before the next hook is created, all of them before the first main object
     const complete = (name: string) => rv(tl.first('Job', name, (o) => hasCondition(o, 'Complete')), `Job ${name} Complete`);
@@ -270,27 +264,27 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     await sleep(3000);
     await t.idle({ quietMs: 2000 });
     expect(await t.client.get(CM, 'hooked-report', ns())).toBeUndefined();
-    expect(show(await writesIn(ns(), hoist, from))).toBe('');
+    expect(showAudit(await writesIn(ns(), hoist, from))).toBe('');
     expect(t.log.since(mark).filter((r) => isReconciled(r, bd()) && (r.changed ?? 0) > 0)).toEqual([]);
-    expect(succeeded(await t.get(bd()))).toBe(true);
+    expect(isSucceeded(await t.get(bd()))).toBe(true);
   });
 
   it('upgrade: pre-upgrade hooks re-created (delete, then create) before the main set changes, post-upgrade hooks after', async () => {
     const before = { config: await t.client.get(CM, 'hooked-config', ns()), deploy: await t.client.get(DEPLOY, 'hooked', ns()), svc: await t.client.get(SVC, 'hooked', ns()) };
     const from = await offset();
     await t.patchSpec(bd(), { config: values({ version: '2' }) });
-    const done = await t.waitFor(bd(), (b) => succeeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 180_000);
+    const done = await t.waitFor(bd(), (b) => isSucceeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 180_000);
 
     const w = await writesIn(ns(), hoist, from);
-    expectHelmOrder(createdRefs(w).concat(MAIN), PRE_UPGRADE, `Hoist's creates (main objects are updated, not created):\n${show(w)}`);
-    expect(createdRefs(w), show(w)).toEqual([...PRE_UPGRADE, ...POST]);
+    expectHelmOrder(createdRefs(w).concat(MAIN), PRE_UPGRADE, `Hoist's creates (main objects are updated, not created):\n${showAudit(w)}`);
+    expect(createdRefs(w), showAudit(w)).toEqual([...PRE_UPGRADE, ...POST]);
     // before-hook-creation (the default): the old schema Job (its pod template is immutable) and
     // ServiceAccount are deleted, then created anew
     for (const r of ['jobs/hooked-schema', 'serviceaccounts/hooked-hooks']) {
-      const del = w.findIndex((e) => ref(e) === r && e.verb === 'delete' && e.responseStatus?.code === 200);
-      const create = w.findIndex((e) => ref(e) === r && isCreate(e));
-      expect(del, `${r} deleted\n${show(w)}`).toBeGreaterThanOrEqual(0);
-      expect(del, `${r} deleted before created\n${show(w)}`).toBeLessThan(create);
+      const del = w.findIndex((e) => auditRef(e) === r && e.verb === 'delete' && e.responseStatus?.code === 200);
+      const create = w.findIndex((e) => auditRef(e) === r && isCreate(e));
+      expect(del, `${r} deleted\n${showAudit(w)}`).toBeGreaterThanOrEqual(0);
+      expect(del, `${r} deleted before created\n${showAudit(w)}`).toBeLessThan(create);
     }
     expect(createdRefs(w)).not.toContain('jobs/hooked-migrate'); // pre-install only
 
@@ -342,7 +336,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const job = await t.client.get(JOB, 'hooked-schema', ns());
     expect((job?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> })?.conditions).toContainEqual(expect.objectContaining({ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }));
     const w = await writesIn(ns(), hoist, from);
-    expect(createdRefs(w), show(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema']);
+    expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema']);
     const failedRuns = [...(hookStatus(rolled).revisions ?? []).flatMap((r) => r.hooks ?? []), ...(hookStatus(rolled).transition?.hooks ?? [])].filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
     expect(failedRuns, JSON.stringify(hookStatus(rolled))).toHaveLength(1);
     expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
@@ -352,10 +346,10 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const from = await offset();
     await deleteBundleDeployment(t.client, bd(), 180_000);
     const w = await writesIn(ns(), hoist, from);
-    const cleanup = w.findIndex((e) => ref(e) === 'jobs/hooked-cleanup' && isCreate(e));
-    const firstDelete = w.findIndex((e) => MAIN.includes(ref(e)) && e.verb === 'delete');
-    expect(cleanup, show(w)).toBeGreaterThanOrEqual(0);
-    expect(firstDelete, show(w)).toBeGreaterThan(cleanup);
+    const cleanup = w.findIndex((e) => auditRef(e) === 'jobs/hooked-cleanup' && isCreate(e));
+    const firstDelete = w.findIndex((e) => MAIN.includes(auditRef(e)) && e.verb === 'delete');
+    expect(cleanup, showAudit(w)).toBeGreaterThanOrEqual(0);
+    expect(firstDelete, showAudit(w)).toBeGreaterThan(cleanup);
     // complete before the first main object went (a deletionTimestamp or gone)
     const cleanupDone = rv(tl.first('Job', 'hooked-cleanup', (o) => hasCondition(o, 'Complete')), 'cleanup Job Complete');
     const firstGone = tl.events.find((e) => MAIN.includes(`${e.kind.toLowerCase()}s/${e.name}`) && (e.type === 'DELETED' || !!e.object.metadata.deletionTimestamp));
@@ -381,11 +375,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
       await helm(['install', RELEASE, HOOKED_APP, '--namespace', ns2, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']);
       const w = await writesIn(ns2, (ua) => ua.startsWith('helm'), from);
       const helmInstall = createdRefs(w);
-      expectHelmOrder(helmInstall, PRE_INSTALL, `helm's creates:\n${show(w)}`);
+      expectHelmOrder(helmInstall, PRE_INSTALL, `helm's creates:\n${showAudit(w)}`);
       const hooks = [...PRE_INSTALL, ...POST];
       expect(hoistInstall.filter((r) => hooks.includes(r))).toEqual(helmInstall.filter((r) => hooks.includes(r)));
       // helm deleted the same hook-succeeded hooks
-      expect(deletes(w).map(ref).sort()).toEqual(['jobs/hooked-check', 'jobs/hooked-migrate']);
+      expect(deletes(w).map(auditRef).sort()).toEqual(['jobs/hooked-check', 'jobs/hooked-migrate']);
       await helm(['uninstall', RELEASE, '--namespace', ns2, '--wait', '--timeout', '4m']);
     } finally {
       await t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns2, undefined).catch(() => undefined);

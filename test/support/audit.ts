@@ -59,6 +59,16 @@ export function auditEvents(path: string, from: number, agent: (userAgent: strin
   return readAudit(path, from, () => true, (e) => agent(e.userAgent ?? ''), to);
 }
 
+/** "<resource>/<name>" of the object a request was about */
+export function auditRef(e: AuditEvent): string {
+  return `${e.objectRef?.resource}/${e.objectRef?.name}`;
+}
+
+/** one line per request, for assertion messages */
+export function showAudit(events: readonly AuditEvent[]): string {
+  return events.map((e) => `${e.verb} ${auditRef(e)} -> ${e.responseStatus?.code} (${e.userAgent})`).join('\n');
+}
+
 /** a create, by POST or by a server-side apply that found no object (201) */
 export function isCreate(e: AuditEvent): boolean {
   return (e.verb === 'create' || e.verb === 'patch') && e.responseStatus?.code === 201 && !e.objectRef?.subresource;

@@ -65,6 +65,11 @@ export function isDone(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation && cond(bd, 'Installed')?.status === 'True' && cond(bd, 'Progressing')?.status === 'False';
 }
 
+/** done with Progressing reason Succeeded and every object healthy */
+export function isSucceeded(bd: BundleDeployment | undefined): boolean {
+  return !!bd && isDone(bd) && cond(bd, 'Progressing')?.reason === 'Succeeded' && cond(bd, 'Healthy')?.status === 'True';
+}
+
 export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
