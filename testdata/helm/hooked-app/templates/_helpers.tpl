@@ -31,7 +31,10 @@ spec:
       containers:
         - name: {{ .component }}
           image: {{ .root.Values.image }}
-          args: {{ toJson .args }}
+          args:
+            {{- range .args }}
+            - {{ . | quote }}
+            {{- end }}
           env:
             - name: APP_VERSION
               value: {{ .root.Values.version | quote }}
