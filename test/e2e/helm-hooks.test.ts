@@ -373,7 +373,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     try {
       const from = await offset();
       await helm(['install', RELEASE, HOOKED_APP, '--namespace', ns2, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']);
-      const w = await writesIn(ns2, (ua) => ua.startsWith('helm'), from);
+      // helm's requests carry User-Agent Helm/<version>
+      const w = await writesIn(ns2, (ua) => /^helm\//i.test(ua), from);
       const helmInstall = createdRefs(w);
       expectHelmOrder(helmInstall, PRE_INSTALL, `helm's creates:\n${showAudit(w)}`);
       const hooks = [...PRE_INSTALL, ...POST];
