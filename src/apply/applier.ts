@@ -15,6 +15,7 @@
  */
 import type { Logger } from 'pino';
 import {
+  ANNOTATION_APPLY_WAVE,
   ANNOTATION_OPTIONAL,
   ANNOTATION_REVISION,
   LABEL_LINEAGE,
@@ -30,18 +31,22 @@ import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
+import { planSteps } from './phases.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
 import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './unowned-writes.ts';
-import { isCRD, isNamespace, objectId } from './object-id.ts';
+import { dropServerFields, isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
 /** opt-in per object: delete and re-create when an update hits an immutable field */
 export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
-/** helm hooks and similar: objects applied before (pre) or after (post) the main phase */
-export const ANNOTATION_APPLY_PHASE = 'core.rukpak.io/apply-phase';
+/**
+ * Called after each step of a phased apply but the last, once its writes are done: whether the
+ * next step may be applied (every object so far ready), or what it waits for.
+ */
+export type StepGate = (step: { name: string; next: string; objects: readonly KubeObject[]; results: readonly ObjectResult[] }) => Promise<{ ready: true } | { ready: false; waiting: string }>;
 
 export interface ApplyTarget {
   /** the BundleDeployment's name */
@@ -77,6 +82,11 @@ export interface ApplyReport {
    * shard taking over, a restart) see that nothing changed without applying again
    */
   appliedDigest?: string;
+  /**
+   * set when a gate stopped the apply before step `step`: `after` is not ready yet (`waiting`
+   * says which objects and why); the objects of `step` and later steps were not applied
+   */
+  pending?: { step: string; after: string; waiting: string };
 }
 
 export interface ApplierOptions {
@@ -91,6 +101,8 @@ export interface ApplierOptions {
 }
 
 interface Prepared {
+  /** the object as the bundle has it (steps are planned over these) */
+  src: KubeObject;
   obj: KubeObject;
   info: ResourceInfo;
   id: string;
@@ -187,64 +199,73 @@ export class Applier {
    * when an object may not be taken over; UnsafeCRDUpgrade before any write when a changed CRD
    * would break existing resources (crd-safety.ts); ApplyFailed naming every object that failed.
    */
-  async apply(target: ApplyTarget, objects: readonly KubeObject[]): Promise<ApplyReport> {
+  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate } = {}): Promise<ApplyReport> {
     const manager = fieldManagerFor(target.lineage);
     const results: ObjectResult[] = [];
     const skippedOptional: string[] = [];
     const applied: KubeObject[] = [];
 
-    // Kinds the bundle's own CRDs define may not be served yet: those wait for phase two.
+    const { steps, invalid } = planSteps(objects, (o) => o);
+    if (invalid.length > 0) {
+      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
+    }
+    // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
     const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
-    const first: KubeObject[] = [];
-    const rest: KubeObject[] = [];
-    for (const o of objects) (isCRD(o) || isNamespace(o) ? first : rest).push(o);
-
-    const firstPrepared = await this.prepare(target, first, bundleKinds, skippedOptional);
-    const restPrepared = await this.prepare(target, rest, bundleKinds, skippedOptional);
-    // One phase only (no CRDs, Namespaces or hooks): objects no watch knows are created without
-    // reading them first, since every write of the call can still be undone if one collides.
-    const presume = first.length === 0 && rest.every((o) => phaseOf(o) === 'main') && !this.readFirst.has(target.name);
+    const prepared = await this.prepare(target, objects, bundleKinds, skippedOptional);
+    // Without CRDs or Namespaces in the bundle, objects no watch knows are created without reading
+    // them first: every create of the call can still be undone if one collides.
+    const presume = !objects.some((o) => isCRD(o) || isNamespace(o)) && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
-    const firstPlanned = await this.plan(target, firstPrepared.ready);
-    let restPlanned = await this.plan(target, restPrepared.ready, presume);
-    this.refuseConflicts([...firstPlanned, ...restPlanned]);
-    if (restPrepared.deferred.length === 0) this.adoptRecords(target, [...firstPlanned, ...restPlanned]);
-    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, firstPlanned);
+    const planned = await this.plan(target, prepared.ready, presume);
+    this.refuseConflicts(planned);
+    if (prepared.deferred.length === 0) this.adoptRecords(target, planned);
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)));
 
     const ensureNs = this.namespaceEnsurer(target, objects);
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
-    const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
+    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || prepared.deferred.length > 0;
     if (needsWrite && target.installNamespace && !this.installNamespaces.known(target.installNamespace)) await ensureNs();
 
-    results.push(...(await this.applyAll(target, manager, firstPlanned, ensureNs)));
-    applied.push(...firstPlanned.map((p) => p.obj));
-    this.failIfAny(results);
-
-    const crds = firstPlanned.filter((p) => isCRD(p.obj));
+    const bySource = new Map(planned.map((p) => [p.src, p]));
+    const deferred = new Set(prepared.deferred);
+    const created: Planned[] = [];
     let established: Promise<void> = Promise.resolve();
-    if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-      established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
-      // keep a rejection observed until it is awaited below
-      established.catch(() => {});
-    }
-    // Only objects of the bundle's own CRD kinds need the CRDs Established before they apply;
-    // everything else applies while the API server establishes them.
-    if (restPrepared.deferred.length > 0) {
-      await established;
-      await waitServed(this.client, restPrepared.deferred, this.crdTimeoutMs);
-      const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
-      const planned = await this.plan(target, resolved.ready);
-      this.refuseConflicts(planned);
-      restPlanned = [...restPlanned, ...planned];
-    }
-
-    // pre hooks, the main set, post hooks: each phase in parallel, phases in order
-    for (const phase of ['pre', 'main', 'post'] as const) {
-      const batch = restPlanned.filter((p) => phaseOf(p.obj) === phase);
-      results.push(...(await this.applyPhase(target, manager, batch, ensureNs)));
+    const live = steps.filter((st) => st.items.some((o) => !skippedOptional.includes(describeObject(o))));
+    for (const [i, step] of live.entries()) {
+      let batch = step.items.flatMap((o) => {
+        const p = bySource.get(o);
+        return p ? [p] : [];
+      });
+      const waiting = step.items.filter((o) => deferred.has(o));
+      if (waiting.length > 0) {
+        // objects of the bundle's own CRD kinds: once those CRDs are Established and served
+        await established;
+        await waitServed(this.client, waiting, this.crdTimeoutMs);
+        const resolved = await this.prepare(target, waiting, new Set(), skippedOptional);
+        const more = await this.plan(target, resolved.ready);
+        this.refuseConflicts(more);
+        batch = [...batch, ...more];
+      }
+      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created);
+      results.push(...stepResults);
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
+      const crds = batch.filter((p) => isCRD(p.obj));
+      if (crds.length > 0 && stepResults.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
+        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
+        // keep a rejection observed until it is awaited
+        established.catch(() => {});
+      }
+      // the last step's readiness is the rollout's to observe; a gate decides whether the next step may go
+      if (opts.gate && i < live.length - 1) {
+        if (crds.length > 0) await established;
+        const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
+        if (!verdict.ready) {
+          this.readFirst.delete(target.name);
+          return { results, skippedOptional, pending: { step: live[i + 1]!.name, after: step.name, waiting: verdict.waiting } };
+        }
+      }
     }
     // installed means usable: the CRDs serve their kinds
     await established;
@@ -312,15 +333,10 @@ export class Applier {
       }
       obj.metadata.labels = { ...obj.metadata.labels, [LABEL_OWNER_NAME]: target.name, [LABEL_LINEAGE]: target.lineage };
       obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
-      // Fields the server owns must not be applied.
-      delete obj.metadata.resourceVersion;
-      delete obj.metadata.uid;
-      delete obj.metadata.creationTimestamp;
-      delete obj.metadata.managedFields;
-      delete obj.status;
+      dropServerFields(obj);
       const ignored = ignoring(target.driftIgnore, obj);
       const sent = ignored?.obj ?? obj;
-      out.push({ obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
+      out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
     }
     if (failures.length > 0) {
       throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
@@ -425,15 +441,15 @@ export class Applier {
   }
 
   /**
-   * One phase: presumed-new objects are created first; any that existed after all is read and
-   * decided as the plan would have, and when one must be refused, what this call created is
-   * deleted again before ConflictingOwner is thrown — so a refusal still changes nothing.
+   * One step: presumed-new objects are created first; any that existed after all is read and
+   * decided as the plan would have, and when one must be refused, what this call created (in
+   * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
+   * refusal still changes nothing.
    */
-  private async applyPhase(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Planned[]): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
     if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
     const existing: Planned[] = [];
-    const created: Planned[] = [];
     const results = (
       await mapLimit(presumed, this.concurrency, async (p) => {
         const r = await this.applyOne(target, manager, p, ensureNs);
@@ -463,7 +479,6 @@ export class Applier {
     }
     return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
   }
-
 
   /** deletes objects this apply call created (each was new: nobody else had it) */
   private async undoCreates(target: ApplyTarget, created: readonly Planned[]): Promise<void> {
@@ -655,12 +670,6 @@ function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject
   stripped.metadata.labels = { ...stripped.metadata.labels, [LABEL_OWNER_NAME]: labels![LABEL_OWNER_NAME]!, [LABEL_LINEAGE]: labels![LABEL_LINEAGE]! };
   stripped.metadata.annotations = { ...stripped.metadata.annotations, [ANNOTATION_REVISION]: annotations![ANNOTATION_REVISION]! };
   return { pointers, obj: stripped };
-}
-
-
-function phaseOf(obj: KubeObject): 'pre' | 'main' | 'post' {
-  const p = obj.metadata.annotations?.[ANNOTATION_APPLY_PHASE];
-  return p === 'pre' || p === 'post' ? p : 'main';
 }
 
 

@@ -8,6 +8,7 @@ import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
+import { HookRunner } from '../apply/hooks.ts';
 import { RevisionIndex } from '../apply/revision-index.ts';
 import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../apply/revision-store.ts';
 import { Controller } from '../kube/controller.ts';
@@ -97,6 +98,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
+      hooks: new HookRunner({ log }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
       revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log))),

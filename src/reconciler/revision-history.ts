@@ -10,8 +10,11 @@ export const MAX_HISTORY_STATUS = 10;
 
 /** `list` with `entry` recorded; a new Active entry supersedes the previous Active one */
 export function recordRevision(list: readonly RevisionStatus[] | undefined, entry: RevisionStatus): RevisionStatus[] {
+  const before = (list ?? []).find((r) => r.number === entry.number);
   const others = (list ?? []).filter((r) => r.number !== entry.number).map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
-  return [...others, entry].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
+  // the hooks a revision ran stay with it until a later transition to it runs others
+  const kept = entry.hooks === undefined && before?.hooks ? { ...entry, hooks: before.hooks } : entry;
+  return [...others, kept].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
 }
 
 /** the revision to roll back to when `failedDigest` fails: the active one, else the newest good one */

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
 import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../../apply/applier.ts';
+import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
@@ -30,6 +31,8 @@ export interface ReconcilerDeps {
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
   applier: Applier;
+  /** runs Helm hooks (src/apply/hooks.ts) */
+  hooks: HookRunner;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */

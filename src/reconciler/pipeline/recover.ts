@@ -14,6 +14,7 @@ import { lastGoodRevision, recordRevision } from '../revision-history.ts';
 import { actor, applyTarget, type StepContext } from './context.ts';
 import { decideApplyFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
+import { endTransition, runHooks, transitionOf } from './transition.ts';
 import type { ReconcileState } from './state.ts';
 
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
@@ -70,7 +71,13 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
   }
   if (spec.upgrade.onFailure === 'Rollback' && lastGood) {
+    endTransition(s, 'Failed');
     const objects = await ctx.objects.of(s.name, lastGood);
+    // the revision rolled back to runs its rollback hooks, as helm rollback does
+    const hooks = await ctx.objects.hooksOf(s.name, lastGood);
+    const back = hooks.length > 0 ? transitionOf(s, lastGood, 'rollback') : undefined;
+    const preFailed = back ? await runHooks(ctx, s, back, 'pre-rollback', hooks) : undefined;
+    if (preFailed) ctx.d.log.warn({ bd: s.name, err: preFailed.message }, 'pre-rollback hook failed; rolling back anyway');
     try {
       const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects);
       const pruned = forbidden
@@ -85,7 +92,12 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
     status.attemptedRevision.rolledBackTo = lastGood.number;
     status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString() };
-    status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
+    status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' });
+    if (back) {
+      const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
+      if (postFailed) ctx.d.log.warn({ bd: s.name, err: postFailed.message }, 'post-rollback hook failed');
+      endTransition(s, 'Active');
+    }
     // refused before any write: the new revision installed nothing, say that rather than "rolled back"
     if (reason !== 'ApplyFailed' || forbidden) s.set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
     else s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
@@ -96,6 +108,8 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     s.note = 'rolled back';
     return;
   }
+  // Hold retries the same transition: the hooks that succeeded in it do not run again
+  if (spec.upgrade.onFailure !== 'Hold' && err.terminal) endTransition(s, 'Failed');
   status.revisions = recordRevision(status.revisions, { ...failed, phase: 'Failed' });
   s.set({ type: 'Installed', status: 'False', reason, message });
   ctx.d.events.event(s.bd, 'Warning', reason, message);
