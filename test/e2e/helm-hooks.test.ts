@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LABEL_OWNER_NAME, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
+import { LABEL_HOOK_OF, LABEL_OWNER_NAME, type BundleDeployment, type BundleDeploymentSpec, type HookRun } from '../../api/v1alpha2/types.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit, type AuditEvent } from '../support/audit.ts';
@@ -42,25 +42,7 @@ const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
 const SVC = { apiVersion: 'v1', kind: 'Service' } as const;
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
-/** on hook objects Hoist created: whose hook it is (hooks are not managed objects: no owner label) */
-const LABEL_HOOK_OF = 'core.rukpak.io/hook-of';
-
-/** status.transition.hooks / status.revisions[].hooks (issue 22) */
-interface HookRun {
-  event: string;
-  kind: string;
-  name: string;
-  namespace?: string;
-  result: 'Running' | 'Succeeded' | 'Failed';
-  message?: string;
-  deleted?: boolean;
-}
-interface HookStatus {
-  transition?: { revision: number; phase?: string; waiting?: string; hooks?: HookRun[] };
-  revisions?: Array<{ number: number; phase: string; hooks?: HookRun[] }>;
-}
-const hookStatus = (bd: BundleDeployment | undefined): HookStatus => (bd?.status ?? {}) as HookStatus;
-const hooksOf = (bd: BundleDeployment | undefined, revision: number): HookRun[] | undefined => hookStatus(bd).revisions?.find((r) => r.number === revision)?.hooks;
+const hooksOf = (bd: BundleDeployment | undefined, revision: number): HookRun[] | undefined => bd?.status?.revisions?.find((r) => r.number === revision)?.hooks;
 /** "<event> <Kind> <name> <result>[ deleted]", in the order recorded */
 const runs = (hooks: readonly HookRun[] | undefined): string[] => (hooks ?? []).map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' deleted' : ''}`);
 
@@ -167,7 +149,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const jobRuns = (n: number) => runs(hooksOf(final, n)).filter((r) => r.includes(' Job '));
     expect(jobRuns(1)).toEqual([expect.stringMatching(`^pre-install Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-install Job ${release}-admission-patch Succeeded`)]);
     expect(jobRuns(2)).toEqual([expect.stringMatching(`^pre-upgrade Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-upgrade Job ${release}-admission-patch Succeeded`)]);
-    expect(hookStatus(final).transition).toBeUndefined();
+    expect(final?.status?.transition).toBeUndefined();
     // hook-succeeded (and the TTL controller): no hook Job is left
     expect(await t.client.get(JOB, `${release}-admission-create`, ns)).toBeUndefined();
     expect(await t.client.get(JOB, `${release}-admission-patch`, ns)).toBeUndefined();
@@ -253,7 +235,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
       'post-install Job hooked-check Succeeded deleted',
       'post-install ConfigMap hooked-report Succeeded',
     ]);
-    expect(hookStatus(done).transition).toBeUndefined();
+    expect(done.status?.transition).toBeUndefined();
   }, 240_000);
 
   it('a hook deleted by hand is not put back (hooks are not managed objects)', async () => {
@@ -342,8 +324,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect((job?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> })?.conditions).toContainEqual(expect.objectContaining({ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }));
     const w = await writesIn(ns(), hoist, from);
     expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema']);
-    const failedRuns = [...(hookStatus(rolled).revisions ?? []).flatMap((r) => r.hooks ?? []), ...(hookStatus(rolled).transition?.hooks ?? [])].filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
-    expect(failedRuns, JSON.stringify(hookStatus(rolled))).toHaveLength(1);
+    const failedRuns = [...(rolled.status?.revisions ?? []).flatMap((r) => r.hooks ?? []), ...(rolled.status?.transition?.hooks ?? [])].filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
+    expect(failedRuns, JSON.stringify(rolled.status)).toHaveLength(1);
     expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
   }, 240_000);
 
