@@ -25,7 +25,7 @@ import { LABEL_HOOK_OF, LABEL_OWNER_NAME, type BundleDeployment, type BundleDepl
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit, type AuditEvent } from '../support/audit.ts';
-import { cond, describeStatus, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
+import { cond, describeStatus, isFailed, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { isReconciled } from '../support/controller-log.ts';
 import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane, kubeconfigPath } from '../support/env.ts';
@@ -54,6 +54,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const offset = (): Promise<number> => auditOffset(audit);
 const hoist = (ua: string): boolean => ua === `hoist/test-${t.runId}`;
 const anyone = (): boolean => true;
+
+/** waits until BD `name` succeeded with `pred` holding; a failed BD (Blocked, RolledBack) fails at once, with its status */
+async function waitSucceeded(name: string, what: string, timeoutMs: number, pred: (b: BundleDeployment) => boolean = () => true): Promise<BundleDeployment> {
+  const b = await t.waitFor(name, (x) => (isSucceeded(x) && pred(x)) || isFailed(x), what, timeoutMs);
+  if (isFailed(b)) throw new Error(`${name} failed instead of: ${what}\n${describeStatus(b)}`);
+  return b;
+}
 
 
 /** writes (create, apply, update, delete) to the bundle's objects in `ns` between two audit-log offsets, by the clients `agent` accepts */
@@ -104,12 +111,14 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const chart = async (v: string) => servePinned(files, `/ingress-nginx-${v}.tgz`, await readTree(join(FIXTURES, `ingress-nginx-${v}`)));
     const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'helm', sources: await chart('4.15.0'), config: { helm: { releaseName: release, values } }, upgrade: { onFailure: 'Rollback' } };
 
+    // the namespace exists (an install into a new one is a test of its own, below)
+    await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     const installFrom = await offset();
     await t.create(bd, spec);
-    await t.waitFor(bd, isSucceeded, 'revision 1 installed and healthy', 240_000);
+    await waitSucceeded(bd, 'revision 1 installed and healthy', 240_000);
     const upgradeFrom = await offset();
     await t.patchSpec(bd, { sources: await chart('4.15.1') });
-    await t.waitFor(bd, (b) => isSucceeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 240_000);
+    await waitSucceeded(bd, 'revision 2 installed and healthy', 240_000, (b) => b.status?.activeRevision?.number === 2);
     await t.idle({ quietMs: 2000 });
 
     // the window: minutes of a running controller after the upgrade is done (the TTL controller
@@ -193,6 +202,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   };
 
   beforeAll(async () => {
+    // the namespace exists (an install into a new one is a test of its own, below)
+    await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns() } });
     tl = await Timeline.start(t.client, [JOB, CM, SA, SVC, DEPLOY], { namespace: ns() });
   });
   afterAll(async () => {
@@ -202,7 +213,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   it('install: pre-install hooks one at a time to completion before any main object exists, post-install hooks after the main set is ready', async () => {
     const from = await offset();
     await t.create(bd(), { installNamespace: ns(), format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }), upgrade: { onFailure: 'Rollback' } });
-    const done = await t.waitFor(bd(), isSucceeded, 'revision 1 installed and healthy', 180_000);
+    const done = await waitSucceeded(bd(), 'revision 1 installed and healthy', 180_000);
 
     const w = await writesIn(ns(), hoist, from);
     hoistInstall = createdRefs(w);
@@ -255,7 +266,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const before = { config: await t.client.get(CM, 'hooked-config', ns()), deploy: await t.client.get(DEPLOY, 'hooked', ns()), svc: await t.client.get(SVC, 'hooked', ns()) };
     const from = await offset();
     await t.patchSpec(bd(), { config: values({ version: '2' }) });
-    const done = await t.waitFor(bd(), (b) => isSucceeded(b) && b.status?.activeRevision?.number === 2, 'revision 2 installed and healthy', 180_000);
+    const done = await waitSucceeded(bd(), 'revision 2 installed and healthy', 180_000, (b) => b.status?.activeRevision?.number === 2);
 
     const w = await writesIn(ns(), hoist, from);
     expect(createdRefs(w), showAudit(w)).toEqual([...PRE_UPGRADE, ...POST]);
@@ -310,7 +321,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const rolled = await t.waitFor(bd(), (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'the failed upgrade rolled back', 180_000);
     const progressing = cond(rolled, 'Progressing')!;
     expect(progressing.status).toBe('False');
-    expect(progressing.message).toContain(`pre-upgrade hook Job ${ns()}/hooked-schema`);
+    // "<event> hook <apiVersion> <Kind> <ns>/<name>", as every failure names its object
+    expect(progressing.message).toMatch(new RegExp(`pre-upgrade hook (batch/v1 )?Job ${ns()}/hooked-schema\\b`));
     expect(progressing.message).toContain('BackoffLimitExceeded');
     expect(cond(rolled, 'Installed')?.status).toBe('True');
     expect(rolled.status?.activeRevision?.number).toBe(2);
@@ -346,6 +358,17 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
       await waitUntil(`${type.kind} ${name} gone`, async () => (await t.client.get(type, name, ns())) === undefined, 60_000);
     }
   }, 240_000);
+
+  it('an install into a namespace that does not exist yet: Hoist creates it before the pre-install hooks (as helm install --create-namespace)', async () => {
+    const name = `hooked-new-${t.runId}`;
+    const from = await offset();
+    await t.create(name, { installNamespace: name, format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }) });
+    await waitSucceeded(name, 'installed into a new namespace', 180_000);
+    const w = (await auditEvents(audit, from, hoist)).filter((e) => isCreate(e) && (e.objectRef?.resource === 'namespaces' ? e.objectRef.name === name : e.objectRef?.namespace === name));
+    expect(w.map(auditRef)[0], showAudit(w)).toBe(`namespaces/${name}`);
+    expect(w.map(auditRef).filter((r) => PRE_INSTALL.includes(r)), showAudit(w)).toEqual(PRE_INSTALL);
+    await deleteBundleDeployment(t.client, name, 180_000);
+  }, 300_000);
 
   it('the real helm install --wait creates hooks in the same order, relative to the main objects, as Hoist', async () => {
     if (!hoistInstall) throw new Error("Hoist's install did not run (see the install test)");
