@@ -9,10 +9,13 @@
  * - hooked-app (testdata/helm, written for this test): pre-install hooks run one at a time to
  *   completion before any main object exists, post-install hooks after the main set is ready, an
  *   upgrade re-creates a changed hook Job (delete, then create), a failing pre-upgrade Job fails the
- *   upgrade and leaves the installed revision untouched, `hook-succeeded` hooks are gone, a hook
- *   deleted by hand is not put back, uninstall runs pre-delete before deleting anything;
- * - the same chart installed by the real `helm install --wait` creates its hooks in the same order,
- *   relative to the main objects, as Hoist does (both read from the audit log).
+ *   upgrade and leaves the installed revision untouched (rolled back, with the old revision's
+ *   post-rollback hook), `hook-succeeded` hooks are gone, a hook deleted by hand is not put back,
+ *   uninstall runs pre-delete before deleting anything, an install into a new namespace creates it
+ *   before the first hook;
+ * - the same chart through the real helm (install --wait, upgrade --wait, a failing upgrade
+ *   --atomic, uninstall) creates the same hooks in the same order, relative to the main objects, as
+ *   Hoist did (both read from the audit log).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -114,6 +117,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     // the namespace exists (an install into a new one is a test of its own, below)
     await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     const installFrom = await offset();
+    const startMark = t.log.mark();
     await t.create(bd, spec);
     await waitSucceeded(bd, 'revision 1 installed and healthy', 240_000);
     const upgradeFrom = await offset();
@@ -146,6 +150,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     // and never again: nobody creates or deletes a hook Job once the upgrade is done
     expect(showAudit(after)).toBe('');
 
+    // no reconcile was ever queued for a change of a hook Job (their deletion by the TTL controller included)
+    const hookJobEvents = t.log.since(startMark).filter((r) => r.msg === 'managed object changed' && r.bd === bd && /admission-(create|patch)/.test(String(r.why)));
+    expect(hookJobEvents.map((r) => String(r.why))).toEqual([]);
     // no reconcile and no status write after the upgrade was done: the hooks' deletion is nobody's business
     const lines = t.log.since(mark);
     expect(lines.filter((r) => r.msg === 'managed object changed' && r.bd === bd).map((r) => JSON.stringify(r.why))).toEqual([]);
@@ -192,8 +199,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   const bd = () => `hooked-${t.runId}`;
   const ns = () => `hooked-${t.runId}`;
   let tl: Timeline;
-  /** what Hoist created installing revision 1, for the comparison with helm */
-  let hoistInstall: string[] | undefined;
+  /** Hoist's writes in each step, for the comparison with helm's */
+  const hoistSteps: Partial<Record<'install' | 'upgrade' | 'failedUpgrade' | 'uninstall', AuditEvent[]>> = {};
   const chart = async (path: string) => servePinned(files, path, await readTree(HOOKED_APP));
   const values = (v: Record<string, unknown>) => ({ helm: { releaseName: RELEASE, values: v } });
   const rv = (e: { rv: bigint } | undefined, what: string): bigint => {
@@ -215,10 +222,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     await t.create(bd(), { installNamespace: ns(), format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }), upgrade: { onFailure: 'Rollback' } });
     const done = await waitSucceeded(bd(), 'revision 1 installed and healthy', 180_000);
 
-    const w = await writesIn(ns(), hoist, from);
-    hoistInstall = createdRefs(w);
-    expectHelmOrder(hoistInstall, PRE_INSTALL, `Hoist's creates:\n${showAudit(w)}`);
-    expect(hoistInstall.length, showAudit(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
+    const w = (hoistSteps.install = await writesIn(ns(), hoist, from));
+    expectHelmOrder(createdRefs(w), PRE_INSTALL, `Hoist's creates:\n${showAudit(w)}`);
+    expect(createdRefs(w).length, showAudit(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
 
     // one at a time: each pre hook Job complete before the next hook is created, all of them before the first main object
     const complete = (name: string) => rv(tl.first('Job', name, (o) => hasCondition(o, 'Complete')), `Job ${name} Complete`);
@@ -268,7 +274,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     await t.patchSpec(bd(), { config: values({ version: '2' }) });
     const done = await waitSucceeded(bd(), 'revision 2 installed and healthy', 180_000, (b) => b.status?.activeRevision?.number === 2);
 
-    const w = await writesIn(ns(), hoist, from);
+    const w = (hoistSteps.upgrade = await writesIn(ns(), hoist, from));
     expect(createdRefs(w), showAudit(w)).toEqual([...PRE_UPGRADE, ...POST]);
     // the main set is updated (not created) after every pre-upgrade hook and before every post-upgrade hook
     const at = (pred: (e: AuditEvent) => boolean) => w.flatMap((e, i) => (pred(e) ? [i] : []));
@@ -331,20 +337,26 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     // the installed revision is as it was: same objects, same versions, old data
     expect(await snap()).toEqual(before);
     expect(before['ConfigMap hooked-config']?.data).toEqual({ version: '2' });
-    // the Job failed as kwok's stage made it (no hook-failed policy: it stays); no post-upgrade hook ran
+    // the Job failed as kwok's stage made it (no hook-failed policy: it stays); no post-upgrade hook
+    // ran; the revision rolled back to ran its post-rollback hook, as helm rollback does
     const job = await t.client.get(JOB, 'hooked-schema', ns());
     expect((job?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> })?.conditions).toContainEqual(expect.objectContaining({ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }));
-    const w = await writesIn(ns(), hoist, from);
-    expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema']);
-    const failedRuns = [...(rolled.status?.revisions ?? []).flatMap((r) => r.hooks ?? []), ...(rolled.status?.transition?.hooks ?? [])].filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
+    const w = (hoistSteps.failedUpgrade = await writesIn(ns(), hoist, from));
+    expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema', 'jobs/hooked-rollback']);
+    const rollbackJob = tl.created('Job', 'hooked-rollback')?.object as (KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } }) | undefined;
+    expect(rollbackJob?.spec.template.spec.containers[0]!.env, "revision 2's post-rollback hook").toContainEqual({ name: 'APP_VERSION', value: '2' });
+    await waitUntil('the post-rollback Job deleted (hook-succeeded)', async () => (await t.client.get(JOB, 'hooked-rollback', ns())) === undefined);
+    const allRuns = [...(rolled.status?.revisions ?? []).flatMap((r) => r.hooks ?? []), ...(rolled.status?.transition?.hooks ?? [])];
+    const failedRuns = allRuns.filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
     expect(failedRuns, JSON.stringify(rolled.status)).toHaveLength(1);
     expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
+    expect(runs(allRuns.filter((h) => h.event === 'post-rollback')), JSON.stringify(rolled.status)).toEqual(['post-rollback Job hooked-rollback Succeeded deleted']);
   }, 240_000);
 
   it('uninstall: the pre-delete hook runs to completion before any object is deleted', async () => {
     const from = await offset();
     await deleteBundleDeployment(t.client, bd(), 180_000);
-    const w = await writesIn(ns(), hoist, from);
+    const w = (hoistSteps.uninstall = await writesIn(ns(), hoist, from));
     const cleanup = w.findIndex((e) => auditRef(e) === 'jobs/hooked-cleanup' && isCreate(e));
     const firstDelete = w.findIndex((e) => MAIN.includes(auditRef(e)) && e.verb === 'delete');
     expect(cleanup, showAudit(w)).toBeGreaterThanOrEqual(0);
@@ -363,35 +375,56 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const name = `hooked-new-${t.runId}`;
     const from = await offset();
     await t.create(name, { installNamespace: name, format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }) });
-    await waitSucceeded(name, 'installed into a new namespace', 180_000);
-    const w = (await auditEvents(audit, from, hoist)).filter((e) => isCreate(e) && (e.objectRef?.resource === 'namespaces' ? e.objectRef.name === name : e.objectRef?.namespace === name));
-    expect(w.map(auditRef)[0], showAudit(w)).toBe(`namespaces/${name}`);
-    expect(w.map(auditRef).filter((r) => PRE_INSTALL.includes(r)), showAudit(w)).toEqual(PRE_INSTALL);
-    await deleteBundleDeployment(t.client, name, 180_000);
+    try {
+      await waitSucceeded(name, 'installed into a new namespace', 180_000);
+      const w = (await auditEvents(audit, from, hoist)).filter((e) => isCreate(e) && (e.objectRef?.resource === 'namespaces' ? e.objectRef.name === name : e.objectRef?.namespace === name));
+      expect(w.map(auditRef)[0], showAudit(w)).toBe(`namespaces/${name}`);
+      expect(w.map(auditRef).filter((r) => PRE_INSTALL.includes(r)), showAudit(w)).toEqual(PRE_INSTALL);
+    } finally {
+      await deleteBundleDeployment(t.client, name, 180_000);
+    }
   }, 300_000);
 
-  it('the real helm install --wait creates hooks in the same order, relative to the main objects, as Hoist', async () => {
-    if (!hoistInstall) throw new Error("Hoist's install did not run (see the install test)");
+  it('the real helm (install --wait, upgrade --wait, a failing upgrade --atomic, uninstall) runs the same hooks in the same order as Hoist', async () => {
+    const { install, upgrade, failedUpgrade, uninstall } = hoistSteps;
+    if (!install || !upgrade || !failedUpgrade || !uninstall) throw new Error(`Hoist's steps did not all run (see the tests above): ${Object.keys(hoistSteps).join(', ')}`);
     const ns2 = `helm-${t.runId}`;
     const home = await mkdtemp(join(tmpdir(), 'hoist-helm-home-'));
     const helm = (args: string[]) =>
-      run(toolPath('helm'), [...args, '--kubeconfig', kubeconfigPath()], {
+      run(toolPath('helm'), [...args, '--namespace', ns2, '--kubeconfig', kubeconfigPath()], {
         env: { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
         timeout: 300_000,
         maxBuffer: 16 * 1024 * 1024,
       });
-    try {
+    /** helm's writes in ns2 while `f` runs (its requests carry User-Agent Helm/<version>) */
+    const step = async (f: () => Promise<unknown>): Promise<AuditEvent[]> => {
       const from = await offset();
-      await helm(['install', RELEASE, HOOKED_APP, '--namespace', ns2, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']);
-      // helm's requests carry User-Agent Helm/<version>
-      const w = await writesIn(ns2, (ua) => /^helm\//i.test(ua), from);
-      const helmInstall = createdRefs(w);
-      expectHelmOrder(helmInstall, PRE_INSTALL, `helm's creates:\n${showAudit(w)}`);
-      const hooks = [...PRE_INSTALL, ...POST];
-      expect(hoistInstall.filter((r) => hooks.includes(r))).toEqual(helmInstall.filter((r) => hooks.includes(r)));
-      // helm deleted the same hook-succeeded hooks
-      expect(deletes(w).map(auditRef).sort()).toEqual(['jobs/hooked-check', 'jobs/hooked-migrate']);
-      await helm(['uninstall', RELEASE, '--namespace', ns2, '--wait', '--timeout', '4m']);
+      await f();
+      return writesIn(ns2, (ua) => /^helm\//i.test(ua), from);
+    };
+    const hooks = [...PRE_INSTALL, ...POST];
+    try {
+      const helmInstall = await step(() => helm(['install', RELEASE, HOOKED_APP, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']));
+      expectHelmOrder(createdRefs(helmInstall), PRE_INSTALL, `helm's creates:\n${showAudit(helmInstall)}`);
+      expect(createdRefs(install).filter((r) => hooks.includes(r))).toEqual(createdRefs(helmInstall).filter((r) => hooks.includes(r)));
+      expect(deletes(install).map(auditRef).sort(), showAudit(install)).toEqual(deletes(helmInstall).map(auditRef).sort());
+
+      const helmUpgrade = await step(() => helm(['upgrade', RELEASE, HOOKED_APP, '--wait', '--timeout', '4m', '--set', 'version=2']));
+      expect(createdRefs(upgrade), `Hoist:\n${showAudit(upgrade)}\nhelm:\n${showAudit(helmUpgrade)}`).toEqual(createdRefs(helmUpgrade));
+
+      // helm's --atomic rolls a failed upgrade back, as onFailure: Rollback does
+      const helmFailed = await step(() => helm(['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true']).then(() => expect.fail('helm upgrade succeeded'), () => undefined));
+      expect(createdRefs(failedUpgrade), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(createdRefs(helmFailed));
+
+      const helmUninstall = await step(() => helm(['uninstall', RELEASE, '--wait', '--timeout', '4m']));
+      for (const [who, w] of [['Hoist', uninstall], ['helm', helmUninstall]] as const) {
+        const cleanup = w.findIndex((e) => auditRef(e) === 'jobs/hooked-cleanup' && isCreate(e));
+        const firstDelete = w.findIndex((e) => MAIN.includes(auditRef(e)) && e.verb === 'delete');
+        expect(cleanup, `${who}:\n${showAudit(w)}`).toBeGreaterThanOrEqual(0);
+        expect(firstDelete, `${who}: the pre-delete hook first\n${showAudit(w)}`).toBeGreaterThan(cleanup);
+      }
+      expect(createdRefs(uninstall)).toEqual(createdRefs(helmUninstall));
+      expect(deletes(uninstall).map(auditRef).filter((r) => MAIN.includes(r)).sort()).toEqual(deletes(helmUninstall).map(auditRef).filter((r) => MAIN.includes(r)).sort());
     } finally {
       await t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns2, undefined).catch(() => undefined);
       await rm(home, { recursive: true, force: true });
