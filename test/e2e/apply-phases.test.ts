@@ -22,7 +22,7 @@ import { renderRegistryV1Bundle } from '../../src/processors/registry-v1/render.
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit } from '../support/audit.ts';
 import { cond, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { crdOf, untilServed } from '../support/crds.ts';
-import { configMap, deployment, serveBundle } from '../support/e2e-bundles.ts';
+import { configMap, deleteBundleDeployment, deployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane } from '../support/env.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { hasCondition, Timeline } from '../support/timeline.ts';
@@ -37,6 +37,24 @@ const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefini
 let t: TestController;
 let files: FileServer;
 
+
+/** a webhook configuration that would do no harm if it were called: a rule for a group nobody serves, failurePolicy Ignore */
+function harmlessWebhook(name: string, service: string, namespace: string): KubeObject {
+  return {
+    ...VWC,
+    metadata: { name },
+    webhooks: [
+      {
+        name: 'never.hoist.test',
+        rules: [{ apiGroups: ['never.hoist.test'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['widgets'] }],
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        clientConfig: { service: { name: service, namespace, port: 443 } },
+      },
+    ],
+  } as KubeObject;
+}
 
 const withAnnotations = (o: KubeObject, annotations: Record<string, string>): KubeObject => ({ ...o, metadata: { ...o.metadata, annotations } });
 
@@ -84,21 +102,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
     const bd = `never-${t.runId}`;
     const ns = `never-${t.runId}`;
     const webhook = `hoist-never-${t.runId}`;
-    // harmless if it were created: a rule for a group nobody serves, failurePolicy Ignore
-    const vwc = {
-      ...VWC,
-      metadata: { name: webhook },
-      webhooks: [
-        {
-          name: 'never.hoist.test',
-          rules: [{ apiGroups: ['never.hoist.test'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['widgets'] }],
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          admissionReviewVersions: ['v1'],
-          clientConfig: { service: { name: 'stuck', namespace: ns, port: 443 } },
-        },
-      ],
-    } as KubeObject;
+    const vwc = harmlessWebhook(webhook, 'stuck', ns);
     // no node matches: the pod never schedules, the Deployment never becomes Available
     const stuck = deployment('stuck', { nodeSelector: { 'hoist.test/no-such-node': 'true' } });
 
@@ -128,6 +132,34 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
     const creates = (await auditEvents(auditLogPath(), from)).filter((e) => e.objectRef?.resource === 'validatingwebhookconfigurations' && e.objectRef.name === webhook && e.verb !== 'get');
     expect(showAudit(creates)).toBe('');
     expect(await t.client.get(VWC, webhook)).toBeUndefined();
+  }, 240_000);
+});
+
+describe.runIf(isLocalControlPlane())('drift correction of an installed revision', () => {
+  it('does not wait for phases: a webhook configuration deleted by hand comes back while an object of an earlier phase is not ready', async () => {
+    const bd = `drift-${t.runId}`;
+    const ns = `drift-${t.runId}`;
+    const group = `drift-${t.runId}.hoist.test`;
+    const webhook = `hoist-drift-${t.runId}`;
+    const GADGET = { apiVersion: `${group}/v1`, kind: 'Gadget' };
+    // a custom resource (deploy phase) whose readiness the test decides: no Ready condition (ready) at install, Ready=False later
+    const objects = [crdOf(group, 'Gadget', { status: true }), { ...GADGET, metadata: { name: 'gadget' } } as KubeObject, harmlessWebhook(webhook, 'gadget', ns)];
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/drift.tgz', objects)] });
+    await t.waitFor(bd, isSucceeded, 'installed', 120_000);
+
+    const gadget = await t.client.get(GADGET, 'gadget', ns);
+    await t.client.updateStatus({ ...gadget!, status: { conditions: [{ type: 'Ready', status: 'False', reason: 'Test', message: 'made unready by the test', lastTransitionTime: new Date().toISOString() }] } });
+    await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'False', 'the unready custom resource seen', 60_000);
+    const before = await t.client.get(VWC, webhook);
+    await t.client.delete(VWC, webhook, undefined);
+    await waitUntil(`the webhook configuration re-created`, async () => {
+      const now = await t.client.get(VWC, webhook);
+      return !!now && now.metadata.uid !== before?.metadata.uid;
+    }, 60_000);
+    const after = await t.get(bd);
+    expect(after?.status?.activeRevision?.number).toBe(1);
+    expect(after?.status?.transition).toBeUndefined();
+    await deleteBundleDeployment(t.client, bd, 120_000);
   }, 240_000);
 });
 
