@@ -1,13 +1,15 @@
 /**
- * One file (over 400 lines) because apply is one pass whose phases (collision check, CRDs
- * first, parallel apply, the skip-if-unchanged records) share the Applier's per-BD state;
- * collision, CRD safety, field managers and the live index already live in their own modules.
+ * One file (over 400 lines) because apply is one pass whose parts (collision check, the steps,
+ * the skip-if-unchanged records) share the Applier's per-BD state; phases, hooks, collision, CRD
+ * safety, field managers and the live index live in their own modules.
  *
- * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
- * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
- * bounded concurrency. Collisions are decided for every object before anything is written — from
- * the watches, else by a GET — so a refused takeover changes nothing. In a one-phase bundle (no
- * CRDs, Namespaces or hooks) an object the synced watches do not know is applied without force
+ * The server-side applier (DESIGN §2 Apply, §4), at the level of a revision's steps and their
+ * objects: one field manager per lineage; the steps of phases.ts in order, the objects of one in
+ * parallel with bounded concurrency (objects of the bundle's own CRD kinds once those CRDs are
+ * Established); after each step a gate may stop the apply until what it applied is ready (the
+ * reconciler's, for a new revision). Collisions are decided for every object before anything is
+ * written — from the watches, else by a GET — so a refused takeover changes nothing. In a bundle
+ * without CRDs or Namespaces an object the synced watches do not know is applied without force
  * and without that GET: created (201), or it existed after all and the write is handed back and
  * what the call created deleted before the refusal; one request per new object instead of two.
  * Objects whose desired state and live fingerprint are as they were after the last apply are not
@@ -186,6 +188,16 @@ export class Applier {
     const hand = live?.managers?.filter((m) => this.overrideManagers.has(m)) ?? [];
     if (hand.length === 0) return false;
     return !(rec?.heldBy && desired && hand.every((m) => rec.heldBy!.includes(m)) && rec.fingerprint === liveFingerprint(live!, desired));
+  }
+
+  /**
+   * The install namespace exists (created when missing, as an apply would) before anything else
+   * of the revision is written: Helm hooks run before the revision's objects, as with
+   * `helm install --create-namespace`.
+   */
+  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[]): Promise<void> {
+    if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
+    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
   }
 
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */

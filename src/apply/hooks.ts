@@ -68,7 +68,7 @@ export function hookOutcome(obj: KubeObject): Outcome | undefined {
     const conditions = (status.conditions as Array<{ type?: string; status?: string; reason?: string; message?: string }> | undefined) ?? [];
     if (conditions.some((c) => c.type === 'Complete' && c.status === 'True')) return { result: 'Succeeded' };
     const failed = conditions.find((c) => c.type === 'Failed' && c.status === 'True');
-    if (failed) return { result: 'Failed', message: `job failed: ${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message}` : ''}` };
+    if (failed) return { result: 'Failed', message: `job failed: ${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message.slice(0, 1000)}` : ''}` };
     return undefined;
   }
   const phase = status.phase;

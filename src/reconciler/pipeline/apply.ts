@@ -67,6 +67,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const action = active ? 'upgrade' : 'install';
   let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
   if (t && rendered.hooks.length > 0) {
+    await d.applier.ensureInstallNamespace(target, rendered.objects).catch((e: unknown) => hooksBroke(s, number, e));
     const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) => hooksBroke(s, number, e));
     if (failed) {
       await failedRevision(ctx, s, failed, rev, rendered.objects);

@@ -27,7 +27,12 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
     // Not knowing what is installed is never "nothing installed": a revision that cannot be
     // loaded (API error, Secret missing) keeps the finalizer and is retried with backoff.
     // Removing the finalizer by hand orphans the objects.
-    const objects = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const installed = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    // and what a revision still being applied phase by phase has applied so far
+    const t = bd.status?.transition;
+    const halfway = t && t.revision !== active?.number ? await ctx.objects.of(name, { number: t.revision, contentDigest: t.contentDigest }).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const seen = new Set(installed.map(objectId));
+    const objects = [...installed, ...halfway.filter((o) => !seen.has(objectId(o)))];
     const kept = await installedByLineage(ctx, bd);
     const doomed = objects.filter((o) => !kept.has(objectId(o)));
     // Helm's delete hooks: pre-delete before anything is deleted, post-delete after; a failed
