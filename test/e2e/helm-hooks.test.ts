@@ -337,10 +337,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     // the installed revision is as it was: same objects, same versions, old data
     expect(await snap()).toEqual(before);
     expect(before['ConfigMap hooked-config']?.data).toEqual({ version: '2' });
-    // the Job failed as kwok's stage made it (no hook-failed policy: it stays); no post-upgrade hook
-    // ran; the revision rolled back to ran its post-rollback hook, as helm rollback does
-    const job = await t.client.get(JOB, 'hooked-schema', ns());
-    expect((job?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> })?.conditions).toContainEqual(expect.objectContaining({ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }));
+    // the Job failed as kwok's stage made it, and was deleted for it (hook-failed); no post-upgrade
+    // hook ran; the revision rolled back to ran its post-rollback hook, as helm rollback does
+    const failedJob = tl.first('Job', 'hooked-schema', (o) => ((o.status as { conditions?: Array<{ type: string; status: string; reason?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Failed' && c.status === 'True' && c.reason === 'BackoffLimitExceeded'));
+    expect(failedJob, 'the schema Job Failed (BackoffLimitExceeded)').toBeDefined();
+    await waitUntil('the failed schema Job deleted (hook-failed)', async () => (await t.client.get(JOB, 'hooked-schema', ns())) === undefined);
     const w = (hoistSteps.failedUpgrade = await writesIn(ns(), hoist, from));
     expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema', 'jobs/hooked-rollback']);
     const rollbackJob = tl.created('Job', 'hooked-rollback')?.object as (KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } }) | undefined;
@@ -350,6 +351,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     const failedRuns = allRuns.filter((h) => h.event === 'pre-upgrade' && h.name === 'hooked-schema' && h.result === 'Failed');
     expect(failedRuns, JSON.stringify(rolled.status)).toHaveLength(1);
     expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
+    expect(failedRuns[0]?.deleted, 'hook-failed recorded').toBe(true);
     expect(runs(allRuns.filter((h) => h.event === 'post-rollback')), JSON.stringify(rolled.status)).toEqual(['post-rollback Job hooked-rollback Succeeded deleted']);
   }, 240_000);
 
@@ -415,6 +417,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
       // helm's --atomic rolls a failed upgrade back, as onFailure: Rollback does
       const helmFailed = await step(() => helm(['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true']).then(() => expect.fail('helm upgrade succeeded'), () => undefined));
       expect(createdRefs(failedUpgrade), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(createdRefs(helmFailed));
+      expect(deletes(failedUpgrade).map(auditRef), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(deletes(helmFailed).map(auditRef));
 
       const helmUninstall = await step(() => helm(['uninstall', RELEASE, '--wait', '--timeout', '4m']));
       for (const [who, w] of [['Hoist', uninstall], ['helm', helmUninstall]] as const) {
