@@ -18,7 +18,7 @@
  *   Hoist did (both read from the audit log).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,14 +65,16 @@ async function waitSucceeded(name: string, what: string, timeoutMs: number, pred
   return b;
 }
 
-
-/** writes (create, apply, update, delete) to the bundle's objects in `ns` between two audit-log offsets, by the clients `agent` accepts */
-async function writesIn(ns: string, agent: (ua: string) => boolean, from: number, to?: number): Promise<AuditEvent[]> {
+/**
+ * writes (create, apply, update, delete) to the bundle's objects in `ns` (and cluster-scoped ones
+ * whose name starts with `clusterPrefix`) between two audit-log offsets, by the clients `agent` accepts
+ */
+async function writesIn(ns: string, agent: (ua: string) => boolean, from: number, to?: number, clusterPrefix?: string): Promise<AuditEvent[]> {
   const events = await auditEvents(audit, from, agent, to);
   return events.filter(
     (e) =>
-      e.objectRef?.namespace === ns &&
-      !!e.objectRef.name &&
+      (e.objectRef?.namespace === ns || (clusterPrefix !== undefined && !e.objectRef?.namespace && !!e.objectRef?.name?.startsWith(clusterPrefix))) &&
+      !!e.objectRef?.name &&
       !e.objectRef.subresource &&
       !['events', 'pods', 'namespaces', 'leases', 'endpointslices', 'endpoints', 'replicasets'].includes(e.objectRef.resource ?? '') &&
       !(e.objectRef.resource === 'secrets' && e.objectRef.name.startsWith('sh.helm.release.')) &&
@@ -94,25 +96,41 @@ afterAll(async () => {
 
 // the audit log and kwok's stages exist on the suite's own control plane only
 describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: ingress-nginx', () => {
+  /**
+   * The release name makes the chart's cluster-scoped names (ClusterRoles and their bindings, the
+   * IngressClass, the admission webhook) unique to a release; the webhook (failurePolicy Fail, no pod
+   * serves it under kwok) intercepts Ingresses of the release's namespace only.
+   */
+  const valuesFor = (release: string, ns: string) => ({
+    controller: {
+      ingressClassResource: { name: release, controllerValue: `k8s.io/${release}` },
+      ingressClass: release,
+      service: { type: 'ClusterIP' },
+      admissionWebhooks: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
+    },
+  });
+  /** the chart's hooks (no weights: helm runs them by name, equal names in kind order), with the release name as REL */
+  const HOOKS = ['serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'].map((r) => `${r}/REL-admission`).concat('jobs/REL-admission-create', 'jobs/REL-admission-patch');
+  /** Hoist's writes (namespaced and cluster-scoped objects of the release) in the install and the upgrade, release name as REL */
+  const hoistSteps: Partial<Record<'install' | 'upgrade', AuditEvent[]>> = {};
+  const normalize = (events: readonly AuditEvent[], release: string): AuditEvent[] => events.map((e) => ({ ...e, objectRef: { ...e.objectRef, name: e.objectRef?.name?.replace(release, 'REL') } }));
+  /** the hooks created before the first write of a main object, among those writes, and after the last one; and the main objects created */
+  const around = (events: readonly AuditEvent[]) => {
+    const seq = events.filter((e) => (HOOKS.includes(auditRef(e)) ? isCreate(e) : e.verb !== 'delete')).map(auditRef);
+    const main = seq.flatMap((r, i) => (HOOKS.includes(r) ? [] : [i]));
+    const hooksIn = (from: number, to: number) => seq.slice(from, to).filter((r) => HOOKS.includes(r));
+    const [first, last] = [Math.min(...main), Math.max(...main)];
+    return { before: hooksIn(0, first), among: hooksIn(first, last + 1), after: hooksIn(last + 1, seq.length), mainCreated: createdRefs(events).filter((r) => !HOOKS.includes(r)).sort() };
+  };
+  const chart = async (v: string) => servePinned(files, `/ingress-nginx-${v}.tgz`, await readTree(join(FIXTURES, `ingress-nginx-${v}`)));
+
   it('install and upgrade: each hook Job created exactly once per transition and never again; no reconcile follows; the BundleDeployment stays done', async () => {
     const bd = `ingress-${t.runId}`;
     const ns = `ingress-${t.runId}`;
-    // the release name makes the chart's cluster-scoped names (ClusterRoles, the admission webhook)
-    // unique to this run; the webhook (failurePolicy Fail, no pod serves it under kwok) intercepts
-    // Ingresses of this namespace only
     const release = `ingress-nginx-${t.runId}`;
-    const values = {
-      controller: {
-        ingressClassResource: { name: `nginx-${t.runId}`, controllerValue: `k8s.io/ingress-nginx-${t.runId}` },
-        ingressClass: `nginx-${t.runId}`,
-        service: { type: 'ClusterIP' },
-        admissionWebhooks: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
-      },
-    };
     const createJob = `jobs/${release}-admission-create`;
     const patchJob = `jobs/${release}-admission-patch`;
-    const chart = async (v: string) => servePinned(files, `/ingress-nginx-${v}.tgz`, await readTree(join(FIXTURES, `ingress-nginx-${v}`)));
-    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'helm', sources: await chart('4.15.0'), config: { helm: { releaseName: release, values } }, upgrade: { onFailure: 'Rollback' } };
+    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'helm', sources: await chart('4.15.0'), config: { helm: { releaseName: release, values: valuesFor(release, ns) } }, upgrade: { onFailure: 'Rollback' } };
 
     // the namespace exists (an install into a new one is a test of its own, below)
     await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -128,6 +146,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     // the window: minutes of a running controller after the upgrade is done (the TTL controller
     // deleted the finished Jobs before); the BundleDeployment must stay done all along
     const windowFrom = await offset();
+    hoistSteps.install = normalize(await writesIn(ns, hoist, installFrom, upgradeFrom, release), release);
+    hoistSteps.upgrade = normalize(await writesIn(ns, hoist, upgradeFrom, windowFrom, release), release);
     const mark = t.log.mark();
     const flaps: string[] = [];
     const windowEnd = Date.now() + 150_000;
@@ -172,7 +192,46 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
 
     await deleteBundleDeployment(t.client, bd, 180_000);
   }, 900_000);
+
+  it('the real helm install --wait and upgrade --wait run the same hooks, in the same order relative to the main objects, as Hoist', async () => {
+    const { install, upgrade } = hoistSteps;
+    if (!install || !upgrade) throw new Error("Hoist's install and upgrade did not run (see the test above)");
+    const ns = `helm-ingress-${t.runId}`;
+    const release = `ingress-nginx-h${t.runId}`;
+    const home = await mkdtemp(join(tmpdir(), 'hoist-helm-home-'));
+    const valuesFile = join(home, 'values.json');
+    await writeFile(valuesFile, JSON.stringify(valuesFor(release, ns)));
+    try {
+      const helmInstall = normalize(await helmStep(home, ns, ['install', release, join(FIXTURES, 'ingress-nginx-4.15.0'), '--create-namespace', '--wait', '--timeout', '4m', '--values', valuesFile], release), release);
+      const helmUpgrade = normalize(await helmStep(home, ns, ['upgrade', release, join(FIXTURES, 'ingress-nginx-4.15.1'), '--wait', '--timeout', '4m', '--values', valuesFile], release), release);
+      for (const [what, ours, theirs] of [['install', install, helmInstall], ['upgrade', upgrade, helmUpgrade]] as const) {
+        const msg = `${what}\nHoist:\n${showAudit(ours)}\nhelm:\n${showAudit(theirs)}`;
+        expect(createdRefs(ours).filter((r) => HOOKS.includes(r)), msg).toEqual(createdRefs(theirs).filter((r) => HOOKS.includes(r)));
+        expect(around(theirs).before.length, msg).toBeGreaterThan(0);
+        expect(around(ours), msg).toEqual(around(theirs));
+        expect(around(ours).among, msg).toEqual([]);
+        expect(deletes(ours).map(auditRef).sort(), msg).toEqual(deletes(theirs).map(auditRef).sort());
+      }
+      await helmStep(home, ns, ['uninstall', release, '--wait', '--timeout', '4m'], release);
+    } finally {
+      await t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 600_000);
 });
+
+/** runs the pinned helm against the test control plane with a private home; returns its writes in `ns` (and cluster-scoped objects named `clusterPrefix`…) while it ran (helm's requests carry User-Agent Helm/<version>) */
+async function helmStep(home: string, ns: string, args: string[], clusterPrefix?: string, expectFailure = false): Promise<AuditEvent[]> {
+  const from = await offset();
+  const done = run(toolPath('helm'), [...args, '--namespace', ns, '--kubeconfig', kubeconfigPath()], {
+    env: { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
+    timeout: 300_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (expectFailure) await done.then(() => expect.fail(`helm ${args.join(' ')} succeeded`), () => undefined);
+  else await done;
+  return writesIn(ns, (ua) => /^helm\//i.test(ua), from, undefined, clusterPrefix);
+}
 
 /** hooked-app's hooks by event, in Helm's order (weight, then name) */
 const RELEASE = 'hooked';
@@ -392,34 +451,23 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     if (!install || !upgrade || !failedUpgrade || !uninstall) throw new Error(`Hoist's steps did not all run (see the tests above): ${Object.keys(hoistSteps).join(', ')}`);
     const ns2 = `helm-${t.runId}`;
     const home = await mkdtemp(join(tmpdir(), 'hoist-helm-home-'));
-    const helm = (args: string[]) =>
-      run(toolPath('helm'), [...args, '--namespace', ns2, '--kubeconfig', kubeconfigPath()], {
-        env: { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
-        timeout: 300_000,
-        maxBuffer: 16 * 1024 * 1024,
-      });
-    /** helm's writes in ns2 while `f` runs (its requests carry User-Agent Helm/<version>) */
-    const step = async (f: () => Promise<unknown>): Promise<AuditEvent[]> => {
-      const from = await offset();
-      await f();
-      return writesIn(ns2, (ua) => /^helm\//i.test(ua), from);
-    };
+    const step = (args: string[], expectFailure = false) => helmStep(home, ns2, args, undefined, expectFailure);
     const hooks = [...PRE_INSTALL, ...POST];
     try {
-      const helmInstall = await step(() => helm(['install', RELEASE, HOOKED_APP, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']));
+      const helmInstall = await step(['install', RELEASE, HOOKED_APP, '--create-namespace', '--wait', '--timeout', '4m', '--set', 'version=1']);
       expectHelmOrder(createdRefs(helmInstall), PRE_INSTALL, `helm's creates:\n${showAudit(helmInstall)}`);
       expect(createdRefs(install).filter((r) => hooks.includes(r))).toEqual(createdRefs(helmInstall).filter((r) => hooks.includes(r)));
       expect(deletes(install).map(auditRef).sort(), showAudit(install)).toEqual(deletes(helmInstall).map(auditRef).sort());
 
-      const helmUpgrade = await step(() => helm(['upgrade', RELEASE, HOOKED_APP, '--wait', '--timeout', '4m', '--set', 'version=2']));
+      const helmUpgrade = await step(['upgrade', RELEASE, HOOKED_APP, '--wait', '--timeout', '4m', '--set', 'version=2']);
       expect(createdRefs(upgrade), `Hoist:\n${showAudit(upgrade)}\nhelm:\n${showAudit(helmUpgrade)}`).toEqual(createdRefs(helmUpgrade));
 
       // helm's --atomic rolls a failed upgrade back, as onFailure: Rollback does
-      const helmFailed = await step(() => helm(['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true']).then(() => expect.fail('helm upgrade succeeded'), () => undefined));
+      const helmFailed = await step(['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true'], true);
       expect(createdRefs(failedUpgrade), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(createdRefs(helmFailed));
       expect(deletes(failedUpgrade).map(auditRef), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(deletes(helmFailed).map(auditRef));
 
-      const helmUninstall = await step(() => helm(['uninstall', RELEASE, '--wait', '--timeout', '4m']));
+      const helmUninstall = await step(['uninstall', RELEASE, '--wait', '--timeout', '4m']);
       for (const [who, w] of [['Hoist', uninstall], ['helm', helmUninstall]] as const) {
         const cleanup = w.findIndex((e) => auditRef(e) === 'jobs/hooked-cleanup' && isCreate(e));
         const firstDelete = w.findIndex((e) => MAIN.includes(auditRef(e)) && e.verb === 'delete');
