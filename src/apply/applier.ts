@@ -141,6 +141,11 @@ interface Planned extends Prepared {
   presumed?: boolean;
 }
 
+/** an object this apply call created, with the uid its create returned (the undo deletes only that one) */
+interface Created extends Planned {
+  createdUid: string;
+}
+
 /** per apply call: creates the install namespace once, when a write finds it missing; false when it may not */
 type EnsureNamespace = () => Promise<boolean>;
 
@@ -200,6 +205,14 @@ export class Applier {
     await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
   }
 
+  /**
+   * The uid of the object this process last wrote as `obj` for BD `bdName`, when it wrote one:
+   * prune and uninstall delete only that object (an object replaced since is someone else's).
+   */
+  writtenUid(bdName: string, obj: KubeObject): string | undefined {
+    return this.applied.get(bdName)?.get(objectId(obj))?.uid;
+  }
+
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
   forget(bdName: string): void {
     this.applied.delete(bdName);
@@ -241,7 +254,7 @@ export class Applier {
 
     const bySource = new Map(planned.map((p) => [p.src, p]));
     const deferred = new Set(prepared.deferred);
-    const created: Planned[] = [];
+    const created: Created[] = [];
     let established: Promise<void> = Promise.resolve();
     const live = steps.filter((st) => st.items.some((o) => !skippedOptional.includes(describeObject(o))));
     for (const [i, step] of live.entries()) {
@@ -458,7 +471,7 @@ export class Applier {
    * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
    * refusal still changes nothing.
    */
-  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Planned[]): Promise<ObjectResult[]> {
+  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[]): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
     if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
     const existing: Planned[] = [];
@@ -466,7 +479,7 @@ export class Applier {
       await mapLimit(presumed, this.concurrency, async (p) => {
         const r = await this.applyOne(target, manager, p, ensureNs);
         if (!r) existing.push(p);
-        else if (r.action === 'created') created.push(p);
+        else if (r.action === 'created' && r.written) created.push({ ...p, createdUid: r.written.uid });
         return r;
       })
     ).filter((r): r is ObjectResult => r !== undefined);
@@ -492,14 +505,23 @@ export class Applier {
     return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
   }
 
-  /** deletes objects this apply call created (each was new: nobody else had it) */
-  private async undoCreates(target: ApplyTarget, created: readonly Planned[]): Promise<void> {
+  /**
+   * Deletes the objects this apply call created (each was new: nobody else had it), each by the
+   * uid its create returned: an object replaced since (deleted and created again by someone else)
+   * is left alone.
+   */
+  private async undoCreates(target: ApplyTarget, created: readonly Created[]): Promise<void> {
     const client = this.actor(target);
     await mapLimit(created, this.concurrency, async (p) => {
       try {
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background' });
         this.applied.get(target.name)?.delete(p.id);
       } catch (e) {
+        if (isConflict(e)) {
+          this.applied.get(target.name)?.delete(p.id);
+          this.log.info({ object: p.subject, uid: p.createdUid }, 'not undoing a create: the object was replaced since (uid precondition failed)');
+          return;
+        }
         this.log.warn({ object: p.subject, err: e instanceof Error ? e.message : String(e) }, 'could not delete an object created before a collision was found');
       }
     });
@@ -552,7 +574,9 @@ export class Applier {
           try {
             out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false }));
           } catch (e) {
-            if (isConflict(e)) return undefined;
+            // a create has no immutable fields: an immutable-field refusal, like a conflict, means
+            // it existed after all and nothing was written — read and decided, never re-created here
+            if (isConflict(e) || isImmutableField(e)) return undefined;
             throw e;
           }
           if (!out.created) {
@@ -572,10 +596,7 @@ export class Applier {
         }
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
-        this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
-        await this.waitGone(client, p);
-        result = await client.apply(p.ignored?.full ?? p.obj, { fieldManager: manager, force: true });
+        result = await this.recreate(target, client, manager, p);
         created = true;
       }
       // ...and then given up, so that later applies (which leave them out) neither set nor remove them
@@ -664,9 +685,47 @@ export class Applier {
 
 
 
-  private async waitGone(client: KubeClient, p: Planned): Promise<void> {
+  /**
+   * Delete and re-create for an immutable-field change (opt-in per object), only of the object the
+   * plan decided this BundleDeployment may write: the DELETE carries that object's uid, so an
+   * object replaced since (another uid) is never deleted; an object the plan did not see (it was
+   * created after the plan, by someone else) is never deleted at all; and the re-create is an
+   * apply without force that must create, so an object someone else created in between is
+   * handed back, not taken. Each refusal is transient: the next reconcile reads and decides again.
+   */
+  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned): Promise<KubeObject> {
+    const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
+    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
+    if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
+    this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
+    try {
+      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background' });
+    } catch (e) {
+      // 409: the uid precondition failed, the object by this name is another one now
+      if (isConflict(e)) throw refuse(`it was replaced since it was read (uid ${uid} precondition failed); nothing deleted`);
+      throw e;
+    }
+    await this.waitGone(client, p, uid);
+    let out: { object: KubeObject; created: boolean };
+    try {
+      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false });
+    } catch (e) {
+      if (isConflict(e)) throw refuse('another object by this name was created after the delete');
+      throw e;
+    }
+    if (!out.created) {
+      await handBack(client, out.object, manager, this.log);
+      throw refuse('another object by this name was created after the delete');
+    }
+    return out.object;
+  }
+
+  /** until the object of `uid` is gone; an object of another uid by that name is someone else's */
+  private async waitGone(client: KubeClient, p: Planned, uid: string): Promise<void> {
     const deadline = Date.now() + 60_000;
-    while (await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
+    for (;;) {
+      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+      if (!live || live.metadata.uid !== uid) return;
       if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -14,7 +14,7 @@ commands:
   run      run the controller
              --kubeconfig <file>   (default: $KUBECONFIG, ~/.kube/config, in-cluster)
              --namespace <ns>      controller namespace (default hoist-system)
-             --install-crd         apply the BundleDeployment CRD at start-up
+             --install-crd         apply the BundleDeployment CRD and the tenancy policy at start-up
              --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
              --leader-elect        take part in leader election on a Lease
              --workers <n>         concurrent reconciles (default 16)

@@ -16,7 +16,7 @@ import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, watchObjects, type StepContext } from './context.ts';
+import { actor, applyTarget, watchObjects, writtenUid, type StepContext } from './context.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
 import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
@@ -128,7 +128,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   ];
   const pruned = await s.time(
     'prune',
-    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects }),
+    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
   ).catch((e: unknown) => {
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
     const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
@@ -199,7 +199,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects });
+  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) });
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }

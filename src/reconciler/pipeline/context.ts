@@ -66,6 +66,11 @@ export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
   return ctx.d.identities.for(bd).client;
 }
 
+/** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
+export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeObject) => string | undefined {
+  return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
+}
+
 /** what the applier needs to apply revision `revision` of bd */
 export function applyTarget(ctx: StepContext, bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
   const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;

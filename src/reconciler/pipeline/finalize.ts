@@ -12,7 +12,7 @@ import type { KubeObject } from '../../kube/types.ts';
 import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
-import { actor, type StepContext } from './context.ts';
+import { actor, writtenUid, type StepContext } from './context.ts';
 
 /** true when the finalizer was removed (or already was) */
 export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<boolean> {
@@ -42,7 +42,7 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
     const results =
       doomed.length === 0
         ? []
-        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, writtenUid: writtenUid(ctx, bd) }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
     await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0);
     d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
   }

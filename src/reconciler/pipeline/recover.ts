@@ -11,7 +11,7 @@ import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
 import { lastGoodRevision, recordRevision } from '../revision-history.ts';
-import { actor, applyTarget, type StepContext } from './context.ts';
+import { actor, applyTarget, writtenUid, type StepContext } from './context.ts';
 import { decideApplyFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
 import { endTransition, runHooks, transitionOf } from './transition.ts';
@@ -82,7 +82,7 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
       const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects);
       const pruned = forbidden
         ? []
-        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects });
+        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd) });
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
       const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
