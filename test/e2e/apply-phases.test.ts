@@ -106,7 +106,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
     // no node matches: the pod never schedules, the Deployment never becomes Available
     const stuck = deployment('stuck', { nodeSelector: { 'hoist.test/no-such-node': 'true' } });
 
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/never-v1.tgz', [configMap('app', { v: '1' })])], upgrade: { onFailure: 'Rollback', progressDeadline: '20s' } });
+    // the deadline is the window in which the test sees the transition wait: short, not tight
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/never-v1.tgz', [configMap('app', { v: '1' })])], upgrade: { onFailure: 'Rollback', progressDeadline: '30s' } });
     await t.waitFor(bd, isSucceeded, 'revision 1 installed', 90_000);
 
     const from = await auditOffset(auditLogPath());
