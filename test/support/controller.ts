@@ -65,6 +65,17 @@ export function isDone(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation && cond(bd, 'Installed')?.status === 'True' && cond(bd, 'Progressing')?.status === 'False';
 }
 
+/** done with Progressing reason Succeeded and every object healthy */
+export function isSucceeded(bd: BundleDeployment | undefined): boolean {
+  return !!bd && isDone(bd) && cond(bd, 'Progressing')?.reason === 'Succeeded' && cond(bd, 'Healthy')?.status === 'True';
+}
+
+/** failed per the status contract: Progressing=False with Blocked or RolledBack, observedGeneration current */
+export function isFailed(bd: BundleDeployment | undefined): boolean {
+  const p = cond(bd, 'Progressing');
+  return !!bd && current(bd) && p?.status === 'False' && (p.reason === 'Blocked' || p.reason === 'RolledBack');
+}
+
 export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
