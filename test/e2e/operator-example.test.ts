@@ -139,7 +139,8 @@ describe('examples/operator on Hoist', () => {
     expect(progressing(s)?.message).toContain('version 1.9.2-broken failed (ApplyFailed');
     expect(s.installedVersion).toBe('1.9.1');
     expect(s.bundleDeployment).toBe(second);
-    expect(await bdsOfOperator()).toEqual([second]);
+    // the operator deletes the failed BundleDeployment once it has reported the failure
+    await waitUntil('the broken build\'s BundleDeployment deleted', async () => (await bdsOfOperator()).join() === second);
     const back = (await t.client.get(BD_TYPE, second)) as unknown as BundleDeployment;
     expect(cond(back, 'Installed')?.status).toBe('True');
     // what the broken build applied before its refusal carries its label until the deleted BD's
