@@ -196,6 +196,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // the kubelet's API (logs, exec) with the admin identity, which the kubelet's webhook authorizer allows
     `--kubelet-client-certificate=${pki.adminCert}`,
     `--kubelet-client-key=${pki.adminKey}`,
+    // the node's InternalIP (the bridge gateway): its name resolves nowhere, and no lookup may leave the machine
+    '--kubelet-preferred-address-types=InternalIP',
     `--cert-dir=${join(dir, 'apiserver-certs')}`,
     `--tls-cert-file=${pki.servingCert}`,
     `--tls-private-key-file=${pki.servingKey}`,

@@ -134,6 +134,7 @@ export async function claimNodeNetwork(dir: string, network: NodeNetwork = DEFAU
       throw new Error(`another real node is running (pid ${pid}, control plane ${owner}; lock ${lock}): one per machine, since kube-proxy's iptables chains and the bridge ${network.bridge} are shared`);
     }
     log(`taking over the real-node lock of pid ${pid}, which is gone`);
+    if (owner && owner.startsWith('/') && owner !== dir) await recoverAbandoned(owner, log);
   }
   await writeFile(lock, `${process.pid}\n${dir}\n`);
   if ((await tryRun('ip', ['link', 'show', network.bridge])).ok) {
@@ -160,6 +161,69 @@ export async function claimNodeNetwork(dir: string, network: NodeNetwork = DEFAU
       if (existsSync(lock) && readFileSync(lock, 'utf8').split('\n')[0] === String(process.pid)) await rm(lock, { force: true });
     },
   };
+}
+
+/** kills and deletes every task (container) containerd runs in k8s.io, so their shims exit */
+async function killTasks(socket: string): Promise<void> {
+  const ctr = (args: readonly string[]) => tryRun('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], 30_000);
+  const ids = (await ctr(['tasks', 'ls', '-q'])).out.split('\n').filter((l) => /^[0-9a-f]{64}$/.test(l.trim()));
+  for (const id of ids) await ctr(['tasks', 'kill', '--signal', 'SIGKILL', id]);
+  for (const id of ids) await waitFor('task still running', 10_000, async () => ((await ctr(['tasks', 'delete', id])).ok ? true : undefined), () => id).catch(() => undefined);
+}
+
+/** lazily unmounts everything mounted under dir, deepest first (a pod's volumes, a rootfs, a netns) */
+async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8').catch(() => ''))
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((m) => m.startsWith(dir + '/'))
+    .sort((a, b) => b.length - a.length);
+  for (const m of mounts) await tryRun('umount', ['-l', m]);
+}
+
+/**
+ * What a run that died without stopping its node left behind (its lock names its directory):
+ * containerd is started once more on its old configuration, which reconnects to the shims still
+ * running, to kill every container; then its mounts, kube-proxy's and the kubelet's iptables
+ * chains go. The bridge is deleted by the caller.
+ */
+async function recoverAbandoned(oldDir: string, log: (line: string) => void): Promise<void> {
+  const base = join(oldDir, 'node');
+  const config = join(base, 'containerd.toml');
+  if (existsSync(config)) {
+    const socket = join(base, 'containerd.sock');
+    const c = startProcess('containerd', ['--config', config], join(base, 'containerd-recover.log'));
+    const up = await waitFor('containerd', 20_000, async () => ((await tryRun('ctr', ['--address', socket, 'version'], 5000)).ok ? true : undefined), () => '').catch(() => false);
+    if (up) await killTasks(socket);
+    await stopProcess(c, 10_000);
+  }
+  await unmountUnder(base);
+  await tryRun(toolPath('kube-proxy'), ['--cleanup', '--v=0']);
+  await removeKubeletChains();
+  await rm(oldDir, { recursive: true, force: true }).catch(() => undefined);
+  log(`cleaned up the real node an earlier run left in ${oldDir}`);
+}
+
+/** chains the kubelet creates in every table of iptables and ip6tables, and never removes */
+const KUBELET_CHAINS = ['KUBE-FIREWALL', 'KUBE-KUBELET-CANARY', 'KUBE-IPTABLES-HINT'];
+
+/** removes the kubelet's chains and the rules jumping to them (`-A INPUT -j KUBE-FIREWALL`) */
+async function removeKubeletChains(): Promise<void> {
+  for (const ipt of ['iptables', 'ip6tables']) {
+    for (const table of ['filter', 'nat', 'mangle']) {
+      const rules = await tryRun(ipt, ['-w', '-t', table, '-S']);
+      if (!rules.ok) continue;
+      for (const line of rules.out.split('\n')) {
+        const jump = /^-A (\S+) -j (\S+)$/.exec(line.trim());
+        if (jump && KUBELET_CHAINS.includes(jump[2]!)) await tryRun(ipt, ['-w', '-t', table, '-D', jump[1]!, '-j', jump[2]!]);
+      }
+      for (const chain of KUBELET_CHAINS) {
+        if (!rules.out.includes(`-N ${chain}\n`) && !rules.out.endsWith(`-N ${chain}`)) continue;
+        await tryRun(ipt, ['-w', '-t', table, '-F', chain]);
+        await tryRun(ipt, ['-w', '-t', table, '-X', chain]);
+      }
+    }
+  }
 }
 
 export interface RealNodeOptions {
@@ -191,7 +255,7 @@ async function nodeImages(): Promise<{ archive: string; images: Record<string, s
   return { archive, images };
 }
 
-function containerdConfig(base: string, socket: string, pauseImage: string): string {
+function containerdConfig(base: string, socket: string, pauseImage: string, cniConfDir: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   return `# written by src/devcluster/real-node.ts: the real node's own containerd (nothing global is read or changed)
 version = 2
@@ -220,6 +284,8 @@ oom_score = 0
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   enable_selinux = false
+  # pod network namespaces under the state dir, not the machine's /var/run/netns
+  netns_mounts_under_state_dir = true
   [${cri}.containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -229,7 +295,7 @@ oom_score = 0
         SystemdCgroup = false
   [${cri}.cni]
     bin_dir = "${CNI_BIN_DIR}"
-    conf_dir = "${base}/cni/net.d"
+    conf_dir = "${cniConfDir}"
     max_conf_num = 1
 `;
 }
@@ -359,37 +425,17 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
     }
     await stopProcess(kubelet, 10_000);
     // 3. whatever containerd still runs (a pod the drain missed): kill and delete, so the shims exit
-    if (containerd && containerd.exitCode === null) {
-      const tasks = await ctr(['tasks', 'ls', '-q']).catch(() => '');
-      for (const id of tasks.split('\n').filter(Boolean)) {
-        await tryRun('ctr', ['--address', socket, '--namespace', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', id]);
-      }
-      for (const id of tasks.split('\n').filter(Boolean)) {
-        await waitFor('task still running', 10_000, async () => ((await tryRun('ctr', ['--address', socket, '--namespace', 'k8s.io', 'tasks', 'delete', id])).ok ? true : undefined), () => id).catch(() => undefined);
-      }
-    }
+    if (containerd && containerd.exitCode === null) await killTasks(socket);
     await stopProcess(containerd, 10_000);
-    // 4. the kubelet's own iptables canaries (kube-proxy --cleanup removes kube-proxy's)
-    for (const table of ['mangle', 'nat', 'filter']) {
-      for (const chain of ['KUBE-KUBELET-CANARY', 'KUBE-IPTABLES-HINT', 'KUBE-FIREWALL']) {
-        if ((await tryRun('iptables', ['-w', '-t', table, '-L', chain, '-n'])).ok) {
-          await tryRun('iptables', ['-w', '-t', table, '-F', chain]);
-          await tryRun('iptables', ['-w', '-t', table, '-X', chain]);
-        }
-      }
-    }
+    // 4. the kubelet's own iptables chains, IPv4 and IPv6 (kube-proxy --cleanup removed kube-proxy's)
+    await removeKubeletChains();
     // 5. mounts left under the node's directory (a pod's volumes, a container's rootfs, a netns)
-    const mounts = (await readFile('/proc/self/mountinfo', 'utf8').catch(() => ''))
-      .split('\n')
-      .map((l) => l.split(' ')[4] ?? '')
-      .filter((m) => m.startsWith(base + '/'))
-      .sort((a, b) => b.length - a.length);
-    for (const m of mounts) await tryRun('umount', ['-l', m]);
+    await unmountUnder(base);
   };
 
   try {
     // containerd
-    await writeFile(join(base, 'containerd.toml'), containerdConfig(join(base, 'containerd'), socket, images.pause!));
+    await writeFile(join(base, 'containerd.toml'), containerdConfig(join(base, 'containerd'), socket, images.pause!, join(base, 'cni/net.d')));
     await writeFile(join(base, 'cni/net.d/10-hoist.conflist'), cniConflist(o.network, join(base, 'cni/ipam')));
     const containerdLog = join(o.dir, 'containerd.log');
     containerd = startProcess('containerd', ['--config', join(base, 'containerd.toml')], containerdLog);
@@ -429,6 +475,7 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
       ],
       kubeletLog,
     );
+    let readyCondition = 'not registered';
     const node = await waitFor(
       `node ${REAL_NODE_NAME} not Ready (kubelet settings in ${join(base, 'kubelet.yaml')})`,
       120_000,
@@ -436,9 +483,11 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
         if (kubelet!.exitCode !== null) throw new Error('exited');
         const r = await api('GET', `/api/v1/nodes/${REAL_NODE_NAME}`);
         const n = r.body as NodeObject | undefined;
-        return r.answer === 'ok' && n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? n : undefined;
+        const c = n?.status?.conditions?.find((x) => x.type === 'Ready');
+        if (c) readyCondition = `Ready=${c.status}: ${c.message ?? ''}`;
+        return r.answer === 'ok' && c?.status === 'True' ? n : undefined;
       },
-      () => `last kubelet log lines:\n${tail(kubeletLog)}`,
+      () => `${readyCondition}; last kubelet log lines (${kubeletLog}):\n${tail(kubeletLog, 10)}`,
     ).catch((e: Error) => {
       if (kubelet!.exitCode !== null) throw new Error(`the kubelet exited with code ${kubelet!.exitCode} (settings in ${join(base, 'kubelet.yaml')}); last log lines:\n${tail(kubeletLog)}`);
       throw e;
