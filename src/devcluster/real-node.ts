@@ -405,17 +405,27 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
   const api = (method: string, path: string, body?: unknown, type?: string) => adminRequest(o.server, o.pki, method, path, body, type);
 
   const stop = async (): Promise<void> => {
+    const stopStarted = Date.now();
     // 1. drain: no new pod lands here; the kubelet stops every pod's containers and sandbox (CNI DEL)
     if (kubelet && kubelet.exitCode === null) {
       await api('PATCH', `/api/v1/nodes/${REAL_NODE_NAME}`, { spec: { unschedulable: true } }, 'application/merge-patch+json').catch(() => undefined);
-      const podsHere = async (): Promise<{ metadata: { name: string; namespace: string } }[]> => {
+      type PodMeta = { metadata: { name: string; namespace: string; deletionTimestamp?: string } };
+      const podsHere = async (): Promise<PodMeta[]> => {
         const r = await api('GET', `/api/v1/pods?fieldSelector=spec.nodeName%3D${REAL_NODE_NAME}`);
-        return ((r.body as { items?: { metadata: { name: string; namespace: string } }[] } | undefined)?.items ?? []);
+        return (r.body as { items?: PodMeta[] } | undefined)?.items ?? [];
       };
-      for (const p of await podsHere().catch(() => [])) {
-        await api('DELETE', `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}`, { gracePeriodSeconds: 1 }).catch(() => undefined);
-      }
-      await waitFor('pods still on the real node', 60_000, async () => ((await podsHere()).length === 0 ? true : undefined), () => '').catch((e: Error) => o.log(`${e.message}: stopping anyway`));
+      // each round deletes what is still there and not yet being deleted: a pod created (or
+      // listed late) after the first round is drained too
+      let left: string[] = [];
+      await waitFor('pods still on the real node', 60_000, async () => {
+        const pods = await podsHere();
+        for (const p of pods.filter((x) => !x.metadata.deletionTimestamp)) {
+          await api('DELETE', `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}`, { gracePeriodSeconds: 1 }).catch(() => undefined);
+        }
+        left = pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+        return left.length === 0 ? true : undefined;
+      }, () => left.join(', ')).catch((e: Error) => o.log(`${e.message}: stopping anyway`));
+      o.log(`real node drained in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s`);
     }
     // 2. kube-proxy and its iptables chains
     await stopProcess(proxy);
@@ -431,6 +441,7 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
     await removeKubeletChains();
     // 5. mounts left under the node's directory (a pod's volumes, a container's rootfs, a netns)
     await unmountUnder(base);
+    o.log(`real node stopped in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s`);
   };
 
   try {
