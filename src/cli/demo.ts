@@ -17,6 +17,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
 import { API_VERSION, KIND, LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { startControlPlane } from '../devcluster/control-plane.ts';
 import type { RealNode } from '../devcluster/real-node.ts';
@@ -150,7 +151,7 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
     },
     { apiVersion: 'v1', kind: 'Service', metadata: { name: HELLO }, spec: { selector: labels, ports: [{ port: 80, targetPort: 'http' }] } },
   ];
-  const tarball = await tarGz({ 'hello.yaml': objects.map((o) => JSON.stringify(o)).join('\n---\n') });
+  const tarball = await tarGz({ 'hello.yaml': objects.map((o) => stringify(o)).join('---\n') });
   const sha256 = createHash('sha256').update(tarball).digest('hex');
   const { server, url } = await serve('/hello.tar.gz', tarball);
   try {
@@ -162,8 +163,9 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
     for (;;) {
       live = (await client.get({ apiVersion: API_VERSION, kind: KIND }, HELLO)) as unknown as BundleDeployment | undefined;
       const cond = (t: string) => live?.status?.conditions?.find((c) => c.type === t);
-      if (live?.status?.observedGeneration === live?.metadata.generation && cond('Installed')?.status === 'True' && cond('Healthy')?.status === 'True') break;
-      if (Date.now() > deadline) break;
+      const current = live?.status?.observedGeneration === live?.metadata.generation;
+      if (current && cond('Installed')?.status === 'True' && cond('Healthy')?.status === 'True') break;
+      if ((current && cond('Progressing')?.reason === 'Blocked') || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     console.log(`\nBundleDeployment ${HELLO}:`);

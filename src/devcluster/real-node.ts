@@ -425,23 +425,34 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
         left = pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
         return left.length === 0 ? true : undefined;
       }, () => left.join(', ')).catch((e: Error) => o.log(`${e.message}: stopping anyway`));
-      o.log(`real node drained in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s`);
     }
+    const steps: string[] = [];
+    let mark = stopStarted;
+    const step = (name: string): void => {
+      steps.push(`${name} ${((Date.now() - mark) / 1000).toFixed(1)}s`);
+      mark = Date.now();
+    };
+    step('drain');
     // 2. kube-proxy and its iptables chains
     await stopProcess(proxy);
     if (proxy) {
       const r = await tryRun(proxyBin, ['--cleanup', '--v=0']);
       if (!r.ok) o.log(`kube-proxy --cleanup: ${r.out.split('\n').slice(-2).join(' ')}`);
     }
+    step('kube-proxy');
     await stopProcess(kubelet, 10_000);
+    step('kubelet');
     // 3. whatever containerd still runs (a pod the drain missed): kill and delete, so the shims exit
     if (containerd && containerd.exitCode === null) await killTasks(socket);
+    step('containers');
     await stopProcess(containerd, 10_000);
+    step('containerd');
     // 4. the kubelet's own iptables chains, IPv4 and IPv6 (kube-proxy --cleanup removed kube-proxy's)
     await removeKubeletChains();
     // 5. mounts left under the node's directory (a pod's volumes, a container's rootfs, a netns)
     await unmountUnder(base);
-    o.log(`real node stopped in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s`);
+    step('chains and mounts');
+    o.log(`real node stopped in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s (${steps.join(', ')})`);
   };
 
   try {
