@@ -2,14 +2,20 @@
  * The local control plane's real node (src/devcluster/real-node.ts): containerd + the kubelet +
  * kube-proxy, pods on a CNI bridge. Pods here really run: a readiness probe really passes or not,
  * a Job's container really exits with its code, and a pod reaches the API server through the
- * `kubernetes` Service (kube-proxy's iptables rules). Workloads that do not ask for the real node
+ * `kubernetes` Service (kube-proxy's iptables rules), and kube-apiserver calls an admission webhook
+ * served by a pod through its Service (and reads the pod's log through the kubelet). Workloads that do not ask for the real node
  * keep landing on kwok's fake one. Skipped, with the reason, where the machine cannot run the node.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { until } from '../support/e2e-bundles.ts';
+import { kubectl, until } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { onRealNode, realNode, realNodeTitle, theRealNode } from '../support/real-node.ts';
 
@@ -112,6 +118,74 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
     const failed = await finished('fails');
     expect(failed.type).toBe('Failed');
     expect(failed.reason).toBe('BackoffLimitExceeded');
+  });
+
+  it('kube-apiserver calls an admission webhook served by a real pod through its Service, and reads its log through the kubelet', async () => {
+    const node = theRealNode();
+    const run = promisify(execFile);
+    const dir = await mkdtemp(join(tmpdir(), 'hoist-webhook-'));
+    try {
+      const host = `webhook.${ns}.svc`;
+      await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${host}`, '-addext', `subjectAltName=DNS:${host}`, '-keyout', join(dir, 'tls.key'), '-out', join(dir, 'tls.crt')]);
+      const [crt, key] = [await readFile(join(dir, 'tls.crt')), await readFile(join(dir, 'tls.key'))];
+      await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'webhook-tls', namespace: ns }, type: 'kubernetes.io/tls', data: { 'tls.crt': crt.toString('base64'), 'tls.key': key.toString('base64') } } as KubeObject);
+      await client.create({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'webhook', namespace: ns, labels: { app: 'webhook' } },
+        spec: {
+          ...onRealNode(),
+          containers: [
+            {
+              name: 'webhook',
+              image: node.images.webhook,
+              imagePullPolicy: 'Never',
+              args: ['-listen', ':8443', '-cert', '/tls/tls.crt', '-key', '/tls/tls.key'],
+              readinessProbe: { httpGet: { path: '/healthz', port: 8443, scheme: 'HTTPS' }, periodSeconds: 1 },
+              volumeMounts: [{ name: 'tls', mountPath: '/tls', readOnly: true }],
+            },
+          ],
+          volumes: [{ name: 'tls', secret: { secretName: 'webhook-tls' } }],
+        },
+      } as KubeObject);
+      await client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'webhook', namespace: ns }, spec: { selector: { app: 'webhook' }, ports: [{ port: 443, targetPort: 8443 }] } } as KubeObject);
+      await until(async () => (ready(await client.get(POD, 'webhook', ns)) ? true : undefined), 'webhook pod Ready', 120_000);
+      const config = `hoist-test-allow-${ns}`;
+      await client.create({
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: config },
+        webhooks: [
+          {
+            name: 'allow.hoist.test',
+            clientConfig: { service: { namespace: ns, name: 'webhook', port: 443, path: '/validate' }, caBundle: crt.toString('base64') },
+            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }],
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+            // Fail: the ConfigMap is only created if the webhook really answered
+            failurePolicy: 'Fail',
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+            timeoutSeconds: 10,
+          },
+        ],
+      } as KubeObject);
+      try {
+        // the configuration takes effect once kube-apiserver's webhook informer has it: create
+        // ConfigMaps until one was reviewed (the webhook logs each review; read through the kubelet)
+        let i = 0;
+        const log = await until(async () => {
+          await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `reviewed-${i++}`, namespace: ns }, data: { a: '1' } } as KubeObject);
+          const text = await kubectl(['-n', ns, 'logs', 'webhook']);
+          return text.includes(`/validate CREATE ${ns}/reviewed-`) ? text : undefined;
+        }, 'a ConfigMap reviewed by the webhook', 60_000);
+        expect(log).toMatch(new RegExp(`webhook: /validate CREATE ${ns}/reviewed-\\d+ \\(/ConfigMap\\) allowed`));
+        expect(log).toContain('webhook: serving on :8443');
+      } finally {
+        await client.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' }, config, undefined);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('workloads that do not ask for the real node keep landing on kwok', async () => {
