@@ -16,24 +16,35 @@ export interface AdminAnswer {
 }
 
 /** One request as the admin; resolves with any status (the caller decides), rejects on transport errors. */
-export async function adminRequest(server: string, pki: Pki, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<AdminAnswer> {
+export async function adminRequest(
+  server: string,
+  pki: Pki,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<AdminAnswer> {
   const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   return new Promise((resolve, reject) => {
-    const req = request(`${server}${path}`, { ...tls, method, timeout: 30_000, headers: { 'content-type': contentType, accept: 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        let parsed: unknown;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        const status = res.statusCode ?? 0;
-        resolve({ status, answer: classifyStatus(status), body: parsed, text });
-      });
-    });
+    const req = request(
+      `${server}${path}`,
+      { ...tls, method, timeout: 30_000, headers: { 'content-type': contentType, accept: 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          let parsed: unknown;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            parsed = undefined;
+          }
+          const status = res.statusCode ?? 0;
+          resolve({ status, answer: classifyStatus(status), body: parsed, text });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer in 30s`)));
     req.on('error', reject);
     req.end(body === undefined ? undefined : JSON.stringify(body));

@@ -80,7 +80,8 @@ export function realNodeUnavailable(): string | undefined {
   const onPath = (cmd: string): boolean => (process.env.PATH ?? '').split(':').some((d) => d && existsSync(join(d, cmd)));
   for (const cmd of ['containerd', 'containerd-shim-runc-v2', 'ctr', 'runc', 'iptables', 'ip']) if (!onPath(cmd)) missing.push(cmd);
   for (const plugin of ['bridge', 'host-local', 'portmap', 'loopback']) if (!existsSync(join(CNI_BIN_DIR, plugin))) missing.push(`${CNI_BIN_DIR}/${plugin}`);
-  if (missing.length > 0) return `the real node needs ${missing.join(', ')} (scripts/ensure-packages.sh installs containerd, containernetworking-plugins and iptables)`;
+  if (missing.length > 0)
+    return `the real node needs ${missing.join(', ')} (scripts/ensure-packages.sh installs containerd, containernetworking-plugins and iptables)`;
   if (!existsSync('/sys/fs/cgroup/memory') && !existsSync('/sys/fs/cgroup/cgroup.controllers')) return 'the real node needs cgroups mounted at /sys/fs/cgroup';
   return undefined;
 }
@@ -125,13 +126,19 @@ export interface ClaimedNetwork {
  * kube-apiserver can bind there before the node exists. A lock left by a process that is gone is
  * taken over, and the bridge it left behind is deleted first.
  */
-export async function claimNodeNetwork(dir: string, network: NodeNetwork = DEFAULT_NODE_NETWORK, log: (line: string) => void = () => {}): Promise<ClaimedNetwork> {
+export async function claimNodeNetwork(
+  dir: string,
+  network: NodeNetwork = DEFAULT_NODE_NETWORK,
+  log: (line: string) => void = () => {},
+): Promise<ClaimedNetwork> {
   const lock = lockPath();
   await mkdir(cacheRoot(), { recursive: true });
   if (existsSync(lock)) {
     const [pid, owner] = readFileSync(lock, 'utf8').split('\n');
     if (pid && Number(pid) !== process.pid && alive(Number(pid))) {
-      throw new Error(`another real node is running (pid ${pid}, control plane ${owner}; lock ${lock}): one per machine, since kube-proxy's iptables chains and the bridge ${network.bridge} are shared`);
+      throw new Error(
+        `another real node is running (pid ${pid}, control plane ${owner}; lock ${lock}): one per machine, since kube-proxy's iptables chains and the bridge ${network.bridge} are shared`,
+      );
     }
     log(`taking over the real-node lock of pid ${pid}, which is gone`);
     if (owner && owner.startsWith('/') && owner !== dir) await recoverAbandoned(owner, log);
@@ -149,7 +156,9 @@ export async function claimNodeNetwork(dir: string, network: NodeNetwork = DEFAU
   } catch (e) {
     await tryRun('ip', ['link', 'delete', network.bridge]);
     await rm(lock, { force: true });
-    throw new Error(`creating bridge ${network.bridge} (${network.gateway}/${prefix}) failed: ${(e as { stderr?: string }).stderr?.trim() || (e as Error).message}`);
+    throw new Error(
+      `creating bridge ${network.bridge} (${network.gateway}/${prefix}) failed: ${(e as { stderr?: string }).stderr?.trim() || (e as Error).message}`,
+    );
   }
   let released = false;
   return {
@@ -168,7 +177,13 @@ async function killTasks(socket: string): Promise<void> {
   const ctr = (args: readonly string[]) => tryRun('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], 30_000);
   const ids = (await ctr(['tasks', 'ls', '-q'])).out.split('\n').filter((l) => /^[0-9a-f]{64}$/.test(l.trim()));
   for (const id of ids) await ctr(['tasks', 'kill', '--signal', 'SIGKILL', id]);
-  for (const id of ids) await waitFor('task still running', 10_000, async () => ((await ctr(['tasks', 'delete', id])).ok ? true : undefined), () => id).catch(() => undefined);
+  for (const id of ids)
+    await waitFor(
+      'task still running',
+      10_000,
+      async () => ((await ctr(['tasks', 'delete', id])).ok ? true : undefined),
+      () => id,
+    ).catch(() => undefined);
 }
 
 /** lazily unmounts everything mounted under dir, deepest first (a pod's volumes, a rootfs, a netns) */
@@ -193,7 +208,12 @@ async function recoverAbandoned(oldDir: string, log: (line: string) => void): Pr
   if (existsSync(config)) {
     const socket = join(base, 'containerd.sock');
     const c = startProcess('containerd', ['--config', config], join(base, 'containerd-recover.log'));
-    const up = await waitFor('containerd', 20_000, async () => ((await tryRun('ctr', ['--address', socket, 'version'], 5000)).ok ? true : undefined), () => '').catch(() => false);
+    const up = await waitFor(
+      'containerd',
+      20_000,
+      async () => ((await tryRun('ctr', ['--address', socket, 'version'], 5000)).ok ? true : undefined),
+      () => '',
+    ).catch(() => false);
     if (up) await killTasks(socket);
     await stopProcess(c, 10_000);
   }
@@ -417,14 +437,19 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
       // each round deletes what is still there and not yet being deleted: a pod created (or
       // listed late) after the first round is drained too
       let left: string[] = [];
-      await waitFor('pods still on the real node', 60_000, async () => {
-        const pods = await podsHere();
-        for (const p of pods.filter((x) => !x.metadata.deletionTimestamp)) {
-          await api('DELETE', `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}`, { gracePeriodSeconds: 1 }).catch(() => undefined);
-        }
-        left = pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
-        return left.length === 0 ? true : undefined;
-      }, () => left.join(', ')).catch((e: Error) => o.log(`${e.message}: stopping anyway`));
+      await waitFor(
+        'pods still on the real node',
+        60_000,
+        async () => {
+          const pods = await podsHere();
+          for (const p of pods.filter((x) => !x.metadata.deletionTimestamp)) {
+            await api('DELETE', `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}`, { gracePeriodSeconds: 1 }).catch(() => undefined);
+          }
+          left = pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+          return left.length === 0 ? true : undefined;
+        },
+        () => left.join(', '),
+      ).catch((e: Error) => o.log(`${e.message}: stopping anyway`));
     }
     const steps: string[] = [];
     let mark = stopStarted;
@@ -470,7 +495,10 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
       },
       () => `last log lines:\n${tail(containerdLog)}`,
     ).catch((e: Error) => {
-      if (containerd!.exitCode !== null) throw new Error(`containerd exited with code ${containerd!.exitCode} (config ${join(base, 'containerd.toml')}); last log lines:\n${tail(containerdLog)}`);
+      if (containerd!.exitCode !== null)
+        throw new Error(
+          `containerd exited with code ${containerd!.exitCode} (config ${join(base, 'containerd.toml')}); last log lines:\n${tail(containerdLog)}`,
+        );
       throw e;
     });
     const version = (await sh('containerd', ['--version'])).trim().split(' ')[2] ?? 'unknown';
@@ -511,13 +539,17 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
       },
       () => `${readyCondition}; last kubelet log lines (${kubeletLog}):\n${tail(kubeletLog, 10)}`,
     ).catch((e: Error) => {
-      if (kubelet!.exitCode !== null) throw new Error(`the kubelet exited with code ${kubelet!.exitCode} (settings in ${join(base, 'kubelet.yaml')}); last log lines:\n${tail(kubeletLog)}`);
+      if (kubelet!.exitCode !== null)
+        throw new Error(`the kubelet exited with code ${kubelet!.exitCode} (settings in ${join(base, 'kubelet.yaml')}); last log lines:\n${tail(kubeletLog)}`);
       throw e;
     });
 
     // kube-proxy: ClusterIP Services (the `kubernetes` one first) through iptables
     const [proxyHealthz, proxyMetrics] = [await freePort(), await freePort()];
-    await writeFile(join(base, 'kube-proxy.yaml'), kubeProxyConfig({ kubeconfig: o.kubeconfigPath, healthzPort: proxyHealthz, metricsPort: proxyMetrics, subnet: o.network.subnet }));
+    await writeFile(
+      join(base, 'kube-proxy.yaml'),
+      kubeProxyConfig({ kubeconfig: o.kubeconfigPath, healthzPort: proxyHealthz, metricsPort: proxyMetrics, subnet: o.network.subnet }),
+    );
     const proxyLog = join(o.dir, 'kube-proxy.log');
     proxy = startProcess(proxyBin, [`--config=${join(base, 'kube-proxy.yaml')}`, '--v=1'], proxyLog);
     await waitFor(
@@ -530,7 +562,8 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
       },
       () => `last kube-proxy log lines:\n${tail(proxyLog)}`,
     ).catch((e: Error) => {
-      if (proxy!.exitCode !== null) throw new Error(`kube-proxy exited with code ${proxy!.exitCode} (settings in ${join(base, 'kube-proxy.yaml')}); last log lines:\n${tail(proxyLog)}`);
+      if (proxy!.exitCode !== null)
+        throw new Error(`kube-proxy exited with code ${proxy!.exitCode} (settings in ${join(base, 'kube-proxy.yaml')}); last log lines:\n${tail(proxyLog)}`);
       throw e;
     });
     const runtime = node.status?.nodeInfo?.containerRuntimeVersion ?? `containerd://${version}`;

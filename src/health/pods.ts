@@ -31,7 +31,16 @@ interface PodStatus {
 }
 
 /** waiting reasons that mean the container will not start without a change (or a long back-off) */
-const STUCK = new Set(['CrashLoopBackOff', 'ErrImagePull', 'ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+const STUCK = new Set([
+  'CrashLoopBackOff',
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
 
 function lastExit(c: ContainerStatus): string {
   const t = c.lastState?.terminated ?? c.state?.terminated;
@@ -45,7 +54,8 @@ export function podProblem(pod: KubeObject): string | undefined {
   const name = `pod ${pod.metadata.name}`;
   if (pod.metadata.deletionTimestamp) return undefined;
   const scheduled = status.conditions?.find((c) => c.type === 'PodScheduled');
-  if (scheduled?.status === 'False') return `${name} not scheduled: ${scheduled.reason ?? 'Unschedulable'}${scheduled.message ? ` (${scheduled.message})` : ''}`;
+  if (scheduled?.status === 'False')
+    return `${name} not scheduled: ${scheduled.reason ?? 'Unschedulable'}${scheduled.message ? ` (${scheduled.message})` : ''}`;
   for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
     const reason = c.state?.waiting?.reason;
     if (reason && STUCK.has(reason)) {

@@ -59,7 +59,11 @@ async function helm(args: string[]): Promise<string> {
 
 interface PodView extends KubeObject {
   spec?: { nodeName?: string; containers?: { image: string }[] };
-  status?: { podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: { containerID?: string; ready?: boolean; restartCount?: number }[] };
+  status?: {
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { containerID?: string; ready?: boolean; restartCount?: number }[];
+  };
 }
 
 async function controllerPods(): Promise<PodView[]> {
@@ -78,11 +82,19 @@ async function leaseHolder(): Promise<string | undefined> {
 async function waitDone(name: string, what: string, ms = 180_000): Promise<BundleDeployment> {
   let last: BundleDeployment | undefined;
   try {
-    return await until(async () => {
-      last = (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
-      const done = last && last.status?.observedGeneration === last.metadata.generation && cond(last, 'Installed')?.status === 'True' && cond(last, 'Progressing')?.status === 'False';
-      return done ? last : undefined;
-    }, what, ms);
+    return await until(
+      async () => {
+        last = (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
+        const done =
+          last &&
+          last.status?.observedGeneration === last.metadata.generation &&
+          cond(last, 'Installed')?.status === 'True' &&
+          cond(last, 'Progressing')?.status === 'False';
+        return done ? last : undefined;
+      },
+      what,
+      ms,
+    );
   } catch (e) {
     throw new Error(`${(e as Error).message}\n${describeStatus(last)}`);
   }
@@ -124,7 +136,11 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
     // BundleDeployments first, while a controller is there to remove their finalizers
     const bds = await client?.list(BD_TYPE, { labelSelector: `${TEST_LABEL}=${runId}` }).catch(() => ({ items: [] as KubeObject[] }));
     for (const bd of bds?.items ?? []) await client.delete(BD_TYPE, bd.metadata.name, undefined).catch(() => undefined);
-    await until(async () => ((await client.list(BD_TYPE, { labelSelector: `${TEST_LABEL}=${runId}` })).items.length === 0 ? true : undefined), 'BundleDeployments deleted', 120_000).catch(() => undefined);
+    await until(
+      async () => ((await client.list(BD_TYPE, { labelSelector: `${TEST_LABEL}=${runId}` })).items.length === 0 ? true : undefined),
+      'BundleDeployments deleted',
+      120_000,
+    ).catch(() => undefined);
     await helm(['uninstall', release, '--namespace', ns]).catch(() => undefined);
     await client?.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
     await files?.close();
@@ -134,10 +150,14 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
 
   it('helm install: both controller Pods run on the real node and become Ready by the chart probes; /metrics is served; a bundle installs through the leader', async () => {
     await helm(['install', release, CHART, '--namespace', ns, '--create-namespace', '--values', valuesFile]);
-    const pods = await until(async () => {
-      const p = await controllerPods();
-      return p.length === 2 && p.every(isReady) ? p : undefined;
-    }, 'two controller Pods Ready', 300_000);
+    const pods = await until(
+      async () => {
+        const p = await controllerPods();
+        return p.length === 2 && p.every(isReady) ? p : undefined;
+      },
+      'two controller Pods Ready',
+      300_000,
+    );
     for (const p of pods) {
       expect(p.spec?.nodeName).toBe(realNode()!.name);
       const metrics = await (await fetch(`http://${p.status!.podIP}:8080/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
@@ -166,10 +186,14 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
     const containerId = leader!.status!.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
     const killedAt = Date.now();
     await ctr(['tasks', 'kill', '--signal', 'SIGKILL', containerId]);
-    const after = await until(async () => {
-      const h = await leaseHolder();
-      return h && h !== before ? h : undefined;
-    }, 'a new Lease holder after the SIGKILL', 180_000);
+    const after = await until(
+      async () => {
+        const h = await leaseHolder();
+        return h && h !== before ? h : undefined;
+      },
+      'a new Lease holder after the SIGKILL',
+      180_000,
+    );
     const movedMs = Date.now() - killedAt;
 
     // the next change is reconciled by the new leader
@@ -180,23 +204,37 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
     const cm = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'from-pod', `${ns}-bundle`);
     expect((cm as KubeObject & { data?: Record<string, string> }).data).toEqual({ revision: '2' });
     // reported, not asserted: times depend on the machine
-    console.log(`leader ${before} SIGKILLed: Lease held by ${after} after ${(movedMs / 1000).toFixed(1)}s (lease duration 15s); change reconciled ${((Date.now() - changedAt) / 1000).toFixed(1)}s after it was made`);
+    console.log(
+      `leader ${before} SIGKILLed: Lease held by ${after} after ${(movedMs / 1000).toFixed(1)}s (lease duration 15s); change reconciled ${((Date.now() - changedAt) / 1000).toFixed(1)}s after it was made`,
+    );
   }, 600_000);
 
   it('helm upgrade to another image tag rolls the controller Pods and hands the Lease to a new Pod', async () => {
     const oldPods = new Set((await controllerPods()).map((p) => p.metadata.name));
     await helm(['upgrade', release, CHART, '--namespace', ns, '--values', valuesFile, '--set', `image.tag=${UPGRADE_TAG}`]);
-    await until(async () => {
-      const d = await client.get(DEPLOY, release, ns);
-      const s = (d?.status ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number; replicas?: number };
-      const pods = await controllerPods();
-      const rolled = s.observedGeneration === d?.metadata.generation && s.updatedReplicas === 2 && s.availableReplicas === 2 && s.replicas === 2;
-      return rolled && pods.length === 2 && pods.every((p) => !oldPods.has(p.metadata.name) && p.spec?.containers?.[0]?.image === `${imageRepo}:${UPGRADE_TAG}`) ? true : undefined;
-    }, 'the controller rolled to the new tag', 300_000);
-    const holder = await until(async () => {
-      const h = await leaseHolder();
-      return h && !oldPods.has(h.split('_')[0]!) ? h : undefined;
-    }, 'the Lease held by a new Pod', 180_000);
+    await until(
+      async () => {
+        const d = await client.get(DEPLOY, release, ns);
+        const s = (d?.status ?? {}) as { observedGeneration?: number; updatedReplicas?: number; availableReplicas?: number; replicas?: number };
+        const pods = await controllerPods();
+        const rolled = s.observedGeneration === d?.metadata.generation && s.updatedReplicas === 2 && s.availableReplicas === 2 && s.replicas === 2;
+        return rolled &&
+          pods.length === 2 &&
+          pods.every((p) => !oldPods.has(p.metadata.name) && p.spec?.containers?.[0]?.image === `${imageRepo}:${UPGRADE_TAG}`)
+          ? true
+          : undefined;
+      },
+      'the controller rolled to the new tag',
+      300_000,
+    );
+    const holder = await until(
+      async () => {
+        const h = await leaseHolder();
+        return h && !oldPods.has(h.split('_')[0]!) ? h : undefined;
+      },
+      'the Lease held by a new Pod',
+      180_000,
+    );
     expect((await controllerPods()).map((p) => p.metadata.name)).toContain(holder.split('_')[0]);
 
     const source = await serveBundle(files, '/v3.tgz', [configMap('from-pod', { revision: '3' })]);

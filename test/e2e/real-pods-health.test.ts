@@ -88,10 +88,16 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     // (waitFor reads the status of generation 2 only: revision 1 was healthy)
     const unhealthy = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'False', 'revision 2 unhealthy', 120_000);
     expect(cond(unhealthy, 'Healthy')!.message).toContain(`Deployment ${ns}/web`);
-    const unready = await until(async () => {
-      const p = (await pods(ns, 'web')).find((x) => (x.status as { containerStatuses?: { state?: { running?: unknown } }[] }).containerStatuses?.[0]?.state?.running && podProblems([x]));
-      return p ? podProblems([p]) : undefined;
-    }, 'a running, unready pod of revision 2', 120_000);
+    const unready = await until(
+      async () => {
+        const p = (await pods(ns, 'web')).find(
+          (x) => (x.status as { containerStatuses?: { state?: { running?: unknown } }[] }).containerStatuses?.[0]?.state?.running && podProblems([x]),
+        );
+        return p ? podProblems([p]) : undefined;
+      },
+      'a running, unready pod of revision 2',
+      120_000,
+    );
     expect(unready).toMatch(/Ready=False ContainersNotReady .*readiness probe of web failing/);
 
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back at progressDeadline', 180_000);
@@ -99,10 +105,14 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     expect(rolled.status?.activeRevision?.number).toBe(1);
     await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'healthy again on revision 1', 180_000);
     // revision 1's pods really serve again, and only they
-    await until(async () => {
-      const a = await answers(ns, 'web');
-      return a.length === 1 && a[0]!.startsWith('revision 1') && (await pods(ns, 'web')).length === 1 ? true : undefined;
-    }, 'revision 1 pods serving again, revision 2 pods gone', 180_000);
+    await until(
+      async () => {
+        const a = await answers(ns, 'web');
+        return a.length === 1 && a[0]!.startsWith('revision 1') && (await pods(ns, 'web')).length === 1 ? true : undefined;
+      },
+      'revision 1 pods serving again, revision 2 pods gone',
+      180_000,
+    );
   }, 900_000);
 
   it('a crash-looping container: Healthy=False, the kubelet says CrashLoopBackOff and podProblems names it', async () => {
@@ -110,12 +120,21 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     const ns = bd;
     const src = await serveBundle(files, '/crash.tgz', [web('crasher', ['-crash-after', '1s'])]);
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: [src], upgrade: { progressDeadline: '10m' } });
-    const b: BundleDeployment = await t.waitFor(bd, (x) => cond(x, 'Installed')?.status === 'True' && cond(x, 'Healthy')?.status === 'False', 'installed, not healthy', 120_000);
+    const b: BundleDeployment = await t.waitFor(
+      bd,
+      (x) => cond(x, 'Installed')?.status === 'True' && cond(x, 'Healthy')?.status === 'False',
+      'installed, not healthy',
+      120_000,
+    );
     expect(cond(b, 'Healthy')!.message).toContain(`Deployment ${ns}/crasher`);
-    const problem = await until(async () => {
-      const p = podProblems(await pods(ns, 'crasher'));
-      return p?.includes('CrashLoopBackOff') ? p : undefined;
-    }, 'the crasher pod in CrashLoopBackOff', 180_000);
+    const problem = await until(
+      async () => {
+        const p = podProblems(await pods(ns, 'crasher'));
+        return p?.includes('CrashLoopBackOff') ? p : undefined;
+      },
+      'the crasher pod in CrashLoopBackOff',
+      180_000,
+    );
     expect(problem).toMatch(/^pod crasher-\S+: container web is CrashLoopBackOff \(restarted \d+ times; last exit code 1 \(Error\)\)$/);
   }, 600_000);
 });

@@ -44,7 +44,9 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
 
   it('runs a web server whose readiness probe really passes, on its own pod IP, under containerd', async () => {
     const node = theRealNode();
-    const n = (await client.get({ apiVersion: 'v1', kind: 'Node' }, node.name)) as KubeObject & { status?: { nodeInfo?: { containerRuntimeVersion?: string } } };
+    const n = (await client.get({ apiVersion: 'v1', kind: 'Node' }, node.name)) as KubeObject & {
+      status?: { nodeInfo?: { containerRuntimeVersion?: string } };
+    };
     expect(n.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\//);
     await client.create({
       apiVersion: 'v1',
@@ -63,10 +65,14 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
         ],
       },
     } as KubeObject);
-    const pod = await until(async () => {
-      const p = await client.get(POD, 'web', ns);
-      return ready(p) ? p : undefined;
-    }, 'pod web Ready on the real node', 120_000);
+    const pod = await until(
+      async () => {
+        const p = await client.get(POD, 'web', ns);
+        return ready(p) ? p : undefined;
+      },
+      'pod web Ready on the real node',
+      120_000,
+    );
     expect((pod.spec as { nodeName?: string }).nodeName).toBe(node.name);
     const ip = podStatus(pod).podIP!;
     expect(ip.startsWith(node.network.subnet.split('.').slice(0, 3).join('.'))).toBe(true);
@@ -82,15 +88,27 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
       metadata: { name: 'never-ready', namespace: ns },
       spec: {
         ...onRealNode(),
-        containers: [{ name: 'web', image: node.images.web, imagePullPolicy: 'Never', args: ['-never-ready'], readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 } }],
+        containers: [
+          {
+            name: 'web',
+            image: node.images.web,
+            imagePullPolicy: 'Never',
+            args: ['-never-ready'],
+            readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 },
+          },
+        ],
       },
     } as KubeObject);
     // running, but its Ready condition stays False with the kubelet's reason
-    const pod = await until(async () => {
-      const p = await client.get(POD, 'never-ready', ns);
-      const c = podStatus(p).conditions?.find((x) => x.type === 'ContainersReady');
-      return podStatus(p).phase === 'Running' && c?.status === 'False' ? p : undefined;
-    }, 'pod never-ready Running and not ready', 120_000);
+    const pod = await until(
+      async () => {
+        const p = await client.get(POD, 'never-ready', ns);
+        const c = podStatus(p).conditions?.find((x) => x.type === 'ContainersReady');
+        return podStatus(p).phase === 'Running' && c?.status === 'False' ? p : undefined;
+      },
+      'pod never-ready Running and not ready',
+      120_000,
+    );
     expect(ready(pod)).toBe(false);
   });
 
@@ -103,17 +121,25 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
         metadata: { name, namespace: ns },
         spec: {
           backoffLimit: 0,
-          template: { spec: { ...onRealNode(), restartPolicy: 'Never', containers: [{ name: 'job', image: node.images.job, imagePullPolicy: 'Never', args }] } },
+          template: {
+            spec: { ...onRealNode(), restartPolicy: 'Never', containers: [{ name: 'job', image: node.images.job, imagePullPolicy: 'Never', args }] },
+          },
         },
       }) as KubeObject;
     await client.create(job('succeeds', ['-exit-code', '0', '-dial', '$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT']));
     await client.create(job('fails', ['-exit-code', '3']));
     const finished = (name: string) =>
-      until(async () => {
-        const j = await client.get(JOB, name, ns);
-        const c = ((j?.status ?? {}) as { conditions?: { type: string; status: string; reason?: string }[] }).conditions?.find((x) => (x.type === 'Complete' || x.type === 'Failed') && x.status === 'True');
-        return c;
-      }, `job ${name} finished`, 180_000);
+      until(
+        async () => {
+          const j = await client.get(JOB, name, ns);
+          const c = ((j?.status ?? {}) as { conditions?: { type: string; status: string; reason?: string }[] }).conditions?.find(
+            (x) => (x.type === 'Complete' || x.type === 'Failed') && x.status === 'True',
+          );
+          return c;
+        },
+        `job ${name} finished`,
+        180_000,
+      );
     expect((await finished('succeeds')).type).toBe('Complete');
     const failed = await finished('fails');
     expect(failed.type).toBe('Failed');
@@ -126,9 +152,33 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
     const dir = await mkdtemp(join(tmpdir(), 'hoist-webhook-'));
     try {
       const host = `webhook.${ns}.svc`;
-      await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${host}`, '-addext', `subjectAltName=DNS:${host}`, '-keyout', join(dir, 'tls.key'), '-out', join(dir, 'tls.crt')]);
+      await run('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${host}`,
+        '-addext',
+        `subjectAltName=DNS:${host}`,
+        '-keyout',
+        join(dir, 'tls.key'),
+        '-out',
+        join(dir, 'tls.crt'),
+      ]);
       const [crt, key] = [await readFile(join(dir, 'tls.crt')), await readFile(join(dir, 'tls.key'))];
-      await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'webhook-tls', namespace: ns }, type: 'kubernetes.io/tls', data: { 'tls.crt': crt.toString('base64'), 'tls.key': key.toString('base64') } } as KubeObject);
+      await client.create({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'webhook-tls', namespace: ns },
+        type: 'kubernetes.io/tls',
+        data: { 'tls.crt': crt.toString('base64'), 'tls.key': key.toString('base64') },
+      } as KubeObject);
       await client.create({
         apiVersion: 'v1',
         kind: 'Pod',
@@ -148,7 +198,12 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
           volumes: [{ name: 'tls', secret: { secretName: 'webhook-tls' } }],
         },
       } as KubeObject);
-      await client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'webhook', namespace: ns }, spec: { selector: { app: 'webhook' }, ports: [{ port: 443, targetPort: 8443 }] } } as KubeObject);
+      await client.create({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'webhook', namespace: ns },
+        spec: { selector: { app: 'webhook' }, ports: [{ port: 443, targetPort: 8443 }] },
+      } as KubeObject);
       await until(async () => (ready(await client.get(POD, 'webhook', ns)) ? true : undefined), 'webhook pod Ready', 120_000);
       const config = `hoist-test-allow-${ns}`;
       await client.create({
@@ -173,11 +228,15 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
         // the configuration takes effect once kube-apiserver's webhook informer has it: create
         // ConfigMaps until one was reviewed (the webhook logs each review; read through the kubelet)
         let i = 0;
-        const log = await until(async () => {
-          await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `reviewed-${i++}`, namespace: ns }, data: { a: '1' } } as KubeObject);
-          const text = await kubectl(['-n', ns, 'logs', 'webhook']);
-          return text.includes(`/validate CREATE ${ns}/reviewed-`) ? text : undefined;
-        }, 'a ConfigMap reviewed by the webhook', 60_000);
+        const log = await until(
+          async () => {
+            await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `reviewed-${i++}`, namespace: ns }, data: { a: '1' } } as KubeObject);
+            const text = await kubectl(['-n', ns, 'logs', 'webhook']);
+            return text.includes(`/validate CREATE ${ns}/reviewed-`) ? text : undefined;
+          },
+          'a ConfigMap reviewed by the webhook',
+          60_000,
+        );
         expect(log).toMatch(new RegExp(`webhook: /validate CREATE ${ns}/reviewed-\\d+ \\(/ConfigMap\\) allowed`));
         expect(log).toContain('webhook: serving on :8443');
       } finally {
@@ -195,10 +254,14 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
       metadata: { name: 'anywhere', namespace: ns },
       spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
     } as KubeObject);
-    const pod = await until(async () => {
-      const p = await client.get(POD, 'anywhere', ns);
-      return (p?.spec as { nodeName?: string } | undefined)?.nodeName ? p : undefined;
-    }, 'pod anywhere scheduled', 60_000);
+    const pod = await until(
+      async () => {
+        const p = await client.get(POD, 'anywhere', ns);
+        return (p?.spec as { nodeName?: string } | undefined)?.nodeName ? p : undefined;
+      },
+      'pod anywhere scheduled',
+      60_000,
+    );
     expect((pod.spec as { nodeName?: string }).nodeName).not.toBe(theRealNode().name);
   });
 });

@@ -53,7 +53,20 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('auditLog', cp.auditLogPath ?? '');
   project.provide('clusterKind', 'local');
   const node = cp.realNode;
-  project.provide('realNode', node ? { name: node.name, runtime: node.runtime, network: node.network, label: node.label, taint: node.taint, images: node.images, containerdSocket: node.containerdSocket } : null);
+  project.provide(
+    'realNode',
+    node
+      ? {
+          name: node.name,
+          runtime: node.runtime,
+          network: node.network,
+          label: node.label,
+          taint: node.taint,
+          images: node.images,
+          containerdSocket: node.containerdSocket,
+        }
+      : null,
+  );
   project.provide('realNodeSkip', node ? '' : realNode ? (cp.realNodeUnavailable ?? 'the real node did not start') : 'no real node: HOIST_REAL_NODE=0');
   if (!node) console.error(`[control plane] tests that need real pods are skipped: ${cp.realNodeUnavailable ?? 'HOIST_REAL_NODE=0'}`);
 }

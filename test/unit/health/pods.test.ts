@@ -39,17 +39,29 @@ describe('podProblem', () => {
     expect(podProblem(crashLooping)).toBe('pod crasher-7d4b9-x2x9k: container web is CrashLoopBackOff (restarted 3 times; last exit code 1 (Error))');
   });
   it('names the pod condition of a running container whose readiness probe fails', () => {
-    expect(podProblem(neverReady)).toBe('pod web-5f6c7-abcde: Ready=False ContainersNotReady (containers with unready status: [web]); running but not ready: readiness probe of web failing');
+    expect(podProblem(neverReady)).toBe(
+      'pod web-5f6c7-abcde: Ready=False ContainersNotReady (containers with unready status: [web]); running but not ready: readiness probe of web failing',
+    );
   });
   it('an image that is not on the node, and an unschedulable pod', () => {
-    const noImage = pod('p', { phase: 'Pending', containerStatuses: [{ name: 'web', state: { waiting: { reason: 'ErrImageNeverPull', message: 'Container image "x" is not present with pull policy of Never' } } }] });
+    const noImage = pod('p', {
+      phase: 'Pending',
+      containerStatuses: [
+        { name: 'web', state: { waiting: { reason: 'ErrImageNeverPull', message: 'Container image "x" is not present with pull policy of Never' } } },
+      ],
+    });
     expect(podProblem(noImage)).toBe('pod p: container web is ErrImageNeverPull (Container image "x" is not present with pull policy of Never)');
-    const unschedulable = pod('q', { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/2 nodes are available' }] });
+    const unschedulable = pod('q', {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/2 nodes are available' }],
+    });
     expect(podProblem(unschedulable)).toBe('pod q not scheduled: Unschedulable (0/2 nodes are available)');
   });
   it('nothing for a ready pod, a starting one, or one being deleted', () => {
     expect(podProblem(ready)).toBeUndefined();
-    expect(podProblem(pod('s', { phase: 'Pending', containerStatuses: [{ name: 'web', state: { waiting: { reason: 'ContainerCreating' } } }] }))).toBeUndefined();
+    expect(
+      podProblem(pod('s', { phase: 'Pending', containerStatuses: [{ name: 'web', state: { waiting: { reason: 'ContainerCreating' } } }] })),
+    ).toBeUndefined();
     expect(podProblem({ ...crashLooping, metadata: { ...crashLooping.metadata, deletionTimestamp: '2026-11-27T17:00:00Z' } })).toBeUndefined();
   });
 });
