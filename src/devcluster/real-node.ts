@@ -172,6 +172,19 @@ export async function claimNodeNetwork(
   };
 }
 
+/** kernel settings the kubelet changes at start-up (kernel.panic 10, kernel.panic_on_oops 1, vm.overcommit_memory 1) */
+const KUBELET_SYSCTLS = ['kernel/panic', 'kernel/panic_on_oops', 'vm/overcommit_memory'];
+
+/** writes back the values read before the kubelet started, where they differ now */
+async function restoreSysctls(before: ReadonlyMap<string, string>, log: (line: string) => void): Promise<void> {
+  for (const [key, value] of before) {
+    if (!value) continue;
+    const now = (await readFile(`/proc/sys/${key}`, 'utf8').catch(() => '')).trim();
+    if (now === value) continue;
+    await writeFile(`/proc/sys/${key}`, value).catch((e: Error) => log(`could not restore ${key.replace('/', '.')}=${value}: ${e.message}`));
+  }
+}
+
 /** kills and deletes every task (container) containerd runs in k8s.io, so their shims exit */
 async function killTasks(socket: string): Promise<void> {
   const ctr = (args: readonly string[]) => tryRun('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], 30_000);
@@ -418,6 +431,7 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
   const proxyBin = toolPath('kube-proxy');
   const { archive, images } = await nodeImages();
 
+  const sysctls = new Map<string, string>();
   let containerd: ChildProcess | undefined;
   let kubelet: ChildProcess | undefined;
   let proxy: ChildProcess | undefined;
@@ -466,6 +480,7 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
     }
     step('kube-proxy');
     await stopProcess(kubelet, 10_000);
+    await restoreSysctls(sysctls, o.log);
     step('kubelet');
     // 3. whatever containerd still runs (a pod the drain missed): kill and delete, so the shims exit
     if (containerd && containerd.exitCode === null) await killTasks(socket);
@@ -507,7 +522,8 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
     });
     o.log(`containerd ${version} ready on ${socket}; imported ${Object.values(images).join(', ')}`);
 
-    // kubelet
+    // kubelet (it sets these kernel settings to its liking; stop() puts the machine's values back)
+    for (const key of KUBELET_SYSCTLS) sysctls.set(key, (await readFile(`/proc/sys/${key}`, 'utf8').catch(() => '')).trim());
     const [port, healthzPort] = [await freePort(), await freePort()];
     await writeFile(join(base, 'kubelet.yaml'), kubeletConfig({ base, socket, port, healthzPort, gateway: o.network.gateway, caCert: o.pki.caCert }));
     const kubeletLog = join(o.dir, 'kubelet.log');
