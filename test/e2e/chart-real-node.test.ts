@@ -200,7 +200,9 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
     const source = await serveBundle(files, '/v2.tgz', [configMap('from-pod', { revision: '2' })]);
     const changedAt = Date.now();
     await client.patch(BD_TYPE, `chart-e2e-${runId}`, undefined, { spec: { sources: [source] } }, 'merge');
-    await waitDone(`chart-e2e-${runId}`, 'revision 2 installed by the new leader');
+    const r2 = await waitDone(`chart-e2e-${runId}`, 'revision 2 installed by the new leader');
+    // one new revision: the change was applied once, not lost and not twice
+    expect(r2.status?.activeRevision?.number).toBe(2);
     const cm = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'from-pod', `${ns}-bundle`);
     expect((cm as KubeObject & { data?: Record<string, string> }).data).toEqual({ revision: '2' });
     // reported, not asserted: times depend on the machine
@@ -239,7 +241,8 @@ describe.skipIf(!realNode())(realNodeTitle('charts/hoist installed with helm on 
 
     const source = await serveBundle(files, '/v3.tgz', [configMap('from-pod', { revision: '3' })]);
     await client.patch(BD_TYPE, `chart-e2e-${runId}`, undefined, { spec: { sources: [source] } }, 'merge');
-    await waitDone(`chart-e2e-${runId}`, 'revision 3 installed by the upgraded controller');
+    const r3 = await waitDone(`chart-e2e-${runId}`, 'revision 3 installed by the upgraded controller');
+    expect(r3.status?.activeRevision?.number).toBe(3);
     const cm = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'from-pod', `${ns}-bundle`);
     expect((cm as KubeObject & { data?: Record<string, string> }).data).toEqual({ revision: '3' });
   }, 600_000);
