@@ -13,8 +13,9 @@
  * `claimNodeNetwork` takes a lock file, creates the bridge (before kube-apiserver, which binds to
  * the bridge's gateway address so pods reach it), and `release` deletes both. `stop` drains the
  * node (cordon, delete its pods, wait until the kubelet has stopped their sandboxes), stops
- * kube-proxy and removes its iptables chains, stops the kubelet, kills what containerd still runs,
- * stops containerd and unmounts what is left under its directory.
+ * kube-proxy and removes its iptables chains, stops the kubelet and puts back the kernel settings
+ * it changed, kills what containerd still runs, stops containerd, removes the kubelet's iptables
+ * chains and unmounts what is left under its directory.
  *
  * Needs root, Linux, containerd, runc and the CNI plugins (scripts/ensure-packages.sh installs
  * them); `realNodeUnavailable` says in one line why a machine cannot have the node.
