@@ -22,7 +22,7 @@
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -200,6 +200,17 @@ async function killTasks(socket: string): Promise<void> {
     ).catch(() => undefined);
 }
 
+/** pids of processes whose command line mentions `path` */
+async function processesUsing(path: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(path)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
 /** lazily unmounts everything mounted under dir, deepest first (a pod's volumes, a rootfs, a netns) */
 async function unmountUnder(dir: string): Promise<void> {
   const mounts = (await readFile('/proc/self/mountinfo', 'utf8').catch(() => ''))
@@ -219,6 +230,19 @@ async function unmountUnder(dir: string): Promise<void> {
 async function recoverAbandoned(oldDir: string, log: (line: string) => void): Promise<void> {
   const base = join(oldDir, 'node');
   const config = join(base, 'containerd.toml');
+  // its kubelet, kube-proxy or containerd may still run (a parent killed with SIGKILL cannot stop
+  // them); its shims stay: killing one would orphan its container, containerd stops them below
+  for (const pid of await processesUsing(`${base}/`)) {
+    const argv0 = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0')[0] ?? '';
+    if (!argv0.split('/').pop()!.startsWith('containerd-shim')) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  await new Promise((r) => setTimeout(r, 500));
   if (existsSync(config)) {
     const socket = join(base, 'containerd.sock');
     const c = startProcess('containerd', ['--config', config], join(base, 'containerd-recover.log'));
@@ -440,6 +464,7 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
   const api = (method: string, path: string, body?: unknown, type?: string) => adminRequest(o.server, o.pki, method, path, body, type);
 
   const stop = async (): Promise<void> => {
+    process.removeListener('exit', onExit);
     const stopStarted = Date.now();
     // 1. drain: no new pod lands here; the kubelet stops every pod's containers and sandbox (CNI DEL)
     if (kubelet && kubelet.exitCode === null) {
@@ -495,6 +520,13 @@ export async function startRealNode(o: RealNodeOptions): Promise<RealNode> {
     step('chains and mounts');
     o.log(`real node stopped in ${((Date.now() - stopStarted) / 1000).toFixed(1)}s (${steps.join(', ')})`);
   };
+
+  // when this process exits without stop() (an uncaught error), the node's processes go with it;
+  // what they ran is cleaned up by the next start (recoverAbandoned)
+  const onExit = (): void => {
+    for (const c of [proxy, kubelet, containerd]) if (c && c.exitCode === null) c.kill('SIGKILL');
+  };
+  process.once('exit', onExit);
 
   try {
     // containerd
