@@ -23,6 +23,9 @@ export const DEFAULT_REVISION_HISTORY_LIMIT = 3;
 export const DEFAULT_HEALTH_CHECK_PERIOD_SECONDS = 10;
 export const DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD = 3;
 export const DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS = 0;
+/** the shortest pollInterval (the CRD refuses shorter ones; keep its rule in sync) */
+export const MIN_POLL_INTERVAL = '10s';
+export const MIN_POLL_INTERVAL_MS = 10_000;
 
 export type DefaultedSource = SourceSpec & { destination: string };
 export type DefaultedHealthCheck = HealthCheck & {
@@ -40,7 +43,10 @@ export interface DefaultedSpec extends BundleDeploymentSpec {
   revisionHistoryLimit: number;
   collisionProtection: CollisionProtection;
   deleteCRDsOnUninstall: boolean;
-  /** pollInterval in ms; undefined: floating refs are resolved once per spec generation */
+  /**
+   * pollInterval in ms, at least MIN_POLL_INTERVAL_MS; undefined: floating refs are resolved once
+   * per spec generation
+   */
   pollIntervalMs: number | undefined;
   progressDeadlineMs: number;
 }
@@ -66,7 +72,8 @@ export function withDefaults(spec: BundleDeploymentSpec): DefaultedSpec {
     revisionHistoryLimit: spec.revisionHistoryLimit ?? DEFAULT_REVISION_HISTORY_LIMIT,
     collisionProtection: spec.collisionProtection ?? DEFAULT_COLLISION_PROTECTION,
     deleteCRDsOnUninstall: spec.deleteCRDsOnUninstall ?? false,
-    pollIntervalMs: spec.pollInterval === undefined ? undefined : positiveDuration('spec.pollInterval', spec.pollInterval),
+    // a shorter interval (stored before the CRD's minimum, or under a CRD without the rule) counts as the minimum
+    pollIntervalMs: spec.pollInterval === undefined ? undefined : Math.max(MIN_POLL_INTERVAL_MS, positiveDuration('spec.pollInterval', spec.pollInterval)),
     progressDeadlineMs: positiveDuration('spec.upgrade.progressDeadline', progressDeadline),
   };
 }

@@ -12,6 +12,15 @@ export const LABEL_OWNER_NAME = 'core.rukpak.io/owner-name';
 export const LABEL_LINEAGE = 'core.rukpak.io/lineage';
 export const ANNOTATION_REVISION = 'core.rukpak.io/revision';
 export const ANNOTATION_OPTIONAL = 'core.rukpak.io/optional';
+/** orders an object within its apply phase (an integer, default 0; lower first), like Argo CD's sync-wave */
+export const ANNOTATION_APPLY_WAVE = 'core.rukpak.io/apply-wave';
+/**
+ * Set by the helm processor on a chart's hook objects: the hook events (helm.sh/hook) Hoist runs
+ * it for, comma-separated. Such objects are run as hooks, not applied as managed objects.
+ */
+export const ANNOTATION_HOOK = 'core.rukpak.io/hook';
+/** on Helm hook objects Hoist created: the BundleDeployment whose hook it is (not an owner label: hooks are not managed objects) */
+export const LABEL_HOOK_OF = 'core.rukpak.io/hook-of';
 export const FINALIZER = 'core.rukpak.io/cleanup';
 /**
  * On a Secret used by http and git sources: the hosts (`host` for port 443, or `host:port`),
@@ -246,6 +255,45 @@ export interface AttemptedRevision extends RevisionRef {
 
 export interface RevisionStatus extends RevisionRef {
   phase: 'Active' | 'Superseded' | 'Failed';
+  /** the Helm hooks that ran when this revision was installed, upgraded to or rolled back to */
+  hooks?: HookRun[];
+}
+
+/** Helm's hook events (helm.sh/hook), the ones Hoist runs */
+export type HookEvent = 'pre-install' | 'post-install' | 'pre-upgrade' | 'post-upgrade' | 'pre-rollback' | 'post-rollback' | 'pre-delete' | 'post-delete';
+
+/** one run of one Helm hook object for one event */
+export interface HookRun {
+  event: HookEvent;
+  kind: string;
+  name: string;
+  namespace?: string;
+  result: 'Running' | 'Succeeded' | 'Failed';
+  /** why it failed (the Job's condition reason and message), or what it waited for */
+  message?: string;
+  startedAt: string;
+  completedAt?: string;
+  /** removed after the run by its helm.sh/hook-delete-policy */
+  deleted?: boolean;
+}
+
+/**
+ * A new revision on its way in: its hooks that ran so far and the phase it waits to apply. Kept
+ * in status so that a later reconcile (a watch event, a restart) neither runs a hook again nor
+ * restarts the progressDeadline clock.
+ */
+export interface Transition {
+  revision: number;
+  contentDigest: string;
+  /** which hooks it runs: install (the BD's first revision), upgrade, or rollback */
+  action?: 'install' | 'upgrade' | 'rollback';
+  /** RFC 3339: when the transition began; progressDeadline counts from here */
+  startedAt: string;
+  /** the apply phase waiting for the phases before it to become ready */
+  phase?: string;
+  /** what the phase waits for (the objects not ready yet) */
+  waiting?: string;
+  hooks?: HookRun[];
 }
 
 export interface BundleDeploymentStatus {
@@ -255,6 +303,8 @@ export interface BundleDeploymentStatus {
   contentDigest?: string;
   activeRevision?: ActiveRevision;
   attemptedRevision?: AttemptedRevision;
+  /** a new revision being installed, phase by phase, with its hooks */
+  transition?: Transition;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
 }

@@ -1,13 +1,15 @@
 /**
- * One file (over 400 lines) because apply is one pass whose phases (collision check, CRDs
- * first, parallel apply, the skip-if-unchanged records) share the Applier's per-BD state;
- * collision, CRD safety, field managers and the live index already live in their own modules.
+ * One file (over 400 lines) because apply is one pass whose parts (collision check, the steps,
+ * the skip-if-unchanged records) share the Applier's per-BD state; phases, hooks, collision, CRD
+ * safety, field managers and the live index live in their own modules.
  *
- * The server-side applier (DESIGN §2 Apply, §4). One field manager per lineage; Namespaces and
- * CRDs first (then wait until the CRDs are Established), then everything else in parallel with
- * bounded concurrency. Collisions are decided for every object before anything is written — from
- * the watches, else by a GET — so a refused takeover changes nothing. In a one-phase bundle (no
- * CRDs, Namespaces or hooks) an object the synced watches do not know is applied without force
+ * The server-side applier (DESIGN §2 Apply, §4), at the level of a revision's steps and their
+ * objects: one field manager per lineage; the steps of phases.ts in order, the objects of one in
+ * parallel with bounded concurrency (objects of the bundle's own CRD kinds once those CRDs are
+ * Established); after each step a gate may stop the apply until what it applied is ready (the
+ * reconciler's, for a new revision). Collisions are decided for every object before anything is
+ * written — from the watches, else by a GET — so a refused takeover changes nothing. In a bundle
+ * without CRDs or Namespaces an object the synced watches do not know is applied without force
  * and without that GET: created (201), or it existed after all and the write is handed back and
  * what the call created deleted before the refusal; one request per new object instead of two.
  * Objects whose desired state and live fingerprint are as they were after the last apply are not
@@ -15,6 +17,7 @@
  */
 import type { Logger } from 'pino';
 import {
+  ANNOTATION_APPLY_WAVE,
   ANNOTATION_OPTIONAL,
   ANNOTATION_REVISION,
   LABEL_LINEAGE,
@@ -30,18 +33,22 @@ import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
+import { planSteps } from './phases.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
 import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './unowned-writes.ts';
-import { isCRD, isNamespace, objectId } from './object-id.ts';
+import { dropServerFields, isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
 
 /** opt-in per object: delete and re-create when an update hits an immutable field */
 export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
-/** helm hooks and similar: objects applied before (pre) or after (post) the main phase */
-export const ANNOTATION_APPLY_PHASE = 'core.rukpak.io/apply-phase';
+/**
+ * Called after each step of a phased apply but the last, once its writes are done: whether the
+ * next step may be applied (every object so far ready), or what it waits for.
+ */
+export type StepGate = (step: { name: string; next: string; objects: readonly KubeObject[]; results: readonly ObjectResult[] }) => Promise<{ ready: true } | { ready: false; waiting: string }>;
 
 export interface ApplyTarget {
   /** the BundleDeployment's name */
@@ -77,6 +84,11 @@ export interface ApplyReport {
    * shard taking over, a restart) see that nothing changed without applying again
    */
   appliedDigest?: string;
+  /**
+   * set when a gate stopped the apply before step `step`: `after` is not ready yet (`waiting`
+   * says which objects and why); the objects of `step` and later steps were not applied
+   */
+  pending?: { step: string; after: string; waiting: string };
 }
 
 export interface ApplierOptions {
@@ -91,6 +103,8 @@ export interface ApplierOptions {
 }
 
 interface Prepared {
+  /** the object as the bundle has it (steps are planned over these) */
+  src: KubeObject;
   obj: KubeObject;
   info: ResourceInfo;
   id: string;
@@ -125,6 +139,11 @@ interface Planned extends Prepared {
    * read; when it existed after all (unowned, or created since) that one alone is read and decided
    */
   presumed?: boolean;
+}
+
+/** an object this apply call created, with the uid its create returned (the undo deletes only that one) */
+interface Created extends Planned {
+  createdUid: string;
 }
 
 /** per apply call: creates the install namespace once, when a write finds it missing; false when it may not */
@@ -176,6 +195,24 @@ export class Applier {
     return !(rec?.heldBy && desired && hand.every((m) => rec.heldBy!.includes(m)) && rec.fingerprint === liveFingerprint(live!, desired));
   }
 
+  /**
+   * The install namespace exists (created when missing, as an apply would) before anything else
+   * of the revision is written: Helm hooks run before the revision's objects, as with
+   * `helm install --create-namespace`.
+   */
+  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[]): Promise<void> {
+    if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
+    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
+  }
+
+  /**
+   * The uid of the object this process last wrote as `obj` for BD `bdName`, when it wrote one:
+   * prune and uninstall delete only that object (an object replaced since is someone else's).
+   */
+  writtenUid(bdName: string, obj: KubeObject): string | undefined {
+    return this.applied.get(bdName)?.get(objectId(obj))?.uid;
+  }
+
   /** forget what was applied for a BD (deleted, or its objects were re-rendered elsewhere) */
   forget(bdName: string): void {
     this.applied.delete(bdName);
@@ -187,64 +224,73 @@ export class Applier {
    * when an object may not be taken over; UnsafeCRDUpgrade before any write when a changed CRD
    * would break existing resources (crd-safety.ts); ApplyFailed naming every object that failed.
    */
-  async apply(target: ApplyTarget, objects: readonly KubeObject[]): Promise<ApplyReport> {
+  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate } = {}): Promise<ApplyReport> {
     const manager = fieldManagerFor(target.lineage);
     const results: ObjectResult[] = [];
     const skippedOptional: string[] = [];
     const applied: KubeObject[] = [];
 
-    // Kinds the bundle's own CRDs define may not be served yet: those wait for phase two.
+    const { steps, invalid } = planSteps(objects, (o) => o);
+    if (invalid.length > 0) {
+      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
+    }
+    // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
     const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
-    const first: KubeObject[] = [];
-    const rest: KubeObject[] = [];
-    for (const o of objects) (isCRD(o) || isNamespace(o) ? first : rest).push(o);
-
-    const firstPrepared = await this.prepare(target, first, bundleKinds, skippedOptional);
-    const restPrepared = await this.prepare(target, rest, bundleKinds, skippedOptional);
-    // One phase only (no CRDs, Namespaces or hooks): objects no watch knows are created without
-    // reading them first, since every write of the call can still be undone if one collides.
-    const presume = first.length === 0 && rest.every((o) => phaseOf(o) === 'main') && !this.readFirst.has(target.name);
+    const prepared = await this.prepare(target, objects, bundleKinds, skippedOptional);
+    // Without CRDs or Namespaces in the bundle, objects no watch knows are created without reading
+    // them first: every create of the call can still be undone if one collides.
+    const presume = !objects.some((o) => isCRD(o) || isNamespace(o)) && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
-    const firstPlanned = await this.plan(target, firstPrepared.ready);
-    let restPlanned = await this.plan(target, restPrepared.ready, presume);
-    this.refuseConflicts([...firstPlanned, ...restPlanned]);
-    if (restPrepared.deferred.length === 0) this.adoptRecords(target, [...firstPlanned, ...restPlanned]);
-    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, firstPlanned);
+    const planned = await this.plan(target, prepared.ready, presume);
+    this.refuseConflicts(planned);
+    if (prepared.deferred.length === 0) this.adoptRecords(target, planned);
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)));
 
     const ensureNs = this.namespaceEnsurer(target, objects);
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
-    const needsWrite = [...firstPlanned, ...restPlanned].some((p) => !this.unchanged(target.name, p)) || restPrepared.deferred.length > 0;
+    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || prepared.deferred.length > 0;
     if (needsWrite && target.installNamespace && !this.installNamespaces.known(target.installNamespace)) await ensureNs();
 
-    results.push(...(await this.applyAll(target, manager, firstPlanned, ensureNs)));
-    applied.push(...firstPlanned.map((p) => p.obj));
-    this.failIfAny(results);
-
-    const crds = firstPlanned.filter((p) => isCRD(p.obj));
+    const bySource = new Map(planned.map((p) => [p.src, p]));
+    const deferred = new Set(prepared.deferred);
+    const created: Created[] = [];
     let established: Promise<void> = Promise.resolve();
-    if (crds.length > 0 && results.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-      established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
-      // keep a rejection observed until it is awaited below
-      established.catch(() => {});
-    }
-    // Only objects of the bundle's own CRD kinds need the CRDs Established before they apply;
-    // everything else applies while the API server establishes them.
-    if (restPrepared.deferred.length > 0) {
-      await established;
-      await waitServed(this.client, restPrepared.deferred, this.crdTimeoutMs);
-      const resolved = await this.prepare(target, restPrepared.deferred, new Set(), skippedOptional);
-      const planned = await this.plan(target, resolved.ready);
-      this.refuseConflicts(planned);
-      restPlanned = [...restPlanned, ...planned];
-    }
-
-    // pre hooks, the main set, post hooks: each phase in parallel, phases in order
-    for (const phase of ['pre', 'main', 'post'] as const) {
-      const batch = restPlanned.filter((p) => phaseOf(p.obj) === phase);
-      results.push(...(await this.applyPhase(target, manager, batch, ensureNs)));
+    const live = steps.filter((st) => st.items.some((o) => !skippedOptional.includes(describeObject(o))));
+    for (const [i, step] of live.entries()) {
+      let batch = step.items.flatMap((o) => {
+        const p = bySource.get(o);
+        return p ? [p] : [];
+      });
+      const waiting = step.items.filter((o) => deferred.has(o));
+      if (waiting.length > 0) {
+        // objects of the bundle's own CRD kinds: once those CRDs are Established and served
+        await established;
+        await waitServed(this.client, waiting, this.crdTimeoutMs);
+        const resolved = await this.prepare(target, waiting, new Set(), skippedOptional);
+        const more = await this.plan(target, resolved.ready);
+        this.refuseConflicts(more);
+        batch = [...batch, ...more];
+      }
+      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created);
+      results.push(...stepResults);
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
+      const crds = batch.filter((p) => isCRD(p.obj));
+      if (crds.length > 0 && stepResults.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
+        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
+        // keep a rejection observed until it is awaited
+        established.catch(() => {});
+      }
+      // the last step's readiness is the rollout's to observe; a gate decides whether the next step may go
+      if (opts.gate && i < live.length - 1) {
+        if (crds.length > 0) await established;
+        const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
+        if (!verdict.ready) {
+          this.readFirst.delete(target.name);
+          return { results, skippedOptional, pending: { step: live[i + 1]!.name, after: step.name, waiting: verdict.waiting } };
+        }
+      }
     }
     // installed means usable: the CRDs serve their kinds
     await established;
@@ -312,15 +358,10 @@ export class Applier {
       }
       obj.metadata.labels = { ...obj.metadata.labels, [LABEL_OWNER_NAME]: target.name, [LABEL_LINEAGE]: target.lineage };
       obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
-      // Fields the server owns must not be applied.
-      delete obj.metadata.resourceVersion;
-      delete obj.metadata.uid;
-      delete obj.metadata.creationTimestamp;
-      delete obj.metadata.managedFields;
-      delete obj.status;
+      dropServerFields(obj);
       const ignored = ignoring(target.driftIgnore, obj);
       const sent = ignored?.obj ?? obj;
-      out.push({ obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
+      out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
     }
     if (failures.length > 0) {
       throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
@@ -425,20 +466,20 @@ export class Applier {
   }
 
   /**
-   * One phase: presumed-new objects are created first; any that existed after all is read and
-   * decided as the plan would have, and when one must be refused, what this call created is
-   * deleted again before ConflictingOwner is thrown — so a refusal still changes nothing.
+   * One step: presumed-new objects are created first; any that existed after all is read and
+   * decided as the plan would have, and when one must be refused, what this call created (in
+   * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
+   * refusal still changes nothing.
    */
-  private async applyPhase(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[]): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
     if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
     const existing: Planned[] = [];
-    const created: Planned[] = [];
     const results = (
       await mapLimit(presumed, this.concurrency, async (p) => {
         const r = await this.applyOne(target, manager, p, ensureNs);
         if (!r) existing.push(p);
-        else if (r.action === 'created') created.push(p);
+        else if (r.action === 'created' && r.written) created.push({ ...p, createdUid: r.written.uid });
         return r;
       })
     ).filter((r): r is ObjectResult => r !== undefined);
@@ -464,15 +505,23 @@ export class Applier {
     return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
   }
 
-
-  /** deletes objects this apply call created (each was new: nobody else had it) */
-  private async undoCreates(target: ApplyTarget, created: readonly Planned[]): Promise<void> {
+  /**
+   * Deletes the objects this apply call created (each was new: nobody else had it), each by the
+   * uid its create returned: an object replaced since (deleted and created again by someone else)
+   * is left alone.
+   */
+  private async undoCreates(target: ApplyTarget, created: readonly Created[]): Promise<void> {
     const client = this.actor(target);
     await mapLimit(created, this.concurrency, async (p) => {
       try {
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background' });
         this.applied.get(target.name)?.delete(p.id);
       } catch (e) {
+        if (isConflict(e)) {
+          this.applied.get(target.name)?.delete(p.id);
+          this.log.info({ object: p.subject, uid: p.createdUid }, 'not undoing a create: the object was replaced since (uid precondition failed)');
+          return;
+        }
         this.log.warn({ object: p.subject, err: e instanceof Error ? e.message : String(e) }, 'could not delete an object created before a collision was found');
       }
     });
@@ -525,7 +574,9 @@ export class Applier {
           try {
             out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false }));
           } catch (e) {
-            if (isConflict(e)) return undefined;
+            // a create has no immutable fields: an immutable-field refusal, like a conflict, means
+            // it existed after all and nothing was written — read and decided, never re-created here
+            if (isConflict(e) || isImmutableField(e)) return undefined;
             throw e;
           }
           if (!out.created) {
@@ -545,10 +596,7 @@ export class Applier {
         }
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
-        this.log.info({ object: p.subject }, 're-creating object to change an immutable field');
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { propagationPolicy: 'Background' });
-        await this.waitGone(client, p);
-        result = await client.apply(p.ignored?.full ?? p.obj, { fieldManager: manager, force: true });
+        result = await this.recreate(target, client, manager, p);
         created = true;
       }
       // ...and then given up, so that later applies (which leave them out) neither set nor remove them
@@ -637,9 +685,47 @@ export class Applier {
 
 
 
-  private async waitGone(client: KubeClient, p: Planned): Promise<void> {
+  /**
+   * Delete and re-create for an immutable-field change (opt-in per object), only of the object the
+   * plan decided this BundleDeployment may write: the DELETE carries that object's uid, so an
+   * object replaced since (another uid) is never deleted; an object the plan did not see (it was
+   * created after the plan, by someone else) is never deleted at all; and the re-create is an
+   * apply without force that must create, so an object someone else created in between is
+   * handed back, not taken. Each refusal is transient: the next reconcile reads and decides again.
+   */
+  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned): Promise<KubeObject> {
+    const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
+    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
+    if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
+    this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
+    try {
+      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background' });
+    } catch (e) {
+      // 409: the uid precondition failed, the object by this name is another one now
+      if (isConflict(e)) throw refuse(`it was replaced since it was read (uid ${uid} precondition failed); nothing deleted`);
+      throw e;
+    }
+    await this.waitGone(client, p, uid);
+    let out: { object: KubeObject; created: boolean };
+    try {
+      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false });
+    } catch (e) {
+      if (isConflict(e)) throw refuse('another object by this name was created after the delete');
+      throw e;
+    }
+    if (!out.created) {
+      await handBack(client, out.object, manager, this.log);
+      throw refuse('another object by this name was created after the delete');
+    }
+    return out.object;
+  }
+
+  /** until the object of `uid` is gone; an object of another uid by that name is someone else's */
+  private async waitGone(client: KubeClient, p: Planned, uid: string): Promise<void> {
     const deadline = Date.now() + 60_000;
-    while (await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace)) {
+    for (;;) {
+      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+      if (!live || live.metadata.uid !== uid) return;
       if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -655,12 +741,6 @@ function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject
   stripped.metadata.labels = { ...stripped.metadata.labels, [LABEL_OWNER_NAME]: labels![LABEL_OWNER_NAME]!, [LABEL_LINEAGE]: labels![LABEL_LINEAGE]! };
   stripped.metadata.annotations = { ...stripped.metadata.annotations, [ANNOTATION_REVISION]: annotations![ANNOTATION_REVISION]! };
   return { pointers, obj: stripped };
-}
-
-
-function phaseOf(obj: KubeObject): 'pre' | 'main' | 'post' {
-  const p = obj.metadata.annotations?.[ANNOTATION_APPLY_PHASE];
-  return p === 'pre' || p === 'post' ? p : 'main';
 }
 
 

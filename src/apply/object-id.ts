@@ -16,3 +16,12 @@ export function isCRD(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
 export function isNamespace(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
   return obj.kind === 'Namespace' && obj.apiVersion === 'v1';
 }
+
+/** drops the fields the server owns, which a create or apply must not carry (in place) */
+export function dropServerFields(obj: KubeObject): void {
+  delete obj.metadata.resourceVersion;
+  delete obj.metadata.uid;
+  delete obj.metadata.creationTimestamp;
+  delete obj.metadata.managedFields;
+  delete obj.status;
+}

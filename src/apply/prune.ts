@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
-import { isKindNotServed, isNotFound } from '../kube/api-error.ts';
+import { isConflict, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
@@ -23,6 +23,12 @@ export interface PruneOptions {
   log: Logger;
   /** objects that stay installed (the current revision, when pruning): their namespaces stay too */
   retained?: readonly KubeObject[];
+  /**
+   * the uid of the object this BundleDeployment wrote by that name, when known (Applier.writtenUid):
+   * a live object of another uid was replaced since — deleted and created again by someone else,
+   * labels and all — and is not deleted
+   */
+  writtenUid?: (obj: KubeObject) => string | undefined;
 }
 
 export async function deleteOwned(
@@ -47,6 +53,11 @@ export async function deleteOwned(
           if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
             return { id, subject, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
           }
+          const written = opts.writtenUid?.(obj);
+          if (written && live.metadata.uid !== written) {
+            opts.log.info({ object: subject, written, live: live.metadata.uid }, 'not deleted: replaced since it was written');
+            return { id, subject, action: 'skipped', message: `replaced since this BundleDeployment wrote it (uid ${written}, now ${live.metadata.uid ?? 'none'})` };
+          }
           if (isCRD(obj) && keepCRDs) return { id, subject, action: 'orphaned', message: 'CRDs are kept' };
           if (isNamespace(obj)) {
             // deleting a namespace deletes everything in it: only when nothing else is left there
@@ -59,6 +70,7 @@ export async function deleteOwned(
               return { id, subject, action: 'orphaned', message: `kept: ${verdict.why}` };
             }
           }
+          // the uid decided on: an object replaced between the GET and here is not deleted (409)
           await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live.metadata.uid, propagationPolicy: 'Background' });
           opts.log.debug({ object: subject }, 'deleted');
           return { id, subject, action: 'deleted' };
@@ -66,6 +78,8 @@ export async function deleteOwned(
           // the kind is gone (its CRD was deleted): so is the object
           if (isNotFound(e)) return { id, subject, action: 'unchanged', message: 'already gone' };
           if (isKindNotServed(e)) return { id, subject, action: 'unchanged', message: 'kind no longer served' };
+          // 409 on a DELETE with a uid precondition: the object by this name is another one now
+          if (isConflict(e)) return { id, subject, action: 'skipped', message: 'replaced since it was read (uid precondition failed): not deleted' };
           return { id, subject, action: 'failed', message: e instanceof Error ? e.message : String(e) };
         }
       })),

@@ -9,6 +9,8 @@ import { gunzip, gzip, gzipSync } from 'node:zlib';
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
+import { formatBytes } from '../util/content-tree.ts';
+import { HoistError } from '../util/errors.ts';
 import { sha256Hex } from '../util/hash.ts';
 import type { RevisionIndex } from './revision-index.ts';
 
@@ -39,6 +41,15 @@ const ANNOTATION_CHUNK = 'core.rukpak.io/chunk';
 const DATA_SPEC = 'spec';
 /** Secrets are limited to 1 MiB; stay well below with room for metadata */
 export const CHUNK_BYTES = 900 * 1024;
+/** default cap on one revision's stored (compressed) size: 8 MiB, ten Secrets (hoist run --max-revision-size) */
+export const DEFAULT_MAX_REVISION_BYTES = 8 * 1024 * 1024;
+/** refusals remembered by content digest, so a refused revision is not compressed again on every poll */
+const REFUSED_MEMO = 64;
+
+/** a revision's objects as they are stored: gzip-compressed JSON, checked against the size cap */
+export interface PackedRevision {
+  readonly packed: Buffer;
+}
 
 /**
  * The spec fields that produced a revision, its sources pinned to what they resolved to (image
@@ -68,20 +79,48 @@ function contentLabel(digest: string): string {
 }
 
 export class RevisionStore {
+  private readonly refused = new Map<string, HoistError>();
+
   constructor(
     private readonly client: KubeClient,
     private readonly namespace: string,
     /** answers which revisions exist without a LIST once its watch has synced */
     private readonly index?: RevisionIndex,
+    /** the largest revision stored, compressed (bytes); every BD's revisions are held to it */
+    readonly maxBytes: number = DEFAULT_MAX_REVISION_BYTES,
   ) {}
 
   /**
-   * Stores a revision's objects. Idempotent: chunks are content-addressed, so storing the same
-   * revision twice (e.g. after a crash between store and status write) writes nothing new.
+   * Compresses a revision's objects as save() stores them and checks the size cap; writes
+   * nothing. Throws a terminal HoistError (stage process, code `revision-too-large`) naming the
+   * limit and the size when the compressed form is larger than `maxBytes`. A refusal is
+   * remembered by content digest, so the same content is not compressed again to learn it.
+   */
+  async pack(objects: readonly KubeObject[], contentDigest?: string): Promise<PackedRevision> {
+    const known = contentDigest ? this.refused.get(contentDigest) : undefined;
+    if (known) throw known;
+    const packed = await pack(Buffer.from(JSON.stringify(objects)));
+    if (packed.length <= this.maxBytes) return { packed };
+    const secrets = Math.ceil(packed.length / CHUNK_BYTES);
+    const err = new HoistError(
+      `the rendered objects are ${packed.length} bytes compressed (${secrets} revision Secrets), over the limit of ${formatBytes(this.maxBytes)} per revision (hoist run --max-revision-size); nothing was stored or applied`,
+      { stage: 'process', reason: 'ProcessFailed', code: 'revision-too-large', subject: 'revision size', terminal: true },
+    );
+    if (contentDigest) {
+      if (this.refused.size >= REFUSED_MEMO) this.refused.delete(this.refused.keys().next().value!);
+      this.refused.set(contentDigest, err);
+    }
+    throw err;
+  }
+
+  /**
+   * Stores a revision's objects (or what pack() made of them). Idempotent: chunks are
+   * content-addressed, so storing the same revision twice (e.g. after a crash between store and
+   * status write) writes nothing new. Refuses, writing nothing, a revision over the size cap.
    * Returns the compressed size in bytes.
    */
-  async save(bdName: string, rev: RevisionRecord, objects: readonly KubeObject[]): Promise<number> {
-    const packed = await pack(Buffer.from(JSON.stringify(objects)));
+  async save(bdName: string, rev: RevisionRecord, content: readonly KubeObject[] | PackedRevision): Promise<number> {
+    const { packed } = 'packed' in content ? content : await this.pack(content, rev.contentDigest);
     const chunks: Buffer[] = [];
     for (let off = 0; off < packed.length; off += CHUNK_BYTES) chunks.push(packed.subarray(off, off + CHUNK_BYTES));
     await Promise.all(

@@ -6,10 +6,11 @@
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { bundleDeploymentCRD, CRD_NAME } from '../../api/v1alpha2/crd.ts';
+import { TENANCY_POLICY_NAME, tenancyPolicy, type AdmissionObject } from '../../api/v1alpha2/tenancy-policy.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
@@ -19,7 +20,10 @@ export interface ControllerOptions {
   kubeconfig?: string;
   /** the controller's namespace: revision Secrets and source credentials live here */
   namespace: string;
-  /** apply the BundleDeployment CRD at start-up (development; the chart installs it otherwise) */
+  /**
+   * apply the BundleDeployment CRD and the tenancy policy (api/v1alpha2/tenancy-policy.yaml) at
+   * start-up (development; the chart installs both otherwise)
+   */
   installCRD?: boolean;
   cacheDir?: string;
   workers?: number;
@@ -42,6 +46,8 @@ export interface ControllerOptions {
   overrideManagers?: readonly string[];
   /** size budget of the content store, enforced on every write (see FsContentStore); undefined = unlimited */
   cacheMaxBytes?: number;
+  /** the largest revision stored, compressed, in bytes (--max-revision-size; default 8 MiB) */
+  maxRevisionBytes?: number;
 }
 
 export interface RunningController {
@@ -65,6 +71,30 @@ export async function installCRD(client: RestKubeClient, log: Logger): Promise<v
   log.info({ crd: CRD_NAME }, 'CRD installed');
 }
 
+/** the user name this client's requests authenticate as (a SelfSubjectReview: one request, allowed to every authenticated user) */
+export async function whoAmI(client: KubeClient): Promise<string> {
+  const review = await client.create({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { name: '' } });
+  const user = (review.status as { userInfo?: { username?: string } } | undefined)?.userInfo?.username;
+  if (!user) throw new Error('SelfSubjectReview returned no user name');
+  return user;
+}
+
+/** applies the policy and then its binding (server-side apply, idempotent) */
+export async function applyTenancyPolicy(client: KubeClient, objects: readonly AdmissionObject[]): Promise<void> {
+  for (const o of objects) await client.apply(o, { fieldManager: 'hoist-installer', force: true });
+}
+
+/**
+ * Installs the tenancy policy for this controller: the controller's own user name (asked of the
+ * API server) and its --default-service-account fill in who a BundleDeployment without
+ * spec.serviceAccount acts as. Idempotent.
+ */
+export async function installTenancyPolicy(client: KubeClient, log: Logger, defaultServiceAccount?: string): Promise<void> {
+  const controllerUser = await whoAmI(client);
+  await applyTenancyPolicy(client, tenancyPolicy({ controllerUser, ...(defaultServiceAccount ? { defaultServiceAccount } : {}) }));
+  log.info({ policy: TENANCY_POLICY_NAME, controllerUser }, 'tenancy policy installed');
+}
+
 async function ensureNamespace(client: RestKubeClient, name: string): Promise<void> {
   if (await client.get({ apiVersion: 'v1', kind: 'Namespace' }, name)) return;
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch((e: unknown) => {
@@ -78,7 +108,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();
   if (!opts.registry) collectDefaultMetrics({ register: registry });
-  if (opts.installCRD) await installCRD(client, opts.log);
+  if (opts.installCRD) {
+    await installCRD(client, opts.log);
+    await installTenancyPolicy(client, opts.log, opts.defaultServiceAccount);
+  }
   await ensureNamespace(client, opts.namespace);
   const store = new FsContentStore({ ...(opts.cacheDir ? { root: opts.cacheDir } : {}), ...(opts.cacheMaxBytes !== undefined ? { maxBytes: opts.cacheMaxBytes } : {}) });
   const sources = createSourceRegistry({ ...opts.sources, store });
@@ -96,6 +129,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     gcIntervalMs: opts.gcIntervalMs,
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,
+    maxRevisionBytes: opts.maxRevisionBytes,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

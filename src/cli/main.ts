@@ -14,13 +14,14 @@ commands:
   run      run the controller
              --kubeconfig <file>   (default: $KUBECONFIG, ~/.kube/config, in-cluster)
              --namespace <ns>      controller namespace (default hoist-system)
-             --install-crd         apply the BundleDeployment CRD at start-up
+             --install-crd         apply the BundleDeployment CRD and the tenancy policy at start-up
              --metrics-bind-address <host:port>  /healthz /readyz /metrics (default 127.0.0.1:8080, "0" disables)
              --leader-elect        take part in leader election on a Lease
              --workers <n>         concurrent reconciles (default 16)
              --max-concurrent-renders <n>
                                    of those, how many fetch and render at once (default 4): bounds
-                                   the memory and disk that content in flight takes
+                                   the memory and disk that content in flight takes; the same
+                                   number bounds source resolves that make requests (own slots)
              --shard <name>        reconcile only BundleDeployments labelled core.rukpak.io/shard=<name>,
                                    on the Lease hoist-controller-<name>; without it (or '') only
                                    unlabelled ones, on the Lease hoist-controller
@@ -28,6 +29,10 @@ commands:
                                    (as well as the shard's)
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
              --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
+             --max-revision-size <q>
+                                   the largest revision stored, gzip-compressed, in revision Secrets
+                                   (default 8Mi: ten Secrets); a larger one is refused before
+                                   anything is stored or applied
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
              --registries-conf <file>  containers' registries.conf v2: blocked and insecure (plain http)
                                    registries, mirrors tried in order for digest references
@@ -96,6 +101,7 @@ async function main(argv: string[]): Promise<number> {
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
           'cache-max-size': { type: 'string' },
+          'max-revision-size': { type: 'string', default: '8Mi' },
           'fetch-timeout': { type: 'string', default: '10m' },
           'default-service-account': { type: 'string' },
           'override-manager': { type: 'string', multiple: true },
@@ -120,6 +126,7 @@ async function main(argv: string[]): Promise<number> {
         selector: values.selector,
         cacheDir: values['cache-dir'],
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
+        maxRevisionBytes: parseByteSize(values['max-revision-size'], '--max-revision-size'),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),

@@ -32,6 +32,8 @@ export interface RunOptions {
   cacheDir?: string;
   /** content-store budget in bytes (--cache-max-size); undefined = unlimited */
   cacheMaxBytes?: number;
+  /** the largest revision stored, compressed, in bytes (--max-revision-size) */
+  maxRevisionBytes?: number;
   /** overall deadline of one source resolve or fetch (--fetch-timeout) */
   fetchTimeoutMs?: number;
   defaultServiceAccount?: string;
@@ -78,6 +80,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     selector: shardSelector(opts.shard, opts.selector),
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
+    ...(opts.maxRevisionBytes !== undefined ? { maxRevisionBytes: opts.maxRevisionBytes } : {}),
     sources: await sourceOptions(opts),
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,

@@ -9,6 +9,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { classifyStatus } from '../util/http-status.ts';
 import { adminRequest } from './admin-api.ts';
 import { generatePki, type Pki } from './certs.ts';
@@ -278,6 +279,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       [
         `--kubeconfig=${kubeconfigPath}`,
         `--config=${kwokBin.replace(/kwok-(v[^/]+)$/, 'kwok-stages-$1.yaml')}`,
+        // tests' own stages, after kwok's: a pod annotated hoist.test/exit-code fails with that code
+        `--config=${fileURLToPath(new URL('./kwok-stages/pod-fail.yaml', import.meta.url))}`,
         '--manage-all-nodes=false',
         `--manage-nodes-with-annotation-selector=${KWOK_ANNOTATION}=fake`,
         '--cidr=10.244.0.0/16',

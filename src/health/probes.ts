@@ -11,6 +11,7 @@ import type * as JsonPathPlus from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { HoistError } from '../util/errors.ts';
+import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData, type DataSizes } from './cel-cost.ts';
 
 // Loaded (synchronously) by the first probe that uses them: most bundles have no custom checks,
 // and the two cost ~8 MiB of resident memory in every controller (issue 10).
@@ -36,8 +37,11 @@ export interface CompiledCheck {
 
 // the CRD's defaults, repeated for specs that were not defaulted by an API server (hoist render, tests)
 
-function specError(check: string, what: string, cause?: unknown): HoistError {
-  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', reason: 'Unhealthy', code: 'bad-health-check', subject: `health check ${check}`, terminal: true, cause });
+/** a jsonPath check yields at most this many values; more fail the check */
+export const JSONPATH_MAX_RESULTS = 1000;
+
+function specError(check: string, what: string, code = 'bad-health-check', cause?: unknown): HoistError {
+  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', reason: 'Unhealthy', code, subject: `health check ${check}`, terminal: true, cause });
 }
 
 /** kubectl's `{.status.phase}` and `.status.phase` as jsonpath-plus's `$.status.phase` */
@@ -48,45 +52,72 @@ export function normalizeJsonPath(path: string): string {
   return p.startsWith('.') || p.startsWith('[') ? `$${p}` : `$.${p}`;
 }
 
-function show(v: unknown): string {
-  if (v === undefined) return '<none>';
-  const s = typeof v === 'string' ? v : typeof v === 'bigint' ? v.toString() : JSON.stringify(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+function show(v: string): string {
+  return v.length > 80 ? `${v.slice(0, 77)}...` : v;
 }
 
-function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.trim();
+// Status hygiene: every message below names the check's own terms (condition type, path, wanted
+// value, expression) and never a value read from the object — Healthy's message is readable by
+// anyone who may read the BundleDeployment, while the objects are read with the controller's rights.
+
+/** the sizes CEL's cost estimate reads of an object, measured once per object and kept with it */
+const measured = new WeakMap<object, DataSizes | null>();
+function sizesOf(obj: KubeObject): DataSizes | undefined {
+  let m = measured.get(obj);
+  if (m === undefined) measured.set(obj, (m = measureData(obj) ?? null));
+  return m ?? undefined;
 }
+const TOO_DEEP = `the object nests deeper than ${MAX_DATA_DEPTH} levels (the limit for jsonPath and cel checks)`;
+
+/** thrown by the result callback to stop jsonpath-plus at the cap */
+class TooManyResults extends Error {}
 
 function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
   if (check.condition) {
     const { type, status } = check.condition;
     return (obj) => {
-      const conds = (obj.status as { conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }> } | undefined)?.conditions;
+      const conds = (obj.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions;
       const c = Array.isArray(conds) ? conds.find((x) => x.type === type) : undefined;
       if (!c) return { ok: false, message: `condition ${type} not reported` };
       if (c.status === status) return { ok: true };
-      return { ok: false, message: `condition ${type} is ${c.status}${c.reason ? ` (${c.reason}${c.message ? `: ${c.message}` : ''})` : ''}, want ${status}` };
+      return { ok: false, message: `condition ${type} is not ${status}` };
     };
   }
   if (check.jsonPath) {
-    const path = normalizeJsonPath(check.jsonPath.path);
+    const written = check.jsonPath.path;
+    const path = normalizeJsonPath(written);
     const want = check.jsonPath.value;
+    // each further `..` walks every subtree again for each match of the one before (`$..*..*..*`: 56 s, 2.9 GB)
+    if ((path.match(/\.\./g) ?? []).length > 1) {
+      throw specError(check.name, `jsonPath ${written}: more than one recursive descent (..) is not allowed`, 'health-check-limit');
+    }
     try {
       JSONPath({ path, json: {}, eval: 'safe' });
     } catch (e) {
-      throw specError(check.name, `jsonPath ${check.jsonPath.path}: ${firstLine(e)}`, e);
+      throw specError(check.name, `jsonPath ${written}: ${firstLine(e)}`, undefined, e);
     }
     return (obj) => {
-      let got: unknown[];
+      if (!sizesOf(obj)) return { ok: false, message: `jsonPath ${written}: not evaluated: ${TOO_DEEP}` };
+      let found = false;
+      let count = 0;
       try {
-        got = JSONPath({ path, json: obj as object, eval: 'safe', wrap: true }) as unknown[];
+        JSONPath({
+          path,
+          json: obj as object,
+          eval: 'safe',
+          wrap: true,
+          resultType: 'value',
+          callback: (v: unknown) => {
+            // kubectl prints scalars as their text; a match is any yielded value equal to the wanted text
+            if (!found && (typeof v === 'string' ? v : JSON.stringify(v)) === want) found = true;
+            if (++count > JSONPATH_MAX_RESULTS) throw new TooManyResults();
+          },
+        });
       } catch (e) {
-        return { ok: false, message: `jsonPath ${check.jsonPath!.path}: ${firstLine(e)}` };
+        if (e instanceof TooManyResults) return { ok: false, message: `jsonPath ${written}: yields more than ${JSONPATH_MAX_RESULTS} values (the limit)` };
+        return { ok: false, message: `jsonPath ${written}: cannot be evaluated on this object` };
       }
-      // kubectl prints scalars as their text; a match is any yielded value equal to the wanted text
-      if (got.some((v) => (typeof v === 'string' ? v : JSON.stringify(v)) === want)) return { ok: true };
-      return { ok: false, message: `${check.jsonPath!.path} is ${show(got.length === 1 ? got[0] : got.length ? got : undefined)}, want ${want}` };
+      return found ? { ok: true } : { ok: false, message: `${written} does not yield ${want}` };
     };
   }
   if (check.cel) {
@@ -95,21 +126,45 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
     try {
       expr = parseCel(source);
     } catch (e) {
-      throw specError(check.name, `cel: ${firstLine(e)}`, e);
+      throw specError(check.name, `cel: ${firstLine(e)}`, undefined, e);
+    }
+    const estimate = estimateCost(expr.ast, ASSUMED_DATA_SIZES);
+    if (estimate > CEL_COST_LIMIT) {
+      throw specError(
+        check.name,
+        `cel: estimated cost ${estimate.toPrecision(3)} exceeds the limit of ${CEL_COST_LIMIT} (comprehensions multiply; lists read from the object are assumed to hold ${ASSUMED_DATA_SIZES.list} elements)`,
+        'health-check-limit',
+      );
     }
     return (obj) => {
+      const sizes = sizesOf(obj);
+      if (!sizes) return { ok: false, message: `cel ${show(source)}: not evaluated: ${TOO_DEEP}` };
+      const cost = estimateCost(expr.ast, sizes);
+      if (cost > CEL_COST_LIMIT) {
+        return { ok: false, message: `cel ${show(source)}: not evaluated: its cost on this object (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}` };
+      }
       try {
         const v = expr({ self: obj });
         if (v === true) return { ok: true };
         if (v === false) return { ok: false, message: `cel ${show(source)} is false` };
-        return { ok: false, message: `cel ${show(source)} yields ${show(v)}, not a bool` };
+        return { ok: false, message: `cel ${show(source)} does not yield a bool` };
       } catch (e) {
-        // a field the object does not have yet (status not written) fails the check, it is not an error
-        return { ok: false, message: `cel ${show(source)}: ${firstLine(e)}` };
+        // a field the object does not have yet (status not written) fails the check, it is not an
+        // error; the library's message may quote values of the object, so only its code is kept
+        return { ok: false, message: `cel ${show(source)}: ${celErrorCode(e)}` };
       }
     };
   }
   throw specError(check.name, 'set exactly one of condition, jsonPath or cel');
+}
+
+function celErrorCode(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[a-z_]+$/.test(code) ? code.replaceAll('_', ' ') : 'evaluation error';
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.trim();
 }
 
 /** Compiles a BD's checks; throws a terminal HoistError for the first bad one. */

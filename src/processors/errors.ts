@@ -10,6 +10,8 @@ export const PROCESS_FAILED = 'ProcessFailed';
 /** Codes processors use, so callers and tests can tell failures apart without parsing messages. */
 export type ProcessErrorCode =
   | 'parse-error'
+  // YAML that expands beyond the node budget (yaml/budget.ts)
+  | 'yaml-alias-budget'
   | 'invalid-object'
   | 'duplicate-object'
   | 'unsupported-format'

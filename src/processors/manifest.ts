@@ -6,6 +6,7 @@
 import type { KubeObject } from '../kube/types.ts';
 import type { HoistError } from '../util/errors.ts';
 import { processError } from './errors.ts';
+import type { YamlBudget } from './yaml/budget.ts';
 import { parseManifestStream } from './yaml/stream.ts';
 import { isJsonObject } from './yaml/values.ts';
 import type { JsonObject, ParsedDocument } from './yaml/values.ts';
@@ -33,10 +34,11 @@ export interface ManifestReadResult {
 /**
  * Parses one manifest file's text into objects. A syntax error fails the whole file (thrown);
  * a document that is not a valid object is collected in `errors` so every bad document of the
- * bundle can be reported at once.
+ * bundle can be reported at once. `budget` is the bundle's YAML node budget (yaml/budget.ts),
+ * shared by every file of one render; a fresh one when absent.
  */
-export function readManifestText(text: string, file: string): ManifestReadResult {
-  const { documents, warnings } = parseManifestStream(text, file);
+export function readManifestText(text: string, file: string, budget?: YamlBudget): ManifestReadResult {
+  const { documents, warnings } = parseManifestStream(text, file, budget);
   const objects: SourcedObject[] = [];
   const errors: HoistError[] = [];
   for (const doc of documents) collectObjects(doc, file, objects, errors);

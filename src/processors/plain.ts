@@ -20,6 +20,7 @@ import { combineProcessErrors } from './errors.ts';
 import { duplicateErrors, readManifestText } from './manifest.ts';
 import type { SourcedObject } from './manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from './processor.ts';
+import { yamlBudget } from './yaml/budget.ts';
 
 const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 const WHO = 'plain processor';
@@ -77,10 +78,11 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
   const bundle = openBundle(tree, WHO, limits);
   const { files, warnings, errors } = await listManifestFiles(bundle);
   const sourced: SourcedObject[] = [];
+  const budget = yamlBudget();
   for (const file of files) {
     try {
       const text = await bundle.readText(file.path);
-      const read = readManifestText(text, file.path);
+      const read = readManifestText(text, file.path, budget);
       sourced.push(...read.objects);
       warnings.push(...read.warnings);
       errors.push(...read.errors);

@@ -9,7 +9,6 @@ import { FINALIZER, lineageOf, type BundleDeployment, type BundleDeploymentStatu
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { asHoistError } from '../util/errors.ts';
-import { hashOf } from '../util/hash.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { lineageWinner } from './lineage.ts';
@@ -25,6 +24,7 @@ import { resolveSources } from './pipeline/resolve.ts';
 import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
+import { decideStatusWrite } from './status-writes.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
 
@@ -34,6 +34,8 @@ export class BundleDeploymentReconciler {
   private readonly contentUse = new ContentInUse();
   /** per BD: uid of a BundleDeployment whose finalizer we removed (the cache may still show it) */
   private readonly finalized = new Map<string, string>();
+  /** per BD: when this process last wrote its status (monotonic ms), for the write rate limit */
+  private readonly statusWrites = new Map<string, number>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
@@ -73,7 +75,7 @@ export class BundleDeploymentReconciler {
       this.contentUse.reconciled(name);
       await finalizing;
       // status is written even when a step failed: the failure is what the user must see
-      await s.time('status', this.writeStatus(bd, s.status)).catch((e: unknown) => {
+      await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
         if (isConflict(e)) s.result = { requeue: true };
         else throw e;
       });
@@ -138,6 +140,7 @@ export class BundleDeploymentReconciler {
 
   forget(name: string): void {
     this.ownWrites.forget(name);
+    this.statusWrites.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
     this.contentUse.forget(name);
@@ -163,11 +166,21 @@ export class BundleDeploymentReconciler {
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
 
-  private async writeStatus(bd: BundleDeployment, status: BundleDeploymentStatus): Promise<void> {
-    const clean = JSON.parse(JSON.stringify(status)) as BundleDeploymentStatus;
-    if (hashOf(clean) === hashOf(bd.status ?? {})) return;
+  /** writes the status the reconcile built, unless unchanged or deferred (status-writes.ts) */
+  private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
+    const name = bd.metadata.name;
+    const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
+    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: performance.now() });
+    if (decision.kind === 'unchanged') return;
+    if (decision.kind === 'defer') {
+      // the reconcile then computes the status afresh and writes what holds at that moment
+      s.result = { ...s.result, requeueAfter: Math.min(s.result.requeueAfter ?? decision.afterMs, decision.afterMs) };
+      s.note = s.note ? `${s.note}; status write deferred` : 'status write deferred';
+      return;
+    }
+    this.statusWrites.set(name, performance.now());
     const written = await this.d.client.updateStatus({ ...bd, status: clean });
-    this.ownWrites.record(bd.metadata.name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
+    this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
   }
 
   /** one info line per reconcile outcome (STYLE: duration, revision, digest, changes, next requeue) */

@@ -8,6 +8,7 @@ import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
+import { HookRunner } from '../apply/hooks.ts';
 import { RevisionIndex } from '../apply/revision-index.ts';
 import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../apply/revision-store.ts';
 import { Controller } from '../kube/controller.ts';
@@ -28,7 +29,7 @@ const LINEAGE_INDEX = 'lineage';
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
   workers?: number;
-  /** concurrent fetch + render, the part that holds content in memory and on disk (default 4) */
+  /** concurrent fetch + render, the part that holds content in memory and on disk (default 4); also the number of concurrent source resolves that make requests */
   maxConcurrentRenders?: number;
   /** concurrent object applies within one reconcile (default 8) */
   applyConcurrency?: number;
@@ -41,6 +42,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   overrideManagers?: readonly string[];
   /** content-store garbage collection period (default 10 min); also runs shortly after a BD is deleted */
   gcIntervalMs?: number;
+  /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
+  maxRevisionBytes?: number;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -97,9 +100,12 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
+      hooks: new HookRunner({ log }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
+      // resolves get their own slots (as many): a resolve never waits behind a long render
+      resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
-      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log))),
+      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)), opts.maxRevisionBytes),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),

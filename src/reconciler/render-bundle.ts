@@ -79,7 +79,7 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
       }),
     ),
   );
-  const tree = await composeTree(parts);
+  const tree = await composeTree(parts, undefined, input.signal);
   try {
     // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
     const [apiVersions, kubeVersion] = spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);

@@ -10,8 +10,11 @@ export const MAX_HISTORY_STATUS = 10;
 
 /** `list` with `entry` recorded; a new Active entry supersedes the previous Active one */
 export function recordRevision(list: readonly RevisionStatus[] | undefined, entry: RevisionStatus): RevisionStatus[] {
+  const before = (list ?? []).find((r) => r.number === entry.number);
   const others = (list ?? []).filter((r) => r.number !== entry.number).map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
-  return [...others, entry].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
+  // the hooks a revision ran stay with it until a later transition to it runs others
+  const kept = entry.hooks === undefined && before?.hooks ? { ...entry, hooks: before.hooks } : entry;
+  return [...others, kept].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
 }
 
 /** the revision to roll back to when `failedDigest` fails: the active one, else the newest good one */
@@ -21,7 +24,18 @@ export function lastGoodRevision(status: BundleDeploymentStatus, failedDigest: s
   return candidates.sort((a, b) => b.number - a.number)[0];
 }
 
-/** the Active revisions plus the `limit` newest others, oldest first */
+/**
+ * The revision numbers whose stored objects must stay: those status lists (already trimmed),
+ * the active one, the one being attempted (Hold retries it under the same number) and the one
+ * whose transition is under way. Everything else of the BD is pruned from the revision store.
+ */
+export function keptRevisions(status: BundleDeploymentStatus): Set<number> {
+  const kept = new Set((status.revisions ?? []).map((r) => r.number));
+  for (const n of [status.activeRevision?.number, status.attemptedRevision?.number, status.transition?.revision]) if (n !== undefined) kept.add(n);
+  return kept;
+}
+
+/** the Active revisions plus the `limit` newest others (Superseded and Failed alike), oldest first */
 export function trimHistory(list: readonly RevisionStatus[] | undefined, limit: number): RevisionStatus[] {
   const revs = list ?? [];
   const active = revs.filter((r) => r.phase === 'Active');

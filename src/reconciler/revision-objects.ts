@@ -3,6 +3,7 @@
  * loaded, so a warm reconcile neither fetches, renders nor reads a revision Secret. Everything
  * here can be recomputed: losing it (restart) costs requests, never correctness.
  */
+import { splitHooks } from '../apply/hooks.ts';
 import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { HoistError } from '../util/errors.ts';
@@ -12,14 +13,17 @@ export interface Rendered {
   /** hash of everything that went into the render (sources, config, names) */
   inputs: string;
   contentDigest: string;
+  /** the managed objects: applied, watched, pruned */
   objects: KubeObject[];
+  /** the Helm hooks (src/apply/hooks.ts): run for their events, never applied as managed objects */
+  hooks: KubeObject[];
   /** set when reused from the revision store (no fetch, no render) */
   stored?: RevisionRecord;
 }
 
 export class RevisionObjects {
   private readonly rendered = new Map<string, Rendered>();
-  private readonly loaded = new Map<string, { number: number; objects: KubeObject[] }>();
+  private readonly loaded = new Map<string, { number: number; objects: KubeObject[]; hooks: KubeObject[] }>();
 
   constructor(private readonly store: Pick<RevisionStore, 'load'>) {}
 
@@ -33,22 +37,33 @@ export class RevisionObjects {
     this.rendered.set(name, r);
   }
 
-  rememberLoaded(name: string, number: number, objects: KubeObject[]): void {
-    this.loaded.set(name, { number, objects });
+  rememberLoaded(name: string, number: number, r: Pick<Rendered, 'objects' | 'hooks'>): void {
+    this.loaded.set(name, { number, objects: r.objects, hooks: r.hooks });
   }
 
-  /** the objects of a stored revision: from memory, else from the revision store */
+  /** the managed objects of a stored revision: from memory, else from the revision store */
   async of(name: string, rev: { number: number; contentDigest: string }): Promise<KubeObject[]> {
+    return (await this.revision(name, rev)).objects;
+  }
+
+  /** the Helm hooks of a stored revision */
+  async hooksOf(name: string, rev: { number: number; contentDigest: string }): Promise<KubeObject[]> {
+    return (await this.revision(name, rev)).hooks;
+  }
+
+  private async revision(name: string, rev: { number: number; contentDigest: string }): Promise<Pick<Rendered, 'objects' | 'hooks'>> {
     const memo = this.rendered.get(name);
-    if (memo?.contentDigest === rev.contentDigest) return memo.objects;
+    if (memo?.contentDigest === rev.contentDigest) return memo;
     const loaded = this.loaded.get(name);
-    if (loaded?.number === rev.number) return loaded.objects;
-    const objects = await this.store.load(name, rev);
-    if (!objects) {
+    if (loaded?.number === rev.number) return loaded;
+    const all = await this.store.load(name, rev);
+    if (!all) {
       throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-missing', subject: `revision ${rev.number}`, terminal: false });
     }
-    this.loaded.set(name, { number: rev.number, objects });
-    return objects;
+    const { managed, hooks } = splitHooks(all);
+    const entry = { number: rev.number, objects: managed, hooks };
+    this.loaded.set(name, entry);
+    return entry;
   }
 
   forget(name: string): void {

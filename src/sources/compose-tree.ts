@@ -30,11 +30,15 @@ function safeDestination(dest: string): string {
   return n === '.' ? '' : n;
 }
 
-/** Composes and verifies; throws a terminal HoistError (stage fetch) for a tree that breaks the rule. */
-export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()): Promise<ComposedTree> {
+/**
+ * Composes and verifies; throws a terminal HoistError (stage fetch) for a tree that breaks the
+ * rule, or the signal's reason once it fires (checked by every verification, before each link).
+ */
+export async function composeTree(parts: readonly TreePart[], workDir = tmpdir(), signal?: AbortSignal): Promise<ComposedTree> {
+  const withSignal = signal ? { signal } : {};
   const only = parts[0];
   if (parts.length === 1 && only && safeDestination(only.destination) === '') {
-    await verifyTree(only.dir, { stage: 'fetch', reason: 'FetchFailed' });
+    await verifyTree(only.dir, { stage: 'fetch', reason: 'FetchFailed', ...withSignal });
     return { root: only.dir, dispose: async () => {} };
   }
   const root = await mkdtemp(join(workDir, 'hoist-tree-')).catch((e: unknown) => {
@@ -45,7 +49,7 @@ export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()
       const dest = safeDestination(p.destination);
       // each part first, so no copy can go through a link of an earlier part (parts hold no
       // links to directories once verified); the final check judges links where they ended up
-      await verifyTree(p.dir, { stage: 'fetch', reason: 'FetchFailed', ...(dest ? { prefix: dest } : {}) });
+      await verifyTree(p.dir, { stage: 'fetch', reason: 'FetchFailed', ...(dest ? { prefix: dest } : {}), ...withSignal });
       await cp(p.dir, join(root, dest), { recursive: true, verbatimSymlinks: true, force: true }).catch((e: unknown) => {
         throw new HoistError(`cannot place a source at destination ${JSON.stringify(dest || '.')}: ${describeFsError(e)}`, {
           stage: 'fetch',
@@ -57,7 +61,7 @@ export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()
         });
       });
     }
-    await verifyTree(root, { stage: 'fetch', reason: 'FetchFailed' });
+    await verifyTree(root, { stage: 'fetch', reason: 'FetchFailed', ...withSignal });
   } catch (e) {
     await rm(root, { recursive: true, force: true });
     throw e;

@@ -226,8 +226,10 @@ export class TreeWriter {
       }
       return;
     }
-    const victim = dir === '' ? base.slice(WHITEOUT_PREFIX.length) : `${dir}/${base.slice(WHITEOUT_PREFIX.length)}`;
-    if (victim === '' || victim.endsWith('/')) return;
+    const name = base.slice(WHITEOUT_PREFIX.length);
+    // `.wh..` and `.wh...` would name the directory itself or its parent: a whiteout removes one entry of its own directory
+    if (name === '' || name === '.' || name === '..') throw unpackError('bad-archive', `whiteout ${quote(rel)} names ${quote(name)}, not an entry of its directory`, this.subject);
+    const victim = dir === '' ? name : `${dir}/${name}`;
     if (!this.created.has(victim)) await this.clear(victim);
   }
 

@@ -178,6 +178,8 @@ describe('hoist diff', () => {
     const predicted = parseDiff(d.stdout);
     expect([...predicted].filter(([, a]) => a === 'pruned').map(([s]) => s)).toEqual([`v1/ConfigMap/${ns}/argo-rollouts-legacy`]);
     expect(d.stderr).toMatch(/\d+ configured/);
+    // the phases the new revision is applied in, before the summary
+    expect(d.stderr).toMatch(/apply phases .*\n {2}1\. identity: \d+ objects?\n(.*\n)* {2}\d+\. deploy: \d+ objects?\n/);
     // a dry-run writes nothing
     expect(await owned(bd)).toEqual(before);
 

@@ -67,7 +67,7 @@ describe('spec.healthChecks', () => {
     const failed = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'unhealthy after failureThreshold x periodSeconds', 30_000);
     // tolerated for 3 x 1 s first (the wait above polls every 100 ms)
     expect(Date.now() - brokeAt).toBeGreaterThanOrEqual(2_900);
-    expect(cond(failed, 'Healthy')!.message).toMatch(new RegExp(`^1 failing: Widget ${ns}/main: health check widget-ready: condition Ready is False \\(Broken: set by the test \\(False\\)\\), want True \\(for \\d+s, failureThreshold 3 × periodSeconds 1\\)$`));
+    expect(cond(failed, 'Healthy')!.message).toMatch(new RegExp(`^1 failing: Widget ${ns}/main: health check widget-ready: condition Ready is not True \\(for \\d+s, failureThreshold 3 × periodSeconds 1\\)$`));
     // an installed revision that turns unhealthy is not a failed rollout
     expect(cond(failed, 'Progressing')).toMatchObject({ status: 'False', reason: 'Succeeded' });
 
@@ -96,6 +96,26 @@ describe('spec.healthChecks', () => {
     await t.patchSpec(bd, { healthChecks: [{ name: 'bad', match: { kind: 'Widget' }, cel: 'self.spec.((' }] });
     const bad = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'a bad expression is reported', 30_000);
     expect(cond(bad, 'Healthy')!.message).toMatch(/^healthChecks\[bad\]: cel: /);
+  });
+
+  it('a hostile check (nested comprehensions, issue 23) is refused before any evaluation, and another BD installs meanwhile', async () => {
+    const hostile = `probe-hostile-${t.runId}`;
+    const group = `h${t.runId}.hoist.test`;
+    const sources = await servePinned(files, `/${hostile}.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main') });
+    // depth 9 over ten-element lists: 10^9 steps; evaluated on every watch event it blocked the event loop 39 s
+    const ten = `[${Array.from({ length: 10 }, (_, i) => i).join(',')}]`;
+    let cel = 'self.spec.size > 0';
+    for (let d = 9; d >= 1; d--) cel = `${ten}.all(x${d}, ${cel})`;
+    await t.create(hostile, { installNamespace: hostile, format: 'plain', sources, healthChecks: [{ name: 'bomb', match: { kind: 'Widget' }, cel }] });
+
+    const healthy = `probe-neighbour-${t.runId}`;
+    const other = await servePinned(files, `/${healthy}.tgz`, { 'app.yaml': cm('app', { v: '1' }) });
+    await t.create(healthy, { installNamespace: healthy, format: 'plain', sources: other });
+    await t.waitFor(healthy, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'the neighbour installs and is healthy', 30_000);
+
+    const refused = await t.waitFor(hostile, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Unhealthy', 'the hostile check is refused', 30_000);
+    expect(cond(refused, 'Healthy')).toMatchObject({ status: 'False' });
+    expect(cond(refused, 'Healthy')!.message).toMatch(/^healthChecks\[bomb\]: cel: estimated cost .* exceeds the limit of 1000000 /);
   });
 
   it('a probe that never passes within progressDeadline: Rollback restores the last good revision in place, Hold blocks', async () => {

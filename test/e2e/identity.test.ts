@@ -119,10 +119,10 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     const msg = cond(refused, 'Installed')!.message;
     expect(cond(refused, 'Installed')!.reason).toBe('ApplyFailed');
     // objects no watch knows are applied without a read first, so the apply is refused; a retry
-    // after a refusal reads first, so the read is
-    expect(msg).toMatch(new RegExp(`rbac.authorization.k8s.io/v1 ClusterRole ${role}: (apply|get) refused`));
+    // after a refusal reads first, so the read is. The ConfigMap's phase (configuration) comes
+    // before the ClusterRole's (roles): that one is refused first, and the ClusterRole not tried
     expect(msg).toMatch(new RegExp(`v1 ConfigMap ${other}/planted: (apply|get) refused`));
-    expect(msg).toMatch(/forbidden: User "system:serviceaccount:[^"]+:installer" cannot (patch|get) resource "clusterroles"/);
+    expect(msg).toMatch(/forbidden: User "system:serviceaccount:[^"]+:installer" cannot (patch|get) resource "configmaps"/);
     expect(msg).toContain(user);
     expect(msg).toContain('revision 1 stays installed');
     expect(await t.client.get(CLUSTER_ROLE, role)).toBeUndefined();
@@ -130,9 +130,17 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     expect((await t.client.get(CM, 'app', tenant))?.data).toEqual({ version: 'v1' });
     expect(refused.status?.activeRevision?.number).toBe(1);
 
+    // with the ConfigMap allowed, the ClusterRole is refused in its turn; nothing is created either
+    await grantIn(other, tenant, 'installer', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }]);
+    await t.patchSpec(name, { revisionHistoryLimit: 5 });
+    const refusedRole = await t.waitFor(name, (b) => b.metadata.generation === b.status?.observedGeneration && (cond(b, 'Installed')?.message.includes('ClusterRole') ?? false), 'the ClusterRole refused', 30_000);
+    expect(cond(refusedRole, 'Installed')!.message).toMatch(new RegExp(`rbac.authorization.k8s.io/v1 ClusterRole ${role}: (apply|get) refused`));
+    expect(cond(refusedRole, 'Installed')!.message).toMatch(/cannot (patch|get) resource "clusterroles"/);
+    expect(await t.client.get(CLUSTER_ROLE, role)).toBeUndefined();
+    expect(await t.client.get(CM, 'planted', other)).toBeUndefined();
+
     // the same BD with enough rights installs (a spec change retries the held-back revision)
     await grantClusterWide(tenant, 'installer', [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] }]);
-    await grantIn(other, tenant, 'installer', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }]);
     await t.patchSpec(name, { revisionHistoryLimit: 4 });
     const installed = await t.waitFor(name, isDone, 'v2 installed once the account may', 30_000);
     expect(installed.status?.activeRevision?.number).toBe(2);

@@ -65,12 +65,23 @@ export function isDone(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation && cond(bd, 'Installed')?.status === 'True' && cond(bd, 'Progressing')?.status === 'False';
 }
 
+/** done with Progressing reason Succeeded and every object healthy */
+export function isSucceeded(bd: BundleDeployment | undefined): boolean {
+  return !!bd && isDone(bd) && cond(bd, 'Progressing')?.reason === 'Succeeded' && cond(bd, 'Healthy')?.status === 'True';
+}
+
+/** failed per the status contract: Progressing=False with Blocked or RolledBack, observedGeneration current */
+export function isFailed(bd: BundleDeployment | undefined): boolean {
+  const p = cond(bd, 'Progressing');
+  return !!bd && current(bd) && p?.status === 'False' && (p.reason === 'Blocked' || p.reason === 'RolledBack');
+}
+
 export function current(bd: BundleDeployment): boolean {
   return bd.status?.observedGeneration === bd.metadata.generation;
 }
 
 export async function startTestController(
-  opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount'> = {},
+  opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount' | 'maxRevisionBytes'> = {},
 ): Promise<TestController> {
   const runId = opts.runId ?? randomBytes(4).toString('hex');
   const namespace = `hoist-test-${runId}`;
@@ -82,7 +93,7 @@ export async function startTestController(
   const log = pino({ level: 'debug' }, logs.stream(echo ? (pino.levels.values[echo] ?? 0) : undefined));
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
-  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount });
+  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount, maxRevisionBytes: opts.maxRevisionBytes });
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {

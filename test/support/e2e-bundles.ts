@@ -18,6 +18,20 @@ export function configMap(name: string, data: Record<string, string>, labels?: R
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data } as KubeObject;
 }
 
+/** a one-replica Deployment of the pause image; `podSpec` goes into its pod spec (e.g. a nodeSelector no node matches: never Available) */
+export function deployment(name: string, podSpec: Record<string, unknown> = {}, metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): KubeObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, ...metadata },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }], ...podSpec } },
+    },
+  } as KubeObject;
+}
+
 /** serves the objects as one multi-document YAML (YAML 1.1, as the plain processor reads it: `yes` stays a string) in a tar.gz and returns a pinned http source */
 export async function serveBundle(files: FileServer, path: string, objects: readonly KubeObject[]): Promise<SourceSpec> {
   const body = await tarGz({ 'manifests.yaml': objects.map((o) => stringify(o, { version: '1.1' })).join('---\n') });

@@ -3,7 +3,8 @@
  * applied, like `kubectl diff`. Renders the content as `hoist render` does (previewBundle, the controller's renderBundle), then
  * plans the apply against the cluster (diff-plan.ts: collision verdicts and a server-side
  * dry-run apply as Hoist's field manager) and prints a unified diff per object that would change,
- * be created or be pruned, then a summary on stderr.
+ * be created or be pruned, then a summary on stderr — after the apply phases and the Helm hooks
+ * the change would run (diff-outline.ts).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,6 +15,8 @@ import { parseAllDocuments } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
+import { splitHooks } from '../../apply/hooks.ts';
+import { outline } from './diff-outline.ts';
 import { planDiff, type DiffEntry } from './diff-plan.ts';
 
 const execFileAsync = promisify(execFile);
@@ -35,6 +38,9 @@ successful apply; CRDs and objects no longer owned are kept), and objects collis
 would refuse (the controller would then change nothing). A summary goes to stderr. The dry-run
 runs with your credentials, not the BundleDeployment's serviceAccount; fields hand edits added
 (kubectl edit/patch) that the controller would take over and remove still show as kept.
+Before the diffs, stderr lists the apply phases of the new content (each applied once the ones
+before it are ready) and the Helm hooks the change would run (pre/post install, or upgrade when
+the BundleDeployment is installed), in the order the controller runs them.
 
   -f, --file <file>        the BundleDeployment (required)
   --dir <dir>              render this local tree instead of fetching the sources
@@ -95,7 +101,11 @@ export async function diff(args: string[], io: Io): Promise<number> {
         // the controller's own render path: same objects, namespaces and content digest
         const out = await previewBundle(bd, { client, ...(values.dir ? { dir: values.dir } : {}) });
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
-        const entries = await planDiff(client, { bd, objects: out.objects, contentDigest: out.contentDigest, controllerNamespace: values.namespace });
+        // hooks are run, not applied: they are announced, never diffed as managed objects
+        const { managed, hooks } = splitHooks(out.objects);
+        const installed = (await client.get({ apiVersion: bd.apiVersion, kind: bd.kind }, bd.metadata.name).catch(() => undefined)) as unknown as BundleDeployment | undefined;
+        io.err(outline(managed, hooks, installed?.status?.activeRevision ? 'upgrade' : 'install'));
+        const entries = await planDiff(client, { bd, objects: managed, contentDigest: out.contentDigest, controllerNamespace: values.namespace });
         let found = false;
         for (const e of entries) {
           if (e.action === 'unchanged' || e.action === 'orphan') continue;

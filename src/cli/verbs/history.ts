@@ -1,11 +1,11 @@
 /**
  * `hoist history NAME`: the BundleDeployment's revisions: number, phase (from status), content
  * digest, the sources that produced it (pinned: image digest, git commit, http sha256) and when
- * it was stored — from the revision store in the controller's namespace, joined with
+ * it was stored, and the Helm hooks it ran — from the revision store in the controller's namespace, joined with
  * status.revisions. Read-only.
  */
 import { stringify } from 'yaml';
-import type { BundleDeploymentStatus, RevisionStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { BundleDeploymentStatus, HookRun, RevisionStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import { RevisionStore, type RevisionRecord } from '../../apply/revision-store.ts';
 import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 
@@ -13,7 +13,8 @@ export const HISTORY_HELP = `usage: hoist history NAME [-o yaml|json] [-n contro
 
 The revisions of a BundleDeployment, oldest first: REVISION, PHASE (Active, Superseded, Failed,
 or Stored when only the revision store still has it), DIGEST (content digest), STORED (age),
-SOURCES (each source pinned to what it resolved to). Revisions whose objects are stored can be
+SOURCES (each source pinned to what it resolved to), and HOOKS when a revision ran Helm hooks
+(event, kind, name, how it ended). Revisions whose objects are stored can be
 rolled back to with \`hoist rollback NAME --to REVISION\`.
 
   -o, --output <fmt>       yaml or json (full digests and source specs, storedAt, and the
@@ -37,6 +38,14 @@ export interface HistoryEntry {
   sources?: SourceSpec[];
   /** whether `hoist rollback` can name it (its producing spec is stored) */
   rollback: boolean;
+  /** the Helm hooks its install, upgrade or rollback ran, and how each ended */
+  hooks?: HookRun[];
+}
+
+/** "pre-upgrade Job migrate Succeeded (deleted)" per hook run, for the HOOKS column */
+export function describeHooks(hooks: readonly HookRun[] | undefined): string {
+  if (!hooks?.length) return '';
+  return hooks.map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' (deleted)' : ''}`).join(', ');
 }
 
 /** one line per source: kind and the pinned identity */
@@ -55,8 +64,12 @@ export function historyEntries(stored: readonly RevisionRecord[], status: Bundle
   for (const s of status?.revisions ?? []) {
     const e = byNumber.get(s.number) ?? { revision: s.number, phase: s.phase, contentDigest: s.contentDigest, rollback: false };
     const active = status?.activeRevision?.number === s.number ? status.activeRevision : undefined;
-    byNumber.set(s.number, { ...e, phase: s.phase, ...(active?.objects !== undefined ? { objects: active.objects } : {}), ...(active?.appliedAt ? { appliedAt: active.appliedAt } : {}) });
+    byNumber.set(s.number, { ...e, phase: s.phase, ...(active?.objects !== undefined ? { objects: active.objects } : {}), ...(active?.appliedAt ? { appliedAt: active.appliedAt } : {}), ...(s.hooks?.length ? { hooks: s.hooks } : {}) });
   }
+  // a transition under way: its hooks so far
+  const t = status?.transition;
+  const current = t ? byNumber.get(t.revision) : undefined;
+  if (t?.hooks?.length && current) byNumber.set(t.revision, { ...current, hooks: t.hooks });
   return [...byNumber.values()].sort((a, b) => a.revision - b.revision);
 }
 
@@ -78,14 +91,16 @@ export async function history(args: string[], io: Io): Promise<number> {
       else if (entries.length === 0) io.err(`bundledeployment ${name} has no revisions yet\n`);
       else {
         const now = new Date();
+        const withHooks = entries.some((e) => e.hooks?.length);
         const rows = entries.map((e) => [
           String(e.revision),
           e.phase,
           e.contentDigest.replace(/^sha256:/, '').slice(0, 12),
           e.storedAt ? age(e.storedAt, now) : '<not stored>',
           e.sources ? e.sources.map(describeSource).join(', ') : '<not recorded>',
+          ...(withHooks ? [describeHooks(e.hooks) || '<none>'] : []),
         ]);
-        io.out(table([['REVISION', 'PHASE', 'DIGEST', 'STORED', 'SOURCES'], ...rows]));
+        io.out(table([['REVISION', 'PHASE', 'DIGEST', 'STORED', 'SOURCES', ...(withHooks ? ['HOOKS'] : [])], ...rows]));
       }
       return EXIT_OK;
     } finally {

@@ -1,53 +1,39 @@
 /**
- * Helm hooks, turned into ordinary objects with an apply phase. Hoist applies a bundle
- * declaratively on every revision; there is no "install", "upgrade", "delete" or "rollback" event
- * to run a hook on, so the rule (documented in ./README.md) is:
+ * Helm hooks: which rendered objects are hooks Hoist runs, and in what order (documented in
+ * ./README.md). Hoist runs hooks as Helm does (src/apply/hooks.ts): `pre-install`/`post-install`
+ * on a BundleDeployment's first revision, `pre-upgrade`/`post-upgrade` on a new one,
+ * `pre-rollback`/`post-rollback` when a failed revision is rolled back, `pre-delete`/
+ * `post-delete` on uninstall. Here:
  *
- *   - a test hook (`test`, `test-success`) is dropped;
- *   - a hook with `pre-install` or `pre-upgrade` is kept, annotated `apply-phase: pre`;
- *   - otherwise a hook with `post-install` or `post-upgrade` is kept, annotated `apply-phase: post`;
- *   - any other hook (only `*-delete` / `*-rollback` events, or no event Helm knows) is dropped,
- *     exactly as Helm never installs it during install or upgrade.
+ *   - a test hook (`test`, `test-success`) is dropped (helm's `--skip-tests`);
+ *   - a hook with at least one event Helm knows is kept, annotated `core.rukpak.io/hook` with
+ *     those events, so the applier never applies it as a managed object;
+ *   - a hook with no event Helm knows is dropped, as Helm never runs it.
  *
  * Pure: no I/O. Objects are copied before the annotation is added; inputs are never mutated.
  */
+import { ANNOTATION_HOOK, type HookEvent } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../kube/types.ts';
 
-/** Set on kept hook objects; the applier applies `pre` before and `post` after the other objects. */
-export const ANNOTATION_APPLY_PHASE = 'core.rukpak.io/apply-phase';
+export { ANNOTATION_HOOK };
 export const HELM_HOOK = 'helm.sh/hook';
 export const HELM_HOOK_WEIGHT = 'helm.sh/hook-weight';
 export const HELM_HOOK_DELETE_POLICY = 'helm.sh/hook-delete-policy';
 
-export type ApplyPhase = 'pre' | 'post';
+export const HOOK_EVENTS: readonly HookEvent[] = ['pre-install', 'post-install', 'pre-upgrade', 'post-upgrade', 'pre-rollback', 'post-rollback', 'pre-delete', 'post-delete'];
 
 export type HookDecision =
   | { action: 'keep-manifest' }
-  | { action: 'keep-hook'; phase: ApplyPhase; weight: number; events: string[] }
+  | { action: 'keep-hook'; events: HookEvent[]; weight: number }
   | { action: 'drop'; events: string[]; why: string };
-
-/** Helm's event names (pkg/release/hook.go); `test-success` is Helm 2's spelling of `test`. */
-const KNOWN_EVENTS = new Set([
-  'pre-install',
-  'post-install',
-  'pre-delete',
-  'post-delete',
-  'pre-upgrade',
-  'post-upgrade',
-  'pre-rollback',
-  'post-rollback',
-  'test',
-  'test-success',
-]);
 
 function annotation(obj: KubeObject, key: string): string | undefined {
   const v = obj.metadata.annotations?.[key];
   return typeof v === 'string' ? v : undefined;
 }
 
-/** The hook events an object declares, split and trimmed the way Helm's manifest sorter does. */
-function hookEvents(obj: KubeObject): string[] | undefined {
-  const raw = annotation(obj, HELM_HOOK);
+/** a comma-separated annotation split and trimmed the way Helm's manifest sorter does */
+function list(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
   return raw
     .split(',')
@@ -63,28 +49,30 @@ export function hookWeight(obj: KubeObject): number {
   return Number.isSafeInteger(n) ? n : 0;
 }
 
+export type HookDeletePolicy = 'before-hook-creation' | 'hook-succeeded' | 'hook-failed';
+
+/** helm.sh/hook-delete-policy; Helm's default when none is given is before-hook-creation */
+export function hookDeletePolicies(obj: KubeObject): HookDeletePolicy[] {
+  const known = (list(annotation(obj, HELM_HOOK_DELETE_POLICY)) ?? []).filter((p): p is HookDeletePolicy => p === 'before-hook-creation' || p === 'hook-succeeded' || p === 'hook-failed');
+  return known.length > 0 ? known : ['before-hook-creation'];
+}
+
+/** the events Hoist runs a kept hook object for (core.rukpak.io/hook); undefined for other objects */
+export function hookEventsOf(obj: KubeObject): HookEvent[] | undefined {
+  const raw = list(annotation(obj, ANNOTATION_HOOK));
+  return raw?.filter((e): e is HookEvent => (HOOK_EVENTS as readonly string[]).includes(e));
+}
+
 /** What Hoist does with one rendered object under the hook rule. */
 export function classifyHook(obj: KubeObject): HookDecision {
-  const events = hookEvents(obj);
+  const events = list(annotation(obj, HELM_HOOK));
   // Helm treats only objects carrying the annotation as hooks; an empty value still makes a hook
   // (one with no events, which Helm never runs).
   if (events === undefined) return { action: 'keep-manifest' };
-  const known = events.filter((e) => KNOWN_EVENTS.has(e));
-  if (known.some((e) => e === 'test' || e === 'test-success')) {
-    return { action: 'drop', events, why: 'test hooks are not installed' };
-  }
-  const weight = hookWeight(obj);
-  if (known.includes('pre-install') || known.includes('pre-upgrade')) {
-    return { action: 'keep-hook', phase: 'pre', weight, events };
-  }
-  if (known.includes('post-install') || known.includes('post-upgrade')) {
-    return { action: 'keep-hook', phase: 'post', weight, events };
-  }
-  const why =
-    known.length === 0
-      ? 'no hook event helm knows, so helm never installs it'
-      : 'delete and rollback hooks have no counterpart in a declarative apply';
-  return { action: 'drop', events, why };
+  if (events.some((e) => e === 'test' || e === 'test-success')) return { action: 'drop', events, why: 'test hooks are not installed' };
+  const known = events.filter((e): e is HookEvent => (HOOK_EVENTS as readonly string[]).includes(e));
+  if (known.length === 0) return { action: 'drop', events, why: 'no hook event helm knows, so helm never runs it' };
+  return { action: 'keep-hook', events: known, weight: hookWeight(obj) };
 }
 
 /** A rendered object with the template (or crds/ file) it came from. */
@@ -95,7 +83,7 @@ export interface RenderedObject {
 }
 
 export interface HookOrdering {
-  /** crds/ objects, then `pre` hooks, then the chart's other objects, then `post` hooks */
+  /** crds/ objects, the chart's other objects, then the hooks in the order Helm runs them */
   objects: KubeObject[];
   warnings: string[];
 }
@@ -109,16 +97,42 @@ function label(r: RenderedObject): string {
 /** A chart's (or subchart's) crds/ directory, as opposed to templates that happen to render CRDs. */
 const CRDS_DIR_SOURCE = /^[^/]+(\/charts\/[^/]+)*\/crds\//;
 
+/** Helm's InstallOrder (pkg/releaseutil/kind_sorter.go): hooks of equal weight and name run in this kind order */
+const HELM_INSTALL_ORDER = [
+  'PriorityClass', 'Namespace', 'NetworkPolicy', 'ResourceQuota', 'LimitRange', 'PodSecurityPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'SecretList', 'ConfigMap', 'StorageClass', 'PersistentVolume', 'PersistentVolumeClaim', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleList', 'ClusterRoleBinding', 'ClusterRoleBindingList', 'Role', 'RoleList', 'RoleBinding', 'RoleBindingList', 'Service', 'DaemonSet', 'Pod', 'ReplicationController', 'ReplicaSet', 'Deployment', 'HorizontalPodAutoscaler', 'StatefulSet', 'Job', 'CronJob', 'IngressClass', 'Ingress', 'APIService', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration',
+];
+
+function kindRank(kind: string): number {
+  const i = HELM_INSTALL_ORDER.indexOf(kind);
+  return i < 0 ? HELM_INSTALL_ORDER.length : i;
+}
+
 /**
- * Applies the hook rule to objects in helm's output order. Within a phase hooks are ordered as
- * Helm runs them: stably by weight, then by name (action/hooks.go hookByWeight). The order of
- * everything else is helm's own, so the result is deterministic for deterministic input.
+ * Helm's hook order: by weight, then name (action/hooks.go hookByWeight, a stable sort over hooks
+ * already sorted by kind install order, then kind name for unknown kinds).
+ */
+export function compareHooks(a: KubeObject, b: KubeObject): number {
+  const wa = hookWeight(a);
+  const wb = hookWeight(b);
+  if (wa !== wb) return wa - wb;
+  const an = a.metadata.name;
+  const bn = b.metadata.name;
+  if (an !== bn) return an < bn ? -1 : 1;
+  const ka = kindRank(a.kind);
+  const kb = kindRank(b.kind);
+  if (ka !== kb) return ka - kb;
+  return a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0;
+}
+
+/**
+ * Applies the hook rule to objects in helm's output order: hooks are kept (annotated) after the
+ * other objects, in the order Helm runs them; the order of everything else is helm's own, so the
+ * result is deterministic for deterministic input.
  */
 export function orderHooks(rendered: readonly RenderedObject[]): HookOrdering {
   const crds: KubeObject[] = [];
   const main: KubeObject[] = [];
-  const pre: Array<{ object: KubeObject; weight: number }> = [];
-  const post: Array<{ object: KubeObject; weight: number }> = [];
+  const hooks: KubeObject[] = [];
   const warnings: string[] = [];
   for (const r of rendered) {
     const decision = classifyHook(r.object);
@@ -129,37 +143,18 @@ export function orderHooks(rendered: readonly RenderedObject[]): HookOrdering {
       case 'drop':
         warnings.push(`helm hook ${label(r)} [${decision.events.join(',')}] dropped: ${decision.why}`);
         break;
-      case 'keep-hook': {
-        const object = withPhase(r.object, decision.phase);
-        (decision.phase === 'pre' ? pre : post).push({ object, weight: decision.weight });
-        const policies = (annotation(r.object, HELM_HOOK_DELETE_POLICY) ?? '')
-          .split(',')
-          .map((p) => p.trim())
-          .filter((p) => p === 'hook-succeeded' || p === 'hook-failed');
-        if (policies.length > 0) {
-          warnings.push(
-            `helm hook ${label(r)} has delete policy ${policies.join(',')}: hoist keeps hook objects as managed objects until they leave the bundle`,
-          );
-        }
+      case 'keep-hook':
+        hooks.push(withHookEvents(r.object, decision.events));
         break;
-      }
     }
   }
-  const byWeight = (a: { object: KubeObject; weight: number }, b: { object: KubeObject; weight: number }): number => {
-    if (a.weight !== b.weight) return a.weight - b.weight;
-    const an = a.object.metadata.name;
-    const bn = b.object.metadata.name;
-    return an < bn ? -1 : an > bn ? 1 : 0;
-  };
-  // Array.prototype.sort is stable, which keeps Helm's kind order among equal weights and names.
-  pre.sort(byWeight);
-  post.sort(byWeight);
-  return { objects: [...crds, ...pre.map((h) => h.object), ...main, ...post.map((h) => h.object)], warnings };
+  hooks.sort(compareHooks);
+  return { objects: [...crds, ...main, ...hooks], warnings };
 }
 
-function withPhase(obj: KubeObject, phase: ApplyPhase): KubeObject {
+function withHookEvents(obj: KubeObject, events: readonly HookEvent[]): KubeObject {
   return {
     ...obj,
-    metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations, [ANNOTATION_APPLY_PHASE]: phase } },
+    metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations, [ANNOTATION_HOOK]: events.join(',') } },
   };
 }

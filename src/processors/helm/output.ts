@@ -10,6 +10,7 @@ import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import { readManifestText } from '../manifest.ts';
 import type { SourcedObject } from '../manifest.ts';
+import { yamlBudget } from '../yaml/budget.ts';
 
 export interface HelmOutputPiece {
   /** helm's "# Source:" path; "" for text before the first header */
@@ -58,11 +59,13 @@ export function parseHelmOutput(stdout: string, chartLabel: string): ParsedHelmO
   const objects: SourcedObject[] = [];
   const warnings: string[] = [];
   const errors: HoistError[] = [];
+  // one node budget for the whole output, as for a plain bundle's files
+  const budget = yamlBudget();
   for (const piece of splitHelmOutput(stdout)) {
     // The line numbers the reader reports are lines of the rendered output, not of the template.
     const file = `helm chart ${chartLabel} ${piece.source || '(output)'} (rendered)`;
     try {
-      const read = readManifestText(piece.text, file);
+      const read = readManifestText(piece.text, file, budget);
       for (const o of read.objects) objects.push({ ...o, file: piece.source });
       warnings.push(...read.warnings);
       errors.push(...read.errors);

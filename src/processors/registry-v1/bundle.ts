@@ -15,6 +15,7 @@ import { isHoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
 import { duplicateErrors, readManifestText } from '../manifest.ts';
 import type { SourcedObject } from '../manifest.ts';
+import { yamlBudget } from '../yaml/budget.ts';
 import { parseManifestStream } from '../yaml/stream.ts';
 import { isJsonObject } from '../yaml/values.ts';
 import type { JsonObject, JsonValue } from '../yaml/values.ts';
@@ -128,6 +129,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
 
   const errors: HoistError[] = [];
   const objects: SourcedObject[] = [];
+  const budget = yamlBudget();
   for (const entry of entries) {
     const rel = `${MANIFESTS_DIR}/${entry.name}`;
     // editor and OS litter (.DS_Store, .swp) is not part of a bundle
@@ -138,7 +140,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
     }
     try {
       const text = (await readText(tree, rel)) ?? '';
-      const read = readManifestText(text, rel);
+      const read = readManifestText(text, rel, budget);
       objects.push(...read.objects);
       errors.push(...read.errors);
     } catch (e) {

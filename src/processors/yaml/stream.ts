@@ -16,6 +16,9 @@
 import { yamlPackageTree } from './document-reader.ts';
 import { eventTree } from './event-reader.ts';
 import { parseJsonStream } from './json-stream.ts';
+import { isHoistError } from '../../util/errors.ts';
+import { YAML_BUDGET_CODE, yamlBudget } from './budget.ts';
+import type { YamlBudget } from './budget.ts';
 import type { YNode } from './node-tree.ts';
 import type { ParsedStream } from './values.ts';
 import { walkDocuments } from './walk.ts';
@@ -23,12 +26,13 @@ import { walkDocuments } from './walk.ts';
 /**
  * Parses a multi-document stream. Content whose first non-blank character is `{` is read as a
  * JSON stream (kubectl sniffs the same way), anything else as YAML. `file` is the path used in
- * error subjects. Throws a terminal HoistError (code parse-error) naming file and line.
+ * error subjects; `budget` is the bundle's YAML node budget (budget.ts; a fresh one when absent).
+ * Throws a terminal HoistError (code parse-error naming file and line, or yaml-alias-budget).
  */
-export function parseManifestStream(text: string, file: string): ParsedStream {
+export function parseManifestStream(text: string, file: string, budget?: YamlBudget): ParsedStream {
   const firstChar = /\S/.exec(text)?.[0];
   if (firstChar === '{') return { documents: parseJsonStream(text, file), warnings: [] };
-  return parseYamlStream(text, file);
+  return parseYamlStream(text, file, budget);
 }
 
 // YAML: two readers build the same small node tree, and one walk turns it into JSON values:
@@ -38,9 +42,10 @@ export function parseManifestStream(text: string, file: string): ParsedStream {
 //     interpreted). It is used whenever the fast one meets anything unusual: a js-yaml syntax
 //     error, %TAG directives, tagged collections, tag forms other than !x, !!x, ! and !<x>, an
 //     unknown alias, or any error of the walk. Errors therefore always come from the reference
-//     reader, with its messages and lines, exactly as before.
+//     reader, with its messages and lines, exactly as before — except a refusal by the node
+//     budget: both readers build the same tree, so it is not walked again.
 
-export function parseYamlStream(text: string, file: string): ParsedStream {
+export function parseYamlStream(text: string, file: string, budget: YamlBudget = yamlBudget()): ParsedStream {
   let roots: YNode[] | undefined;
   try {
     roots = eventTree(text);
@@ -50,10 +55,11 @@ export function parseYamlStream(text: string, file: string): ParsedStream {
   }
   if (roots !== undefined) {
     try {
-      return walkDocuments(roots, text, file);
-    } catch {
+      return walkDocuments(roots, text, file, budget);
+    } catch (e) {
+      if (isHoistError(e) && e.code === YAML_BUDGET_CODE) throw e;
       // the reference reader produces the error, with the message and line it always had
     }
   }
-  return walkDocuments(yamlPackageTree(text, file), text, file);
+  return walkDocuments(yamlPackageTree(text, file), text, file, budget);
 }

@@ -7,6 +7,8 @@
  * Pure: no I/O. Throws a terminal HoistError (code parse-error) naming file and line.
  */
 import { processError } from '../errors.ts';
+import { checkBudget, yamlBudget } from './budget.ts';
+import type { YamlBudget } from './budget.ts';
 import { MAX_DEPTH } from './node-tree.ts';
 import type { YNode, YScalar } from './node-tree.ts';
 import { formatGoFloat32, resolveYamlScalar } from './scalars.ts';
@@ -18,18 +20,23 @@ interface Walk {
   lineAt: (pos: number) => number;
   file: string;
   warnings: string[];
-  /** remaining node budget: alias expansion ("billion laughs") must not exhaust memory */
-  budget: number;
 }
 
-export function walkDocuments(roots: YNode[], text: string, file: string): ParsedStream {
-  const walk: Walk = { lineAt: lineIndex(text), file, warnings: [], budget: 2_000_000 + 50 * text.length };
+/**
+ * Walks every document of a stream. The budget (one per bundle; a fresh one by default) is
+ * checked against the documents' expanded size before anything is walked, and charged only when
+ * the walk succeeded, so a stream walked a second time by the reference reader is charged once.
+ */
+export function walkDocuments(roots: YNode[], text: string, file: string, budget: YamlBudget = yamlBudget()): ParsedStream {
+  const walk: Walk = { lineAt: lineIndex(text), file, warnings: [] };
+  const nodes = checkBudget(roots, budget, file, (node) => tooDeep(walk, node));
   const documents: ParsedDocument[] = [];
   for (const root of roots) {
     const value = toJson(root, walk, 0);
     if (value === null) continue;
     documents.push({ value, line: walk.lineAt(root.pos) });
   }
+  budget.remaining -= nodes;
   return { documents, warnings: walk.warnings };
 }
 
@@ -57,9 +64,12 @@ function fail(walk: Walk, node: YNode | null | undefined, message: string): neve
   throw processError(message, 'parse-error', subject);
 }
 
+function tooDeep(walk: Walk, node: YNode): never {
+  fail(walk, node, `nesting deeper than ${MAX_DEPTH} levels`);
+}
+
 function toJson(node: YNode, walk: Walk, depth: number): JsonValue {
-  if (depth > MAX_DEPTH) fail(walk, node, `nesting deeper than ${MAX_DEPTH} levels`);
-  if (--walk.budget < 0) fail(walk, node, 'document expands to too many nodes (alias expansion)');
+  if (depth > MAX_DEPTH) tooDeep(walk, node);
   switch (node.kind) {
     case 'alias':
       if (!node.target) fail(walk, node, `unknown alias *${node.name}`);

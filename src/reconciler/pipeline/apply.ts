@@ -5,17 +5,22 @@
  * says what it changed back. Sets Installed; failures go to recover.ts.
  */
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
+import { isCRD } from '../../apply/object-id.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
-import { asHoistError } from '../../util/errors.ts';
+import type { Transition } from '../../../api/v1alpha2/types.ts';
+import type { ApplyReport, StepGate } from '../../apply/applier.ts';
+import { asHoistError, HoistError } from '../../util/errors.ts';
+import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
-import { recordRevision, trimHistory } from '../revision-history.ts';
+import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, watchObjects, type StepContext } from './context.ts';
+import { actor, applyTarget, watchObjects, writtenUid, type StepContext } from './context.ts';
 import { decideRevision } from './decide.ts';
-import { observeHealth } from './health.ts';
-import { driftNotCorrected, failedRevision } from './recover.ts';
+import { assess, firstFive, observeHealth } from './health.ts';
+import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
+import { driftNotCorrected, failedBeforeApply, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 
 /** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
@@ -39,6 +44,13 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const isNew = decision.kind === 'new';
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
+  // the size cap is checked before a number is taken or anything is written: a revision over it
+  // is refused like content that fails to process, and the installed revision stays as it is
+  const packed = isNew ? await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error) : undefined;
+  if (packed instanceof Error) {
+    await failedBeforeApply(ctx, s, packed);
+    return false;
+  }
   const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
   s.revision = { number, isNew };
   // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
@@ -49,16 +61,33 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     Promise.all([
       isNew
         ? d.revisions
-            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, rendered.objects)
+            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, packed ?? [...rendered.objects, ...rendered.hooks])
             .then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes), (e: unknown) => storeFailed(s, number, e))
         : undefined,
       watchObjects(ctx, rendered.objects, s.signal),
     ]),
   );
-  if (isNew) ctx.objects.rememberLoaded(s.name, number, rendered.objects);
+  if (isNew) ctx.objects.rememberLoaded(s.name, number, rendered);
+
+  // a new revision is a transition: its pre hooks, then its phases, each once the ones before are ready
+  const rev = { number, contentDigest: rendered.contentDigest };
+  const action = active ? 'upgrade' : 'install';
+  let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
+  if (t && rendered.hooks.length > 0) {
+    await d.applier.ensureInstallNamespace(target, rendered.objects).catch((e: unknown) => hooksBroke(s, number, e));
+    const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) => hooksBroke(s, number, e));
+    if (failed) {
+      await failedRevision(ctx, s, failed, rev, rendered.objects);
+      return false;
+    }
+  }
 
   try {
-    const report = await s.time('apply', d.applier.apply(target, rendered.objects));
+    const report = await s.time('apply', d.applier.apply(target, rendered.objects, isNew ? { gate: phaseGate(ctx, s) } : {}));
+    if (report.pending) {
+      t ??= transitionOf(s, rev, action);
+      return await waitForPhase(ctx, s, t, report.pending, rendered);
+    }
     s.results = report.results;
     s.appliedDigest = report.appliedDigest;
     recordApplied(d.metrics, report.results);
@@ -74,8 +103,11 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     return false;
   }
   s.changed = countChanged(s.results);
-  if (isNew) await promote(ctx, s, rendered, number);
-  else driftCorrectedEvent(ctx, s, s.results);
+  if (isNew) await promote(ctx, s, rendered, number, t);
+  else {
+    driftCorrectedEvent(ctx, s, s.results);
+    await dropAbandoned(ctx, s, rendered);
+  }
 
   const previous = status.activeRevision?.number === number ? status.activeRevision : undefined;
   status.activeRevision = {
@@ -91,14 +123,19 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
 }
 
 /** a new revision applied completely: prune what left the bundle, make it the active revision */
-async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): Promise<void> {
+async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number, t: Transition | undefined): Promise<void> {
   const { d } = ctx;
   const { status, spec } = s;
   const before = status.activeRevision;
-  const previous = before ? await ctx.objects.of(s.name, before).catch(() => []) : [];
+  // and what a revision abandoned half-way through its phases (the spec moved on) had applied
+  const abandoned = status.transition && status.transition.revision !== number ? status.transition : undefined;
+  const previous = [
+    ...(before ? await ctx.objects.of(s.name, before).catch(() => []) : []),
+    ...(abandoned ? await ctx.objects.of(s.name, { number: abandoned.revision, contentDigest: abandoned.contentDigest }).catch(() => []) : []),
+  ];
   const pruned = await s.time(
     'prune',
-    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects }),
+    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
   ).catch((e: unknown) => {
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
     const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
@@ -108,10 +145,17 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
-  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: s.now().toISOString() };
+  // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
+  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString() };
   status.attemptedRevision = undefined;
+  // with hooks, the transition stays until its post hooks ran (rollout.ts)
+  if (t && rendered.hooks.length > 0) {
+    t.phase = undefined;
+    t.waiting = undefined;
+    status.transition = t;
+  } else status.transition = undefined;
   status.revisions = trimHistory(recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' }), spec.revisionHistoryLimit);
-  await s.time('history', d.revisions.prune(s.name, new Set(status.revisions.map((r) => r.number))));
+  await s.time('history', d.revisions.prune(s.name, keptRevisions(status)));
   d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
 }
@@ -152,4 +196,63 @@ function summarize(results: readonly ObjectResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
   return [...counts].map(([a, n]) => `${n} ${a}`).join(', ');
+}
+
+/**
+ * The spec went back to the installed content while a new revision was still being applied phase
+ * by phase: what that revision had applied and the installed one does not have is pruned.
+ */
+async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<void> {
+  const t = s.status.transition;
+  if (!t || t.revision === s.status.activeRevision?.number) return;
+  const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
+  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) });
+  s.changed += countChanged(pruned);
+  endTransition(s, 'Failed');
+}
+
+/**
+ * The gate between the phases of a new revision: once a step's writes are in the watch caches,
+ * the next step may go when every object of this one is ready (the health rules of Healthy).
+ * CRDs are waited for by the applier (Established and served). PersistentVolumeClaims are not waited for: one of a WaitForFirstConsumer class binds only
+ * once a pod of a later phase uses it.
+ */
+function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
+  return async ({ objects, results }) => {
+    const writes = results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
+    if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
+    // CRDs: the applier itself waited until they are Established (their watch may lag behind)
+    const { failed, waiting } = assess(ctx, s, objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)));
+    const notReady = [...failed, ...waiting];
+    return notReady.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(notReady) };
+  };
+}
+
+/** a phase waits for the ones before it: say so, and fail the revision once progressDeadline has passed */
+async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, pending: NonNullable<ApplyReport['pending']>, rendered: Rendered): Promise<false> {
+  const { status, spec } = s;
+  t.phase = pending.step;
+  t.waiting = clip(`${pending.after}: ${pending.waiting}`, 4000);
+  const left = deadlineOf(s, t) - s.now().getTime();
+  const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
+  if (left <= 0) {
+    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${t.revision}`, terminal: true });
+    await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
+    return false;
+  }
+  const active = status.activeRevision;
+  if (active) s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${t.revision} being applied, phase by phase)` });
+  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `${what}` });
+  s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${what}: ${pending.waiting}` });
+  await observeHealth(ctx, s);
+  s.result = { requeueAfter: left };
+  s.note = `phase ${pending.step} waits for ${pending.after}`;
+  return false;
+}
+
+/** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
+function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
+  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
+  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
+  throw err;
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
 import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../../apply/applier.ts';
+import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
@@ -30,8 +31,12 @@ export interface ReconcilerDeps {
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
   applier: Applier;
+  /** runs Helm hooks (src/apply/hooks.ts) */
+  hooks: HookRunner;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
+  /** bounds source resolves that may make requests (every BD's, each source apart); never held with `renders` */
+  resolves: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
   identities: Identities;
   revisions: RevisionStore;
@@ -61,6 +66,11 @@ export interface StepContext {
 /** the client acting for bd: its ServiceAccount (impersonated) or the controller */
 export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
   return ctx.d.identities.for(bd).client;
+}
+
+/** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
+export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeObject) => string | undefined {
+  return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
 }
 
 /** what the applier needs to apply revision `revision` of bd */

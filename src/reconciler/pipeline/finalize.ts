@@ -6,11 +6,13 @@
 import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
 import { FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { objectId } from '../../apply/object-id.ts';
+import { hooksFor } from '../../apply/hooks.ts';
 import { deleteOwned } from '../../apply/prune.ts';
+import type { KubeObject } from '../../kube/types.ts';
 import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
-import { actor, type StepContext } from './context.ts';
+import { actor, writtenUid, type StepContext } from './context.ts';
 
 /** true when the finalizer was removed (or already was) */
 export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<boolean> {
@@ -25,13 +27,23 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
     // Not knowing what is installed is never "nothing installed": a revision that cannot be
     // loaded (API error, Secret missing) keeps the finalizer and is retried with backoff.
     // Removing the finalizer by hand orphans the objects.
-    const objects = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const installed = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    // and what a revision still being applied phase by phase has applied so far
+    const t = bd.status?.transition;
+    const halfway = t && t.revision !== active?.number ? await ctx.objects.of(name, { number: t.revision, contentDigest: t.contentDigest }).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const seen = new Set(installed.map(objectId));
+    const objects = [...installed, ...halfway.filter((o) => !seen.has(objectId(o)))];
     const kept = await installedByLineage(ctx, bd);
     const doomed = objects.filter((o) => !kept.has(objectId(o)));
+    // Helm's delete hooks: pre-delete before anything is deleted, post-delete after; a failed
+    // one stops the uninstall (as `helm uninstall` fails), retried with backoff
+    const hooks = active ? await ctx.objects.hooksOf(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    await deleteHooks(ctx, bd, 'pre-delete', hooks, active?.number ?? 0);
     const results =
       doomed.length === 0
         ? []
-        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, writtenUid: writtenUid(ctx, bd) }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+    await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0);
     d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
   }
   await d.revisions.prune(name);
@@ -45,6 +57,20 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
     if (!isNotFound(e)) throw e;
   }
   return true;
+}
+
+/** runs the delete hooks of `event` for the uninstall; a failed one blocks it (uninstallBlocked) */
+async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-delete' | 'post-delete', hooks: readonly KubeObject[], revision: number): Promise<void> {
+  if (hooksFor(hooks, event).length === 0) return;
+  const spec = withDefaults(bd.spec);
+  const result = await ctx.d.hooks
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: Date.now() + spec.progressDeadlineMs })
+    .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+  if (result.failed) {
+    const { run, subject } = result.failed;
+    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: 'PruneFailed', code: 'hook-failed', subject, terminal: false }));
+  }
+  ctx.d.events.event(bd, 'Normal', 'HooksRan', `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`);
 }
 
 /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */

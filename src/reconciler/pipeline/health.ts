@@ -28,6 +28,17 @@ export async function observeHealth(ctx: StepContext, s: ReconcileState, objects
     s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: probeError.message });
     return false;
   }
+  const { failed, waiting } = assess(ctx, s, objs);
+  const more = firstFive;
+  if (failed.length) s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
+  else if (waiting.length) s.set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
+  else s.set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
+  return failed.length === 0 && waiting.length === 0;
+}
+
+/** what is failing and what is not ready yet among `objs`, from the watch caches (no request) */
+export function assess(ctx: StepContext, s: ReconcileState, objs: readonly KubeObject[]): { failed: string[]; waiting: string[] } {
+  const managed = ctx.d.managed;
   const failed: string[] = [];
   const waiting: string[] = [];
   const skipped = s.status.skippedOptional ?? [];
@@ -49,9 +60,10 @@ export async function observeHealth(ctx: StepContext, s: ReconcileState, objects
       else if (v.readiness === 'InProgress') waiting.push(`${subject}: health check ${v.check}: ${v.message ?? 'in progress'}`);
     }
   }
-  const more = (list: string[]) => list.slice(0, 5).join('; ') + (list.length > 5 ? ` (+${list.length - 5} more)` : '');
-  if (failed.length) s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
-  else if (waiting.length) s.set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
-  else s.set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
-  return failed.length === 0 && waiting.length === 0;
+  return { failed, waiting };
+}
+
+/** at most five of a list, and how many more */
+export function firstFive(list: readonly string[]): string {
+  return list.slice(0, 5).join('; ') + (list.length > 5 ? ` (+${list.length - 5} more)` : '');
 }

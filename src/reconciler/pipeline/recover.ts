@@ -10,10 +10,11 @@ import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
-import { lastGoodRevision, recordRevision } from '../revision-history.ts';
-import { actor, applyTarget, type StepContext } from './context.ts';
+import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
+import { actor, applyTarget, writtenUid, type StepContext } from './context.ts';
 import { decideApplyFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
+import { endTransition, runHooks, transitionOf } from './transition.ts';
 import type { ReconcileState } from './state.ts';
 
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
@@ -70,12 +71,18 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
   }
   if (spec.upgrade.onFailure === 'Rollback' && lastGood) {
+    endTransition(s, 'Failed');
     const objects = await ctx.objects.of(s.name, lastGood);
+    // the revision rolled back to runs its rollback hooks, as helm rollback does
+    const hooks = await ctx.objects.hooksOf(s.name, lastGood);
+    const back = hooks.length > 0 ? transitionOf(s, lastGood, 'rollback') : undefined;
+    const preFailed = back ? await runHooks(ctx, s, back, 'pre-rollback', hooks) : undefined;
+    if (preFailed) ctx.d.log.warn({ bd: s.name, err: preFailed.message }, 'pre-rollback hook failed; rolling back anyway');
     try {
       const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects);
       const pruned = forbidden
         ? []
-        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects });
+        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd) });
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
       const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
@@ -85,7 +92,13 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
     status.attemptedRevision.rolledBackTo = lastGood.number;
     status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString() };
-    status.revisions = recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { ...lastGood, phase: 'Active' });
+    status.revisions = trimHistory(recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' }), spec.revisionHistoryLimit);
+    await pruneHistory(ctx, s);
+    if (back) {
+      const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
+      if (postFailed) ctx.d.log.warn({ bd: s.name, err: postFailed.message }, 'post-rollback hook failed');
+      endTransition(s, 'Active');
+    }
     // refused before any write: the new revision installed nothing, say that rather than "rolled back"
     if (reason !== 'ApplyFailed' || forbidden) s.set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
     else s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
@@ -96,7 +109,10 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     s.note = 'rolled back';
     return;
   }
-  status.revisions = recordRevision(status.revisions, { ...failed, phase: 'Failed' });
+  // Hold retries the same transition: the hooks that succeeded in it do not run again
+  if (spec.upgrade.onFailure !== 'Hold' && err.terminal) endTransition(s, 'Failed');
+  status.revisions = trimHistory(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), spec.revisionHistoryLimit);
+  await pruneHistory(ctx, s);
   s.set({ type: 'Installed', status: 'False', reason, message });
   ctx.d.events.event(s.bd, 'Warning', reason, message);
   await observeHealth(ctx, s);
@@ -135,4 +151,16 @@ export async function driftNotCorrected(ctx: StepContext, s: ReconcileState, err
   s.note = 'drift not corrected';
   // retried whatever the cause: the revision is still the one wanted
   s.result = { requeue: true };
+}
+
+/**
+ * Failed revisions count against revisionHistoryLimit like successful ones: without this, each
+ * spec edit that fails would leave its revision Secrets behind until some later revision
+ * succeeded. A failure to delete is logged and left to the next revision's bookkeeping: the
+ * failure being reported matters more.
+ */
+async function pruneHistory(ctx: StepContext, s: ReconcileState): Promise<void> {
+  await s.time('history', ctx.d.revisions.prune(s.name, keptRevisions(s.status))).catch((e: unknown) => {
+    ctx.d.log.warn({ bd: s.name, err: e instanceof Error ? e.message : String(e) }, 'pruning revision history failed; retried with the next revision');
+  });
 }

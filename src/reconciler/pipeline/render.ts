@@ -5,7 +5,9 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { splitHooks } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
+import type { KubeObject } from '../../kube/types.ts';
 import type { Resolved } from '../../sources/source.ts';
 import { asHoistError } from '../../util/errors.ts';
 import { hashOf } from '../../util/hash.ts';
@@ -18,7 +20,8 @@ import type { ReconcileState } from './state.ts';
 
 export async function renderRevision(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const rendered = await renderOrReuse(ctx, s, resolved);
-  s.set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects, ${rendered.contentDigest}` });
+  const hooks = rendered.hooks.length ? ` and ${rendered.hooks.length} hooks` : '';
+  s.set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}` });
   s.status.contentDigest = rendered.contentDigest;
   return rendered;
 }
@@ -41,7 +44,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   if (memo) return memo;
 
   const reuse = await storedRevision(d.revisions, s.name, inputs);
-  if (reuse) return remember(ctx, s.name, { inputs, ...reuse });
+  if (reuse) return remember(ctx, s.name, { inputs, contentDigest: reuse.contentDigest, ...split(reuse.objects), ...(reuse.stored ? { stored: reuse.stored } : {}) });
 
   const out = await d.renders.run(() => renderBundle(
     { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
@@ -65,7 +68,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     },
   ));
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
-  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, objects: out.objects });
+  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
 }
 
 /**
@@ -83,6 +86,12 @@ export async function storedRevision(revisions: Pick<RevisionStore, 'findByInput
   } catch (e) {
     throw asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'revision-store', subject, terminal: false });
   }
+}
+
+/** a revision's objects as the processor gave them: the managed ones and the Helm hooks */
+function split(all: KubeObject[]): Pick<Rendered, 'objects' | 'hooks'> {
+  const { managed, hooks } = splitHooks(all);
+  return { objects: managed, hooks };
 }
 
 function remember(ctx: StepContext, name: string, r: Rendered): Rendered {

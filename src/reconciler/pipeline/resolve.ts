@@ -1,7 +1,9 @@
 /**
  * Resolve: every source to an immutable identity (digest, commit, sha256). A recorded resolution
  * of this generation is reused without a network call unless pollInterval elapsed or the source's
- * Secret rotated (floating refs only). Sets Resolved.
+ * Secret rotated (floating refs only). A resolve that may make a request runs inside the resolve
+ * semaphore (`deps.resolves`, as many slots as `--max-concurrent-renders`, shared by every BD);
+ * it holds no other slot meanwhile. Sets Resolved.
  */
 import { pinnedBySpec, type ResolvedSourceStatus } from '../../../api/v1alpha2/types.ts';
 import type { Resolved } from '../../sources/source.ts';
@@ -36,7 +38,12 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);
         const ca = !previous || recheck ? await readSourceCA(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
-        const r = await d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(ca ? { ca } : {}), ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
+        const resolve = (): Promise<Resolved> =>
+          d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(ca ? { ca } : {}), ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
+        // a resolve that may ask the network holds a slot of the resolve semaphore: a BD's up to 8
+        // sources, and many BDs at once, cannot read advertisements or indexes beyond its size;
+        // a recorded resolution reused without a request waits for nothing
+        const r = !previous || recheck ? await d.resolves.run(resolve) : await resolve();
         r.status.resolvedAt = recheck || !previous ? s.now().toISOString() : previous.resolvedAt;
         r.status.generation = s.generation;
         return r;

@@ -11,6 +11,7 @@ import type { StepContext } from './context.ts';
 import { decideRollout } from './decide.ts';
 import { observeHealth } from './health.ts';
 import { failedRevision } from './recover.ts';
+import { endTransition, runHooks } from './transition.ts';
 import type { ReconcileState } from './state.ts';
 
 export async function rollOut(ctx: StepContext, s: ReconcileState, objects: readonly KubeObject[]): Promise<void> {
@@ -33,10 +34,23 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   switch (decision.kind) {
     case 'rolled-back':
       return;
-    case 'succeeded':
+    case 'succeeded': {
+      // post hooks once the revision is ready, as helm --wait runs them
+      const t = status.transition;
+      if (t && t.revision === active.number && t.contentDigest === active.contentDigest) {
+        const event = t.action === 'install' ? 'post-install' : t.action === 'rollback' ? 'post-rollback' : 'post-upgrade';
+        const failed = await runHooks(ctx, s, t, event, await ctx.objects.hooksOf(s.name, active));
+        if (failed) {
+          await failedRevision(ctx, s, failed, active, await ctx.objects.of(s.name, active));
+          s.result = poll;
+          return;
+        }
+        endTransition(s, 'Active');
+      }
       if (decision.first) active.healthyAt = s.now().toISOString();
       s.set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${active.number} is installed and healthy` });
       return;
+    }
     case 'installed':
       // healthy once since it was applied: Healthy=False tells the story, the rollout is done
       s.set({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `revision ${active.number} is installed` });

@@ -3,25 +3,31 @@
  * listing first: nothing is written when any entry is unsafe or a limit is exceeded, so a hostile
  * repository fails before it costs disk.
  *
- * Checks: every path segment is a plain name (no "", ".", "..", ".git"); each symlink's target,
- * read from the listing, stays inside the checked-out directory lexically (an early, cheap
- * refusal); file count and total bytes stay within limits. A lexical check is not complete — a
- * chain (`y -> .`, `x -> y/../..`) leaves the tree although every link alone looks inside — so
- * the written tree is then checked with the containment rule (src/util/content-tree.ts), which
- * follows chains as the kernel would. The files themselves are written by git (`read-tree` into a private index, then
- * `checkout-index`), which is as fast as `git clone`'s own checkout and applies the same
- * attributes (eol, ident).
+ * Checks, made while `ls-tree -r` streams (git is killed at the first refusal, so a tree that
+ * repeats one subtree at every level costs at most `maxFiles` entries of work, not its 10⁹
+ * paths): every path segment is a plain name (no "", ".", "..", ".git"); entries, bytes and
+ * symlinks stay within limits; each symlink's blob is at most MAX_SYMLINK_TARGET_BYTES (4 KiB:
+ * a link target is a path). The targets are then read through `cat-file --batch`, streamed, and
+ * each must stay inside the checked-out directory lexically (an early, cheap refusal). A lexical
+ * check is not complete — a chain (`y -> .`, `x -> y/../..`) leaves the tree although every link
+ * alone looks inside — so the written tree is then checked with the containment rule
+ * (src/util/content-tree.ts), which follows chains as the kernel would, under the same link
+ * budget and the fetch's signal. The files themselves are written by git (`read-tree` into a
+ * private index, then `checkout-index`), which is as fast as `git clone`'s own checkout and
+ * applies the same attributes (eol, ident). Every git step runs under the fetch's deadline.
  */
 import { posix } from 'node:path';
-import { verifyTree } from '../../util/content-tree.ts';
+import { DEFAULT_MAX_LINKS, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { HoistError } from '../../util/errors.ts';
-import { runGit, type GitRunOptions } from './git-cli.ts';
+import { classifyFetchFailure, GitCommandError, runGit, type GitRunOptions } from './git-cli.ts';
 
 export interface CheckoutLimits {
   /** most entries (files, symlinks, submodule placeholders) in the directory */
   maxFiles: number;
   /** most bytes of file content in the directory */
   maxBytes: number;
+  /** most symlinks in the directory; default DEFAULT_MAX_LINKS (the containment check's budget) */
+  maxLinks?: number;
 }
 
 export interface TreeEntry {
@@ -50,19 +56,59 @@ function fetchError(message: string, code: string, subject: string, terminal: bo
   return new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject, terminal });
 }
 
-/** Parses `git ls-tree -r -l -z` output. */
+/** Parses one `git ls-tree -r -l` record (without its NUL). */
+function parseLsTreeRecord(record: string): TreeEntry {
+  const tab = record.indexOf('\t');
+  const [mode, type, oid, size] = record.slice(0, tab).split(/ +/);
+  if (tab < 0 || !mode || !oid || (type !== 'blob' && type !== 'commit' && type !== 'tree')) {
+    throw new Error(`unexpected ls-tree record`);
+  }
+  return { mode, type, oid, size: size === '-' || size === undefined ? 0 : Number(size), path: record.slice(tab + 1) };
+}
+
+/** Parses `git ls-tree -r -l -z` output held whole (tests; the checkout streams, see LsTreeStream). */
 export function parseLsTree(out: Buffer): TreeEntry[] {
   const entries: TreeEntry[] = [];
-  for (const record of out.toString('utf8').split('\0')) {
-    if (record.length === 0) continue;
-    const tab = record.indexOf('\t');
-    const [mode, type, oid, size] = record.slice(0, tab).split(/ +/);
-    if (tab < 0 || !mode || !oid || (type !== 'blob' && type !== 'commit' && type !== 'tree')) {
-      throw new Error(`unexpected ls-tree record`);
-    }
-    entries.push({ mode, type, oid, size: size === '-' || size === undefined ? 0 : Number(size), path: record.slice(tab + 1) });
-  }
+  const stream = new LsTreeStream((e) => entries.push(e));
+  stream.push(out);
+  stream.end();
   return entries;
+}
+
+/** Longest ls-tree record accepted (mode, type, id, size and a path): far above PATH_MAX. */
+const MAX_LS_TREE_RECORD = 64 * 1024;
+
+/**
+ * Splits `git ls-tree -r -l -z` output into entries as it arrives, holding at most one partial
+ * record (≤ 64 KiB): memory does not grow with the listing. `onEntry` may throw to stop it.
+ */
+export class LsTreeStream {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly onEntry: (e: TreeEntry) => void) {}
+
+  push(chunk: Buffer): void {
+    let pos = 0;
+    for (let nul = chunk.indexOf(0, pos); nul >= 0; nul = chunk.indexOf(0, pos)) {
+      const part = chunk.subarray(pos, nul);
+      const record = this.pendingBytes === 0 ? part : Buffer.concat([...this.pending, part]);
+      this.pending = [];
+      this.pendingBytes = 0;
+      pos = nul + 1;
+      if (record.length > 0) this.onEntry(parseLsTreeRecord(record.toString('utf8')));
+    }
+    if (pos < chunk.length) {
+      this.pendingBytes += chunk.length - pos;
+      if (this.pendingBytes > MAX_LS_TREE_RECORD) throw new Error(`ls-tree record longer than ${MAX_LS_TREE_RECORD} bytes`);
+      this.pending.push(chunk.subarray(pos));
+    }
+  }
+
+  /** the listing ended: a partial record left over means it was cut short */
+  end(): void {
+    if (this.pendingBytes > 0) throw new Error('truncated ls-tree record');
+  }
 }
 
 /** True when `path` is a relative path of plain names only. */
@@ -78,34 +124,126 @@ export function symlinkStaysInside(linkPath: string, target: string): boolean {
   return resolved !== '..' && !resolved.startsWith('../') && !posix.isAbsolute(resolved);
 }
 
-/** Reads blobs (symlink targets) through one `git cat-file --batch` process. */
-async function readBlobs(oids: readonly string[], gitDir: string, run: CheckoutRequest['run']): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>();
-  if (oids.length === 0) return out;
-  const unique = [...new Set(oids)];
-  const { stdout } = await runGit(['--git-dir', gitDir, 'cat-file', '--batch'], { ...run, input: unique.join('\n') + '\n' });
-  let pos = 0;
-  for (const oid of unique) {
-    const nl = stdout.indexOf(0x0a, pos);
-    const header = stdout.subarray(pos, nl).toString('latin1').split(' ');
-    const size = Number(header[2]);
-    if (header[0] !== oid || header[1] !== 'blob' || !Number.isFinite(size)) throw new Error(`cat-file: unexpected header for ${oid}`);
-    out.set(oid, stdout.subarray(nl + 1, nl + 1 + size));
-    pos = nl + 1 + size + 1;
+/** A symlink target is a path: refused beyond this many bytes (PATH_MAX is 4096 on Linux). */
+export const MAX_SYMLINK_TARGET_BYTES = 4096;
+
+/** What the listing holds, counted while it streamed. */
+export interface ListingSummary {
+  /** entries (files, symlinks, submodule placeholders) */
+  entries: number;
+  bytes: number;
+  /** the symlinks: path, blob id and size (≤ MAX_SYMLINK_TARGET_BYTES) */
+  symlinks: TreeEntry[];
+}
+
+/**
+ * Streams `ls-tree -r -l -z <tree>` and checks every entry as it arrives: a plain path, the
+ * entry, byte and symlink limits, each symlink's blob at most MAX_SYMLINK_TARGET_BYTES. The first
+ * refusal kills git, so a tree that repeats one subtree at every level (10⁹ paths from a 20 KiB
+ * pack) costs no more than `maxFiles` entries of work. Keeps only the symlinks.
+ */
+async function listTree(req: CheckoutRequest, treeOid: string): Promise<ListingSummary> {
+  const { limits, subject } = req;
+  const maxLinks = limits.maxLinks ?? DEFAULT_MAX_LINKS;
+  const summary: ListingSummary = { entries: 0, bytes: 0, symlinks: [] };
+  const stream = new LsTreeStream((e) => {
+    if (++summary.entries > limits.maxFiles) {
+      throw fetchError(`directory has more than ${limits.maxFiles} entries (the limit)`, 'too-many-files', subject, true);
+    }
+    if (!isSafeTreePath(e.path)) throw fetchError(`unsafe path in tree: ${JSON.stringify(e.path)}`, 'unsafe-path', subject, true);
+    summary.bytes += e.size;
+    if (summary.bytes > limits.maxBytes) {
+      throw fetchError(`directory holds more than ${formatBytes(limits.maxBytes)} (the limit), at ${JSON.stringify(e.path)}`, 'too-large', subject, true);
+    }
+    if (e.mode !== '120000') return;
+    if (e.size > MAX_SYMLINK_TARGET_BYTES) {
+      throw fetchError(`symlink ${e.path}: its target is ${e.size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, 'symlink-target-too-large', subject, true);
+    }
+    if (summary.symlinks.length >= maxLinks) {
+      throw fetchError(`directory has more than ${maxLinks} symlinks (the limit per tree), at ${JSON.stringify(e.path)}`, 'too-many-links', subject, true);
+    }
+    summary.symlinks.push(e);
+  });
+  try {
+    await runGit(['--git-dir', req.gitDir, 'ls-tree', '-r', '-l', '-z', treeOid], { ...req.run, onStdout: (d) => stream.push(d) });
+    stream.end();
+  } catch (e) {
+    throw gitFailure(e, req);
   }
-  return out;
+  return summary;
+}
+
+/** a failed git step of the checkout as a HoistError (HoistErrors pass through) */
+function gitFailure(e: unknown, req: CheckoutRequest): unknown {
+  if (e instanceof GitCommandError) return classifyFetchFailure(e, 'fetch', req.subject, false, req.run.timeoutMs);
+  if (e instanceof HoistError) return e;
+  return fetchError(`unexpected git output: ${(e as Error).message}`, 'protocol-error', req.subject, false);
+}
+
+/**
+ * Reads the symlinks' targets through one `git cat-file --batch` process, streamed: each blob is
+ * at most MAX_SYMLINK_TARGET_BYTES (checked again on cat-file's own header), checked lexically as
+ * it arrives and dropped. Throws symlink-escape / symlink-target-too-large.
+ */
+async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: CheckoutRequest): Promise<void> {
+  const byOid = new Map<string, string[]>();
+  for (const s of symlinks) {
+    const paths = byOid.get(s.oid);
+    if (paths) paths.push(s.path);
+    else byOid.set(s.oid, [s.path]);
+  }
+  if (byOid.size === 0) return;
+  const order = [...byOid.keys()];
+  let next = 0;
+  let buf: Buffer = Buffer.alloc(0);
+  const onStdout = (chunk: Buffer): void => {
+    buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+    for (;;) {
+      const nl = buf.indexOf(0x0a);
+      if (nl < 0) {
+        if (buf.length > 256) throw new Error('cat-file header too long');
+        return;
+      }
+      const [oid, type, sizeText] = buf.subarray(0, nl).toString('latin1').split(' ');
+      const size = Number(sizeText);
+      const paths = byOid.get(order[next] ?? '') ?? [];
+      if (oid !== order[next] || type !== 'blob' || !Number.isSafeInteger(size)) throw new Error(`cat-file: unexpected header for ${order[next] ?? '?'}`);
+      if (size > MAX_SYMLINK_TARGET_BYTES) {
+        throw fetchError(`symlink ${paths[0] ?? ''}: its target is ${size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, 'symlink-target-too-large', req.subject, true);
+      }
+      if (buf.length < nl + 1 + size + 1) return; // the rest of this blob is still coming
+      const target = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
+      buf = buf.subarray(nl + 1 + size + 1);
+      next++;
+      for (const path of paths) {
+        if (!symlinkStaysInside(path, target)) {
+          throw fetchError(`symlink ${path} points outside the directory (${JSON.stringify(target)})`, 'symlink-escape', req.subject, true);
+        }
+      }
+    }
+  };
+  try {
+    await runGit(['--git-dir', req.gitDir, 'cat-file', '--batch'], { ...req.run, input: order.join('\n') + '\n', onStdout });
+  } catch (e) {
+    throw gitFailure(e, req);
+  }
+  if (next !== order.length) throw fetchError('cat-file ended before every symlink target was read', 'protocol-error', req.subject, false);
 }
 
 /**
  * Validates and writes `commit:directory` into `target` (which must exist and be empty). Returns
- * the entries written. Throws HoistError: directory-missing, unsafe-path, symlink-escape,
- * not-a-regular-file, not-found (a dangling link), too-many-files, too-large (all terminal).
+ * what the listing held. Throws HoistError: directory-missing, unsafe-path, symlink-escape,
+ * symlink-target-too-large, not-a-regular-file, not-found (a dangling link), too-many-files,
+ * too-many-links, too-large, output-too-large (all terminal); the deadline's reason when
+ * `run.signal` fires.
  */
-export async function checkoutDirectory(req: CheckoutRequest): Promise<TreeEntry[]> {
+export async function checkoutDirectory(req: CheckoutRequest): Promise<ListingSummary> {
   const { gitDir, commit, directory, subject, run } = req;
   const treeish = `${commit}:${directory}`;
   // One batch-check answers both "is it a commit" and "is the directory a tree".
-  const check = await runGit(['--git-dir', gitDir, 'cat-file', '--batch-check'], { ...run, input: `${commit}\n${treeish}\n` });
+  const check = await runGit(['--git-dir', gitDir, 'cat-file', '--batch-check'], { ...run, input: `${commit}\n${treeish}\n` }).catch((e: unknown) => {
+    throw gitFailure(e, req);
+  });
   const [commitLine = '', dirLine = ''] = check.stdout.toString('utf8').split('\n');
   if (commitLine.endsWith(' missing')) {
     throw fetchError(`commit ${commit} was not received from the repository`, 'unknown-ref', subject, true);
@@ -119,35 +257,15 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<TreeEntry
     throw fetchError(`directory "${directory}" ${what} in commit ${commit}`, 'directory-missing', subject, true);
   }
   const treeOid = dirLine.split(' ')[0] ?? '';
-  const listing = await runGit(['--git-dir', gitDir, 'ls-tree', '-r', '-l', '-z', treeOid], run);
-  const entries = parseLsTree(listing.stdout);
-  if (entries.length > req.limits.maxFiles) {
-    throw fetchError(`directory has ${entries.length} entries, more than the limit of ${req.limits.maxFiles}`, 'too-many-files', subject, true);
-  }
-  let bytes = 0;
-  const symlinks: TreeEntry[] = [];
-  for (const e of entries) {
-    if (!isSafeTreePath(e.path)) throw fetchError(`unsafe path in tree: ${JSON.stringify(e.path)}`, 'unsafe-path', subject, true);
-    bytes += e.size;
-    if (e.mode === '120000') symlinks.push(e);
-  }
-  if (bytes > req.limits.maxBytes) {
-    throw fetchError(`directory holds ${bytes} bytes, more than the limit of ${req.limits.maxBytes}`, 'too-large', subject, true);
-  }
-  const targets = await readBlobs(
-    symlinks.map((s) => s.oid),
-    gitDir,
-    run,
-  );
-  for (const link of symlinks) {
-    const target = targets.get(link.oid)?.toString('utf8') ?? '';
-    if (!symlinkStaysInside(link.path, target)) {
-      throw fetchError(`symlink ${link.path} points outside the directory (${JSON.stringify(target)})`, 'symlink-escape', subject, true);
-    }
-  }
+  const listing = await listTree(req, treeOid);
+  await checkSymlinkTargets(listing.symlinks, req);
   const indexEnv = { GIT_INDEX_FILE: req.indexFile };
-  await runGit(['--git-dir', gitDir, 'read-tree', treeOid], { ...run, env: indexEnv });
-  await runGit(['--git-dir', gitDir, '--work-tree', req.target, 'checkout-index', '-a', '-f'], { ...run, env: indexEnv });
-  await verifyTree(req.target, { stage: 'fetch', reason: 'FetchFailed', who: `git ${subject}` });
-  return entries;
+  try {
+    await runGit(['--git-dir', gitDir, 'read-tree', treeOid], { ...run, env: indexEnv });
+    await runGit(['--git-dir', gitDir, '--work-tree', req.target, 'checkout-index', '-a', '-f'], { ...run, env: indexEnv });
+  } catch (e) {
+    throw gitFailure(e, req);
+  }
+  await verifyTree(req.target, { stage: 'fetch', reason: 'FetchFailed', who: `git ${subject}`, maxLinks: req.limits.maxLinks ?? DEFAULT_MAX_LINKS, ...(run.signal ? { signal: run.signal } : {}) });
+  return listing;
 }

@@ -3,9 +3,12 @@
  * inherited tracing, HOME in a private temp dir, only http(s) transports, and configuration passed
  * through GIT_CONFIG_COUNT/KEY/VALUE environment variables. Credentials therefore never appear
  * in argv (visible to every user through `ps`), in a URL, or in a file on disk; a process's
- * environment is readable only by its own user.
+ * environment is readable only by its own user. Memory per command is bounded: stdout is capped
+ * (`maxOutputBytes`, default 1 MiB) unless the caller streams it (`onStdout`), stderr keeps its
+ * last 16 KiB.
  */
 import { spawn } from 'node:child_process';
+import { formatBytes } from '../../util/content-tree.ts';
 import { HoistError, type Stage } from '../../util/errors.ts';
 import { UNKNOWN_AUTHORITY_HINT } from '../http/transport.ts';
 import { redactSecrets } from './git-auth.ts';
@@ -27,7 +30,20 @@ export interface GitRunOptions {
   input?: string | Buffer;
   /** secrets to scrub from anything surfaced in an error */
   secrets?: readonly string[];
+  /**
+   * most bytes of stdout kept in memory (default DEFAULT_MAX_OUTPUT_BYTES, 1 MiB): one more and
+   * git is killed and the call rejects with `outputLimit` set. Not applied with `onStdout`.
+   */
+  maxOutputBytes?: number;
+  /**
+   * consumes stdout as it arrives instead of buffering it (`stdout` then comes back empty); when
+   * it throws, git is killed and the call rejects with that error
+   */
+  onStdout?: (chunk: Buffer) => void;
 }
+
+/** stdout kept per git command unless the caller streams it or says otherwise */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 export interface GitRunResult {
   stdout: Buffer;
@@ -41,14 +57,17 @@ export class GitCommandError extends Error {
   readonly exitCode: number | null;
   readonly timedOut: boolean;
   readonly aborted: boolean;
+  /** set when git was killed for writing more than this many bytes to stdout */
+  readonly outputLimit: number | undefined;
 
-  constructor(message: string, init: { stderr: string; exitCode: number | null; timedOut: boolean; aborted: boolean }) {
+  constructor(message: string, init: { stderr: string; exitCode: number | null; timedOut: boolean; aborted: boolean; outputLimit?: number }) {
     super(message);
     this.name = 'GitCommandError';
     this.stderr = init.stderr;
     this.exitCode = init.exitCode;
     this.timedOut = init.timedOut;
     this.aborted = init.aborted;
+    this.outputLimit = init.outputLimit;
   }
 }
 
@@ -121,8 +140,10 @@ export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Re
 }
 
 /**
- * Runs `git <args>`; resolves with the output on exit 0, rejects with GitCommandError otherwise.
- * Kills the process group (SIGKILL: git holds no state we keep) on timeout or abort.
+ * Runs `git <args>`; resolves with the output on exit 0, rejects with GitCommandError otherwise
+ * (or with what `onStdout` threw). Kills the process group (SIGKILL: git holds no state we keep)
+ * on timeout, abort, output over `maxOutputBytes`, or a throwing `onStdout`. Memory: at most
+ * `maxOutputBytes` of stdout plus 16 KiB of stderr.
  */
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
   return new Promise((resolve, reject) => {
@@ -130,6 +151,10 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     // open, so killing git alone would leave the transfer (and this promise) running
     const child = spawn('git', args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
+    const maxOutput = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    let outBytes = 0;
+    let outputLimit: number | undefined;
+    let consumerError: { error: unknown } | undefined;
     let err = '';
     let timedOut = false;
     let aborted = false;
@@ -150,7 +175,26 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     };
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stdout.on('data', (d: Buffer) => {
+      if (outputLimit !== undefined || consumerError) return; // killed already: drop the rest
+      if (opts.onStdout) {
+        try {
+          opts.onStdout(d);
+        } catch (e) {
+          consumerError = { error: e };
+          kill();
+        }
+        return;
+      }
+      outBytes += d.length;
+      if (outBytes > maxOutput) {
+        outputLimit = maxOutput;
+        out.length = 0;
+        kill();
+        return;
+      }
+      out.push(d);
+    });
     child.stderr.on('data', (d: Buffer) => {
       // Keep the tail only: a chatty failure must not grow memory without bound.
       err = (err + d.toString('utf8')).slice(-16_384);
@@ -168,21 +212,36 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     });
     child.on('close', (code) => {
       finish();
+      if (consumerError) {
+        reject(consumerError.error);
+        return;
+      }
       const stderr = redactSecrets(err, opts.secrets ?? []);
-      if (code === 0 && !timedOut && !aborted) {
+      if (code === 0 && !timedOut && !aborted && outputLimit === undefined) {
         resolve({ stdout: Buffer.concat(out), stderr, code });
         return;
       }
       reject(
-        new GitCommandError(`git ${args[0] ?? ''} failed`, {
+        new GitCommandError(outputLimit === undefined ? `git ${verb(args)} failed` : `git ${verb(args)} wrote more than ${outputLimit} bytes`, {
           stderr,
           exitCode: code,
           timedOut,
           aborted,
+          ...(outputLimit === undefined ? {} : { outputLimit }),
         }),
       );
     });
   });
+}
+
+/** the git subcommand of `args` (after global options such as `--git-dir <dir>`), for messages */
+function verb(args: readonly string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    if (a === '--git-dir' || a === '--work-tree' || a === '-C' || a === '-c') i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return '';
 }
 
 /** Last meaningful stderr line without git's "fatal: "/"error: " prefix, for messages. */
@@ -207,6 +266,9 @@ export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: 
     new HoistError(message, { stage, reason, code, subject, terminal, cause: e });
   if (e.aborted) return new HoistError('aborted', { stage, reason: 'Aborted', code: 'aborted', subject, terminal: false, cause: e });
   if (e.timedOut) return make(`git fetch timed out after ${timeoutMs} ms`, 'timeout', false);
+  if (e.outputLimit !== undefined) {
+    return make(`${e.message} (the limit of ${formatBytes(e.outputLimit)} of output per git command)`, 'output-too-large', true);
+  }
   if (/could not read (Username|Password)|Authentication failed|returned error: 40[13]\b|terminal prompts disabled/i.test(s)) {
     return make(withAuth ? 'credentials rejected by the repository' : 'repository requires credentials; set auth.secretRef', 'auth-failed', true);
   }

@@ -25,6 +25,11 @@
  * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can
  * downgrade it. HTTPS_PROXY/HTTP_PROXY/NO_PROXY pass through to git. One overall deadline per
  * resolve and per fetch; at the deadline the git process is killed.
+ *
+ * Bounded work (docs/security.md): the ref advertisement is streamed, capped at 8 MiB and only
+ * the refs asked for are kept; the fetch's object store is capped (`maxPackBytes`, 1 GiB,
+ * ./pack-limit.ts); the listing, symlink targets and the containment check are bounded in
+ * ./checkout.ts.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -39,10 +44,12 @@ import { withDeadline } from '../http/deadline.ts';
 import { caForUrl, type HostCAs } from '../http/ca-dir.ts';
 import { HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
+import { DEFAULT_MAX_LINKS } from '../../util/content-tree.ts';
 import { checkoutDirectory, type CheckoutLimits } from './checkout.ts';
 import { gitAuthFrom, type GitAuth } from './git-auth.ts';
 import { GitCommandError, classifyFetchFailure, runGit, type GitRunOptions } from './git-cli.ts';
-import { fetchRefAdvertisement, type AdvertisedRef, type RefAdvertisement } from './ref-advertisement.ts';
+import { fetchWithPackLimit, PACK_CONFIG } from './pack-limit.ts';
+import { DEFAULT_MAX_ADVERTISEMENT_BYTES, fetchRefAdvertisement, type AdvertisedRef, type RefAdvertisement, type RefWants } from './ref-advertisement.ts';
 
 export interface GitSourceOptions {
   /** parent of the private temp repositories used while fetching; default os.tmpdir() */
@@ -51,8 +58,12 @@ export interface GitSourceOptions {
   resolveTimeoutMs?: number;
   /** overall deadline of one fetch (every git process and request in it); default 10 min */
   fetchTimeoutMs?: number;
-  /** limits on the checked-out directory; defaults 100 000 entries, 1 GiB */
+  /** limits on the checked-out directory; defaults 100 000 entries, 1 GiB, 10 000 symlinks */
   limits?: Partial<CheckoutLimits>;
+  /** largest ref advertisement accepted; default 8 MiB (DEFAULT_MAX_ADVERTISEMENT_BYTES) */
+  maxAdvertisementBytes?: number;
+  /** largest object store a fetch may build (the received pack); default 1 GiB */
+  maxPackBytes?: number;
   /** PEM CA bundle trusted for every repository without its own `ca.crt`; default system roots */
   caBundle?: string;
   /** per-host CAs (`--ca-dir`): added to `caBundle` for repositories on that host */
@@ -71,7 +82,8 @@ export interface GitTarget {
 }
 
 const HEX40 = /^[0-9a-fA-F]{40}$/;
-const DEFAULT_LIMITS: CheckoutLimits = { maxFiles: 100_000, maxBytes: 1024 * 1024 * 1024 };
+const DEFAULT_LIMITS: CheckoutLimits = { maxFiles: 100_000, maxBytes: 1024 * 1024 * 1024, maxLinks: DEFAULT_MAX_LINKS };
+const DEFAULT_MAX_PACK_BYTES = 1024 * 1024 * 1024;
 
 /** The content-store key: the content is fully identified by the commit and the directory. */
 export function gitContentKey(commit: string, directory: string): string {
@@ -150,6 +162,8 @@ export class GitSource implements Source {
   private readonly resolveTimeoutMs: number;
   private readonly fetchTimeoutMs: number;
   private readonly limits: CheckoutLimits;
+  private readonly maxAdvertisementBytes: number;
+  private readonly maxPackBytes: number;
   private readonly caBundle: string | undefined;
   private readonly hostCAs: HostCAs | undefined;
   /** one transport (connection pool) per trust configuration */
@@ -160,6 +174,8 @@ export class GitSource implements Source {
     this.resolveTimeoutMs = opts.resolveTimeoutMs ?? 60_000;
     this.fetchTimeoutMs = opts.fetchTimeoutMs ?? 600_000;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.maxAdvertisementBytes = opts.maxAdvertisementBytes ?? DEFAULT_MAX_ADVERTISEMENT_BYTES;
+    this.maxPackBytes = opts.maxPackBytes ?? DEFAULT_MAX_PACK_BYTES;
     this.caBundle = opts.caBundle;
     this.hostCAs = opts.hostCAs;
   }
@@ -189,8 +205,8 @@ export class GitSource implements Source {
       // resolved once per spec generation: reuse the recorded commit without a request
       return { status: { ...recorded }, key: gitContentKey(recorded.commit, directory), pinned: false };
     }
-    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal));
     const name = refName(target.ref);
+    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { names: [name] }));
     const ref = adv.refs.get(name);
     if (!ref) {
       throw new HoistError(`${target.ref.kind} ${JSON.stringify(target.ref.value)} not found in repository`, {
@@ -228,7 +244,7 @@ export class GitSource implements Source {
         ...(ctx.onStore ? { observe: ctx.onStore } : {}),
         download: (tmpDir) => this.fetchInto(target, commit, tmpDir, auth, subject, signal),
         prove: async () => {
-          await this.advertise(target, auth, 'fetch', subject, signal);
+          await this.advertise(target, auth, 'fetch', subject, signal, {});
         },
       }),
     );
@@ -252,8 +268,9 @@ export class GitSource implements Source {
     return t;
   }
 
-  private advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal): Promise<RefAdvertisement> {
-    return fetchRefAdvertisement(target.repository, { auth, transport: this.transport(auth.ca), stage, subject, signal });
+  /** the ref advertisement, keeping only the refs `wants` names */
+  private advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal, wants: RefWants): Promise<RefAdvertisement> {
+    return fetchRefAdvertisement(target.repository, { auth, transport: this.transport(auth.ca), stage, subject, signal, wants, maxBytes: this.maxAdvertisementBytes });
   }
 
   /** Fetches `commit` into a private temp repository and checks `directory` out into `out`. */
@@ -263,7 +280,7 @@ export class GitSource implements Source {
       const home = join(work, 'home');
       await mkdir(home, { mode: 0o700 });
       const gitDir = join(work, 'repo.git');
-      const config: Array<readonly [string, string]> = [];
+      const config: Array<readonly [string, string]> = [...PACK_CONFIG];
       // an https repository never speaks plain http, not even after a redirect
       if (target.repository.startsWith('https:')) config.push(['protocol.http.allow', 'never']);
       if (auth.header !== undefined) {
@@ -332,21 +349,21 @@ export class GitSource implements Source {
     ];
     const withAuth = auth.header !== undefined;
     try {
-      await runGit(fetchArgs(true, [`+${commit}:refs/hoist/commit`]), run);
+      await fetchWithPackLimit(fetchArgs(true, [`+${commit}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run);
       return;
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
       if (!/unadvertised object/i.test(e.stderr)) throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);
     }
-    const adv = await this.advertise(target, auth, 'fetch', subject, signal);
+    const adv = await this.advertise(target, auth, 'fetch', subject, signal, { commit });
     const pointing = [...adv.refs.values()].filter((r) => r.oid === commit || r.peeled === commit).map((r) => r.name);
     try {
       if (pointing.length > 0) {
         const name = pointing.find((n) => n.startsWith('refs/heads/')) ?? pointing[0] ?? '';
-        await runGit(fetchArgs(true, [`+${name}:refs/hoist/commit`]), run);
+        await fetchWithPackLimit(fetchArgs(true, [`+${name}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run);
         return;
       }
-      await runGit(fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']), run);
+      await fetchWithPackLimit(fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']), gitDir, this.maxPackBytes, subject, run);
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
       throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);

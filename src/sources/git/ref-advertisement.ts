@@ -11,9 +11,10 @@
  * Redirects, credentials (only to the repository's origin, only over https), proxy, CA and the
  * deadline are the shared transport's rules (../http/transport.ts).
  */
+import { setImmediate } from 'node:timers/promises';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, retryCannotHelp } from '../../util/http-status.ts';
-import { readCapped, reasonFor, type HttpTransport, type SourceStage } from '../http/transport.ts';
+import { consumeCapped, reasonFor, type HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { GitAuth } from './git-auth.ts';
 import { redactSecrets } from './git-auth.ts';
 
@@ -42,11 +43,16 @@ export interface AdvertisementOptions {
   stage: SourceStage;
   /** shown in errors: the repository URL without credentials plus the ref being resolved */
   subject: string;
-  /** refuse advertisements larger than this (a hostile or broken server) */
+  /** refuse advertisements larger than this (a hostile or broken server); default 8 MiB */
   maxBytes?: number;
+  /** the refs to keep; every other ref is parsed and dropped (default: keep none) */
+  wants?: RefWants;
 }
 
-const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+/** the advertisement cap: about 130 000 refs; a repository with more is refused (`too-large`) */
+export const DEFAULT_MAX_ADVERTISEMENT_BYTES = 8 * 1024 * 1024;
+/** parsed between two yields to the event loop */
+const YIELD_EVERY_BYTES = 256 * 1024;
 const ADVERTISEMENT_TYPE = 'application/x-git-upload-pack-advertisement';
 
 /** Joins the repository URL and the smart-HTTP discovery path the way git does. */
@@ -61,65 +67,125 @@ function infoRefsUrl(repository: string): string {
  */
 export function parsePktLines(buf: Buffer): Array<Buffer | null> {
   const out: Array<Buffer | null> = [];
+  const rest = splitPktLines(buf, (line) => out.push(line));
+  if (rest.length > 0) throw new Error(rest.length < 4 ? 'truncated pkt-line length' : 'malformed pkt-line length');
+  return out;
+}
+
+/** Hands every complete pkt-line of `buf` to `onLine` (null for a flush); returns the incomplete rest. */
+function splitPktLines(buf: Buffer, onLine: (line: Buffer | null) => void): Buffer {
   let pos = 0;
-  while (pos < buf.length) {
-    if (pos + 4 > buf.length) throw new Error('truncated pkt-line length');
+  while (pos + 4 <= buf.length) {
     const lenHex = buf.subarray(pos, pos + 4).toString('latin1');
     if (!/^[0-9a-f]{4}$/i.test(lenHex)) throw new Error('malformed pkt-line length');
     const len = Number.parseInt(lenHex, 16);
     if (len === 0) {
-      out.push(null);
+      onLine(null);
       pos += 4;
       continue;
     }
-    if (len < 4 || pos + len > buf.length) throw new Error('malformed pkt-line length');
-    out.push(buf.subarray(pos + 4, pos + len));
+    if (len < 4) throw new Error('malformed pkt-line length');
+    if (pos + len > buf.length) break;
+    onLine(buf.subarray(pos + 4, pos + len));
     pos += len;
   }
-  return out;
+  return buf.subarray(pos);
 }
 
-/** Parses the body of a v0 `info/refs?service=git-upload-pack` response. */
-export function parseAdvertisement(body: Buffer): { refs: Map<string, AdvertisedRef>; capabilities: string[] } {
-  const lines = parsePktLines(body);
-  let i = 0;
-  // Smart HTTP prefixes the advertisement with "# service=git-upload-pack" and a flush.
-  const first = lines[0];
-  if (first && first.toString('latin1').startsWith('# service=')) {
-    i = 1;
-    while (i < lines.length && lines[i] !== null) i++;
-    i++;
+/** Which refs to keep from an advertisement; everything else is parsed and dropped. */
+export interface RefWants {
+  /** full ref names (refs/heads/main); their peeled values are kept with them */
+  names?: readonly string[];
+  /** also keep every ref whose id, or peeled id, is this commit */
+  commit?: string;
+}
+
+/**
+ * Parses a v0 `info/refs?service=git-upload-pack` body as it arrives, keeping only the refs
+ * `wants` names (all refs when `wants` is undefined) and the capabilities. Memory: the kept refs
+ * plus one partial pkt-line (≤ 64 KiB), whatever the advertisement's size.
+ */
+export class AdvertisementStream {
+  readonly refs = new Map<string, AdvertisedRef>();
+  capabilities: string[] = [];
+  private rest: Buffer = Buffer.alloc(0);
+  private state: 'start' | 'service' | 'refs' | 'done' = 'start';
+  private firstRef = true;
+  /** the last ref line, which a `^{}` line peels */
+  private last: { name: string; oid: string } | undefined;
+  private readonly names: ReadonlySet<string> | undefined;
+
+  constructor(private readonly wants?: RefWants) {
+    this.names = wants ? new Set(wants.names ?? []) : undefined;
   }
-  const refs = new Map<string, AdvertisedRef>();
-  let capabilities: string[] = [];
-  let firstRef = true;
-  for (; i < lines.length; i++) {
-    const line = lines[i];
-    if (line === null || line === undefined) break;
+
+  /** Parses what `chunk` completes. Throws on malformed input. */
+  push(chunk: Buffer): void {
+    const buf = this.rest.length === 0 ? chunk : Buffer.concat([this.rest, chunk]);
+    this.rest = splitPktLines(buf, (line) => this.line(line));
+  }
+
+  /** The body ended: a partial pkt-line left over means it was cut short. */
+  end(): void {
+    if (this.rest.length > 0) throw new Error(this.rest.length < 4 ? 'truncated pkt-line length' : 'malformed pkt-line length');
+  }
+
+  private line(line: Buffer | null): void {
+    if (this.state === 'start') {
+      // Smart HTTP prefixes the advertisement with "# service=git-upload-pack" and a flush.
+      if (line?.toString('latin1').startsWith('# service=')) {
+        this.state = 'service';
+        return;
+      }
+      this.state = 'refs';
+    }
+    if (this.state === 'service') {
+      if (line === null) this.state = 'refs';
+      return;
+    }
+    if (this.state === 'done') return;
+    if (line === null) {
+      this.state = 'done';
+      return;
+    }
+    this.ref(line);
+  }
+
+  private ref(line: Buffer): void {
     let text = line.toString('utf8');
     if (text.endsWith('\n')) text = text.slice(0, -1);
-    if (firstRef) {
+    if (this.firstRef) {
       const nul = text.indexOf('\0');
       if (nul >= 0) {
-        capabilities = text.slice(nul + 1).split(' ').filter((c) => c.length > 0);
+        this.capabilities = text.slice(nul + 1).split(' ').filter((c) => c.length > 0);
         text = text.slice(0, nul);
       }
-      firstRef = false;
+      this.firstRef = false;
     }
     const space = text.indexOf(' ');
     if (space !== 40 && space !== 64) throw new Error('malformed ref line');
     const oid = text.slice(0, space).toLowerCase();
     const name = text.slice(space + 1);
     // An empty repository advertises "capabilities^{}" with the zero id and no refs.
-    if (name === 'capabilities^{}') continue;
+    if (name === 'capabilities^{}') return;
     if (name.endsWith('^{}')) {
-      const base = refs.get(name.slice(0, -3));
+      const baseName = name.slice(0, -3);
+      const base = this.refs.get(baseName);
       if (base) base.peeled = oid;
-      continue;
+      else if (this.wants?.commit === oid && this.last?.name === baseName) this.refs.set(baseName, { name: baseName, oid: this.last.oid, peeled: oid });
+      return;
     }
-    refs.set(name, { name, oid });
+    this.last = { name, oid };
+    if (this.names === undefined || this.names.has(name) || this.wants?.commit === oid) this.refs.set(name, { name, oid });
   }
-  return { refs, capabilities };
+}
+
+/** Parses the body of a v0 `info/refs?service=git-upload-pack` response held whole (tests). */
+export function parseAdvertisement(body: Buffer): { refs: Map<string, AdvertisedRef>; capabilities: string[] } {
+  const stream = new AdvertisementStream();
+  stream.push(body);
+  stream.end();
+  return { refs: stream.refs, capabilities: stream.capabilities };
 }
 
 function fail(opts: AdvertisementOptions, message: string, code: string, terminal: boolean): HoistError {
@@ -141,7 +207,7 @@ function statusError(status: number, opts: AdvertisementOptions, withAuth: boole
  * the shared transport's rules. Throws HoistError, or the signal's reason (the deadline).
  */
 export async function fetchRefAdvertisement(repository: string, opts: AdvertisementOptions): Promise<RefAdvertisement> {
-  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_ADVERTISEMENT_BYTES;
   const withAuth = opts.auth.header !== undefined;
   const res = await opts.transport.send({
     method: 'GET',
@@ -157,12 +223,31 @@ export async function fetchRefAdvertisement(repository: string, opts: Advertisem
     await res.body.dump().catch(() => undefined);
     throw statusError(res.status, opts, withAuth && res.url.origin === new URL(repository).origin);
   }
-  const body = await readCapped(res, maxBytes, 'ref advertisement', opts.stage, opts.subject, opts.signal);
   const type = String(res.headers['content-type'] ?? '');
-  if (!type.startsWith(ADVERTISEMENT_TYPE)) throw fail(opts, `server does not speak git smart http (content-type "${type}")`, 'not-smart-http', true);
-  try {
-    return { ...parseAdvertisement(body), finalUrl: redactUrl(res.url.toString()) };
-  } catch (e) {
-    throw fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, 'protocol-error', false);
+  if (!type.startsWith(ADVERTISEMENT_TYPE)) {
+    await res.body.dump().catch(() => undefined);
+    throw fail(opts, `server does not speak git smart http (content-type "${type}")`, 'not-smart-http', true);
   }
+  const stream = new AdvertisementStream(opts.wants ?? {});
+  const malformed = (e: unknown): HoistError => fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, 'protocol-error', false);
+  let sinceYield = 0;
+  await consumeCapped(res, maxBytes, 'ref advertisement', opts.stage, opts.subject, opts.signal, async (chunk) => {
+    try {
+      stream.push(chunk);
+    } catch (e) {
+      throw malformed(e);
+    }
+    // undici may hand over many buffered chunks without a macrotask in between: let others run
+    sinceYield += chunk.length;
+    if (sinceYield >= YIELD_EVERY_BYTES) {
+      sinceYield = 0;
+      await setImmediate();
+    }
+  });
+  try {
+    stream.end();
+  } catch (e) {
+    throw malformed(e);
+  }
+  return { refs: stream.refs, capabilities: stream.capabilities, finalUrl: redactUrl(res.url.toString()) };
 }

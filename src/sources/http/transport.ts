@@ -289,17 +289,36 @@ async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: stri
 
 /** Reads a whole body into memory, at most `maxBytes`; read failures map through networkError. */
 export async function readCapped(res: SendResponse, maxBytes: number, what: string, stage: SourceStage, subject: string, signal?: AbortSignal): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  await consumeCapped(res, maxBytes, what, stage, subject, signal, (chunk) => {
+    chunks.push(chunk);
+  });
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Hands a body to `onChunk` chunk by chunk (awaited: it may yield), at most `maxBytes` in all,
+ * refusing a declared length over the cap before reading. What `onChunk` throws as a HoistError
+ * passes through; read failures map through networkError; the body is discarded on any failure.
+ */
+export async function consumeCapped(
+  res: SendResponse,
+  maxBytes: number,
+  what: string,
+  stage: SourceStage,
+  subject: string,
+  signal: AbortSignal | undefined,
+  onChunk: (chunk: Buffer) => void | Promise<void>,
+): Promise<void> {
   const declared = Number(headerValue(res.headers, 'content-length') ?? '-1');
   if (declared > maxBytes) {
     discard(res.body);
     throw new HoistError(`${what} is ${declared} bytes, more than the ${maxBytes} allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
   }
-  const chunks: Buffer[] = [];
   try {
-    for await (const chunk of capped(res.body as AsyncIterable<Buffer>, maxBytes, what, stage, subject)) chunks.push(chunk);
+    for await (const chunk of capped(res.body as AsyncIterable<Buffer>, maxBytes, what, stage, subject)) await onChunk(chunk);
   } catch (e) {
     discard(res.body);
     throw networkError(e, stage, subject, signal);
   }
-  return Buffer.concat(chunks);
 }

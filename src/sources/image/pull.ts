@@ -145,7 +145,7 @@ export async function pullImage(
   if (helm) await liftChart(target, dest);
   // the rule for the image as a whole: a later layer can make an earlier layer's link leave the
   // tree (turning a directory into a link), which no single layer's check can see
-  await verifyTree(dest, { stage: 'fetch', reason: 'UnpackFailed', who: `image ${subject}` });
+  await verifyTree(dest, { stage: 'fetch', reason: 'UnpackFailed', who: `image ${subject}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   const result: PullResult = {
     digest: top.digest,
     manifestDigest,

@@ -9,8 +9,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION_RECREATE, Applier, type ApplyTarget } from '../../../src/apply/applier.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
+import { deleteOwned } from '../../../src/apply/prune.ts';
 import { ManagedObjects } from '../../../src/reconciler/managed-objects.ts';
-import type { KubeObject } from '../../../src/kube/types.ts';
+import type { DeleteOptions, KubeClient, KubeObject, TypeRef } from '../../../src/kube/types.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 
@@ -198,6 +199,65 @@ describe('Applier against the API server', () => {
       expect(((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-diff', ns)) as KubeObject & { data: object }).data).toEqual({ k: 'mine' });
     });
 
+    it('recreate-on-immutable never deletes an object this BundleDeployment did not own: a foreign immutable ConfigMap is refused under Prevent and left as it was', async () => {
+      const applier = new Applier(client, { log, live: index });
+      // as a PVC would be: an immutable object someone else made, holding their data
+      const theirs = await client.create({ ...cm('frozen-theirs', { k: '1' }), immutable: true, metadata: { name: 'frozen-theirs', namespace: ns } } as KubeObject);
+      // equal values share fields (no conflict), the added key makes the update an immutable-field refusal
+      const mine = { ...cm('frozen-theirs', { k: '1', more: '2' }, { [ANNOTATION_RECREATE]: 'true' }), immutable: true } as KubeObject;
+      const err = await applier.apply(target('frozen-late'), [cm('frozen-new', { k: '1' }), mine]).catch((e: unknown) => e);
+      expect(isHoistError(err) && err.reason === 'ConflictingOwner', String(err)).toBe(true);
+      expect((err as Error).message).toContain(`${ns}/frozen-theirs is owned by none`);
+      const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'frozen-theirs', ns)) as KubeObject & { data: object };
+      expect(after.metadata.uid).toBe(theirs.metadata.uid);
+      expect(after.data).toEqual({ k: '1' });
+      expect(after.metadata.labels ?? {}).toEqual({});
+      // and what the call created is gone again
+      expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'frozen-new', ns).then((o) => o?.metadata.deletionTimestamp ?? o)).toBeFalsy();
+    });
+
+    it('the undo of a create deletes only the object it created: one replaced in between (another uid) is left alone', async () => {
+      const applier = new Applier(client, { log, live: index });
+      await client.create({ ...cm('undo-theirs', { k: 'theirs' }), metadata: { name: 'undo-theirs', namespace: ns } });
+      let replacement: KubeObject | undefined;
+      // someone deletes the object the apply just created and creates their own by that name, right before the undo's DELETE
+      const actor = swapBeforeDelete(client, 'undo-new', async () => {
+        replacement = await client.create({ ...cm('undo-new', { k: 'replacement' }), metadata: { name: 'undo-new', namespace: ns } });
+      });
+      const err = await applier.apply(target('undo', { actor }), [cm('undo-new', { k: '1' }), cm('undo-theirs', { k: 'mine' })]).catch((e: unknown) => e);
+      expect(isHoistError(err) && err.reason === 'ConflictingOwner', String(err)).toBe(true);
+      expect(replacement).toBeDefined();
+      const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'undo-new', ns)) as (KubeObject & { data: object }) | undefined;
+      expect(after?.metadata.deletionTimestamp).toBeUndefined();
+      expect(after?.metadata.uid).toBe(replacement!.metadata.uid);
+      expect(after?.data).toEqual({ k: 'replacement' });
+    });
+
+    it('prune deletes only the object this BundleDeployment wrote: one replaced since (labels copied), or between its read and its delete, is left alone', async () => {
+      const applier = new Applier(client, { log, live: index });
+      const owner = { name: 'pruned', lineage: 'pruned' };
+      await applier.apply(target('pruned'), [cm('prune-a', { k: '1' }), cm('prune-b', { k: '1' })]);
+      const stale = (name: string): KubeObject => ({ ...cm(name, { k: '1' }), metadata: { name, namespace: ns } });
+      // replaced since it was applied: deleted and created again by someone else, Hoist's labels and all
+      const written = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns);
+      await client.delete({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns);
+      const copy = await client.create({ ...cm('prune-a', { k: 'restored' }), metadata: { name: 'prune-a', namespace: ns, labels: written!.metadata.labels! } });
+      const [res] = await deleteOwned(client, owner, [stale('prune-a')], { log, writtenUid: (o) => applier.writtenUid('pruned', o) });
+      expect(res).toMatchObject({ action: 'skipped', message: expect.stringContaining('replaced since') });
+      expect((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns))?.metadata.uid).toBe(copy.metadata.uid);
+
+      // replaced between prune's read (labels checked) and its DELETE
+      let replacement: KubeObject | undefined;
+      const actor = swapBeforeDelete(client, 'prune-b', async () => {
+        replacement = await client.create({ ...cm('prune-b', { k: 'replacement' }), metadata: { name: 'prune-b', namespace: ns, labels: written!.metadata.labels! } });
+      });
+      const [raced] = await deleteOwned(actor, owner, [stale('prune-b')], { log });
+      expect(raced).toMatchObject({ action: 'skipped', message: expect.stringContaining('uid precondition') });
+      const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-b', ns)) as (KubeObject & { data: object }) | undefined;
+      expect(after?.metadata.uid).toBe(replacement!.metadata.uid);
+      expect(after?.data).toEqual({ k: 'replacement' });
+    });
+
     it('health waits for the watch to deliver a write: an upgraded Deployment is never judged by its previous generation', async () => {
       await index.watch([{ apiVersion: 'apps/v1', kind: 'Deployment' }]);
       const applier = new Applier(client, { log, live: index });
@@ -237,3 +297,25 @@ describe('Applier against the API server', () => {
     });
   });
 });
+
+/**
+ * `client`, except that the first DELETE of `name` is preceded by someone else replacing that
+ * object: it is deleted (unconditionally, waited gone) and `replace` creates another by that name.
+ */
+function swapBeforeDelete(client: KubeClient, name: string, replace: () => Promise<void>): KubeClient {
+  let swapped = false;
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'delete') return Reflect.get(target, prop, receiver) as unknown;
+      return async (type: TypeRef, n: string, namespace: string | undefined, opts?: DeleteOptions) => {
+        if (n === name && !swapped) {
+          swapped = true;
+          await target.delete(type, n, namespace);
+          while (await target.get(type, n, namespace)) await new Promise((r) => setTimeout(r, 20));
+          await replace();
+        }
+        return target.delete(type, n, namespace, opts);
+      };
+    },
+  });
+}

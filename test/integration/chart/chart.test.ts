@@ -17,6 +17,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { CRD_PATH } from '../../../api/v1alpha2/crd.ts';
+import { TENANCY_POLICY_PATH } from '../../../api/v1alpha2/tenancy-policy.ts';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { installCRD, startController, type RunningController } from '../../../src/cli/controller.ts';
 import { toolPath } from '../../../src/devcluster/tools.ts';
@@ -75,6 +76,10 @@ describe('helm template', () => {
     expect(readFileSync(join(CHART, 'crds', 'bundledeployment-crd.yaml'), 'utf8')).toBe(readFileSync(CRD_PATH, 'utf8'));
   });
 
+  it('ships the same tenancy policy as api/v1alpha2 (byte for byte)', () => {
+    expect(readFileSync(join(CHART, 'files', 'tenancy-policy.yaml'), 'utf8')).toBe(readFileSync(TENANCY_POLICY_PATH, 'utf8'));
+  });
+
   it('renders the defaults: CRD, ServiceAccount, RBAC bound to cluster-admin, Deployment, metrics Service', async () => {
     const objs = await render('hoist', 'hoist-system');
     expect(kinds(objs)).toEqual([
@@ -87,13 +92,15 @@ describe('helm template', () => {
       'RoleBinding/hoist-controller',
       'Service/hoist-metrics',
       'ServiceAccount/hoist',
+      'ValidatingAdmissionPolicy/hoist-tenancy',
+      'ValidatingAdmissionPolicyBinding/hoist-tenancy',
     ]);
     expect((find(objs, 'ClusterRoleBinding', 'hoist-cluster-admin') as unknown as { roleRef: { name: string } }).roleRef.name).toBe('cluster-admin');
     const { dep, spec, c } = podSpec(objs);
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m']);
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--max-revision-size=8Mi']);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
@@ -123,6 +130,7 @@ describe('helm template', () => {
       'metrics.port': 9090,
       cache: { sizeLimit: '', medium: 'Memory', maxSize: '' },
       fetchTimeout: '90s',
+      maxRevisionSize: '4Mi',
       extraArgs: ['--install-crd'],
       nodeSelector: { 'kubernetes.io/os': 'linux' },
       commonLabels: { team: 'platform' },
@@ -134,6 +142,8 @@ describe('helm template', () => {
       'Deployment/edge-hoist',
       'Role/edge-hoist-controller',
       'RoleBinding/edge-hoist-controller',
+      'ValidatingAdmissionPolicy/edge-hoist-tenancy',
+      'ValidatingAdmissionPolicyBinding/edge-hoist-tenancy',
     ]);
     const { dep, spec, c } = podSpec(objs);
     expect(dep.spec.replicas).toBe(2);
@@ -142,7 +152,7 @@ describe('helm template', () => {
     expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
     expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
     // no cache budget when maxSize is empty
-    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--install-crd']);
+    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--max-revision-size=4Mi', '--install-crd']);
     expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
     expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
@@ -174,6 +184,18 @@ describe('helm template', () => {
     expect(fromCm.spec.volumes).toContainEqual({ name: 'ca-dir', configMap: { name: 'corp-cas' } });
     expect(fromCm.c.args.filter((a) => a.startsWith('--registries-conf'))).toEqual([]);
     await expect(render('air', 'ops', { caDir: { configMapName: 'a', secretName: 'b' } })).rejects.toThrow(/caDir/);
+  });
+
+  it('tenancy policy: on by default, filled in with the chart\'s ServiceAccount and defaultServiceAccount, bound to itself; off with tenancyPolicy.enabled=false', async () => {
+    type Variables = { spec: { variables: Array<{ name: string; expression: string }> } };
+    const vars = (objs: KubeObject[], name: string) => Object.fromEntries((find(objs, 'ValidatingAdmissionPolicy', name) as unknown as Variables).spec.variables.map((v) => [v.name, v.expression]));
+    const defaults = await render('hoist', 'hoist-system');
+    expect(vars(defaults, 'hoist-tenancy')).toMatchObject({ controllerUser: "'system:serviceaccount:hoist-system:hoist'", defaultServiceAccount: "''" });
+    expect((find(defaults, 'ValidatingAdmissionPolicyBinding') as unknown as { spec: unknown }).spec).toEqual({ policyName: 'hoist-tenancy', validationActions: ['Deny'] });
+    const set = await render('t', 'ops', { serviceAccount: { create: false, name: 'existing-sa' }, defaultServiceAccount: 'installer' });
+    expect(vars(set, 't-hoist-tenancy')).toMatchObject({ controllerUser: "'system:serviceaccount:ops:existing-sa'", defaultServiceAccount: "'installer'" });
+    const off = await render('hoist', 'hoist-system', { 'tenancyPolicy.enabled': false });
+    expect(kinds(off).filter((k) => k.startsWith('ValidatingAdmission'))).toEqual([]);
   });
 
   it('renders rbac.impersonationOnly with --default-service-account', async () => {
@@ -229,6 +251,8 @@ describe('helm template', () => {
     await expect(render('bad', 'ns', { 'image.digest': 'latest' })).rejects.toThrow(/digest/);
     await expect(render('bad', 'ns', { 'cache.maxSize': '2 GB' })).rejects.toThrow(/maxSize/);
     await expect(render('bad', 'ns', { fetchTimeout: 'ten minutes' })).rejects.toThrow(/fetchTimeout/);
+    await expect(render('bad', 'ns', { maxRevisionSize: '8 MiB' })).rejects.toThrow(/maxRevisionSize/);
+    await expect(render('bad', 'ns', { tenancyPolicy: { enabled: 'yes' } })).rejects.toThrow(/tenancyPolicy/);
     await expect(render('bad', 'ns', { replicaCount: 2, 'leaderElection.enabled': false })).rejects.toThrow(/needs leaderElection.enabled/);
   });
 });
@@ -258,7 +282,11 @@ describe('the chart on a real API server', () => {
     await admin?.close();
   });
 
-  /** renders a release into a fresh namespace and applies it for real (the CRD as a dry run: it is shared) */
+  /**
+   * renders a release into a fresh namespace and applies it for real (the CRD and the tenancy
+   * policy as a dry run: they act on every BundleDeployment of the shared test cluster;
+   * test/integration/api/tenancy-policy.test.ts runs the policy for real, scoped to its own)
+   */
   async function install(release: string, set: Record<string, unknown>): Promise<{ namespace: string; sa: string; objs: KubeObject[] }> {
     const namespace = `${release}-${runId}`;
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } };
@@ -266,7 +294,7 @@ describe('the chart on a real API server', () => {
     cleanup.push(ns);
     const objs = await render(release, namespace, set);
     for (const o of objs) {
-      const dryRun = o.kind === 'CustomResourceDefinition';
+      const dryRun = o.kind === 'CustomResourceDefinition' || o.kind.startsWith('ValidatingAdmissionPolicy');
       const applied = await admin.apply(o, { fieldManager: 'helm-chart-test', dryRun });
       expect(applied.metadata.uid, `${o.kind} ${o.metadata.name}`).toBeDefined();
       if (!dryRun && !o.metadata.namespace) cleanup.push(o);

@@ -134,7 +134,16 @@ describe('bundleDeploymentCRD', () => {
       contentDigest: 'd',
       activeRevision: { number: 1, contentDigest: 'd', objects: 1 },
       attemptedRevision: { number: 2, contentDigest: 'd', objects: 1, reason: 'ApplyFailed' },
-      revisions: [{ number: 1, contentDigest: 'd', objects: 1, phase: 'Active' }],
+      transition: {
+        revision: 2,
+        contentDigest: 'd',
+        action: 'upgrade',
+        startedAt: 't',
+        phase: 'publish',
+        waiting: 'w',
+        hooks: [{ event: 'pre-upgrade', kind: 'Job', name: 'j', namespace: 'ns', result: 'Succeeded', message: 'm', startedAt: 't', completedAt: 't', deleted: true }],
+      },
+      revisions: [{ number: 1, contentDigest: 'd', objects: 1, phase: 'Active', hooks: [{ event: 'pre-install', kind: 'Job', name: 'j', namespace: 'ns', result: 'Failed', message: 'm', startedAt: 't', completedAt: 't', deleted: false }] }],
       skippedOptional: ['x'],
     } satisfies Required<BundleDeploymentStatus>;
 

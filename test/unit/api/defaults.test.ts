@@ -9,6 +9,8 @@ import {
   DEFAULT_ON_FAILURE,
   DEFAULT_PROGRESS_DEADLINE,
   DEFAULT_REVISION_HISTORY_LIMIT,
+  MIN_POLL_INTERVAL,
+  MIN_POLL_INTERVAL_MS,
   parseDuration,
   withDefaults,
 } from '../../../api/v1alpha2/defaults.ts';
@@ -115,6 +117,24 @@ describe('withDefaults', () => {
     const before = structuredClone(spec);
     withDefaults(spec);
     expect(spec).toEqual(before);
+  });
+
+  it('the CRD refuses a pollInterval under MIN_POLL_INTERVAL with the same number', () => {
+    const spec = bundleDeploymentCRD().spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!['pollInterval']!;
+    const rules = (spec as JSONSchemaProps & { 'x-kubernetes-validations'?: Array<{ rule: string; message?: string }> })['x-kubernetes-validations'] ?? [];
+    expect(rules.some((r) => r.rule.includes(`duration(self) >= duration('${MIN_POLL_INTERVAL}')`) && r.message === `must be at least ${MIN_POLL_INTERVAL}`)).toBe(true);
+  });
+
+  it.each([
+    // [pollInterval, ms]: shorter than the minimum (stored before the CRD's rule, or under a CRD without it) counts as 10s
+    ['1ms', 10_000],
+    ['9.999s', 10_000],
+    ['10s', 10_000],
+    ['10001ms', 10_001],
+    ['1h', 3_600_000],
+  ] as const)('pollInterval %s polls every %d ms (at least MIN_POLL_INTERVAL)', (pollInterval, ms) => {
+    expect(MIN_POLL_INTERVAL_MS).toBe(parseDuration(MIN_POLL_INTERVAL));
+    expect(withDefaults({ ...minimal, pollInterval }).pollIntervalMs).toBe(ms);
   });
 
   it('refuses a zero or malformed pollInterval with the field name', () => {

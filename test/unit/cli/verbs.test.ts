@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { pinSource, revisionSpec } from '../../../src/sources/pin.ts';
 import { rollbackPatch, rollback } from '../../../src/cli/verbs/rollback.ts';
-import { historyEntries, describeSource } from '../../../src/cli/verbs/history.ts';
+import { historyEntries, describeHooks, describeSource } from '../../../src/cli/verbs/history.ts';
 import { clean } from '../../../src/cli/verbs/diff-plan.ts';
 import { age, table, type Io } from '../../../src/cli/verbs/common.ts';
 import { bashCompletion, zshCompletion, completion } from '../../../src/cli/verbs/completion.ts';
@@ -76,6 +76,15 @@ describe('historyEntries', () => {
     expect(entries.map((e) => [e.revision, e.phase, e.rollback, e.objects])).toEqual([[1, 'Stored', true, undefined], [2, 'Active', false, 3], [3, 'Failed', false, undefined]]);
     expect(entries[1]!.appliedAt).toBe('2026-01-02T00:00:00Z');
     expect(describeSource(entries[0]!.sources![0]!)).toBe('http u sha256:ffffffffffff');
+  });
+
+  it('shows the hooks each revision ran, and those of a transition under way', () => {
+    const run = (name: string, result: 'Succeeded' | 'Failed' | 'Running', deleted?: boolean) => ({ event: 'pre-upgrade' as const, kind: 'Job', name, result, startedAt: 't', ...(deleted ? { deleted } : {}) });
+    const entries = historyEntries([{ number: 1, contentDigest: 'sha256:1' }, { number: 2, contentDigest: 'sha256:2' }], {
+      revisions: [{ number: 1, contentDigest: 'sha256:1', phase: 'Active', hooks: [run('migrate', 'Succeeded', true)] }],
+      transition: { revision: 2, contentDigest: 'sha256:2', startedAt: 't', hooks: [run('migrate', 'Running')] },
+    });
+    expect(entries.map((e) => describeHooks(e.hooks))).toEqual(['pre-upgrade Job migrate Succeeded (deleted)', 'pre-upgrade Job migrate Running']);
   });
 });
 

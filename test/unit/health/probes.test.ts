@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { HealthCheck } from '../../../api/v1alpha2/types.ts';
 import { track, verdictOf, type ProbeTrack } from '../../../src/health/probe-state.ts';
-import { compileHealthChecks, normalizeJsonPath, runChecks, selects } from '../../../src/health/probes.ts';
+import { parse } from '@marcbachmann/cel-js';
+import { ASSUMED_DATA_SIZES, estimateCost } from '../../../src/health/cel-cost.ts';
+import { compileHealthChecks, JSONPATH_MAX_RESULTS, normalizeJsonPath, runChecks, selects } from '../../../src/health/probes.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
 const rollout = (status: object, labels: Record<string, string> = { app: 'web' }) => ({
@@ -35,12 +37,12 @@ describe('health check selection', () => {
 });
 
 describe('health check evaluation', () => {
-  it('condition: passes on the wanted status, names the actual one otherwise', () => {
+  it('condition: passes on the wanted status; otherwise says so without the object\'s reason or message', () => {
     const c = one({ condition: { type: 'Healthy', status: 'True' } });
     expect(c.test(rollout({ conditions: [{ type: 'Healthy', status: 'True' }] }))).toEqual({ ok: true });
     expect(c.test(rollout({ conditions: [{ type: 'Healthy', status: 'False', reason: 'Degraded', message: 'pods crash' }] }))).toEqual({
       ok: false,
-      message: 'condition Healthy is False (Degraded: pods crash), want True',
+      message: 'condition Healthy is not True',
     });
     expect(c.test(rollout({}))).toEqual({ ok: false, message: 'condition Healthy not reported' });
   });
@@ -51,8 +53,8 @@ describe('health check evaluation', () => {
     expect(normalizeJsonPath('$.status.phase')).toBe('$.status.phase');
     const phase = one({ jsonPath: { path: '{.status.phase}', value: 'Healthy' } });
     expect(phase.test(rollout({ phase: 'Healthy' })).ok).toBe(true);
-    expect(phase.test(rollout({ phase: 'Degraded' }))).toEqual({ ok: false, message: '{.status.phase} is Degraded, want Healthy' });
-    expect(phase.test(rollout({})).message).toBe('{.status.phase} is <none>, want Healthy');
+    expect(phase.test(rollout({ phase: 'Degraded' }))).toEqual({ ok: false, message: '{.status.phase} does not yield Healthy' });
+    expect(phase.test(rollout({})).message).toBe('{.status.phase} does not yield Healthy');
     const filtered = one({ jsonPath: { path: '$.status.conditions[?(@.type=="Available")].status', value: 'True' } });
     expect(filtered.test(rollout({ conditions: [{ type: 'Paused', status: 'False' }, { type: 'Available', status: 'True' }] })).ok).toBe(true);
     const count = one({ jsonPath: { path: '.status.readyReplicas', value: '3' } });
@@ -67,7 +69,7 @@ describe('health check evaluation', () => {
     expect(missing.message).toMatch(/readyReplicas/);
     const exists = one({ cel: 'self.status.conditions.exists(c, c.type == "Ready" && c.status == "True")' });
     expect(exists.test(rollout({ conditions: [{ type: 'Ready', status: 'True' }] })).ok).toBe(true);
-    expect(one({ cel: '"not a bool"' }).test(rollout({})).message).toMatch(/not a bool/);
+    expect(one({ cel: '"not a bool"' }).test(rollout({})).message).toBe('cel "not a bool" does not yield a bool');
   });
   it('a bad expression is a terminal spec error naming the check', () => {
     const bad = (check: Partial<HealthCheck>) => () => compileHealthChecks([{ name: 'broken', match: { kind: 'X' }, ...check }]);
@@ -132,5 +134,130 @@ describe('probe timing', () => {
     expect(verdictOf(t, delayed, 30_000)).toEqual({ readiness: 'InProgress', message: 'initial delay (30s left)', changesAt: 60_000 });
     expect(verdictOf(t, delayed, 60_000)).toEqual({ readiness: 'Ready', changesAt: 90_000 });
     expect(verdictOf(t, delayed, 90_000).readiness).toBe('Failed');
+  });
+});
+
+// Issue 23: Healthy's message is readable by every reader of the BundleDeployment; the objects are
+// read with the controller's rights. No message may carry a value read from the object.
+describe('status hygiene: messages never carry values of the matched object', () => {
+  const SECRET = 'hunter2-s3cr3t';
+  const leaky = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'db', namespace: 'shop', labels: { app: 'web' } },
+    data: { password: SECRET, [SECRET]: SECRET },
+    status: { phase: SECRET, conditions: [{ type: 'Ready', status: 'False', reason: SECRET, message: SECRET }], list: [SECRET] },
+  };
+  it.each([
+    ['condition', { condition: { type: 'Ready', status: 'True' } }],
+    ['jsonPath, one value', { jsonPath: { path: '{.status.phase}', value: 'Running' } }],
+    ['jsonPath, several values', { jsonPath: { path: '$.data.*', value: 'x' } }],
+    ['cel false', { cel: 'self.status.phase == "Running"' }],
+    ['cel not a bool', { cel: 'self.status.phase' }],
+    ['cel no such key, the key read from the object', { cel: 'self.data[self.status.phase] == "x"' }],
+    ['cel no such overload, with a value of the object', { cel: 'self.status.phase + 1 == 2' }],
+    ['cel list', { cel: 'self.status.list' }],
+  ] as const)('%s', (_name, check) => {
+    const r = one(check as Omit<HealthCheck, 'name' | 'match'>, { kind: 'Secret' }).test(leaky);
+    expect(r.ok).toBe(false);
+    expect(r.message).toBeTruthy();
+    expect(r.message).not.toContain(SECRET);
+    expect(r.message).not.toContain('hunter2');
+  });
+});
+
+describe('budgets: CEL cost and JSONPath limits (issue 23)', () => {
+  const nested = (depth: number, size = 10) => {
+    const list = `[${Array.from({ length: size }, (_, i) => i).join(',')}]`;
+    let body = 'true';
+    for (let d = depth; d >= 1; d--) body = `${list}.all(x${d}, ${body})`;
+    return body;
+  };
+  const compileError = (check: Partial<HealthCheck>): HoistError => {
+    try {
+      compileHealthChecks([{ name: 'hostile', match: { kind: 'Rollout' }, ...check }]);
+    } catch (e) {
+      expect(e).toBeInstanceOf(HoistError);
+      return e as HoistError;
+    }
+    throw new Error('compiled');
+  };
+
+  it.each([
+    // [expression, estimated cost with lists read from the object assumed at 100 elements]
+    ['true', 1],
+    ['self.status.readyReplicas == self.spec.replicas', 7],
+    ['[1, 2, 3].all(x, x > 0)', 17],
+  ] as const)('estimateCost(%s) = %d', (expr, want) => {
+    expect(estimateCost(parse(expr).ast, ASSUMED_DATA_SIZES)).toBe(want);
+  });
+
+  it.each([
+    // [what, expression, compiles]
+    ['one comprehension over the object', 'self.status.conditions.exists(c, c.type == "Ready" && c.status == "True")', true],
+    ['two nested over the object', 'self.spec.containers.all(c, c.ports.all(p, p.containerPort > 0))', true],
+    ['three nested over ten-element lists', nested(3), true],
+    ['the issue\'s: nine nested over ten-element lists', nested(9), false],
+    ['six nested over ten-element lists', nested(6), false],
+    ['three nested over the object', 'self.a.all(x, self.a.all(y, self.a.all(z, x == y && y == z)))', false],
+    ['exponential strings through cel.bind', `cel.bind(a, self.s + self.s, ${'cel.bind(a, a + a, '.repeat(20)}a.size() > 0${')'.repeat(20)})`, false],
+  ] as const)('%s: compiles %s', (_what, cel, compiles) => {
+    if (compiles) {
+      expect(() => compileHealthChecks([{ name: 'c', match: { kind: 'X' }, cel }])).not.toThrow();
+      return;
+    }
+    const e = compileError({ cel });
+    expect(e.terminal).toBe(true);
+    expect(e.code).toBe('health-check-limit');
+    expect(e.message).toMatch(/^healthChecks\[hostile\]: cel: estimated cost .* exceeds the limit of 1000000 /);
+  });
+
+  it('the issue\'s depth-9 expression is refused without evaluating anything (the old code blocked the event loop 39 s)', () => {
+    expect(estimateCost(parse(nested(9)).ast, ASSUMED_DATA_SIZES)).toBeGreaterThan(1e9);
+  });
+
+  it('at run time, an expression too costly for this object is not evaluated', () => {
+    const c = one({ cel: 'self.spec.a.all(x, self.spec.a.all(y, x == y || x != y))' });
+    // within the compile-time assumption (100 elements): evaluated
+    expect(c.test(rollout({})).ok).toBe(false); // no such key, but evaluated
+    const small = { ...rollout({}), spec: { a: Array.from({ length: 50 }, (_, i) => i) } };
+    expect(c.test(small)).toEqual({ ok: true });
+    // 5000 × 5000 comparisons: refused before evaluation, naming the limit
+    const big = { ...rollout({}), spec: { a: Array.from({ length: 5000 }, (_, i) => i) } };
+    const r = c.test(big);
+    expect(r.ok).toBe(false);
+    expect(r.message).toMatch(/not evaluated: its cost on this object \(.*\) exceeds the limit of 1000000$/);
+  });
+
+  it('objects nested deeper than 100 levels are not evaluated by cel or jsonPath checks', () => {
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 150; i++) deep = (deep['a'] = {}) as Record<string, unknown>;
+    const obj = { ...rollout({}), spec: root };
+    expect(one({ cel: 'true' }).test(obj).message).toMatch(/nests deeper than 100 levels \(the limit for jsonPath and cel checks\)/);
+    expect(one({ jsonPath: { path: '$..a', value: 'x' } }).test(obj).message).toMatch(/nests deeper than 100 levels/);
+  });
+
+  it.each([
+    ['$..*..*..*', false],
+    ['$..a..b', false],
+    ['{..status..phase}', false],
+    ['$..phase', true],
+    ['$.status.conditions[?(@.type=="Ready")].status', true],
+  ] as const)('jsonPath %s compiles: %s', (path, compiles) => {
+    if (compiles) {
+      expect(() => one({ jsonPath: { path, value: 'x' } })).not.toThrow();
+      return;
+    }
+    const e = compileError({ jsonPath: { path, value: 'x' } });
+    expect(e.code).toBe('health-check-limit');
+    expect(e.message).toBe(`healthChecks[hostile]: jsonPath ${path}: more than one recursive descent (..) is not allowed`);
+  });
+
+  it(`jsonPath yields at most ${JSONPATH_MAX_RESULTS} values, then fails naming the limit`, () => {
+    const obj = { ...rollout({}), spec: { items: Array.from({ length: 5000 }, (_, i) => ({ v: i })) } };
+    const c = one({ jsonPath: { path: '$..v', value: '4999' } });
+    expect(c.test(obj)).toEqual({ ok: false, message: `jsonPath $..v: yields more than ${JSONPATH_MAX_RESULTS} values (the limit)` });
+    expect(one({ jsonPath: { path: '$..v', value: '3' } }).test({ ...rollout({}), spec: { items: [{ v: 3 }] } })).toEqual({ ok: true });
   });
 });

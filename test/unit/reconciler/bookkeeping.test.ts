@@ -48,7 +48,7 @@ describe('RevisionObjects', () => {
     let loads = 0;
     const stored = new Map([[2, [obj('two')]]]);
     const r = new RevisionObjects({ load: async (_bd, rev) => (loads++, stored.get(rev.number)) });
-    r.rememberRendered('bd', { inputs: 'i1', contentDigest: 'd1', objects: [obj('one')] });
+    r.rememberRendered('bd', { inputs: 'i1', contentDigest: 'd1', objects: [obj('one')], hooks: [] });
     expect(r.renderedWith('bd', 'i1')?.contentDigest).toBe('d1');
     expect(r.renderedWith('bd', 'i2')).toBeUndefined();
     expect((await r.of('bd', { number: 1, contentDigest: 'd1' }))[0]?.metadata.name).toBe('one');

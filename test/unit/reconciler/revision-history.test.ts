@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, RevisionStatus } from '../../../api/v1alpha2/types.ts';
 import { lineageWinner } from '../../../src/reconciler/lineage.ts';
-import { MAX_HISTORY_STATUS, lastGoodRevision, recordRevision, trimHistory } from '../../../src/reconciler/revision-history.ts';
+import { MAX_HISTORY_STATUS, keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../../../src/reconciler/revision-history.ts';
 
 const rev = (number: number, phase: RevisionStatus['phase']): RevisionStatus => ({ number, contentDigest: `sha256:${number}`, phase });
 
@@ -30,6 +30,16 @@ describe('revision history', () => {
     const h = [rev(1, 'Superseded'), rev(2, 'Failed'), rev(3, 'Superseded'), rev(4, 'Active')];
     expect(trimHistory(h, 2).map((r) => r.number)).toEqual([2, 3, 4]);
     expect(trimHistory(h, 0).map((r) => r.number)).toEqual([4]);
+  });
+
+  it('keeps in the store what status lists, the active, the attempted and the transition revision', () => {
+    const cases: Array<[string, Parameters<typeof keptRevisions>[0], number[]]> = [
+      ['nothing', {}, []],
+      ['the trimmed list', { revisions: [rev(3, 'Failed'), rev(4, 'Active')] }, [3, 4]],
+      ['a failed attempt trimmed out of status (limit 0, Hold retries it)', { revisions: [rev(4, 'Active')], activeRevision: { number: 4, contentDigest: 'sha256:4' }, attemptedRevision: { number: 7, contentDigest: 'sha256:7', reason: 'ApplyFailed', generation: 3 } }, [4, 7]],
+      ['a revision applied phase by phase', { revisions: [rev(4, 'Active')], transition: { revision: 8, contentDigest: 'sha256:8', action: 'upgrade', startedAt: '2026-01-01T00:00:00Z' } }, [4, 8]],
+    ];
+    for (const [what, status, want] of cases) expect([...keptRevisions(status)].sort((a, b) => a - b), what).toEqual(want);
   });
 });
 

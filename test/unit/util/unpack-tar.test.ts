@@ -280,8 +280,20 @@ describe('unpackTar: OCI whiteouts', () => {
     await unpackTar(chunked(layer2), plainDest);
     expect(await tree(plainDest)).toEqual(['.wh.gone.yaml', 'dir/', 'dir/.wh..wh..opq', 'dir/new.yaml']);
   });
-});
 
+  for (const entry of ['.wh..', '.wh...', 'dir/.wh...', 'dir/.wh..']) {
+    it(`refuses the whiteout ${entry}, which would name a directory instead of an entry, and removes nothing`, async () => {
+      const outside = join(work, 'outside.yaml');
+      await writeFile(outside, 'x');
+      await unpackTar(chunked(await buildTar([{ header: { name: 'dir/keep.yaml' }, body: 'k' }, { header: { name: 'top.yaml' }, body: 't' }])), dest);
+      const e = await failure(unpackTar(chunked(await buildTar([{ header: { name: entry } }])), dest, { whiteouts: true, subject: 'layer' }));
+      expect(e).toMatchObject({ code: 'bad-archive', subject: 'layer', terminal: true });
+      expect(e.message).toMatch(/^whiteout ".*" names "\.\.?", not an entry of its directory$/);
+      expect(await tree(dest)).toEqual(['dir/', 'dir/keep.yaml', 'top.yaml']);
+      expect(await readFile(outside, 'utf8')).toBe('x');
+    });
+  }
+});
 
 describe('unpackTar: archives that may hold no links (Helm chart archives)', () => {
   for (const [type, code] of [

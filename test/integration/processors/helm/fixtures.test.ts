@@ -1,7 +1,9 @@
 /**
  * For every chart in testdata/fixtures/helm and each of its ci/*.yaml values files (and no
  * values), Hoist's helm processor yields exactly the objects `helm template` prints: the same
- * set keyed by apiVersion/kind/namespace/name, each deeply equal, in helm's order.
+ * set keyed by apiVersion/kind/namespace/name, each deeply equal (hooks but for Hoist's
+ * core.rukpak.io/hook marker), the chart's other objects in helm's order and its hooks after
+ * them in the order helm runs them.
  */
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import path from 'node:path';
@@ -10,6 +12,8 @@ import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { toolPath } from '../../../../src/devcluster/tools.ts';
 import { createHelmProcessor } from '../../../../src/processors/helm/helm-processor.ts';
+import { ANNOTATION_HOOK, compareHooks } from '../../../../src/processors/helm/hooks.ts';
+import type { KubeObject } from '../../../../src/kube/types.ts';
 import { byKey, helmTemplateReference, keyOf } from './reference.ts';
 
 const fixtures = fileURLToPath(new URL('../../../../testdata/fixtures/helm/', import.meta.url));
@@ -41,12 +45,19 @@ const cases = charts.flatMap((chart) => {
   return [{ chart, values: undefined as string | undefined }, ...ci.map((f) => ({ chart, values: path.join(ciDir, f) }))];
 });
 
+/** a rendered object without Hoist's hook marker, as helm printed it */
+function unmarked(o: KubeObject): KubeObject {
+  if (o.metadata.annotations?.[ANNOTATION_HOOK] === undefined) return o;
+  const { [ANNOTATION_HOOK]: _marker, ...annotations } = o.metadata.annotations;
+  return { ...o, metadata: { ...o.metadata, annotations } };
+}
+
 describe('helm processor vs helm template', () => {
   const helm = toolPath('helm');
   const processor = createHelmProcessor({ helmBinary: helm });
 
   it('covers every fixture chart', () => {
-    expect(charts).toEqual(['argo-rollouts-2.40.10', 'argo-rollouts-2.41.0', 'kube-state-metrics', 'prometheus-node-exporter']);
+    expect(charts).toEqual(['argo-rollouts-2.40.10', 'argo-rollouts-2.41.0', 'ingress-nginx-4.15.0', 'ingress-nginx-4.15.1', 'kube-state-metrics', 'prometheus-node-exporter']);
     expect(cases.length).toBeGreaterThanOrEqual(charts.length + 10);
   });
 
@@ -70,12 +81,15 @@ describe('helm processor vs helm template', () => {
         apiVersions: API_VERSIONS,
       });
       expect(reference.length).toBeGreaterThan(0);
-      const ours = byKey(result.objects);
+      const ours = byKey(result.objects.map(unmarked));
       const theirs = byKey(reference);
       expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
       for (const [k, o] of theirs) expect(ours.get(k), k).toEqual(o);
-      // no hooks in these charts, so the order is helm's own
-      expect(result.objects.map(keyOf)).toEqual(reference.map(keyOf));
+      // the chart's other objects in helm's order, then its hooks in the order helm runs them
+      const isHook = (o: KubeObject) => o.metadata.annotations?.['helm.sh/hook'] !== undefined;
+      const main = reference.filter((o) => !isHook(o));
+      const hooks = reference.filter(isHook).sort(compareHooks);
+      expect(result.objects.map(keyOf)).toEqual([...main, ...hooks].map(keyOf));
     },
   );
 

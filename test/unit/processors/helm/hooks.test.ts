@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../../src/kube/types.ts';
-import { ANNOTATION_APPLY_PHASE, classifyHook, hookWeight, orderHooks } from '../../../../src/processors/helm/hooks.ts';
+import { ANNOTATION_HOOK, classifyHook, hookDeletePolicies, hookWeight, orderHooks } from '../../../../src/processors/helm/hooks.ts';
 
 function obj(name: string, annotations?: Record<string, string>, kind = 'ConfigMap'): KubeObject {
   return { apiVersion: 'v1', kind, metadata: { name, ...(annotations ? { annotations } : {}) } };
@@ -10,18 +10,20 @@ const hook = (name: string, events: string, weight?: string): KubeObject =>
 
 describe('classifyHook', () => {
   it.each([
-    ['pre-install', 'pre'],
-    ['pre-upgrade', 'pre'],
-    ['post-install', 'post'],
-    ['post-upgrade', 'post'],
-    ['post-install, pre-upgrade', 'pre'],
-    ['pre-install,post-delete', 'pre'],
-    [' post-upgrade ,post-rollback', 'post'],
-  ])('%s → %s', (events, phase) => {
-    expect(classifyHook(hook('h', events))).toMatchObject({ action: 'keep-hook', phase });
+    ['pre-install', ['pre-install']],
+    ['pre-upgrade', ['pre-upgrade']],
+    ['post-install', ['post-install']],
+    ['post-upgrade', ['post-upgrade']],
+    ['post-install, pre-upgrade', ['post-install', 'pre-upgrade']],
+    ['pre-install,post-delete', ['pre-install', 'post-delete']],
+    [' post-upgrade ,post-rollback', ['post-upgrade', 'post-rollback']],
+    ['pre-delete', ['pre-delete']],
+    ['pre-rollback,no-such-event', ['pre-rollback']],
+  ])('%s → runs for %j', (events, runs) => {
+    expect(classifyHook(hook('h', events))).toMatchObject({ action: 'keep-hook', events: runs });
   });
 
-  it.each(['test', 'test-success', 'pre-install,test', 'pre-delete', 'post-delete', 'pre-rollback', 'post-rollback', 'pre-delete,post-rollback', 'no-such-event', ''])(
+  it.each(['test', 'test-success', 'pre-install,test', 'no-such-event', ''])(
     'drops %j',
     (events) => {
       expect(classifyHook(hook('h', events)).action).toBe('drop');
@@ -42,8 +44,21 @@ describe('classifyHook', () => {
   });
 });
 
+describe('hookDeletePolicies', () => {
+  it.each([
+    [undefined, ['before-hook-creation']],
+    ['', ['before-hook-creation']],
+    ['hook-succeeded', ['hook-succeeded']],
+    ['before-hook-creation, hook-succeeded', ['before-hook-creation', 'hook-succeeded']],
+    ['hook-failed,unknown', ['hook-failed']],
+    ['unknown', ['before-hook-creation']],
+  ])('%j → %j (helm\'s default is before-hook-creation)', (raw, policies) => {
+    expect(hookDeletePolicies(obj('h', raw === undefined ? { 'helm.sh/hook': 'pre-install' } : { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': raw }))).toEqual(policies);
+  });
+});
+
 describe('orderHooks', () => {
-  it('orders crds/, pre hooks, the rest, post hooks; hooks by weight then name, stable otherwise', () => {
+  it('orders crds/, the rest, then hooks by weight, name and helm\'s kind order', () => {
     const input = [
       { object: obj('crd', undefined, 'CustomResourceDefinition'), source: 'c/crds/crd.yaml' },
       { object: obj('sub-crd', undefined, 'CustomResourceDefinition'), source: 'c/charts/s/crds/crd.yaml' },
@@ -58,21 +73,23 @@ describe('orderHooks', () => {
     ];
     const before = JSON.stringify(input);
     const { objects, warnings } = orderHooks(input);
-    expect(objects.map((o) => o.metadata.name)).toEqual([
-      'crd',
-      'sub-crd',
-      'pre-z',
-      'pre-a',
-      'pre-b',
-      'templated-crd',
-      'main-1',
-      'main-2',
-      'post-a',
-    ]);
-    expect(objects.find((o) => o.metadata.name === 'pre-a')?.metadata.annotations?.[ANNOTATION_APPLY_PHASE]).toBe('pre');
-    expect(objects.find((o) => o.metadata.name === 'post-a')?.metadata.annotations?.[ANNOTATION_APPLY_PHASE]).toBe('post');
+    expect(objects.map((o) => o.metadata.name)).toEqual(['crd', 'sub-crd', 'templated-crd', 'main-1', 'main-2', 'pre-z', 'gone', 'post-a', 'pre-a', 'pre-b']);
+    expect(objects.find((o) => o.metadata.name === 'pre-a')?.metadata.annotations?.[ANNOTATION_HOOK]).toBe('pre-install');
+    expect(objects.find((o) => o.metadata.name === 'gone')?.metadata.annotations?.[ANNOTATION_HOOK]).toBe('pre-delete');
     expect(objects.find((o) => o.metadata.name === 'main-1')?.metadata.annotations).toBeUndefined();
-    expect(warnings).toEqual(['helm hook v1 ConfigMap gone (c/templates/h.yaml) [pre-delete] dropped: delete and rollback hooks have no counterpart in a declarative apply']);
+    expect(warnings).toEqual([]);
     expect(JSON.stringify(input)).toBe(before);
+  });
+});
+
+describe('orderHooks kind order', () => {
+  it('sorts hooks of equal weight and name by helm\'s install order of kinds', () => {
+    const input = [
+      { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'Job'), source: 'c/templates/a.yaml' },
+      { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'ServiceAccount'), source: 'c/templates/a.yaml' },
+      { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'RoleBinding'), source: 'c/templates/a.yaml' },
+      { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'Role'), source: 'c/templates/a.yaml' },
+    ];
+    expect(orderHooks(input).objects.map((o) => o.kind)).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'Job']);
   });
 });

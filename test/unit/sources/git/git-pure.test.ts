@@ -1,10 +1,10 @@
 /** Pure parts of the git source: pkt-lines, advertisement parsing, paths, auth, the git env. */
 import { describe, expect, it } from 'vitest';
-import { isSafeTreePath, parseLsTree, symlinkStaysInside } from '../../../../src/sources/git/checkout.ts';
+import { isSafeTreePath, LsTreeStream, parseLsTree, symlinkStaysInside, type TreeEntry } from '../../../../src/sources/git/checkout.ts';
 import { gitAuthFrom, redactSecrets } from '../../../../src/sources/git/git-auth.ts';
 import { classifyFetchFailure, GitCommandError, gitEnv } from '../../../../src/sources/git/git-cli.ts';
 import { normalizeDirectory, parseGitSpec } from '../../../../src/sources/git/git-source.ts';
-import { parseAdvertisement, parsePktLines } from '../../../../src/sources/git/ref-advertisement.ts';
+import { AdvertisementStream, parseAdvertisement, parsePktLines } from '../../../../src/sources/git/ref-advertisement.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 
 function pkt(s: string): string {
@@ -24,6 +24,28 @@ describe('ref advertisement', () => {
     expect(capabilities).toContain('symref=HEAD:refs/heads/main');
     expect(refs.get('refs/heads/main')).toEqual({ name: 'refs/heads/main', oid: A });
     expect(refs.get('refs/tags/v1')).toEqual({ name: 'refs/tags/v1', oid: B, peeled: C });
+  });
+
+  it('streams: fed one byte at a time it keeps only the refs asked for, peeled values included', () => {
+    const body = Buffer.from(
+      pkt('# service=git-upload-pack\n') + '0000' + pkt(`${A} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`) + pkt(`${A} refs/heads/main\n`) + pkt(`${B} refs/tags/v1\n`) + pkt(`${C} refs/tags/v1^{}\n`) + pkt(`${B} refs/tags/v2\n`) + '0000',
+    );
+    const byName = new AdvertisementStream({ names: ['refs/tags/v1'] });
+    for (let i = 0; i < body.length; i++) byName.push(body.subarray(i, i + 1));
+    byName.end();
+    expect([...byName.refs.values()]).toEqual([{ name: 'refs/tags/v1', oid: B, peeled: C }]);
+    expect(byName.capabilities).toContain('multi_ack');
+    // by commit: a ref whose own id or peeled id is the commit
+    const byCommit = new AdvertisementStream({ commit: C });
+    byCommit.push(body);
+    byCommit.end();
+    expect([...byCommit.refs.keys()]).toEqual(['refs/tags/v1']);
+    const none = new AdvertisementStream({});
+    none.push(body);
+    expect(none.refs.size).toBe(0);
+    const cut = new AdvertisementStream({});
+    cut.push(body.subarray(0, 50));
+    expect(() => cut.end()).toThrow('malformed pkt-line length');
   });
 
   it('handles an empty repository and refuses garbage', () => {
@@ -56,6 +78,17 @@ describe('tree paths and symlinks', () => {
       { mode: '120000', type: 'blob', oid: B, size: 5, path: 'link' },
       { mode: '160000', type: 'commit', oid: C, size: 0, path: 'sub' },
     ]);
+  });
+
+  it('streams ls-tree records split anywhere, and refuses a record that never ends', () => {
+    const out = Buffer.from(`100644 blob ${A}     12\ta b.yaml\x00120000 blob ${B}      5\tlink\x00`);
+    const got: TreeEntry[] = [];
+    const stream = new LsTreeStream((e) => got.push(e));
+    for (let i = 0; i < out.length; i += 7) stream.push(out.subarray(i, i + 7));
+    stream.end();
+    expect(got).toEqual(parseLsTree(out));
+    const endless = new LsTreeStream(() => undefined);
+    expect(() => endless.push(Buffer.alloc(65 * 1024, 0x61))).toThrow('ls-tree record longer than 65536 bytes');
   });
 
   it('normalizes the directory and refuses escapes', () => {

@@ -1,0 +1,257 @@
+/**
+ * Helm hooks, run as Helm runs them (helm/pkg/action/hooks.go execHook): the hooks of one event
+ * one at a time in Helm's order (weight, name, kind); each created (an earlier object of the
+ * same hook deleted first under `before-hook-creation`, Helm's default), a Job waited until
+ * Complete and a Pod until Succeeded, anything else ready once created; a failed hook stops the
+ * event, deleting it under `hook-failed` and the hooks before it under `hook-succeeded`; when all
+ * succeeded, those with `hook-succeeded` are deleted. Hooks are not managed objects: they carry
+ * `core.rukpak.io/hook-of`, not Hoist's owner label, so drift correction never re-creates them
+ * and prune never deletes them. Every call is made as the BundleDeployment's identity.
+ */
+import type { Logger } from 'pino';
+import { ANNOTATION_REVISION, LABEL_HOOK_OF, type HookEvent, type HookRun } from '../../api/v1alpha2/types.ts';
+import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound, isTransient } from '../kube/api-error.ts';
+import { describeObject, type KubeClient, type KubeObject, type WatchEvent } from '../kube/types.ts';
+import { compareHooks, hookDeletePolicies, hookEventsOf, type HookDeletePolicy } from '../processors/helm/hooks.ts';
+import { HoistError } from '../util/errors.ts';
+import { dropServerFields } from './object-id.ts';
+
+/** a revision's objects split into the managed ones and the hooks */
+export function splitHooks(objects: readonly KubeObject[]): { managed: KubeObject[]; hooks: KubeObject[] } {
+  const managed: KubeObject[] = [];
+  const hooks: KubeObject[] = [];
+  for (const o of objects) (hookEventsOf(o) !== undefined ? hooks : managed).push(o);
+  return { managed, hooks };
+}
+
+/** the hooks of one event, in the order Helm runs them */
+export function hooksFor(hooks: readonly KubeObject[], event: HookEvent): KubeObject[] {
+  return hooks.filter((h) => hookEventsOf(h)?.includes(event)).sort(compareHooks);
+}
+
+export interface HookTarget {
+  /** the BundleDeployment's name */
+  name: string;
+  revision: number;
+  installNamespace?: string;
+  /** who creates, watches and deletes the hooks (the BD's ServiceAccount, impersonated) */
+  actor: KubeClient;
+}
+
+export interface HookRunOptions {
+  /** runs of this transition so far: a hook of this event that already succeeded is not run again */
+  done?: readonly HookRun[];
+  /** epoch ms: a hook not complete by then has failed (the transition's progressDeadline) */
+  deadline: number;
+  signal?: AbortSignal;
+  /** each run as it starts and ends, for the caller to keep */
+  onRun?: (run: HookRun) => void;
+}
+
+export interface HookEventResult {
+  runs: HookRun[];
+  /** the hook that failed, when one did: the event stops there */
+  failed?: { run: HookRun; subject: string };
+}
+
+/** the same hook object (kind, namespace, name) */
+function sameHook(run: HookRun, obj: KubeObject, event: HookEvent): boolean {
+  return run.event === event && run.kind === obj.kind && run.name === obj.metadata.name && (run.namespace ?? '') === (obj.metadata.namespace ?? '');
+}
+
+type Outcome = { result: 'Succeeded' } | { result: 'Failed'; message: string };
+
+/** a Job's or Pod's end, or undefined while it runs (other kinds never get here) */
+export function hookOutcome(obj: KubeObject): Outcome | undefined {
+  const status = (obj as { status?: Record<string, unknown> }).status ?? {};
+  if (obj.kind === 'Job') {
+    const conditions = (status.conditions as Array<{ type?: string; status?: string; reason?: string; message?: string }> | undefined) ?? [];
+    if (conditions.some((c) => c.type === 'Complete' && c.status === 'True')) return { result: 'Succeeded' };
+    const failed = conditions.find((c) => c.type === 'Failed' && c.status === 'True');
+    if (failed) return { result: 'Failed', message: `job failed: ${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message.slice(0, 1000)}` : ''}` };
+    return undefined;
+  }
+  const phase = status.phase;
+  if (phase === 'Succeeded') return { result: 'Succeeded' };
+  if (phase === 'Failed') {
+    const terminated = ((status.containerStatuses as Array<{ name?: string; state?: { terminated?: { exitCode?: number; reason?: string } } }> | undefined) ?? []).find((c) => c.state?.terminated && c.state.terminated.exitCode !== 0);
+    const why = terminated ? `container ${terminated.name} exited ${terminated.state!.terminated!.exitCode}${terminated.state!.terminated!.reason ? ` (${terminated.state!.terminated!.reason})` : ''}` : String(status.reason ?? 'Failed');
+    return { result: 'Failed', message: `pod failed: ${why}` };
+  }
+  return undefined;
+}
+
+function waitsForCompletion(obj: KubeObject): boolean {
+  return (obj.kind === 'Job' && obj.apiVersion === 'batch/v1') || (obj.kind === 'Pod' && obj.apiVersion === 'v1');
+}
+
+function hookError(message: string, subject: string, terminal: boolean, cause?: unknown): HoistError {
+  return new HoistError(message, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal, ...(cause ? { cause } : {}) });
+}
+
+export class HookRunner {
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: { log: Logger; now?: () => Date; pollMs?: number }) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  /**
+   * Runs the hooks of `event` (see the module comment). Throws a HoistError (code hook-failed,
+   * not terminal) when a hook could not even be created or deleted (API errors): retried.
+   * A hook that ran and failed is returned as `failed`.
+   */
+  async run(target: HookTarget, event: HookEvent, hooks: readonly KubeObject[], opts: HookRunOptions): Promise<HookEventResult> {
+    const executing = await Promise.all(hooksFor(hooks, event).map((h) => this.prepare(target, h)));
+    const runs: HookRun[] = [];
+    const created: Array<{ obj: KubeObject; uid: string; policies: HookDeletePolicy[]; run: HookRun }> = [];
+    for (const obj of executing) {
+      const prior = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Succeeded');
+      if (prior) {
+        runs.push(prior);
+        continue;
+      }
+      const subject = `${event} hook ${describeObject(obj)}`;
+      const policies = hookDeletePolicies(obj);
+      const run: HookRun = { event, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), result: 'Running', startedAt: this.stamp() };
+      if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts.deadline);
+      let live: KubeObject;
+      try {
+        live = await target.actor.create(obj);
+      } catch (e) {
+        const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
+        const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
+        // the API server refusing the object is the chart's; no response is worth a retry
+        if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
+        runs.push(fail);
+        opts.onRun?.(fail);
+        await this.deleteByPolicy(target, created, 'hook-succeeded');
+        return { runs, failed: { run: fail, subject } };
+      }
+      opts.onRun?.(run);
+      this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
+      const entry = { obj, uid: live.metadata.uid ?? '', policies, run };
+      const outcome: Outcome = waitsForCompletion(obj) ? await this.waitFor(target, live, opts) : { result: 'Succeeded' };
+      const done: HookRun = outcome.result === 'Succeeded' ? { ...run, result: 'Succeeded', completedAt: this.stamp() } : { ...run, result: 'Failed', message: outcome.message, completedAt: this.stamp() };
+      entry.run = done;
+      this.opts.log.info({ bd: target.name, hook: subject, result: done.result, ...(done.message ? { why: done.message } : {}) }, 'hook finished');
+      if (done.result === 'Failed') {
+        // as Helm: the hooks before it go by hook-succeeded, this one by hook-failed
+        await this.deleteByPolicy(target, created, 'hook-succeeded');
+        await this.deleteByPolicy(target, [entry], 'hook-failed');
+        runs.push(entry.run);
+        opts.onRun?.(entry.run);
+        for (const c of created) replaceRun(runs, c.run);
+        return { runs, failed: { run: entry.run, subject } };
+      }
+      created.push(entry);
+      runs.push(done);
+      opts.onRun?.(done);
+    }
+    // all succeeded: hook-succeeded ones go, last first (as Helm)
+    await this.deleteByPolicy(target, [...created].reverse(), 'hook-succeeded');
+    for (const c of created) replaceRun(runs, c.run);
+    for (const c of created) opts.onRun?.(c.run);
+    return { runs };
+  }
+
+  /** namespace, the hook-of label and the revision annotation; the object as the chart has it otherwise */
+  private async prepare(target: HookTarget, src: KubeObject): Promise<KubeObject> {
+    const obj = structuredClone(src);
+    const info = await target.actor.discovery.resourceFor(obj);
+    if (!info) throw hookError(`${describeObject(obj)}: ${obj.apiVersion} ${obj.kind} is not served by the api server`, describeObject(obj), true);
+    if (info.namespaced) obj.metadata.namespace ??= target.installNamespace;
+    else delete obj.metadata.namespace;
+    obj.metadata.labels = { ...obj.metadata.labels, [LABEL_HOOK_OF]: target.name };
+    obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
+    dropServerFields(obj);
+    return obj;
+  }
+
+  /** before-hook-creation: an earlier object of this hook (ours by its hook-of label) is deleted and waited gone */
+  private async deleteEarlier(target: HookTarget, obj: KubeObject, subject: string, deadline: number): Promise<void> {
+    const client = target.actor;
+    const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace);
+    if (!live) return;
+    if (live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) {
+      // only what is provably ours is deleted
+      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: 'ConflictingOwner', code: 'conflicting-owner', subject, terminal: true });
+    }
+    await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}) });
+    const poll = this.opts.pollMs ?? 250;
+    while (await client.get(obj, obj.metadata.name, obj.metadata.namespace)) {
+      if (Date.now() > deadline) throw hookError(`${subject}: the earlier object is still being deleted (before-hook-creation)`, subject, false);
+      await new Promise((r) => setTimeout(r, poll));
+    }
+  }
+
+  private async deleteByPolicy(target: HookTarget, entries: ReadonlyArray<{ obj: KubeObject; uid: string; policies: HookDeletePolicy[]; run: HookRun }>, policy: HookDeletePolicy): Promise<void> {
+    for (const e of entries) {
+      if (!e.policies.includes(policy)) continue;
+      try {
+        await target.actor.delete(e.obj, e.obj.metadata.name, e.obj.metadata.namespace, { propagationPolicy: 'Background', ...(e.uid ? { uid: e.uid } : {}) });
+      } catch (err) {
+        // gone already (a TTL, someone else) or replaced since (uid precondition): nothing of ours to delete
+        if (!isNotFound(err) && !isConflict(err)) throw hookError(`${e.run.event} hook ${describeObject(e.obj)}: delete (${policy}) failed: ${err instanceof ApiError ? err.apiMessage : String(err)}`, describeObject(e.obj), false, err);
+      }
+      e.run = { ...e.run, deleted: true };
+    }
+  }
+
+  /**
+   * Watches the hook from the resourceVersion its create returned, so every change after the
+   * create is seen — also when a TTL deletes a finished Job at once — until it completes or fails,
+   * is deleted, or the deadline passes.
+   */
+  private async waitFor(target: HookTarget, created: KubeObject, opts: HookRunOptions): Promise<Outcome> {
+    const client = target.actor;
+    const { name, namespace } = created.metadata;
+    let rv = created.metadata.resourceVersion ?? '0';
+    const first = hookOutcome(created);
+    if (first) return first;
+    for (;;) {
+      const left = opts.deadline - Date.now();
+      if (left <= 0) return { result: 'Failed', message: 'did not complete within the progressDeadline' };
+      if (opts.signal?.aborted) throw hookError(`${describeObject(created)}: stopped while waiting for it`, describeObject(created), false);
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), left);
+      const onAbort = () => ac.abort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        const stream = client.watch(created, { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: rv, timeoutSeconds: Math.max(1, Math.min(300, Math.ceil(left / 1000))), signal: ac.signal });
+        for await (const ev of stream as AsyncIterable<WatchEvent>) {
+          if (ev.type === 'ERROR') break;
+          if (ev.type === 'BOOKMARK') continue;
+          if (ev.object.metadata.uid !== created.metadata.uid) continue;
+          rv = ev.object.metadata.resourceVersion ?? rv;
+          const outcome = hookOutcome(ev.object);
+          if (outcome) return outcome;
+          if (ev.type === 'DELETED') return { result: 'Failed', message: 'deleted before it completed' };
+        }
+      } catch (e) {
+        if (ac.signal.aborted && !opts.signal?.aborted) continue;
+        if (opts.signal?.aborted) throw hookError(`${describeObject(created)}: stopped while waiting for it`, describeObject(created), false, e);
+        this.opts.log.debug({ bd: target.name, object: describeObject(created), err: e instanceof Error ? e.message : String(e) }, 'hook watch ended; reading it again');
+      } finally {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      }
+      // the watch ended (server timeout, expired resourceVersion): read the hook and go on from there
+      const now = await client.get(created, name, namespace);
+      if (!now || now.metadata.uid !== created.metadata.uid) return { result: 'Failed', message: 'deleted before its outcome was seen' };
+      const outcome = hookOutcome(now);
+      if (outcome) return outcome;
+      rv = now.metadata.resourceVersion ?? rv;
+      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, opts.deadline - Date.now()))));
+    }
+  }
+
+  private stamp(): string {
+    return this.now().toISOString().replace(/\.\d+Z$/, 'Z');
+  }
+}
+
+function replaceRun(runs: HookRun[], run: HookRun): void {
+  const i = runs.findIndex((r) => r.event === run.event && r.kind === run.kind && r.name === run.name && r.namespace === run.namespace);
+  if (i >= 0) runs[i] = run;
+}

@@ -1,0 +1,146 @@
+// The YAML node budget (src/processors/yaml/budget.ts): fixed per document and per bundle,
+// checked before any value is built, and never walked a second time after a refusal (issue 23).
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { renderPlain } from '../../../src/processors/plain.ts';
+import { YAML_MAX_NODES_PER_BUNDLE, YAML_MAX_NODES_PER_DOCUMENT, yamlBudget } from '../../../src/processors/yaml/budget.ts';
+import { parseManifestStream } from '../../../src/processors/yaml/stream.ts';
+import { HoistError } from '../../../src/util/errors.ts';
+
+// counts the reference reader's runs: a refusal must not be parsed and walked again by it
+const referenceRuns = vi.hoisted(() => ({ count: 0 }));
+vi.mock('../../../src/processors/yaml/document-reader.ts', async (importOriginal) => {
+  const mod = await importOriginal<typeof import('../../../src/processors/yaml/document-reader.ts')>();
+  return {
+    ...mod,
+    yamlPackageTree: (...args: Parameters<typeof mod.yamlPackageTree>) => {
+      referenceRuns.count++;
+      return mod.yamlPackageTree(...args);
+    },
+  };
+});
+
+const MiB = 1024 * 1024;
+
+/** a `levels`-level alias bomb: 10 scalars, then each level ten aliases of the one before */
+function bomb(levels: number): string {
+  let text = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  l0: &l0 ["x","x","x","x","x","x","x","x","x","x"]\n';
+  for (let i = 1; i <= levels; i++) text += `  l${i}: &l${i} [${Array.from({ length: 10 }, () => `*l${i - 1}`).join(',')}]\n`;
+  return text;
+}
+
+const SMALL = 'l: &l [x,x,x,x,x]\nm: [*l,*l,*l]\n';
+
+function refusal(f: () => unknown): HoistError {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(HoistError);
+    return e as HoistError;
+  }
+  throw new Error('not refused');
+}
+
+describe('YAML node budget', () => {
+  // first in the file, so the process's peak RSS so far is this worker's start-up
+  it('a 2.5 MB manifest holding a 9-level alias bomb padded with a comment is refused with bounded memory', () => {
+    const body = bomb(9);
+    const text = `# ${'padding '.repeat(Math.ceil((2.5 * 1e6) / 8))}\n${body}`;
+    expect(text.length).toBeGreaterThan(2.5e6);
+    global.gc?.();
+    const before = process.memoryUsage();
+    const peakBefore = process.resourceUsage().maxRSS * 1024;
+    const runsBefore = referenceRuns.count;
+    const e = refusal(() => parseManifestStream(text, 'bomb.yaml'));
+    const after = process.memoryUsage();
+    const peakAfter = process.resourceUsage().maxRSS * 1024;
+    expect(e.code).toBe('yaml-alias-budget');
+    expect(e.stage).toBe('process');
+    expect(e.terminal).toBe(true);
+    expect(e.subject).toBe('bomb.yaml');
+    expect(e.message).toBe(`a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`);
+    // not walked again by the reference reader
+    expect(referenceRuns.count).toBe(runsBefore);
+    // the old budget (2 M + 50 × bytes = 127 M nodes here) built values until 2.8 GiB of RSS
+    expect(after.heapUsed - before.heapUsed).toBeLessThan(200 * MiB);
+    expect(Math.max(peakAfter, peakBefore) - before.rss).toBeLessThan(200 * MiB);
+  });
+
+  it('the reference reader (used when js-yaml declines the text) is refused the same way', () => {
+    // a %TAG directive sends the stream to the reference reader
+    const e = refusal(() => parseManifestStream(`%TAG !e! tag:example.com,2000:\n---\n${bomb(7)}`, 'tagged.yaml'));
+    expect(e.code).toBe('yaml-alias-budget');
+    expect(e.subject).toBe('tagged.yaml');
+  });
+
+  it.each([
+    // [case, files parsed with one budget, per document, per bundle, refused with]
+    ['one document within both limits', ['a'], 100, 1000, undefined],
+    ['one document over the per-document limit', [bomb(2)], 100, 1000, /more than 100 nodes \(the limit per document/],
+    // 31 nodes each
+    ['documents each within, together over the per-bundle limit', [SMALL, SMALL, SMALL], 100, 80, /the bundle's YAML expands to more than 80 nodes \(the limit per bundle/],
+    ['documents each within, together within the per-bundle limit', [SMALL, SMALL, SMALL], 100, 93, undefined],
+  ] as const)('%s', (_name, docs, perDocument, perBundle, refused) => {
+    const budget = yamlBudget(perDocument, perBundle);
+    const run = () => docs.forEach((d, i) => parseManifestStream(d, `f${i}.yaml`, budget));
+    if (refused === undefined) expect(run).not.toThrow();
+    else expect(refusal(run).message).toMatch(refused);
+  });
+
+  it('a stream that fails for another reason is not charged to the bundle', () => {
+    const budget = yamlBudget(1000, 1000);
+    expect(() => parseManifestStream('a: [unclosed\n', 'bad.yaml', budget)).toThrow(/invalid YAML/);
+    expect(budget.remaining).toBe(1000);
+    parseManifestStream('a: 1\n', 'ok.yaml', budget);
+    expect(budget.remaining).toBe(997);
+  });
+
+  it('nesting beyond the depth limit and recursive aliases keep the walk\'s own error', () => {
+    expect(() => parseManifestStream(`${'['.repeat(600)}${']'.repeat(600)}\n`, 'deep.yaml')).toThrow(/nesting deeper than 512 levels/);
+  });
+
+  describe('per bundle, in a plain render', () => {
+    let dir: string | undefined;
+    afterAll(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+    it('files each within the per-document limit but together over the per-bundle one are refused', async () => {
+      dir = await mkdtemp(join(tmpdir(), 'hoist-yaml-budget-'));
+      // each file expands to just under the per-document limit with a few hundred bytes of text
+      const file = (i: number) =>
+        `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c${i}}\ndata:\n  a: &a [${Array(100).fill('x').join(',')}]\n  b: &b [${Array(100).fill('*a').join(',')}]\n  c: [${Array(96).fill('*b').join(',')}]\n`;
+      const per = Math.floor(YAML_MAX_NODES_PER_BUNDLE / YAML_MAX_NODES_PER_DOCUMENT) + 1;
+      for (let i = 0; i < per; i++) await writeFile(join(dir, `f${i}.yaml`), file(i));
+      await expect(renderPlain(dir, {})).rejects.toThrow(/the bundle's YAML expands to more than 4000000 nodes/);
+      // without the last file it renders
+      await rm(join(dir, `f${per - 1}.yaml`));
+      await expect(renderPlain(dir, {})).resolves.toMatchObject({ objects: expect.any(Array) });
+    });
+  });
+
+  it('every YAML and JSON file in testdata/fixtures reads exactly as before the budget (digests recorded from main f7abc2a)', async () => {
+    const root = join(import.meta.dirname, '../../..');
+    const want = JSON.parse(await readFile(join(root, 'test/golden/yaml-fixture-digests.json'), 'utf8')) as Record<string, string>;
+    const got: Record<string, string> = {};
+    const walk = async (d: string): Promise<void> => {
+      for (const e of (await readdir(d)).sort()) {
+        const p = join(d, e);
+        if ((await stat(p)).isDirectory()) await walk(p);
+        else if (/\.(ya?ml|json)$/.test(e)) {
+          const rel = relative(root, p);
+          try {
+            const r = parseManifestStream(await readFile(p, 'utf8'), rel);
+            got[rel] = createHash('sha256').update(JSON.stringify([r.documents, r.warnings])).digest('hex');
+          } catch (err) {
+            got[rel] = `error: ${(err as Error).message}`;
+          }
+        }
+      }
+    };
+    await walk(join(root, 'testdata/fixtures'));
+    expect(got).toEqual(want);
+  });
+});
