@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs (once per machine) the Debian packages the tests and benchmarks run as real peers:
 # docker-registry (the CNCF distribution registry), skopeo (reference OCI client), apache2-utils
-# (htpasswd for the registry's Basic auth), git (git http-backend) and openssl (test PKI).
+# (htpasswd for the registry's Basic auth), git (git http-backend), openssl (test PKI), and for the
+# local control plane's real node containerd, the CNI plugins (bridge, host-local, portmap, in
+# /usr/lib/cni), iptables and conntrack (kube-proxy).
 set -euo pipefail
 need=()
 command -v docker-registry >/dev/null || need+=(docker-registry)
@@ -12,6 +14,10 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || need+=(runc)
+command -v containerd >/dev/null || need+=(containerd)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v iptables >/dev/null || need+=(iptables)
+command -v conntrack >/dev/null || need+=(conntrack)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "hoist packages: installing ${need[*]} with apt-get" >&2
 sudo=""
@@ -20,8 +26,9 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # the package enables a system service we don't want: tests start their own registries
-# (and podman's API socket: the tests start their own on a private path)
+# (and podman's API socket: the tests start their own on a private path; and containerd: the
+# control plane starts its own with its own root, state and socket)
 if command -v systemctl >/dev/null 2>&1; then
-  for unit in docker-registry podman.socket; do $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true; done
+  for unit in docker-registry podman.socket containerd; do $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true; done
 fi
 echo "hoist packages: installed ${need[*]}" >&2

@@ -57,6 +57,7 @@ commands:
              API versions, Kubernetes version and scopes (without: built-in kinds' scopes only)
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
+             --kwok                no real node (containerd + kubelet): every pod on kwok's fake node
 
 user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --help\` for each):
   get [NAME]                  BundleDeployments as a table with the done signal, or -o yaml|json
@@ -146,9 +147,9 @@ async function main(argv: string[]): Promise<number> {
       return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, output: values.output === 'json' ? 'json' : 'yaml' });
     }
     case 'demo': {
-      const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false } } });
+      const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false }, kwok: { type: 'boolean', default: false } } });
       const { demo } = await import('./demo.ts');
-      return demo({ keep: values.keep });
+      return demo({ keep: values.keep, kwok: values.kwok });
     }
     default: {
       const verb = command === undefined ? undefined : VERBS[command];

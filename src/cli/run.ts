@@ -114,7 +114,11 @@ export async function runController(opts: RunOptions): Promise<number> {
   const bind = parseBind(opts.metricsBindAddress);
   let server: ManagerServer | undefined;
   if (bind) {
-    server = await startManagerServer({ port: bind.port, host: bind.host, registry: ctl.registry, informers: () => [ctl.manager], ...(elector ? { elector } : {}), logger: log });
+    // a standby has not started its informers (the manager starts when it leads): it is ready as a
+    // candidate, or a rolling update of the chart's Deployment (maxUnavailable 0) waits forever for
+    // a new Pod that cannot lead until the old leader is gone (test/e2e/chart-real-node.test.ts)
+    const informers = () => (elector && elector.state !== 'leading' ? [] : [ctl.manager]);
+    server = await startManagerServer({ port: bind.port, host: bind.host, registry: ctl.registry, informers, ...(elector ? { elector } : {}), logger: log });
     log.info({ port: server.port }, 'serving /healthz /readyz /metrics');
   }
   const hookBind = parseBind(opts.webhookBindAddress ?? '', '--webhook-bind-address');

@@ -3,16 +3,18 @@
  * built from their Go modules, started on loopback with free ports, generated certificates, RBAC
  * and an admin kubeconfig. Used by the test suite (one per run) and by `hoist demo`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { classifyStatus } from '../util/http-status.ts';
+import { adminRequest } from './admin-api.ts';
 import { generatePki, type Pki } from './certs.ts';
+import { freePort, startProcess, stopProcess, tail, waitTcp } from './processes.ts';
+import { claimNodeNetwork, realNodeUnavailable, startRealNode, type ClaimedNetwork, type RealNode } from './real-node.ts';
 import { toolPath } from './tools.ts';
 
 export interface ControlPlaneOptions {
@@ -23,6 +25,14 @@ export interface ControlPlaneOptions {
    * node, so Deployments, StatefulSets and DaemonSets roll out without a container runtime
    */
   workloads?: boolean;
+  /**
+   * also run a real node (containerd, the kubelet, kube-proxy, a CNI bridge; src/devcluster/real-node.ts)
+   * beside kwok's, tainted so only pods that ask for it land there; implies workloads. kube-apiserver
+   * then listens on the bridge's gateway address (pods reach it; so does this machine), not on
+   * 127.0.0.1. 'optional': where the node cannot run, the control plane starts without it and
+   * `realNodeUnavailable` says why; true: that is an error.
+   */
+  realNode?: boolean | 'optional';
   /** write an audit log of every request (for request-budget tests) */
   auditLog?: boolean;
   /** progress lines, e.g. console.error; silent by default */
@@ -34,38 +44,13 @@ export interface ControlPlane {
   readonly kubeconfigPath: string;
   readonly server: string;
   readonly auditLogPath: string | undefined;
+  /** the real node, when one was asked for and started */
+  readonly realNode: RealNode | undefined;
+  /** why there is no real node although one was asked for ('optional'), in one line */
+  readonly realNodeUnavailable: string | undefined;
   /** stop and start kube-apiserver again on the same port and data (etcd keeps running) */
   restartApiServer(): Promise<void>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-function startProcess(bin: string, args: string[], logFile: string): ChildProcess {
-  const out = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.pipe(out);
-  child.stderr?.pipe(out);
-  return child;
-}
-
-async function stopProcess(child: ChildProcess | undefined, graceMs = 5000): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** Polls an HTTPS health endpoint with the admin identity until it answers 200. */
@@ -88,32 +73,6 @@ async function waitHealthy(url: string, pki: Pki, child: ChildProcess, what: str
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs / 1000}s; last log lines:\n${tail(logFile)}`);
     await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function waitTcp(port: number, child: ChildProcess, what: string, logFile: string): Promise<void> {
-  const { connect } = await import('node:net');
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode}:\n${tail(logFile)}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port}:\n${tail(logFile)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function tail(file: string, lines = 25): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
   }
 }
 
@@ -161,19 +120,9 @@ const FAKE_NODE = {
 };
 
 async function createFakeNode(server: string, pki: Pki): Promise<void> {
-  const body = JSON.stringify(FAKE_NODE);
-  const tls = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
-  await new Promise<void>((resolve, reject) => {
-    const req = request(`${server}/api/v1/nodes`, { ...tls, method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      // created, or there already (a kept data dir): either way the node exists
-      const answer = classifyStatus(res.statusCode ?? 0);
-      res.on('end', () => (answer === 'ok' || answer === 'conflict' ? resolve() : reject(new Error(`creating fake node: ${res.statusCode} ${text}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  const r = await adminRequest(server, pki, 'POST', '/api/v1/nodes', FAKE_NODE);
+  // created, or there already (a kept data dir): either way the node exists
+  if (r.answer !== 'ok' && r.answer !== 'conflict') throw new Error(`creating fake node: ${r.status} ${r.text}`);
 }
 
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
@@ -188,16 +137,36 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const started = Date.now();
   const etcdBin = toolPath('etcd');
   const apiBin = toolPath('kube-apiserver');
-  const kcmBin = opts.controllerManager || opts.workloads ? toolPath('kube-controller-manager') : undefined;
-  const schedBin = opts.workloads ? toolPath('kube-scheduler') : undefined;
-  const kwokBin = opts.workloads ? toolPath('kwok') : undefined;
+  const workloads = opts.workloads || Boolean(opts.realNode);
+  const kcmBin = opts.controllerManager || workloads ? toolPath('kube-controller-manager') : undefined;
+  const schedBin = workloads ? toolPath('kube-scheduler') : undefined;
+  const kwokBin = workloads ? toolPath('kwok') : undefined;
 
   const dir = await mkdtemp(join(tmpdir(), 'hoist-cp-'));
+  let stopped = false;
+  let realNodeUnavailable_: string | undefined;
+  let claimed: ClaimedNetwork | undefined;
+  if (opts.realNode) {
+    const why = realNodeUnavailable();
+    if (why && opts.realNode !== 'optional') throw new Error(why);
+    if (why) realNodeUnavailable_ = why;
+    else {
+      try {
+        claimed = await claimNodeNetwork(dir, undefined, log);
+      } catch (e) {
+        if (opts.realNode !== 'optional') throw e;
+        realNodeUnavailable_ = (e as Error).message;
+      }
+    }
+  }
+  // with a real node, kube-apiserver listens on the bridge's gateway: its pods (and the
+  // `kubernetes` Service's endpoint) reach it there, and so does this machine
+  const apiHost = claimed?.network.gateway ?? '127.0.0.1';
   const pkiDir = join(dir, 'pki');
   await mkdir(pkiDir);
-  const pki = await generatePki(pkiDir);
+  const pki = await generatePki(pkiDir, claimed ? [claimed.network.gateway] : []);
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-  const server = `https://127.0.0.1:${apiPort}`;
+  const server = `https://${apiHost}:${apiPort}`;
   const kubeconfigPath = join(dir, 'kubeconfig');
   await writeFile(kubeconfigPath, kubeconfigYaml(server, pki), { mode: 0o600 });
 
@@ -222,9 +191,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let auditLogPath: string | undefined;
   const apiArgs = [
     `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--bind-address=${apiHost}`,
+    `--advertise-address=${apiHost}`,
     `--secure-port=${apiPort}`,
+    // the kubelet's API (logs, exec) with the admin identity, which the kubelet's webhook authorizer allows
+    `--kubelet-client-certificate=${pki.adminCert}`,
+    `--kubelet-client-key=${pki.adminKey}`,
+    // the node's InternalIP (the bridge gateway): its name resolves nowhere, and no lookup may leave the machine
+    '--kubelet-preferred-address-types=InternalIP',
     `--cert-dir=${join(dir, 'apiserver-certs')}`,
     `--tls-cert-file=${pki.servingCert}`,
     `--tls-private-key-file=${pki.servingKey}`,
@@ -318,17 +292,32 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await createFakeNode(server, pki);
   }
 
-  let stopped = false;
-  const stop = async (): Promise<void> => {
+  let realNode: RealNode | undefined;
+  if (claimed) {
+    try {
+      realNode = await startRealNode({ dir, server, kubeconfigPath, pki, network: claimed.network, log });
+    } catch (e) {
+      if (opts.realNode !== 'optional') {
+        await stopAll();
+        throw e;
+      }
+      realNodeUnavailable_ = `the real node did not start: ${(e as Error).message.split('\n')[0]}`;
+      log(`${realNodeUnavailable_} (logs in ${dir})`);
+    }
+  }
+
+  async function stopAll(): Promise<void> {
     if (stopped) return;
     stopped = true;
+    await realNode?.stop();
     await stopProcess(kwok);
     await stopProcess(sched);
     await stopProcess(kcm);
     await stopProcess(api);
     await stopProcess(etcd);
+    await claimed?.release();
     if (!process.env.HOIST_KEEP_CONTROL_PLANE) await rm(dir, { recursive: true, force: true });
-  };
+  }
   const onExit = (): void => {
     for (const c of [kwok, sched, kcm, api, etcd]) if (c && c.exitCode === null) c.kill('SIGKILL');
   };
@@ -339,11 +328,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     kubeconfigPath,
     server,
     auditLogPath,
+    realNode,
+    realNodeUnavailable: realNodeUnavailable_,
     async restartApiServer() {
       await stopProcess(api);
       api = startProcess(apiBin, apiArgs, apiLog);
       await waitHealthy(`${server}/readyz`, pki, api, 'kube-apiserver', apiLog);
     },
-    stop,
+    stop: stopAll,
   };
 }

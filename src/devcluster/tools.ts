@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export type Tool = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl' | 'etcd' | 'helm' | 'kwok' | 'cosign';
+export type Tool = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl' | 'kubelet' | 'kube-proxy' | 'etcd' | 'helm' | 'kwok' | 'cosign';
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/', import.meta.url));
 

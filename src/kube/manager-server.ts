@@ -5,8 +5,9 @@
  *   or standing by as a candidate (an elector that lost leadership is not ready);
  * - /metrics: the prom-client registry (controller_runtime_*, workqueue_*, and whatever else is
  *   registered on it).
- * Informers should run on standbys too, so a new leader starts with warm caches and standbys
- * report ready.
+ * Which informers count is the caller's choice, read at each probe: `hoist run --leader-elect`
+ * starts its informers only when it leads, so it passes none while standing by (a standby is
+ * ready as a candidate; else a rolling update with maxUnavailable 0 could never finish).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

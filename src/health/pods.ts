@@ -1,0 +1,90 @@
+/**
+ * Why a workload's pods are not ready, from the pods' own status as the kubelet reports it: a
+ * pure function over Pod objects. A Deployment's status only counts pods ("0/1 replicas
+ * available"); the pods say which container is crash-looping, which cannot start its image, and
+ * which runs but fails its readiness probe (Ready=False, ContainersNotReady).
+ *
+ * Not wired into `Healthy` yet: that needs the reconciler's health step to read the pods of an
+ * unready workload (src/reconciler, see src/health/README.md).
+ */
+import type { KubeObject } from '../kube/types.ts';
+
+interface ContainerState {
+  waiting?: { reason?: string; message?: string };
+  running?: { startedAt?: string };
+  terminated?: { exitCode?: number; reason?: string };
+}
+
+interface ContainerStatus {
+  name: string;
+  ready?: boolean;
+  restartCount?: number;
+  state?: ContainerState;
+  lastState?: ContainerState;
+}
+
+interface PodStatus {
+  phase?: string;
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  initContainerStatuses?: ContainerStatus[];
+  containerStatuses?: ContainerStatus[];
+}
+
+/** waiting reasons that mean the container will not start without a change (or a long back-off) */
+const STUCK = new Set([
+  'CrashLoopBackOff',
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
+
+function lastExit(c: ContainerStatus): string {
+  const t = c.lastState?.terminated ?? c.state?.terminated;
+  if (!t) return '';
+  return `; last exit code ${t.exitCode ?? '?'}${t.reason ? ` (${t.reason})` : ''}`;
+}
+
+/** One pod's problem in one line, or undefined when it is ready (or merely starting). */
+export function podProblem(pod: KubeObject): string | undefined {
+  const status = (pod.status ?? {}) as PodStatus;
+  const name = `pod ${pod.metadata.name}`;
+  if (pod.metadata.deletionTimestamp) return undefined;
+  const scheduled = status.conditions?.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status === 'False')
+    return `${name} not scheduled: ${scheduled.reason ?? 'Unschedulable'}${scheduled.message ? ` (${scheduled.message})` : ''}`;
+  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    const reason = c.state?.waiting?.reason;
+    if (reason && STUCK.has(reason)) {
+      const restarts = c.restartCount ? `restarted ${c.restartCount} times` : '';
+      const detail = reason === 'CrashLoopBackOff' ? `${restarts}${lastExit(c)}` : (c.state?.waiting?.message ?? '');
+      return `${name}: container ${c.name} is ${reason}${detail ? ` (${detail.replace(/^; /, '')})` : ''}`;
+    }
+    if (c.state?.terminated && (c.state.terminated.exitCode ?? 0) !== 0 && status.phase !== 'Succeeded') {
+      return `${name}: container ${c.name} exited with code ${c.state.terminated.exitCode}${c.restartCount ? ` (restarted ${c.restartCount} times)` : ''}`;
+    }
+  }
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  if (status.phase === 'Running' && ready?.status === 'False') {
+    const unready = (status.containerStatuses ?? []).filter((c) => c.state?.running && !c.ready).map((c) => c.name);
+    const probe = unready.length ? `; running but not ready: readiness probe of ${unready.join(', ')} failing` : '';
+    return `${name}: Ready=False ${ready.reason ?? ''}${ready.message ? ` (${ready.message})` : ''}${probe}`;
+  }
+  return undefined;
+}
+
+/**
+ * The problems of a workload's pods, worst first (a container that cannot run before one that
+ * runs unready), at most `max` of them; undefined when no pod has one.
+ */
+export function podProblems(pods: readonly KubeObject[], max = 2): string | undefined {
+  const found = pods.map(podProblem).filter((p): p is string => p !== undefined);
+  if (found.length === 0) return undefined;
+  const rank = (p: string): number => (/ is [A-Z]| exited with code /.test(p) ? 0 : p.includes('not scheduled') ? 1 : 2);
+  found.sort((a, b) => rank(a) - rank(b));
+  const more = found.length > max ? `; ${found.length - max} more` : '';
+  return found.slice(0, max).join('; ') + more;
+}

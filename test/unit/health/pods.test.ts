@@ -1,0 +1,75 @@
+/**
+ * podProblem / podProblems over pod statuses shaped as the real node's kubelet writes them (the
+ * fields and reasons seen on it: a crash-looping web container, a never-ready one, an image that
+ * is not on the node, an unschedulable pod); test/e2e/real-pods-health.test.ts runs the same
+ * functions on live pods.
+ */
+import { describe, expect, it } from 'vitest';
+import { podProblem, podProblems } from '../../../src/health/pods.ts';
+
+const pod = (name: string, status: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'n' }, status });
+const notReady = { type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [web]' };
+
+const crashLooping = pod('crasher-7d4b9-x2x9k', {
+  phase: 'Running',
+  conditions: [{ type: 'PodScheduled', status: 'True' }, notReady],
+  containerStatuses: [
+    {
+      name: 'web',
+      ready: false,
+      restartCount: 3,
+      state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s restarting failed container=web pod=crasher-7d4b9-x2x9k_n(…)' } },
+      lastState: { terminated: { exitCode: 1, reason: 'Error' } },
+    },
+  ],
+});
+const neverReady = pod('web-5f6c7-abcde', {
+  phase: 'Running',
+  conditions: [{ type: 'PodScheduled', status: 'True' }, notReady],
+  containerStatuses: [{ name: 'web', ready: false, restartCount: 0, state: { running: { startedAt: '2026-11-27T17:00:00Z' } } }],
+});
+const ready = pod('web-5f6c7-ready', {
+  phase: 'Running',
+  conditions: [{ type: 'Ready', status: 'True' }],
+  containerStatuses: [{ name: 'web', ready: true, state: { running: {} } }],
+});
+
+describe('podProblem', () => {
+  it('names a crash-looping container, its restarts and last exit code', () => {
+    expect(podProblem(crashLooping)).toBe('pod crasher-7d4b9-x2x9k: container web is CrashLoopBackOff (restarted 3 times; last exit code 1 (Error))');
+  });
+  it('names the pod condition of a running container whose readiness probe fails', () => {
+    expect(podProblem(neverReady)).toBe(
+      'pod web-5f6c7-abcde: Ready=False ContainersNotReady (containers with unready status: [web]); running but not ready: readiness probe of web failing',
+    );
+  });
+  it('an image that is not on the node, and an unschedulable pod', () => {
+    const noImage = pod('p', {
+      phase: 'Pending',
+      containerStatuses: [
+        { name: 'web', state: { waiting: { reason: 'ErrImageNeverPull', message: 'Container image "x" is not present with pull policy of Never' } } },
+      ],
+    });
+    expect(podProblem(noImage)).toBe('pod p: container web is ErrImageNeverPull (Container image "x" is not present with pull policy of Never)');
+    const unschedulable = pod('q', {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/2 nodes are available' }],
+    });
+    expect(podProblem(unschedulable)).toBe('pod q not scheduled: Unschedulable (0/2 nodes are available)');
+  });
+  it('nothing for a ready pod, a starting one, or one being deleted', () => {
+    expect(podProblem(ready)).toBeUndefined();
+    expect(
+      podProblem(pod('s', { phase: 'Pending', containerStatuses: [{ name: 'web', state: { waiting: { reason: 'ContainerCreating' } } }] })),
+    ).toBeUndefined();
+    expect(podProblem({ ...crashLooping, metadata: { ...crashLooping.metadata, deletionTimestamp: '2026-11-27T17:00:00Z' } })).toBeUndefined();
+  });
+});
+
+describe('podProblems', () => {
+  it('worst first, at most two, and how many more', () => {
+    expect(podProblems([ready, neverReady, crashLooping])).toBe(`${podProblem(crashLooping)}; ${podProblem(neverReady)}`);
+    expect(podProblems([neverReady, neverReady, neverReady, crashLooping])).toMatch(/; 2 more$/);
+    expect(podProblems([ready])).toBeUndefined();
+  });
+});
