@@ -4,8 +4,8 @@
  * available"); the pods say which container is crash-looping, which cannot start its image, and
  * which runs but fails its readiness probe (Ready=False, ContainersNotReady).
  *
- * Not wired into `Healthy` yet: that needs the reconciler's health step to read the pods of an
- * unready workload (src/reconciler, see src/health/README.md).
+ * The reconciler's health step (src/reconciler/pipeline/health.ts) lists the pods of a workload
+ * that stays unready and appends this to the workload's line in `Healthy`.
  */
 import type { KubeObject } from '../kube/types.ts';
 

@@ -12,6 +12,7 @@ import { podProblems } from '../../src/health/pods.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { serveBundle, until } from '../support/e2e-bundles.ts';
+import { servePinned } from '../support/upgrade-fixtures.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { onRealNode, realNode, realNodeTitle, theRealNode } from '../support/real-node.ts';
 
@@ -99,6 +100,9 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
       120_000,
     );
     expect(unready).toMatch(/Ready=False ContainersNotReady .*readiness probe of web failing/);
+    // Healthy names it too, once the revision has been unready a while
+    const named = await t.waitFor(bd, (b) => /readiness probe of web failing/.test(cond(b, 'Healthy')?.message ?? ''), 'Healthy names the failing readiness probe', 120_000);
+    expect(cond(named, 'Healthy')!.message).toMatch(new RegExp(`Deployment ${ns}/web: .*\\(pod web-\\S+: Ready=False ContainersNotReady`));
 
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back at progressDeadline', 180_000);
     expect(cond(rolled, 'Progressing')!.message).toMatch(/not healthy within progressDeadline 45s/);
@@ -136,5 +140,58 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
       180_000,
     );
     expect(problem).toMatch(/^pod crasher-\S+: container web is CrashLoopBackOff \(restarted \d+ times; last exit code 1 \(Error\)\)$/);
+    // and Healthy says so
+    const named = await t.waitFor(bd, (x) => (cond(x, 'Healthy')?.message ?? '').includes('CrashLoopBackOff'), 'Healthy names the crash loop', 180_000);
+    expect(cond(named, 'Healthy')!.message).toMatch(new RegExp(`Deployment ${ns}/crasher: .*\\(pod crasher-\\S+: container web is CrashLoopBackOff`));
+  }, 600_000);
+  it('a Helm pre-upgrade hook Job whose container really exits 1 fails the upgrade, which is rolled back; its pre-install run succeeded', async () => {
+    const bd = `real-hook-${t.runId}`;
+    const ns = bd;
+    const node = theRealNode();
+    const placement = JSON.stringify(onRealNode(node));
+    // a chart: a ConfigMap, and a Job hook on the real node whose exit code comes from values
+    const chart = (version: string, exitCode: number) =>
+      servePinned(files, `/real-hook-${version}.tgz`, {
+        'real-hook/Chart.yaml': `apiVersion: v2\nname: real-hook\nversion: ${version}\n`,
+        'real-hook/templates/cm.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: "${version}"\n`,
+        'real-hook/templates/migrate.yaml': [
+          'apiVersion: batch/v1',
+          'kind: Job',
+          'metadata:',
+          '  name: migrate',
+          '  annotations:',
+          '    helm.sh/hook: pre-install,pre-upgrade',
+          '    helm.sh/hook-delete-policy: before-hook-creation',
+          'spec:',
+          '  backoffLimit: 0',
+          '  template:',
+          '    spec:',
+          `      nodeSelector: ${JSON.stringify(JSON.parse(placement).nodeSelector)}`,
+          `      tolerations: ${JSON.stringify(JSON.parse(placement).tolerations)}`,
+          '      restartPolicy: Never',
+          '      terminationGracePeriodSeconds: 1',
+          '      containers:',
+          '        - name: migrate',
+          `          image: ${node.images.job}`,
+          '          imagePullPolicy: Never',
+          `          args: ["-exit-code", "${exitCode}", "-message", "migrating to ${version}"]`,
+          '',
+        ].join('\n'),
+      });
+    await t.create(bd, { installNamespace: ns, format: 'helm', sources: await chart('1.0.0', 0), upgrade: { onFailure: 'Rollback' } });
+    const installed = await t.waitFor(bd, isDone, 'installed after its pre-install Job really ran', 180_000);
+    expect(installed.status?.revisions?.find((r) => r.number === 1)?.hooks).toEqual([expect.objectContaining({ event: 'pre-install', kind: 'Job', name: 'migrate', result: 'Succeeded' })]);
+
+    await t.patchSpec(bd, { sources: await chart('2.0.0', 1) });
+    const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'the failing pre-upgrade hook rolls the upgrade back', 180_000);
+    expect(cond(rolled, 'Progressing')!.message).toMatch(new RegExp(`pre-upgrade hook batch/v1 Job ${ns}/migrate failed: job failed: BackoffLimitExceeded`));
+    expect(rolled.status?.activeRevision?.number).toBe(1);
+    expect(rolled.status?.revisions?.find((r) => r.number === 2)?.hooks).toEqual([expect.objectContaining({ event: 'pre-upgrade', name: 'migrate', result: 'Failed' })]);
+    // the container really ran and exited 1 on the real node; revision 1's ConfigMap is untouched
+    const [hookPod] = (await t.client.list(POD, { namespace: ns, labelSelector: 'job-name=migrate' })).items;
+    expect((hookPod?.spec as { nodeName?: string } | undefined)?.nodeName).toBe(node.name);
+    const terminated = (hookPod?.status as { containerStatuses?: Array<{ state?: { terminated?: { exitCode?: number } } }> }).containerStatuses?.[0]?.state?.terminated;
+    expect(terminated?.exitCode).toBe(1);
+    expect((await t.client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns))?.data).toEqual({ version: '1.0.0' });
   }, 600_000);
 });

@@ -3,6 +3,7 @@
  * the verdicts of `spec.healthChecks`, the worse of the two per object. Reads caches only.
  */
 import { objectId } from '../../apply/object-id.ts';
+import { podProblems } from '../../health/pods.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { watchObjects, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
@@ -29,6 +30,7 @@ export async function observeHealth(ctx: StepContext, s: ReconcileState, objects
     return false;
   }
   const { failed, waiting } = assess(ctx, s, objs);
+  await explainWorkloads(ctx, s, objs, failed, waiting);
   const more = firstFive;
   if (failed.length) s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
   else if (waiting.length) s.set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
@@ -66,4 +68,48 @@ export function assess(ctx: StepContext, s: ReconcileState, objs: readonly KubeO
 /** at most five of a list, and how many more */
 export function firstFive(list: readonly string[]): string {
   return list.slice(0, 5).join('; ') + (list.length > 5 ? ` (+${list.length - 5} more)` : '');
+}
+
+/** workload kinds whose readiness their pods explain */
+const WORKLOADS = new Set(['apps/v1/Deployment', 'apps/v1/StatefulSet', 'apps/v1/DaemonSet', 'apps/v1/ReplicaSet']);
+/** how long a revision may be unready before its pods are read to say why (a healthy rollout never pays the LIST) */
+export const EXPLAIN_AFTER_MS = 20_000;
+/** at most this many workloads' pods are listed per reconcile */
+const EXPLAIN_MAX = 3;
+
+/**
+ * A workload's status only counts pods ("0/1 available"); its pods say why: a container
+ * crash-looping or unable to pull its image, a readiness probe failing, a pod not scheduled.
+ * Once the revision has been unready for EXPLAIN_AFTER_MS, the pods of up to three unready
+ * workloads are listed (one LIST each, by the workload's matchLabels, as the controller like the
+ * watches) and their problem appended to the workload's line in place.
+ */
+async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: readonly KubeObject[], failed: string[], waiting: string[]): Promise<void> {
+  const since = Date.parse(s.status.activeRevision?.appliedAt ?? '');
+  if (failed.length + waiting.length === 0 || Number.isNaN(since)) return;
+  if (s.now().getTime() - since < EXPLAIN_AFTER_MS) {
+    // look again then: a crash loop changes no workload status that would reconcile
+    if (objs.some((o) => WORKLOADS.has(`${o.apiVersion}/${o.kind}`))) s.recheckAt = Math.min(s.recheckAt ?? Infinity, since + EXPLAIN_AFTER_MS);
+    return;
+  }
+  const lines = [failed, waiting];
+  let listed = 0;
+  for (const o of objs) {
+    if (listed >= EXPLAIN_MAX) break;
+    if (!WORKLOADS.has(`${o.apiVersion}/${o.kind}`) || !o.metadata.namespace) continue;
+    const subject = `${o.kind} ${o.metadata.namespace}/${o.metadata.name}: `;
+    const at = lines.map((l) => l.findIndex((x) => x.startsWith(subject)));
+    if (at.every((i) => i < 0)) continue;
+    const match = (o as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
+    if (!match || Object.keys(match).length === 0) continue;
+    listed++;
+    const pods = await ctx.d.client
+      .list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: o.metadata.namespace, labelSelector: Object.entries(match).map(([k, v]) => `${k}=${v}`).join(',') })
+      .then((r) => r.items, () => undefined);
+    const why = pods ? podProblems(pods) : undefined;
+    if (!why) continue;
+    lines.forEach((l, n) => {
+      if (at[n]! >= 0) l[at[n]!] = `${l[at[n]!]} (${why})`;
+    });
+  }
 }
