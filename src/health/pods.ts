@@ -64,7 +64,9 @@ export function podProblem(pod: KubeObject): string | undefined {
       return `${name}: container ${c.name} is ${reason}${detail ? ` (${detail.replace(/^; /, '')})` : ''}`;
     }
     if (c.state?.terminated && (c.state.terminated.exitCode ?? 0) !== 0 && status.phase !== 'Succeeded') {
-      return `${name}: container ${c.name} exited with code ${c.state.terminated.exitCode}${c.restartCount ? ` (restarted ${c.restartCount} times)` : ''}`;
+      // between two back-offs of a crash loop the kubelet shows the exit itself: still a crash loop
+      if (c.restartCount) return `${name}: container ${c.name} is crash-looping (restarted ${c.restartCount} times${lastExit(c)})`;
+      return `${name}: container ${c.name} exited with code ${c.state.terminated.exitCode}`;
     }
   }
   const ready = status.conditions?.find((c) => c.type === 'Ready');
@@ -83,7 +85,7 @@ export function podProblem(pod: KubeObject): string | undefined {
 export function podProblems(pods: readonly KubeObject[], max = 2): string | undefined {
   const found = pods.map(podProblem).filter((p): p is string => p !== undefined);
   if (found.length === 0) return undefined;
-  const rank = (p: string): number => (/ is [A-Z]| exited with code /.test(p) ? 0 : p.includes('not scheduled') ? 1 : 2);
+  const rank = (p: string): number => (/ is [A-Z]| is crash-looping | exited with code /.test(p) ? 0 : p.includes('not scheduled') ? 1 : 2);
   found.sort((a, b) => rank(a) - rank(b));
   const more = found.length > max ? `; ${found.length - max} more` : '';
   return found.slice(0, max).join('; ') + more;

@@ -73,3 +73,17 @@ describe('podProblems', () => {
     expect(podProblems([ready])).toBeUndefined();
   });
 });
+
+describe('podProblem between two back-offs of a crash loop', () => {
+  it('names a restarted container that exited non-zero as crash-looping, with its last exit', () => {
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p' },
+      status: { phase: 'Running', containerStatuses: [{ name: 'web', restartCount: 5, state: { terminated: { exitCode: 1, reason: 'Error' } } }] },
+    };
+    expect(podProblem(pod)).toBe('pod p: container web is crash-looping (restarted 5 times; last exit code 1 (Error))');
+    const once = { ...pod, status: { phase: 'Running', containerStatuses: [{ name: 'web', restartCount: 0, state: { terminated: { exitCode: 2 } } }] } };
+    expect(podProblem(once)).toBe('pod p: container web exited with code 2');
+  });
+});
