@@ -5,7 +5,7 @@
  * 2. verified against the provider's secret (signatures.ts); anything unverified — a bad or
  *    missing signature, no secret configured, a generic timestamp outside the window — gets the
  *    same 401 and body;
- * 3. refused silently when its delivery id was seen within the replay window (answered as
+ * 3. refused silently when the same signed content was seen within the replay window (answered as
  *    accepted, acting on nothing);
  * 4. parsed; a branch push asks `onPush` to re-resolve the BundleDeployments following that
  *    repository and branch.
@@ -113,15 +113,25 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
     }
   };
 
-  /** the forge's delivery id; without one, the body's digest (an identical body is the same delivery) */
-  const deliveryId = (provider: Provider, req: IncomingMessage, body: Buffer): string => {
+  /** the forge's delivery id, for logs only: no forge signs it */
+  const deliveryId = (provider: Provider, req: IncomingMessage): string | undefined => {
     const id =
       provider === 'github' ? header(req, 'x-github-delivery')
       : provider === 'gitlab' ? (header(req, 'x-gitlab-event-uuid') ?? header(req, 'idempotency-key'))
       : header(req, 'x-hoist-delivery');
-    // the generic MAC covers the timestamp: the same body sent twice at one second is one delivery
-    const fallback = createHash('sha256').update(header(req, 'x-hoist-timestamp') ?? '').update('.').update(body).digest('hex');
-    return `${provider}:${id && id.length <= 200 ? id : `sha256:${fallback}`}`;
+    return id && id.length <= 200 ? id : undefined;
+  };
+
+  /**
+   * What makes a delivery the same one again: what its signature covers (GitHub: the body;
+   * generic: the timestamp and the body; GitLab signs nothing, its token proves the sender: the
+   * body). Delivery ids are not signed, so a captured delivery sent again under a fresh id is
+   * still recognised; two different pushes never have the same body.
+   */
+  const replayKey = (provider: Provider, req: IncomingMessage, body: Buffer): string => {
+    const hash = createHash('sha256');
+    if (provider === 'generic') hash.update(header(req, 'x-hoist-timestamp') ?? '').update('.');
+    return `${provider}:sha256:${hash.update(body).digest('hex')}`;
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -152,10 +162,10 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
       count('unauthorized');
       return reply(401, UNAUTHORIZED);
     }
-    const id = deliveryId(provider, req, body);
-    if (!replay.firstSeen(id, now())) {
+    const id = deliveryId(provider, req);
+    if (!replay.firstSeen(replayKey(provider, req, body), now())) {
       count('replayed');
-      opts.log.info({ provider, delivery: id }, 'webhook delivery repeated within the replay window: ignored');
+      opts.log.info({ provider, ...(id ? { delivery: id } : {}) }, 'webhook delivery repeated within the replay window (same signed content): ignored');
       return reply(202, ACCEPTED);
     }
     let event: PushEvent | undefined;
@@ -171,7 +181,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
     }
     const matched = opts.onPush(event, provider);
     count('accepted');
-    opts.log.info({ provider, delivery: id, branch: event.branch, matched }, 'webhook push: re-resolving matching BundleDeployments');
+    opts.log.info({ provider, ...(id ? { delivery: id } : {}), branch: event.branch, matched }, 'webhook push: re-resolving matching BundleDeployments');
     reply(202, ACCEPTED);
   };
 

@@ -129,11 +129,10 @@ describe('push webhook', () => {
     const otherBranch = await deliver(pushPayload(repoUrl(), 'release'));
     const bad = await deliver(pushPayload(repoUrl()), { secret: 'not-the-secret' });
     const unsigned = await fetch(`http://127.0.0.1:${receiver.port}/hooks/github`, { method: 'POST', body: pushPayload(repoUrl()), headers: { 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
-    const unknown = await deliver(pushPayload(`${gitServer.url}/unknown.git`));
-    // a captured delivery for the followed repository, sent again: its id was already used
-    const id = randomUUID();
-    const original = await deliver(pushPayload(`${gitServer.url}/elsewhere.git`), { delivery: id });
-    const replay = await deliver(pushPayload(repoUrl()), { delivery: id });
+    const unknown = await deliver(pushPayload(`${gitServer.url}/unknown-too.git`));
+    // a captured delivery sent again under a fresh delivery id (ids are not signed): the same signed body
+    const original = await deliver(pushPayload(`${gitServer.url}/elsewhere.git`));
+    const replay = await deliver(pushPayload(`${gitServer.url}/elsewhere.git`), { delivery: randomUUID() });
     // a push re-queues before its answer is sent: once the queue is empty, whatever they caused is done
     await t.idle();
 

@@ -70,20 +70,29 @@ describe('webhook receiver', () => {
     expect(await s.registry.getSingleMetricAsString('hoist_webhook_deliveries_total')).toContain('hoist_webhook_deliveries_total{provider="github",result="unauthorized"} 3');
   });
 
-  it('a replayed delivery id is answered like the first and acts on nothing', async () => {
+  it('a replayed delivery is answered like the first and acts on nothing, under its own id or a fresh one', async () => {
     const s = await start();
     const b = ghBody();
     const first = await s.post('/hooks/github', b, ghHeaders(b, 'same-id'));
     const again = await s.post('/hooks/github', b, ghHeaders(b, 'same-id'));
+    // delivery ids are not signed: a captured delivery sent again under a fresh id is the same delivery
+    const fresh = await s.post('/hooks/github', b, ghHeaders(b, 'a-fresh-id'));
     expect(again).toEqual(first);
+    expect(fresh).toEqual(first);
     expect(s.pushes).toHaveLength(1);
+    // another push (another body) under a used id is not a replay
+    const other = ghBody('refs/heads/release');
+    await s.post('/hooks/github', other, ghHeaders(other, 'same-id'));
+    expect(s.pushes).toHaveLength(2);
+    s.pushes.pop();
     // GitLab: X-Gitlab-Event-UUID, else Idempotency-Key
     const gl = JSON.stringify({ ref: 'refs/heads/main', project: { git_http_url: REPO } });
     const glh = { 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': SECRETS.gitlab.toString(), 'idempotency-key': 'k-1' };
     await s.post('/hooks/gitlab', gl, glh);
-    await s.post('/hooks/gitlab', gl, glh);
+    await s.post('/hooks/gitlab', gl, { ...glh, 'idempotency-key': 'k-2' });
     expect(s.pushes).toHaveLength(2);
     expect(await s.registry.getSingleMetricAsString('hoist_webhook_deliveries_total')).toMatch(/provider="gitlab",result="replayed"} 1/);
+    expect(await s.registry.getSingleMetricAsString('hoist_webhook_deliveries_total')).toMatch(/provider="github",result="replayed"} 2/);
   });
 
   it('generic: signed {url, branch}; a timestamp outside the window is refused like a bad signature; a repeat is ignored', async () => {
@@ -94,6 +103,8 @@ describe('webhook receiver', () => {
     const h = { 'x-hoist-signature': signGeneric(b, ts, SECRETS.generic), 'x-hoist-timestamp': String(ts) };
     expect(await s.post('/hooks/generic', b, h)).toEqual({ status: 202, body: 'accepted\n' });
     expect(await s.post('/hooks/generic', b, h)).toEqual({ status: 202, body: 'accepted\n' });
+    // X-Hoist-Delivery is not signed: the same signed timestamp and body under any id is a repeat
+    expect(await s.post('/hooks/generic', b, { ...h, 'x-hoist-delivery': 'fresh' })).toEqual({ status: 202, body: 'accepted\n' });
     expect(s.pushes).toEqual([{ repositories: [REPO], branch: 'main' }]);
     now += 61_000;
     const stale = { 'x-hoist-signature': signGeneric(`${b} `, ts, SECRETS.generic), 'x-hoist-timestamp': String(ts) };
