@@ -13,9 +13,9 @@ import { GitCommandError, runGit } from '../../../../src/sources/git/git-cli.ts'
 import { GitSource, type GitSourceOptions } from '../../../../src/sources/git/git-source.ts';
 import { fetchRefAdvertisement } from '../../../../src/sources/git/ref-advertisement.ts';
 import { HttpTransport } from '../../../../src/sources/http/transport.ts';
-import { HoistError } from '../../../../src/util/errors.ts';
 import { createHostileRepos, REFS, type HostileRepos } from '../../../support/git-hostile.ts';
 import { startGitServer, type GitServer } from '../../../support/git-server.ts';
+import { failure } from '../../../support/failure.ts';
 
 let root: string;
 let repos: string;
@@ -38,15 +38,6 @@ function spec(repo: string, ref: { branch?: string; commit?: string }): SourceSp
   return { kind: 'git', git: { repository: `${server.url}/${repo}`, ref } };
 }
 
-async function refusal(p: Promise<unknown>): Promise<HoistError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(HoistError);
-    return e as HoistError;
-  }
-  throw new Error('expected a HoistError');
-}
 
 async function fetchBranch(branch: keyof HostileRepos['tips'], opts: GitSourceOptions = {}): Promise<string> {
   const source = new GitSource({ workRoot: root, ...opts });
@@ -62,7 +53,7 @@ async function fetchBranch(branch: keyof HostileRepos['tips'], opts: GitSourceOp
 describe('git checkout: the listing is streamed and bounded', () => {
   it('a tree of 10⁹ paths from a tiny pack stops at the entry limit, with bounded heap', async () => {
     const heapBefore = process.memoryUsage().heapUsed;
-    const e = await refusal(fetchBranch('bomb'));
+    const e = await failure(fetchBranch('bomb'));
     expect(e).toMatchObject({ stage: 'fetch', code: 'too-many-files', terminal: true });
     expect(e.message).toBe('directory has more than 100000 entries (the limit)');
     expect(e.subject).toContain(`bounds.git commit ${tips.bomb}`);
@@ -72,7 +63,7 @@ describe('git checkout: the listing is streamed and bounded', () => {
 
   it('with no entry limit to stop it, the fetch deadline kills the listing; heap stays bounded', async () => {
     const heapBefore = process.memoryUsage().heapUsed;
-    const e = await refusal(fetchBranch('bomb', { limits: { maxFiles: 2_000_000_000 }, fetchTimeoutMs: 3_000 }));
+    const e = await failure(fetchBranch('bomb', { limits: { maxFiles: 2_000_000_000 }, fetchTimeoutMs: 3_000 }));
     expect(e).toMatchObject({ stage: 'fetch', code: 'deadline-exceeded', terminal: false });
     expect(e.message).toBe('fetch exceeded its deadline of 3s');
     // streamed: entries are counted and dropped, not kept
@@ -80,13 +71,13 @@ describe('git checkout: the listing is streamed and bounded', () => {
   });
 
   it('a symlink blob of 1 MiB is refused by the per-link cap, not read whole', async () => {
-    const e = await refusal(fetchBranch('biglink'));
+    const e = await failure(fetchBranch('biglink'));
     expect(e).toMatchObject({ stage: 'fetch', code: 'symlink-target-too-large', terminal: true });
     expect(e.message).toBe('symlink link: its target is 1048576 bytes, more than the limit of 4096 bytes per link');
   });
 
   it('more symlinks than the budget per tree are refused', async () => {
-    const e = await refusal(fetchBranch('links', { limits: { maxLinks: 10 } }));
+    const e = await failure(fetchBranch('links', { limits: { maxLinks: 10 } }));
     expect(e).toMatchObject({ stage: 'fetch', code: 'too-many-links', terminal: true });
     expect(e.message).toBe('directory has more than 10 symlinks (the limit per tree), at "l10"');
     // within the budget the same tree is fetched: every link checked, none refused
@@ -96,7 +87,7 @@ describe('git checkout: the listing is streamed and bounded', () => {
 
 describe('git fetch: the pack is bounded', () => {
   it('a fetch whose objects exceed maxPackBytes is refused naming the limit', async () => {
-    const e = await refusal(fetchBranch('big', { maxPackBytes: 1024 * 1024 }));
+    const e = await failure(fetchBranch('big', { maxPackBytes: 1024 * 1024 }));
     expect(e).toMatchObject({ stage: 'fetch', code: 'pack-too-large', terminal: true });
     expect(e.message).toMatch(/^the fetched objects take \d+ bytes, more than the limit of 1 MiB per fetch \(git packs\)$/);
     // the default (1 GiB) lets it through
@@ -124,7 +115,7 @@ describe('ref advertisement: streamed, small cap, only the refs asked for', () =
   it('an advertisement over 8 MiB is refused naming the limit', async () => {
     const source = new GitSource({ workRoot: root });
     try {
-      const e = await refusal(source.resolve(spec('refs.git', { branch: 'main' }), {}));
+      const e = await failure(source.resolve(spec('refs.git', { branch: 'main' }), {}));
       expect(e).toMatchObject({ stage: 'resolve', code: 'too-large', terminal: true });
       expect(e.message).toBe('ref advertisement is larger than the 8388608 bytes allowed');
     } finally {
