@@ -32,6 +32,19 @@ interface PodStatus {
 const podStatus = (p: KubeObject | undefined): PodStatus => (p?.status ?? {}) as PodStatus;
 const ready = (p: KubeObject | undefined): boolean => podStatus(p).conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
+/** a Pod of the web test image on the real node, with a readiness probe on /readyz */
+function webPod(name: string, args: string[]): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns },
+    spec: {
+      ...onRealNode(),
+      containers: [{ name: 'web', image: theRealNode().images.web, imagePullPolicy: 'Never', args, readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 } }],
+    },
+  } as KubeObject;
+}
+
 // Skipped only where the real node cannot run (not Linux or root, containerd or the CNI plugins
 // missing, another run holding it, or HOIST_REAL_NODE=0): the reason is in the title. On this
 // project's machines and in CI it runs.
@@ -51,23 +64,7 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
       status?: { nodeInfo?: { containerRuntimeVersion?: string } };
     };
     expect(n.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\//);
-    await client.create({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'web', namespace: ns },
-      spec: {
-        ...onRealNode(),
-        containers: [
-          {
-            name: 'web',
-            image: node.images.web,
-            imagePullPolicy: 'Never',
-            args: ['-text', 'served by a real pod', '-ready-after', '2s'],
-            readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 },
-          },
-        ],
-      },
-    } as KubeObject);
+    await client.create(webPod('web', ['-text', 'served by a real pod', '-ready-after', '2s']));
     const pod = await until(
       async () => {
         const p = await client.get(POD, 'web', ns);
@@ -84,24 +81,7 @@ describe.skipIf(!realNode())(realNodeTitle('the real node'), () => {
   });
 
   it('a never-ready container stays unready: the kubelet reports the probe failing', async () => {
-    const node = theRealNode();
-    await client.create({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'never-ready', namespace: ns },
-      spec: {
-        ...onRealNode(),
-        containers: [
-          {
-            name: 'web',
-            image: node.images.web,
-            imagePullPolicy: 'Never',
-            args: ['-never-ready'],
-            readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 },
-          },
-        ],
-      },
-    } as KubeObject);
+    await client.create(webPod('never-ready', ['-never-ready']));
     // running, but its Ready condition stays False with the kubelet's reason
     const pod = await until(
       async () => {
