@@ -61,6 +61,14 @@ function sameHook(run: HookRun, obj: KubeObject, event: HookEvent): boolean {
 
 type Outcome = { result: 'Succeeded' } | { result: 'Failed'; message: string };
 
+/** a hook object this run created: what its delete policies need */
+interface Created {
+  obj: KubeObject;
+  uid: string;
+  policies: HookDeletePolicy[];
+  run: HookRun;
+}
+
 /** a Job's or Pod's end, or undefined while it runs (other kinds never get here) */
 export function hookOutcome(obj: KubeObject): Outcome | undefined {
   const status = (obj as { status?: Record<string, unknown> }).status ?? {};
@@ -103,12 +111,14 @@ export class HookRunner {
    */
   async run(target: HookTarget, event: HookEvent, hooks: readonly KubeObject[], opts: HookRunOptions): Promise<HookEventResult> {
     const executing = await Promise.all(hooksFor(hooks, event).map((h) => this.prepare(target, h)));
-    const runs: HookRun[] = [];
-    const created: Array<{ obj: KubeObject; uid: string; policies: HookDeletePolicy[]; run: HookRun }> = [];
+    // in run order; a delete policy marks its entry's run deleted in place
+    const entries: Array<{ run: HookRun; created?: Created }> = [];
+    const created = (): Created[] => entries.flatMap((e) => (e.created ? [e.created] : []));
+    const result = (failed?: { run: HookRun; subject: string }): HookEventResult => ({ runs: entries.map((e) => e.created?.run ?? e.run), ...(failed ? { failed } : {}) });
     for (const obj of executing) {
       const prior = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Succeeded');
       if (prior) {
-        runs.push(prior);
+        entries.push({ run: prior });
         continue;
       }
       const subject = `${event} hook ${describeObject(obj)}`;
@@ -120,39 +130,34 @@ export class HookRunner {
         live = await target.actor.create(obj);
       } catch (e) {
         const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
-        const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
         // the API server refusing the object is the chart's; no response is worth a retry
         if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
-        runs.push(fail);
+        const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
+        entries.push({ run: fail });
         opts.onRun?.(fail);
-        await this.deleteByPolicy(target, created, 'hook-succeeded');
-        return { runs, failed: { run: fail, subject } };
+        await this.deleteByPolicy(target, created(), 'hook-succeeded');
+        return result({ run: fail, subject });
       }
       opts.onRun?.(run);
       this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
-      const entry = { obj, uid: live.metadata.uid ?? '', policies, run };
       const outcome: Outcome = waitsForCompletion(obj) ? await this.waitFor(target, live, opts) : { result: 'Succeeded' };
       const done: HookRun = outcome.result === 'Succeeded' ? { ...run, result: 'Succeeded', completedAt: this.stamp() } : { ...run, result: 'Failed', message: outcome.message, completedAt: this.stamp() };
-      entry.run = done;
       this.opts.log.info({ bd: target.name, hook: subject, result: done.result, ...(done.message ? { why: done.message } : {}) }, 'hook finished');
+      const entry: Created = { obj, uid: live.metadata.uid ?? '', policies, run: done };
       if (done.result === 'Failed') {
         // as Helm: the hooks before it go by hook-succeeded, this one by hook-failed
-        await this.deleteByPolicy(target, created, 'hook-succeeded');
+        await this.deleteByPolicy(target, created(), 'hook-succeeded');
         await this.deleteByPolicy(target, [entry], 'hook-failed');
-        runs.push(entry.run);
+        entries.push({ run: done, created: entry });
         opts.onRun?.(entry.run);
-        for (const c of created) replaceRun(runs, c.run);
-        return { runs, failed: { run: entry.run, subject } };
+        return result({ run: entry.run, subject });
       }
-      created.push(entry);
-      runs.push(done);
+      entries.push({ run: done, created: entry });
       opts.onRun?.(done);
     }
     // all succeeded: hook-succeeded ones go, last first (as Helm)
-    await this.deleteByPolicy(target, [...created].reverse(), 'hook-succeeded');
-    for (const c of created) replaceRun(runs, c.run);
-    for (const c of created) opts.onRun?.(c.run);
-    return { runs };
+    await this.deleteByPolicy(target, created().reverse(), 'hook-succeeded');
+    return result();
   }
 
   /** namespace, the hook-of label and the revision annotation; the object as the chart has it otherwise */
@@ -180,12 +185,12 @@ export class HookRunner {
     await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}) });
     const poll = this.opts.pollMs ?? 250;
     while (await client.get(obj, obj.metadata.name, obj.metadata.namespace)) {
-      if (Date.now() > deadline) throw hookError(`${subject}: the earlier object is still being deleted (before-hook-creation)`, subject, false);
+      if (this.now().getTime() > deadline) throw hookError(`${subject}: the earlier object is still being deleted (before-hook-creation)`, subject, false);
       await new Promise((r) => setTimeout(r, poll));
     }
   }
 
-  private async deleteByPolicy(target: HookTarget, entries: ReadonlyArray<{ obj: KubeObject; uid: string; policies: HookDeletePolicy[]; run: HookRun }>, policy: HookDeletePolicy): Promise<void> {
+  private async deleteByPolicy(target: HookTarget, entries: readonly Created[], policy: HookDeletePolicy): Promise<void> {
     for (const e of entries) {
       if (!e.policies.includes(policy)) continue;
       try {
@@ -210,7 +215,7 @@ export class HookRunner {
     const first = hookOutcome(created);
     if (first) return first;
     for (;;) {
-      const left = opts.deadline - Date.now();
+      const left = opts.deadline - this.now().getTime();
       if (left <= 0) return { result: 'Failed', message: 'did not complete within the progressDeadline' };
       if (opts.signal?.aborted) throw hookError(`${describeObject(created)}: stopped while waiting for it`, describeObject(created), false);
       const ac = new AbortController();
@@ -242,16 +247,11 @@ export class HookRunner {
       const outcome = hookOutcome(now);
       if (outcome) return outcome;
       rv = now.metadata.resourceVersion ?? rv;
-      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, opts.deadline - Date.now()))));
+      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, opts.deadline - this.now().getTime()))));
     }
   }
 
   private stamp(): string {
     return this.now().toISOString().replace(/\.\d+Z$/, 'Z');
   }
-}
-
-function replaceRun(runs: HookRun[], run: HookRun): void {
-  const i = runs.findIndex((r) => r.event === run.event && r.kind === run.kind && r.name === run.name && r.namespace === run.namespace);
-  if (i >= 0) runs[i] = run;
 }

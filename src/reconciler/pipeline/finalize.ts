@@ -64,7 +64,7 @@ async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-d
   if (hooksFor(hooks, event).length === 0) return;
   const spec = withDefaults(bd.spec);
   const result = await ctx.d.hooks
-    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: Date.now() + spec.progressDeadlineMs })
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.now?.() ?? new Date()).getTime() + spec.progressDeadlineMs })
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;
