@@ -1,0 +1,16 @@
+/**
+ * Resolves after `ms`, or as soon as the signal fires (without throwing: a caller that must not go
+ * on after an abort checks `signal.aborted`, or `signal.throwIfAborted()` for the reason).
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
