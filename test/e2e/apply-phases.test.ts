@@ -22,11 +22,12 @@ import { renderRegistryV1Bundle } from '../../src/processors/registry-v1/render.
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit } from '../support/audit.ts';
 import { cond, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { crdOf, untilServed } from '../support/crds.ts';
-import { configMap, deleteBundleDeployment, deployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { configMap, deleteBundleDeployment, deployment, serveBundle } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane } from '../support/env.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { hasCondition, Timeline } from '../support/timeline.ts';
 import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const REGISTRY_V1 = fileURLToPath(new URL('../../testdata/fixtures/registry-v1/', import.meta.url));
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;

@@ -22,6 +22,7 @@ import { cond, isDone, startTestController, TEST_LABEL, type TestController } fr
 import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { cm, OWNED_KINDS, plainRolloutsTarballs } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -129,7 +130,7 @@ describe('get, pause, resume, history, rollback', () => {
       const live = (await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> };
       if (live.data.version === '1') break;
       if (Date.now() > deadline) throw new Error(`hand edit not reverted after resume: ${JSON.stringify(live.data)}`);
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
   });
 });

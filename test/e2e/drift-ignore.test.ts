@@ -14,8 +14,9 @@ import type { DriftIgnoreRule } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../../src/kube/api-error.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { configMap, kubectl, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;

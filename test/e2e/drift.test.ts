@@ -12,6 +12,7 @@ import { BD_TYPE, cond, isDone, startTestController, type TestController } from 
 import { crdOf } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
+import { sleep, waitUntil } from '../support/wait.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -31,7 +32,6 @@ const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' };
 const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
 const SECRET = { apiVersion: 'v1', kind: 'Secret' };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);
 
@@ -52,16 +52,6 @@ function deployment(name: string): string {
 
 /** a minimal CRD for `kind` in `group` (plural: lowercase kind + s) */
 const crd = (group: string, kind: string, scope: 'Namespaced' | 'Cluster' = 'Namespaced'): KubeObject => crdOf(group, kind, { scope });
-
-async function waitUntil<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(100);
-  }
-}
 
 async function events(bd: string, reason: string): Promise<string[]> {
   const list = await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: `involvedObject.name=${bd},reason=${reason}` });
@@ -181,7 +171,7 @@ describe('optional objects', () => {
 
     // reconciling while the kind is still missing asks the API server nothing (no discovery refresh)
     await t.ctl.manager.reconciler.reconcile(bd);
-    await new Promise((r) => setTimeout(r, 400)); // past discovery's refresh-on-miss interval
+    await sleep(400); // past discovery's refresh-on-miss interval
     const before = t.ctl.client.requests.total;
     await t.ctl.manager.reconciler.reconcile(bd);
     expect(t.ctl.client.requests.total - before).toBe(0);

@@ -7,9 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { configMap, kubectl, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;

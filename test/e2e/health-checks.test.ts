@@ -13,6 +13,7 @@ import { cond, isDone, startTestController, type TestController } from '../suppo
 import { crdOf } from '../support/crds.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -170,7 +171,7 @@ describe('rollout timing', () => {
     // the controller goes away for 5 s in the middle of the rollout, and a new one takes over
     const runId = t.runId;
     await t.ctl.stop();
-    await new Promise((r) => setTimeout(r, 5_000));
+    await sleep(5_000);
     const restarted = await startTestController({ runId });
     try {
       const rolled = await restarted.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back after the deadline', 60_000);

@@ -30,11 +30,12 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit, type AuditEvent } from '../support/audit.ts';
 import { cond, describeStatus, isFailed, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { isReconciled } from '../support/controller-log.ts';
-import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
+import { deleteBundleDeployment } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane, kubeconfigPath } from '../support/env.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { hasCondition, Timeline } from '../support/timeline.ts';
 import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
+import { sleep, waitUntil } from '../support/wait.ts';
 
 const run = promisify(execFile);
 const FIXTURES = fileURLToPath(new URL('../../testdata/fixtures/helm/', import.meta.url));
@@ -53,7 +54,6 @@ let t: TestController;
 let files: FileServer;
 let audit: string;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const offset = (): Promise<number> => auditOffset(audit);
 const hoist = (ua: string): boolean => ua === `hoist/test-${t.runId}`;
 const anyone = (): boolean => true;

@@ -17,9 +17,10 @@ import { startController } from '../../src/cli/controller.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { AuditReader, type AuditEvent } from '../support/audit.ts';
 import { BD_TYPE, cond, describeStatus, isDone, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
-import { CM, configMap, deleteBundleDeployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { CM, configMap, deleteBundleDeployment, serveBundle } from '../support/e2e-bundles.ts';
 import { auditLogPath, kubeconfigPath } from '../support/env.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const NS = { apiVersion: 'v1', kind: 'Namespace' } as const;
 const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;

@@ -21,9 +21,10 @@ import { OperatorController } from '../../examples/operator/operator-controller.
 import { OP_API_VERSION, OP_KIND, type Operator, type OperatorStatus } from '../../examples/operator/types.ts';
 import { BD_TYPE, cond, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
 import { untilServed } from '../support/crds.ts';
-import { kubectl, waitUntil } from '../support/e2e-bundles.ts';
+import { kubectl } from '../support/e2e-bundles.ts';
 import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { FIXTURES, isolatePlain, ownedUids } from '../support/upgrade-fixtures.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const OP = { apiVersion: OP_API_VERSION, kind: OP_KIND } as const;
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;

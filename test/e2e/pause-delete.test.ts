@@ -9,6 +9,7 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { CM, configMap, deleteBundleDeployment, serveBundle, uidOf } from '../support/e2e-bundles.ts';
 import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { sleep } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
@@ -27,7 +28,6 @@ afterAll(async () => {
   for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function unique(prefix: string): string {
   return `${prefix}-${t.runId}`;

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { deployment as deploymentObject, waitUntil } from '../support/e2e-bundles.ts';
+import { deployment as deploymentObject } from '../support/e2e-bundles.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
-import { sleep } from '../support/sleep.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
+import { sleep, waitUntil } from '../support/wait.ts';
 
 let t: TestController;
 let files: FileServer;

@@ -17,6 +17,7 @@ import type { WebhookReceiver } from '../../src/webhook/receiver.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
 import { isReconciled } from '../support/controller-log.ts';
 import { git, startGitServer, type GitServer } from '../support/git-server.ts';
+import { sleep } from '../support/wait.ts';
 
 const GH_SECRET = 'gh-hook-secret-4a1f-never-shown';
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
@@ -65,7 +66,6 @@ async function value(ns: string): Promise<string | undefined> {
   return o?.data?.value;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hoist-e2e-webhook-'));

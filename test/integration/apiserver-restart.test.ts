@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sleep } from '../support/wait.ts';
 
 let cp: ControlPlane;
 let t: TestController;
@@ -45,7 +46,7 @@ describe('API server restart', () => {
     await t.client.delete({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart');
     const deadline = Date.now() + 30_000;
     let back: unknown;
-    while (!(back = await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (!(back = await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart')) && Date.now() < deadline) await sleep(200);
     expect(back, 'deleted ConfigMap re-created').toBeDefined();
   });
 });

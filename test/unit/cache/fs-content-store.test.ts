@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defaultContentRoot, entryName, FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
+import { sleep } from '../../support/wait.ts';
 
 let root: string;
 beforeEach(async () => {
@@ -66,7 +67,7 @@ describe('FsContentStore', () => {
       await writeFile(join(d, 'f'), 'x');
     };
     const all = Promise.all([store.put('k', w), store.put('k', w), store.put('k', w)]);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     release();
     const dirs = await all;
     expect(runs).toBe(1);

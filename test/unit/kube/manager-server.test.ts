@@ -4,7 +4,7 @@ import { Controller } from '../../../src/kube/controller.ts';
 import type { ElectorState } from '../../../src/kube/leader-election.ts';
 import { startManagerServer } from '../../../src/kube/manager-server.ts';
 import { handleShutdown } from '../../../src/kube/shutdown.ts';
-import { sleep } from '../../support/sleep.ts';
+import { waitUntil } from '../../support/wait.ts';
 
 describe('manager server', () => {
   it('serves healthz, readiness from informers and leader election, and metrics', async () => {
@@ -82,11 +82,11 @@ describe('manager server', () => {
     });
     try {
       process.emit('SIGUSR2', 'SIGUSR2');
-      await until(() => order.includes('not ready'));
+      await waitUntil('the shutdown marked the server not ready', () => order.includes('not ready'), 60_000, 10);
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
       expect(finished).toBeUndefined(); // the reconcile is still running: the shutdown waits for it
       release();
-      await until(() => finished !== undefined);
+      await waitUntil('the shutdown finished', () => finished !== undefined, 60_000, 10);
       expect(finished).toBe(true);
       expect(order).toEqual(['start a', 'not ready', 'end a', 'lease released', 'informers stopped']);
     } finally {
@@ -94,11 +94,3 @@ describe('manager server', () => {
     }
   });
 });
-
-async function until(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(10);
-  }
-}
