@@ -109,10 +109,9 @@ describe('push webhook', () => {
 
     const start = Date.now();
     expect(await deliver(pushPayload(repoUrl()))).toEqual({ status: 202, body: 'accepted\n' });
-    bd = await t.waitFor('follows-main', (b) => isDone(b) && b.status?.resolvedSources?.[0]?.commit === c2, 'new commit installed', 5_000);
-    const latency = Date.now() - start;
-    console.log(`webhook push -> install latency: ${latency} ms`);
-    expect(latency).toBeLessThan(5_000);
+    // installed long before the next poll (an hour away): the push did it
+    bd = await t.waitFor('follows-main', (b) => isDone(b) && b.status?.resolvedSources?.[0]?.commit === c2, 'new commit installed');
+    console.log(`webhook push -> install latency: ${Date.now() - start} ms`);
     expect(bd.status?.activeRevision?.number).toBe(2);
     expect(await value(ns())).toBe('two');
     expect(logs.join('')).not.toContain(GH_SECRET);
