@@ -4,29 +4,17 @@
  * optional objects applied as soon as their CRD is created, and uninstall keeping CRDs.
  */
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { BD_TYPE, cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { crdOf } from '../support/crds.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 import { sleep, waitUntil } from '../support/wait.ts';
 
-let t: TestController;
-let files: FileServer;
-const cleanup: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  for (const c of cleanup) await c().catch(() => undefined);
-  await t?.stop();
-  await files?.close();
-});
+const { t, files, cleanup } = controllerWithFiles();
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' };
@@ -178,7 +166,7 @@ describe('optional objects', () => {
     // the test, not the bundle, creates the CRD
     const def = crd(group, 'ServiceMonitor');
     await t.client.create(def);
-    cleanup.push(() => t.client.delete(CRD, def.metadata.name, undefined));
+    cleanup(() => t.client.delete(CRD, def.metadata.name, undefined));
     const applied = await t.waitFor(bd, (b) => !b.status?.skippedOptional?.length, 'ServiceMonitor applied', 30_000);
     expect(applied.status?.skippedOptional).toBeUndefined();
     const live = await waitUntil('ServiceMonitor exists', async () => t.client.get({ apiVersion: `${group}/v1`, kind: 'ServiceMonitor' }, 'app-metrics', ns));
@@ -193,7 +181,7 @@ describe('deletion', () => {
     const widget = yaml({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: await serve(`/${bd}.tgz`, { 'crd.yaml': yaml(def), 'cm.yaml': cm('settings', { a: '1' }), 'web.yaml': deployment('web'), 'widget.yaml': widget }), ...extra });
     await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 90_000);
-    cleanup.push(() => t.client.delete(CRD, def.metadata.name, undefined));
+    cleanup(() => t.client.delete(CRD, def.metadata.name, undefined));
     return { group, crdName: def.metadata.name };
   }
 

@@ -5,30 +5,17 @@
  * are evaluated from the watches, so they cost no requests of their own.
  */
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
-import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { cond, isDone, startTestController } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { crdOf } from '../support/crds.ts';
 import { isReconciled } from '../support/controller-log.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 import { sleep } from '../support/wait.ts';
 
-let t: TestController;
-let files: FileServer;
-const sent: RequestEvent[] = [];
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-  t.ctl.client.onRequest((e) => sent.push(e));
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files, sent, replace } = controllerWithFiles();
 
 /** a CRD for Widgets in a group of its own, with a status subresource (the "operator" writes status) */
 const widgetCrd = (group: string): string => stringify(crdOf(group, 'Widget', { status: true }));
@@ -187,7 +174,7 @@ describe('rollout timing', () => {
       expect(rolled.status?.activeRevision?.number).toBe(1);
     } finally {
       // hand the rest of the file its controller back
-      t = { ...restarted, stop: restarted.stop };
+      await replace(restarted);
     }
   });
 });

@@ -5,28 +5,16 @@
  * stored revision without a fetch.
  */
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { deployment as deploymentObject } from '../support/e2e-bundles.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 import { sleep, waitUntil } from '../support/wait.ts';
 
-let t: TestController;
-let files: FileServer;
-const sent: RequestEvent[] = [];
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-  t.ctl.client.onRequest((e) => sent.push(e));
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files, sent } = controllerWithFiles();
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' };
@@ -46,7 +34,6 @@ async function snapshot(type: { apiVersion: string; kind: string }, name: string
 function writesIn(ns: string, from: number): RequestEvent[] {
   return sent.slice(from).filter((e) => e.path.includes(`/namespaces/${ns}/`) && ['apply', 'create', 'update', 'patch', 'delete'].includes(e.verb));
 }
-
 
 describe('an upgrade the API server refuses', () => {
   it('Rollback: the old revision is back as it was, the failed content is not retried, the old spec reuses the stored revision', async () => {

@@ -95,6 +95,10 @@ export async function startTestController(
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
   const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount, maxRevisionBytes: opts.maxRevisionBytes });
+  // a test that stops the controller itself (a restart) and the file's afterAll stop it once
+  const stopController = ctl.stop.bind(ctl);
+  let stopped: Promise<void> | undefined;
+  ctl.stop = () => (stopped ??= stopController());
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {
