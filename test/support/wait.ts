@@ -10,7 +10,12 @@ export { sleep };
  * Polls `check` every `everyMs` until it yields a value other than undefined or false, and
  * returns that value; throws naming `what` once `timeoutMs` has passed without one.
  */
-export async function waitUntil<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

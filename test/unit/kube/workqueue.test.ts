@@ -235,7 +235,7 @@ describe('Controller', () => {
     expect(text).toContain('controller_runtime_reconcile_time_seconds_count{controller="outcomes"} 8');
   });
 
-  it('retries a failing key after the rate limiter\'s doubling delays, on its clock', async () => {
+  it("retries a failing key after the rate limiter's doubling delays, on its clock", async () => {
     const clock = new FakeClock();
     const start = clock.now();
     const attemptsAt: number[] = [];
