@@ -41,7 +41,7 @@ export interface CompiledCheck {
 export const JSONPATH_MAX_RESULTS = 1000;
 
 function specError(check: string, what: string, code = 'bad-health-check', cause?: unknown): HoistError {
-  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', reason: 'Unhealthy', code, subject: `health check ${check}`, terminal: true, cause });
+  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', code, subject: `health check ${check}`, terminal: true, cause });
 }
 
 /** kubectl's `{.status.phase}` and `.status.phase` as jsonpath-plus's `$.status.phase` */

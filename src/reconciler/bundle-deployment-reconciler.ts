@@ -68,7 +68,7 @@ export class BundleDeploymentReconciler {
     try {
       await this.pipeline(s, finalizing);
     } catch (e) {
-      const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      const err = asHoistError(e, { stage: 'observe', code: 'internal', terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {

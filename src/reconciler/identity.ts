@@ -29,7 +29,7 @@ export function serviceAccountOf(bd: BundleDeployment, defaultServiceAccount?: s
     // the CRD refuses serviceAccount without installNamespace; only the default can get here
     throw new HoistError(
       `no installNamespace to look service account ${name} up in: the controller runs with --default-service-account ${name}, so a BundleDeployment without spec.serviceAccount must set installNamespace`,
-      { stage: 'spec', reason: 'ResolveFailed', code: 'no-service-account-namespace', subject: `BundleDeployment ${bd.metadata.name}`, terminal: true },
+      { stage: 'spec', code: 'no-service-account-namespace', subject: `BundleDeployment ${bd.metadata.name}`, terminal: true },
     );
   }
   return { namespace, name };

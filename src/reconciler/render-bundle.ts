@@ -64,7 +64,7 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     Promise.all(
       spec.sources.map(async (src, i) => {
         const resolved = input.resolved[i];
-        if (!resolved) throw new HoistError(`source ${i} was not resolved`, { stage: 'fetch', reason: 'FetchFailed', code: 'internal', subject: `sources[${i}]`, terminal: false });
+        if (!resolved) throw new HoistError(`source ${i} was not resolved`, { stage: 'fetch', code: 'internal', subject: `sources[${i}]`, terminal: false });
         let served: StoreOutcome | undefined;
         const credentials = await input.credentials(i);
         const ca = await input.ca?.(i);

@@ -58,7 +58,7 @@ export class RevisionObjects {
     if (loaded?.number === rev.number) return loaded;
     const all = await this.store.load(name, rev);
     if (!all) {
-      throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-missing', subject: `revision ${rev.number}`, terminal: false });
+      throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, { stage: 'apply', code: 'revision-missing', subject: `revision ${rev.number}`, terminal: false });
     }
     const { managed, hooks } = splitHooks(all);
     const entry = { number: rev.number, objects: managed, hooks };

@@ -67,7 +67,7 @@ export async function readSourceCA(client: KubeClient, controllerNamespace: stri
   const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${field} ${ca.ref.name}`);
   const what = `${ca.kind.toLowerCase()} ${scope.namespace}/${ca.ref.name}`;
   const fail = (message: string, code: string, terminal: boolean): HoistError =>
-    new HoistError(message, { stage: 'resolve', reason: 'ResolveFailed', code, subject: `${field} ${what} key ${key}`, terminal });
+    new HoistError(message, { stage: 'resolve', code, subject: `${field} ${what} key ${key}`, terminal });
   const obj = await getInScope<KubeObject & { data?: Record<string, string>; binaryData?: Record<string, string> }>(scope, ca.kind, ca.ref.name);
   if (!obj) throw fail(`${what} not found`, 'ca-not-found', false);
   // Secret data is base64; a ConfigMap holds text in data (a PEM) or base64 in binaryData
