@@ -8,6 +8,9 @@ import { HoistError, type FailureReason, type Stage } from '../util/errors.ts';
 export const ReconcileCode = {
   ApplyFailed: 'apply-failed',
   BadSpec: 'bad-spec',
+  CaInvalid: 'ca-invalid',
+  CaKeyMissing: 'ca-key-missing',
+  CaNotFound: 'ca-not-found',
   ConfigMapForbidden: 'configmap-forbidden',
   ConfigMapNotFound: 'configmap-not-found',
   DeleteFailed: 'delete-failed',

@@ -58,7 +58,7 @@ export async function checkSchemaReferences(tree: ContentTree, chartRelDir: stri
     const problems = schemaReferenceProblems(schema);
     if (problems.length > 0) {
       throw helmError(
-        `helm processor: ${SCHEMA_FILE} refers outside itself (${problems.slice(0, 5).join('; ')}); helm would load that from the controller's filesystem or network, so only references within the schema ("#/...") and the standard meta-schemas are allowed`,
+        `${SCHEMA_FILE} refers outside itself (${problems.slice(0, 5).join('; ')}); helm would load that from the controller's filesystem or network, so only references within the schema ("#/...") and the standard meta-schemas are allowed`,
         ProcessCode.InvalidChart,
         file,
       );
