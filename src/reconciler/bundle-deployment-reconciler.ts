@@ -9,6 +9,7 @@ import { FINALIZER, lineageOf, type BundleDeployment, type BundleDeploymentStatu
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { asHoistError } from '../util/errors.ts';
+import { ReconcileCode } from './errors.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { lineageWinner } from './lineage.ts';
@@ -68,7 +69,7 @@ export class BundleDeploymentReconciler {
     try {
       await this.pipeline(s, finalizing);
     } catch (e) {
-      const err = asHoistError(e, { stage: 'observe', code: 'internal', terminal: false });
+      const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {

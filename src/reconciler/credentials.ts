@@ -89,7 +89,7 @@ export async function readReferenced(
   const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${what} ${name}`);
   const object = await getInScope<KubeObject & { data?: Record<string, string> }>(scope, kind, name);
   if (!object) {
-    throw reconcileError(`${what} ${scope.namespace}/${name} not found`, referenceCode(kind, 'not-found'), { stage: 'resolve', subject: `${what} ${scope.namespace}/${name}`, terminal: false });
+    throw reconcileError(`${what} ${scope.namespace}/${name} not found`, referenceCode(kind, 'missing'), { stage: 'resolve', subject: `${what} ${scope.namespace}/${name}`, terminal: false });
   }
   return { object, namespace: scope.namespace };
 }

@@ -29,7 +29,7 @@ export const ReconcileCode = {
 export type ReconcileCode = (typeof ReconcileCode)[keyof typeof ReconcileCode];
 
 /** The code for a referenced Secret or ConfigMap the acting identity may not read, or that is missing. */
-export function referenceCode(kind: 'Secret' | 'ConfigMap', problem: 'forbidden' | 'not-found'): ReconcileCode {
+export function referenceCode(kind: 'Secret' | 'ConfigMap', problem: 'forbidden' | 'missing'): ReconcileCode {
   if (kind === 'Secret') return problem === 'forbidden' ? ReconcileCode.SecretForbidden : ReconcileCode.SecretNotFound;
   return problem === 'forbidden' ? ReconcileCode.ConfigMapForbidden : ReconcileCode.ConfigMapNotFound;
 }

@@ -112,5 +112,5 @@ async function visit(tree: ContentTree, chart: ChartInfo, where: string, list: D
 
 async function unpackedSubcharts(tree: ContentTree, relDir: string): Promise<string[]> {
   const entries = (await tree.list(joinRel(relDir, 'charts'))) ?? [];
-  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+  return entries.filter((entry) => entry.isDirectory() && !entry.name.startsWith('.')).map((entry) => entry.name);
 }
