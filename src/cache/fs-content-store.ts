@@ -36,6 +36,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { HoistError } from '../util/errors.ts';
 import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
+import { CacheCode } from './errors.ts';
 
 export interface FsContentStoreOptions {
   /** root directory; default `defaultContentRoot()` */
@@ -228,13 +229,13 @@ export class FsContentStore implements ContentStore {
     const max = this.maxBytes;
     if (max === undefined) return;
     const fail = (message: string, code: string, terminal: boolean): HoistError =>
-      new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject: key, terminal });
-    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, 'cache-budget', true);
+      new HoistError(message, { stage: 'fetch', code, subject: key, terminal });
+    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, CacheCode.CacheBudget, true);
     const now = this.now().getTime();
     const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
     const { total } = await this.evict(max - size, leased);
     if (total + size > max) {
-      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, 'cache-full', false);
+      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, CacheCode.CacheFull, false);
     }
   }
 
@@ -371,7 +372,7 @@ export class FsContentStore implements ContentStore {
     const found = await this.updateMeta(key, (m) =>
       m.origins.some((o) => o.location === origin.location && o.credential === origin.credential) ? undefined : { ...m, origins: [...m.origins, origin] },
     );
-    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: key, terminal: false });
+    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', code: CacheCode.CacheRace, subject: key, terminal: false });
   }
 
   /**

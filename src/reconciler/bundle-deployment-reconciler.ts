@@ -10,6 +10,7 @@ import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
 import { asHoistError } from '../util/errors.ts';
+import { ReconcileCode } from './errors.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { lineageWinner } from './lineage.ts';
@@ -70,7 +71,7 @@ export class BundleDeploymentReconciler {
     try {
       await this.pipeline(s, finalizing);
     } catch (e) {
-      const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
