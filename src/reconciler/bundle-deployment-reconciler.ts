@@ -34,7 +34,7 @@ export class BundleDeploymentReconciler {
   private readonly contentUse = new ContentInUse();
   /** per BD: uid of a BundleDeployment whose finalizer we removed (the cache may still show it) */
   private readonly finalized = new Map<string, string>();
-  /** per BD: when this process last wrote its status (monotonic ms), for the write rate limit */
+  /** per BD: when this process last wrote its status (clock ms), for the write rate limit */
   private readonly statusWrites = new Map<string, number>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
@@ -170,7 +170,7 @@ export class BundleDeploymentReconciler {
   private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
     const name = bd.metadata.name;
     const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
-    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: performance.now() });
+    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: this.now().getTime() });
     if (decision.kind === 'unchanged') return;
     if (decision.kind === 'defer') {
       // the reconcile then computes the status afresh and writes what holds at that moment
@@ -178,7 +178,7 @@ export class BundleDeploymentReconciler {
       s.note = s.note ? `${s.note}; status write deferred` : 'status write deferred';
       return;
     }
-    this.statusWrites.set(name, performance.now());
+    this.statusWrites.set(name, this.now().getTime());
     const written = await this.d.client.updateStatus({ ...bd, status: clean });
     this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
   }
