@@ -22,7 +22,16 @@ export class FakeHooks implements PipelineHooks {
       if (opts.done?.some((r) => r.event === event && r.kind === h.kind && r.name === h.metadata.name && r.result === 'Succeeded')) continue;
       const message = this.failing.get(event);
       const at = this.now().toISOString();
-      const run: HookRun = { event, kind: h.kind, name: h.metadata.name, ...(h.metadata.namespace ? { namespace: h.metadata.namespace } : {}), result: message ? 'Failed' : 'Succeeded', startedAt: at, completedAt: at, ...(message ? { message } : {}) };
+      const run: HookRun = {
+        event,
+        kind: h.kind,
+        name: h.metadata.name,
+        ...(h.metadata.namespace ? { namespace: h.metadata.namespace } : {}),
+        result: message ? 'Failed' : 'Succeeded',
+        startedAt: at,
+        completedAt: at,
+        ...(message ? { message } : {}),
+      };
       runs.push(run);
       this.runs.push(run);
       if (message) return { runs, failed: { run, subject: `${event} hook ${describeObject(h)}` } };

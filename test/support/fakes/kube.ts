@@ -47,7 +47,8 @@ function keyOf(type: TypeRef, name: string, namespace: string | undefined): stri
 /** RFC 7386 JSON merge patch */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -118,12 +119,22 @@ export class FakeKube implements KubeClient {
   /** list, synchronously (an informer cache answers so) */
   listNow<T extends KubeObject = KubeObject>(type: TypeRef, opts: ListOptions = {}): T[] {
     const items = [...this.objects.values()].filter(
-      (o) => o.apiVersion === type.apiVersion && o.kind === type.kind && (opts.namespace === undefined || o.metadata.namespace === opts.namespace) && matchesSelector(o, opts.labelSelector),
+      (o) =>
+        o.apiVersion === type.apiVersion &&
+        o.kind === type.kind &&
+        (opts.namespace === undefined || o.metadata.namespace === opts.namespace) &&
+        matchesSelector(o, opts.labelSelector),
     );
     return structuredClone(items) as T[];
   }
 
-  async patch<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace: string | undefined, patch: unknown, patchType: 'merge' | 'json'): Promise<T> {
+  async patch<T extends KubeObject = KubeObject>(
+    type: TypeRef,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    patchType: 'merge' | 'json',
+  ): Promise<T> {
     if (patchType !== 'merge') throw new Error('the fake kube client supports merge patches only');
     const live = this.objects.get(keyOf(type, name, namespace));
     if (!live) throw this.error(404, 'NotFound', 'patch', type, name, namespace);
@@ -135,7 +146,8 @@ export class FakeKube implements KubeClient {
   async updateStatus<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {
     const live = this.objects.get(keyOf(obj, obj.metadata.name, obj.metadata.namespace));
     if (!live) throw this.error(404, 'NotFound', 'update status of', obj, obj.metadata.name, obj.metadata.namespace);
-    if (obj.metadata.resourceVersion !== live.metadata.resourceVersion) throw this.error(409, 'Conflict', 'update status of', obj, obj.metadata.name, obj.metadata.namespace);
+    if (obj.metadata.resourceVersion !== live.metadata.resourceVersion)
+      throw this.error(409, 'Conflict', 'update status of', obj, obj.metadata.name, obj.metadata.namespace);
     return this.put({ ...live, status: obj['status'] } as unknown as T);
   }
 
@@ -182,6 +194,11 @@ export class FakeKube implements KubeClient {
 
   private error(statusCode: number, reason: string, verb: string, type: TypeRef, name: string, namespace: string | undefined): ApiError {
     const subject = describeObject({ apiVersion: type.apiVersion, kind: type.kind, metadata: { name, ...(namespace ? { namespace } : {}) } });
-    return new ApiError({ statusCode, verb, subject, status: { kind: 'Status', status: 'Failure', reason, code: statusCode, message: `${subject}: ${reason}` } });
+    return new ApiError({
+      statusCode,
+      verb,
+      subject,
+      status: { kind: 'Status', status: 'Failure', reason, code: statusCode, message: `${subject}: ${reason}` },
+    });
   }
 }

@@ -10,7 +10,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { API_VERSION, KIND, lineageOf, type BundleDeployment, type BundleDeploymentSpec, type Condition, type ConditionType } from '../../../api/v1alpha2/types.ts';
+import {
+  API_VERSION,
+  KIND,
+  lineageOf,
+  type BundleDeployment,
+  type BundleDeploymentSpec,
+  type Condition,
+  type ConditionType,
+} from '../../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import type { ReconcileResult } from '../../../src/kube/controller.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
@@ -96,7 +104,8 @@ export class FakeWorld {
     const live = this.bd(name);
     const changed = !live || JSON.stringify(live.spec) !== JSON.stringify(spec);
     const generation = (live?.metadata.generation ?? 0) + (changed ? 1 : 0);
-    return this.kube.put({ ...(live ?? { apiVersion: API_VERSION, kind: KIND }), metadata: { ...live?.metadata, name, generation }, spec } as BundleDeployment & KubeObject);
+    return this.kube.put({ ...(live ?? { apiVersion: API_VERSION, kind: KIND }), metadata: { ...live?.metadata, name, generation }, spec } as BundleDeployment &
+      KubeObject);
   }
 
   /** the BundleDeployment as stored */

@@ -26,39 +26,16 @@ type Cell = 'create' | 'update' | 'handover' | 'adopt' | 'steal' | 'refuse';
 const PROTECTIONS = ['Prevent', 'IfNotOwned', 'None'] as const;
 
 /** per owner: [Prevent, IfNotOwned, None] for an ordinary object, then the same for a CRD */
+// prettier-ignore
 const grid: Record<keyof typeof owners, [object: [Cell, Cell, Cell], crd: [Cell, Cell, Cell]]> = {
-  absent: [
-    ['create', 'create', 'create'],
-    ['create', 'create', 'create'],
-  ],
-  'this BD': [
-    ['update', 'update', 'update'],
-    ['update', 'update', 'update'],
-  ],
-  'another BD of this lineage': [
-    ['handover', 'handover', 'handover'],
-    ['handover', 'handover', 'handover'],
-  ],
-  'a BD of another lineage': [
-    ['refuse', 'refuse', 'steal'],
-    ['refuse', 'refuse', 'refuse'],
-  ],
-  'a BD label without a lineage label': [
-    ['refuse', 'refuse', 'steal'],
-    ['refuse', 'refuse', 'refuse'],
-  ],
-  'this lineage’s label without an owner': [
-    ['refuse', 'adopt', 'adopt'],
-    ['refuse', 'adopt', 'adopt'],
-  ],
-  'another controller (Helm)': [
-    ['refuse', 'adopt', 'adopt'],
-    ['refuse', 'adopt', 'adopt'],
-  ],
-  'nobody (no labels)': [
-    ['refuse', 'adopt', 'adopt'],
-    ['refuse', 'adopt', 'adopt'],
-  ],
+  absent: [['create', 'create', 'create'], ['create', 'create', 'create']],
+  'this BD': [['update', 'update', 'update'], ['update', 'update', 'update']],
+  'another BD of this lineage': [['handover', 'handover', 'handover'], ['handover', 'handover', 'handover']],
+  'a BD of another lineage': [['refuse', 'refuse', 'steal'], ['refuse', 'refuse', 'refuse']],
+  'a BD label without a lineage label': [['refuse', 'refuse', 'steal'], ['refuse', 'refuse', 'refuse']],
+  'this lineage’s label without an owner': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
+  'another controller (Helm)': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
+  'nobody (no labels)': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
 };
 
 /** the owner a refusal or a steal names */
@@ -93,10 +70,7 @@ function expected(cell: Cell, owner: keyof typeof owners, protection: CollisionP
 }
 
 const cells = Object.entries(grid).flatMap(([owner, [object, crd]]) =>
-  PROTECTIONS.flatMap((protection, i) => [
-    [owner, protection, false, object[i]!] as const,
-    [owner, protection, true, crd[i]!] as const,
-  ]),
+  PROTECTIONS.flatMap((protection, i) => [[owner, protection, false, object[i]!] as const, [owner, protection, true, crd[i]!] as const]),
 );
 
 describe('decideTakeOver: collisionProtection × owner × CRD', () => {
@@ -109,6 +83,9 @@ describe('decideTakeOver: collisionProtection × owner × CRD', () => {
   });
 
   it('without opts an object is not a CRD', () => {
-    expect(decideTakeOver(owners['a BD of another lineage'], { ...me, protection: 'None' })).toEqual({ action: 'steal', owner: 'BundleDeployment theirs (lineage their-lineage)' });
+    expect(decideTakeOver(owners['a BD of another lineage'], { ...me, protection: 'None' })).toEqual({
+      action: 'steal',
+      owner: 'BundleDeployment theirs (lineage their-lineage)',
+    });
   });
 });

@@ -46,7 +46,12 @@ const V2 = 'https://bundles.example/v2.tgz';
 const PROGRESS_DEADLINE_MS = 10 * 60_000;
 
 function configMap(name: string, v: string, health?: 'InProgress'): KubeObject {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'app', ...(health ? { annotations: { [FAKE_HEALTH]: health } } : {}) }, data: { v } };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'app', ...(health ? { annotations: { [FAKE_HEALTH]: health } } : {}) },
+    data: { v },
+  };
 }
 
 function spec(url: string, onFailure: OnFailure): BundleDeploymentSpec {
@@ -90,7 +95,12 @@ function then(o: Outcome): Then {
  * Installs v1 first when upgrading, then makes `mode` fail for v2 (a new spec generation) and
  * reconciles; for observe "terminal", once more after progressDeadline has passed.
  */
-async function run(mode: Mode, kind: Kind, action: Action, onFailure: OnFailure): Promise<{ w: FakeWorld; outcome: Outcome; applies: number[]; events: string[]; named?: string }> {
+async function run(
+  mode: Mode,
+  kind: Kind,
+  action: Action,
+  onFailure: OnFailure,
+): Promise<{ w: FakeWorld; outcome: Outcome; applies: number[]; events: string[]; named?: string }> {
   const w = await FakeWorld.create();
   worlds.push(w);
   w.source.publish(V1, [configMap('app', '1'), configMap('v1-only', '1')]);
@@ -98,7 +108,12 @@ async function run(mode: Mode, kind: Kind, action: Action, onFailure: OnFailure)
   if (action === 'upgrade') {
     w.put('demo', spec(V1, onFailure));
     expect((await w.reconcile('demo')).error).toBeUndefined();
-    expect([said(w, 'Installed'), said(w, 'Healthy'), said(w, 'Progressing'), live(w)]).toEqual(['True/Installed', 'True/Healthy', 'False/Succeeded', 'app=1 v1-only']);
+    expect([said(w, 'Installed'), said(w, 'Healthy'), said(w, 'Progressing'), live(w)]).toEqual([
+      'True/Installed',
+      'True/Healthy',
+      'False/Succeeded',
+      'app=1 v1-only',
+    ]);
   }
   const appliesBefore = w.applier.applies.length;
   const eventsBefore = w.events.events.length;
@@ -151,6 +166,8 @@ for (const [mode, stage] of [
     }
   }
 }
+// one row per line, a table
+// prettier-ignore
 rows.push(
   // apply: nothing to roll back to on install; Rollback retries a transient failure within the deadline, rolls back a terminal one; Hold retries both
   ['apply', 'transient', 'install', 'Rollback', { then: 'backoff', installed: 'False/ApplyFailed', progressing: 'True/Retrying', stage: 'Unknown/Unknown', active: undefined, live: 'app=2 v2-only', applies: [1], events: ['ApplyFailed'] }],
@@ -172,21 +189,26 @@ rows.push(
   ['observe', 'terminal', 'upgrade', 'Hold', { then: 'wait', installed: 'True/Installed', progressing: 'False/Blocked', stage: 'False/Progressing', active: 2, live: 'app=2 v2-only', applies: [2, 2], events: ['Installed', 'ProgressDeadlineExceeded'] }],
 );
 
-const stageCondition = (mode: Mode): 'Resolved' | 'Unpacked' | 'Healthy' => (mode === 'resolve' ? 'Resolved' : mode === 'fetch' || mode === 'process' ? 'Unpacked' : 'Healthy');
+/** what a row compares: the outcome and the state it left */
+function summary(w: FakeWorld, outcome: Outcome, applies: number[], events: string[]): Omit<Expected, 'stage'> {
+  return {
+    then: then(outcome),
+    installed: said(w, 'Installed'),
+    progressing: said(w, 'Progressing'),
+    active: w.bd('demo')?.status?.activeRevision?.number,
+    live: live(w),
+    applies,
+    events,
+  };
+}
+
+const stageCondition = (mode: Mode): 'Resolved' | 'Unpacked' | 'Healthy' =>
+  mode === 'resolve' ? 'Resolved' : mode === 'fetch' || mode === 'process' ? 'Unpacked' : 'Healthy';
 
 describe('pipeline failures over fakes: stage × transient/terminal × install/upgrade × onFailure', () => {
   it.each(rows)('%s %s, %s, onFailure %s', async (mode, kind, action, onFailure, want) => {
     const { w, outcome, applies, events, named } = await run(mode, kind, action, onFailure);
-    expect({
-      then: then(outcome),
-      installed: said(w, 'Installed'),
-      progressing: said(w, 'Progressing'),
-      stage: said(w, stageCondition(mode)),
-      active: w.bd('demo')?.status?.activeRevision?.number,
-      live: live(w),
-      applies,
-      events,
-    }).toEqual(want);
+    expect({ ...summary(w, outcome, applies, events), stage: said(w, stageCondition(mode)) }).toEqual(want);
     const progressing = w.condition('demo', 'Progressing')?.message ?? '';
     if (named) {
       // the failure is named where people look: its stage and subject, in Progressing and in the stage's own condition
@@ -208,7 +230,11 @@ describe('pipeline failures over fakes: stage × transient/terminal × install/u
 
 describe('pipeline failures over fakes: what the failure’s code and the time it lasts decide', () => {
   /** v1 installed (upgrade) or not (install), then v2 under onFailure Rollback meets `fail` */
-  async function upgradeFails(action: Action, fail: (w: FakeWorld) => void, hook?: KubeObject): Promise<{ w: FakeWorld; outcome: Outcome; applies: () => number[]; events: () => string[] }> {
+  async function upgradeFails(
+    action: Action,
+    fail: (w: FakeWorld) => void,
+    hook?: KubeObject,
+  ): Promise<{ w: FakeWorld; outcome: Outcome; applies: () => number[]; events: () => string[] }> {
     const w = await FakeWorld.create();
     worlds.push(w);
     w.source.publish(V1, [configMap('app', '1'), configMap('v1-only', '1')]);
@@ -222,28 +248,67 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
     fail(w);
     w.put('demo', spec(V2, 'Rollback'));
     const outcome = await w.reconcile('demo');
-    return { w, outcome, applies: () => w.applier.applies.slice(appliesBefore).map((a) => a.revision), events: () => w.events.events.slice(eventsBefore).map((e) => e.reason) };
+    return {
+      w,
+      outcome,
+      applies: () => w.applier.applies.slice(appliesBefore).map((a) => a.revision),
+      events: () => w.events.events.slice(eventsBefore).map((e) => e.reason),
+    };
   }
-  const refusal = (code: string, reason: string, terminal: boolean) => new HoistError('refused', { stage: 'apply', reason, code, subject: 'v1 ConfigMap app/app', terminal });
+  const refusal = (code: string, reason: string, terminal: boolean) =>
+    new HoistError('refused', { stage: 'apply', reason, code, subject: 'v1 ConfigMap app/app', terminal });
 
   it('the acting account forbidden on upgrade: not retried as transient, rolled back, "stays installed"', async () => {
-    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) => w.applier.fail({ err: refusal('forbidden', 'ApplyFailed', false), revision: 2 }));
-    expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing'), w.bd('demo')?.status?.activeRevision?.number, live(w), applies(), events()]).toEqual(['wait', 'False/ApplyFailed', 'False/RolledBack', 1, 'app=1 v1-only', [2, 1], ['RolledBack']]);
+    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
+      w.applier.fail({ err: refusal('forbidden', 'ApplyFailed', false), revision: 2 }),
+    );
+    expect(summary(w, outcome, applies(), events())).toEqual({
+      then: 'wait',
+      installed: 'False/ApplyFailed',
+      progressing: 'False/RolledBack',
+      active: 1,
+      live: 'app=1 v1-only',
+      applies: [2, 1],
+      events: ['RolledBack'],
+    });
     expect(w.condition('demo', 'Installed')?.message).toMatch(/^apply v1 ConfigMap app\/app: refused; revision 1 stays installed$/);
   });
 
   it('a conflicting owner on install: blocked, looked at again after a minute', async () => {
-    const { w, outcome, applies, events } = await upgradeFails('install', (w) => w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true) }));
-    expect([outcome.result, said(w, 'Installed'), said(w, 'Progressing'), w.bd('demo')?.status?.activeRevision, live(w), applies(), events()]).toEqual([{ requeueAfter: 60_000 }, 'False/ConflictingOwner', 'False/Blocked', undefined, '', [1], ['ConflictingOwner']]);
+    const { w, outcome, applies, events } = await upgradeFails('install', (w) =>
+      w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true) }),
+    );
+    expect(outcome.result).toEqual({ requeueAfter: 60_000 });
+    expect(summary(w, outcome, applies(), events())).toEqual({
+      then: 'after',
+      installed: 'False/ConflictingOwner',
+      progressing: 'False/Blocked',
+      active: undefined,
+      live: '',
+      applies: [1],
+      events: ['ConflictingOwner'],
+    });
   });
 
   it('a conflicting owner on upgrade: the installed revision stays, named ConflictingOwner', async () => {
-    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) => w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true), revision: 2 }));
-    expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing'), w.bd('demo')?.status?.activeRevision?.number, live(w), applies(), events()]).toEqual(['wait', 'False/ConflictingOwner', 'False/RolledBack', 1, 'app=1 v1-only', [2, 1], ['RolledBack']]);
+    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
+      w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true), revision: 2 }),
+    );
+    expect(summary(w, outcome, applies(), events())).toEqual({
+      then: 'wait',
+      installed: 'False/ConflictingOwner',
+      progressing: 'False/RolledBack',
+      active: 1,
+      live: 'app=1 v1-only',
+      applies: [2, 1],
+      events: ['RolledBack'],
+    });
   });
 
   it('a transient apply failure for longer than progressDeadline: retried until then, then rolled back', async () => {
-    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) => w.applier.fail({ err: refusal('apply-failed', 'ApplyFailed', false), revision: 2, afterWrites: true }));
+    const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
+      w.applier.fail({ err: refusal('apply-failed', 'ApplyFailed', false), revision: 2, afterWrites: true }),
+    );
     expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing')]).toEqual(['backoff', 'True/Installed', 'True/Retrying']);
     const since = w.bd('demo')?.status?.attemptedRevision?.failingSince;
     expect(w.condition('demo', 'Progressing')?.message).toContain(`rolled back to revision 1 if still failing 10m after ${since}`);
@@ -253,14 +318,34 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
     expect(w.bd('demo')?.status?.attemptedRevision?.failingSince).toBe(since);
     w.advance(PROGRESS_DEADLINE_MS / 2);
     const last = await w.reconcile('demo');
-    expect([then(last), said(w, 'Installed'), said(w, 'Progressing'), w.bd('demo')?.status?.activeRevision?.number, live(w), applies(), events()]).toEqual(['wait', 'True/Installed', 'False/RolledBack', 1, 'app=1 v1-only', [2, 2, 2, 1], ['RolledBack']]);
+    expect(summary(w, last, applies(), events())).toEqual({
+      then: 'wait',
+      installed: 'True/Installed',
+      progressing: 'False/RolledBack',
+      active: 1,
+      live: 'app=1 v1-only',
+      applies: [2, 2, 2, 1],
+      events: ['RolledBack'],
+    });
   });
 
   it('a failing pre-upgrade hook: nothing of the new revision applied, rolled back', async () => {
     // a hook as the helm processor keeps it (src/processors/helm/hooks.ts)
-    const hook: KubeObject = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'migrate', namespace: 'app', annotations: { [ANNOTATION_HOOK]: 'pre-upgrade' } } };
+    const hook: KubeObject = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'migrate', namespace: 'app', annotations: { [ANNOTATION_HOOK]: 'pre-upgrade' } },
+    };
     const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) => w.hooks.failing.set('pre-upgrade', 'BackoffLimitExceeded'), hook);
-    expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing'), w.bd('demo')?.status?.activeRevision?.number, live(w), applies(), events()]).toEqual(['wait', 'True/Installed', 'False/RolledBack', 1, 'app=1 v1-only', [1], ['HookFailed', 'RolledBack']]);
+    expect(summary(w, outcome, applies(), events())).toEqual({
+      then: 'wait',
+      installed: 'True/Installed',
+      progressing: 'False/RolledBack',
+      active: 1,
+      live: 'app=1 v1-only',
+      applies: [1],
+      events: ['HookFailed', 'RolledBack'],
+    });
     expect(w.hooks.runs.map((r) => `${r.event} ${r.name} ${r.result}`)).toEqual(['pre-upgrade migrate Failed']);
     expect(w.condition('demo', 'Progressing')?.message).toContain('apply pre-upgrade hook batch/v1 Job app/migrate: ');
   });
