@@ -13,6 +13,7 @@ import { ANNOTATION_REVISION, LABEL_HOOK_OF, type HookEvent, type HookRun } from
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type WatchEvent } from '../kube/types.ts';
 import { compareHooks, hookDeletePolicies, hookEventsOf, type HookDeletePolicy } from '../processors/helm/hooks.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { HoistError } from '../util/errors.ts';
 import { dropServerFields } from './object-id.ts';
 
@@ -100,8 +101,9 @@ function hookError(message: string, subject: string, terminal: boolean, cause?: 
 export class HookRunner {
   private readonly now: () => Date;
 
-  constructor(private readonly opts: { log: Logger; now?: () => Date; pollMs?: number }) {
-    this.now = opts.now ?? (() => new Date());
+  constructor(private readonly opts: { log: Logger; clock?: Clock; pollMs?: number }) {
+    const clock = opts.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
   }
 
   /**

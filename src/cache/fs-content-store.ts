@@ -33,6 +33,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, lstat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { HoistError } from '../util/errors.ts';
 import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
 
@@ -41,8 +42,8 @@ export interface FsContentStoreOptions {
   root?: string;
   /** size budget in bytes, enforced on every commit and by `enforceBudget`; undefined = unlimited */
   maxBytes?: number;
-  /** clock, for tests */
-  now?: () => Date;
+  /** the time of leases and last-use stamps (default: the system clock) */
+  clock?: Clock;
 }
 
 /** Metadata kept beside each entry; small enough to read for every entry during gc. */
@@ -104,7 +105,8 @@ export class FsContentStore implements ContentStore {
   constructor(options: FsContentStoreOptions = {}) {
     this.root = options.root ?? defaultContentRoot();
     this.maxBytes = options.maxBytes;
-    this.now = options.now ?? (() => new Date());
+    const clock = options.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.entriesDir = join(this.root, 'entries');
     this.tmpDir = join(this.root, 'tmp');
   }

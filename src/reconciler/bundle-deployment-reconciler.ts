@@ -8,6 +8,7 @@
 import { FINALIZER, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
+import { systemClock } from '../util/clock.ts';
 import { asHoistError } from '../util/errors.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
@@ -40,7 +41,8 @@ export class BundleDeploymentReconciler {
   private readonly now: () => Date;
 
   constructor(private readonly d: ReconcilerDeps) {
-    this.now = d.now ?? (() => new Date());
+    const clock = d.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.ctx = { d, objects: new RevisionObjects(d.revisions), pendingRotations: new Map() };
   }
 

@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import type { Clock } from '../util/clock.ts';
 import { Semaphore } from '../util/concurrency.ts';
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
@@ -44,6 +45,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   gcIntervalMs?: number;
   /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
+  clock?: Clock;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -87,7 +90,7 @@ export class BundleDeploymentManager {
     this.managed = new ManagedObjects(opts.client, (owner, why) => {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
-    }, log);
+    }, log, opts.clock);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
     this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
@@ -100,7 +103,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
-      hooks: new HookRunner({ log }),
+      hooks: new HookRunner({ log, clock: opts.clock }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
@@ -113,6 +116,7 @@ export class BundleDeploymentManager {
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
+      clock: opts.clock,
       secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
     });
     this.controller = new Controller({
@@ -121,6 +125,7 @@ export class BundleDeploymentManager {
       workers: opts.workers ?? 16,
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
+      clock: opts.clock,
     });
     this.crds = new CrdWatch(opts.client, (crd) => {
       for (const bd of this.bds.list()) {

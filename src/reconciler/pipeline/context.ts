@@ -3,6 +3,7 @@
  * outlives one reconcile (rendered and loaded revision objects), and the small helpers that name
  * who acts for a BD and where its objects are. Steps receive it with the per-reconcile state.
  */
+import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
@@ -63,7 +64,8 @@ export interface ReconcilerDeps {
   listBundleDeployments(): BundleDeployment[];
   /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
   lineageMembers(lineage: string): BundleDeployment[];
-  now?: () => Date;
+  /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
+  clock?: Clock;
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */

@@ -11,6 +11,7 @@ import { deleteOwned } from '../../apply/prune.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
+import { systemClock } from '../../util/clock.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
 
@@ -64,7 +65,7 @@ async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-d
   if (hooksFor(hooks, event).length === 0) return;
   const spec = withDefaults(bd.spec);
   const result = await ctx.d.hooks
-    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.now?.() ?? new Date()).getTime() + spec.progressDeadlineMs })
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.clock ?? systemClock).now() + spec.progressDeadlineMs })
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;

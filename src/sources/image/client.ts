@@ -24,9 +24,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import { systemClock, type Clock } from '../../util/clock.ts';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, isRetryable, retryCannotHelp } from '../../util/http-status.ts';
-import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
+import { sleep } from '../../util/sleep.ts';
+import { backoffDelay, parseRetryAfter, type RetryOptions } from '../http/backoff.ts';
 import type { HostCAs } from '../http/ca-dir.ts';
 import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
 import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
@@ -53,6 +55,8 @@ export interface RegistryClientOptions {
   userAgent?: string;
   /** use this dispatcher instead of the transport's own proxy-aware agent (tests, shared pools) */
   dispatcher?: Dispatcher;
+  /** the time of retry waits, Retry-After and token expiry (default: the system clock) */
+  clock?: Clock;
 }
 
 /** Per-operation inputs: whose credentials, which pipeline stage errors belong to, cancellation. */
@@ -111,6 +115,7 @@ export class RegistryClient {
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly clock: Clock;
   /** last challenge seen per registry host: lets later requests authenticate up front */
   private readonly challenges = new Map<string, AuthChallenge>();
   private readonly tokens = new Map<string, CachedToken>();
@@ -122,6 +127,7 @@ export class RegistryClient {
     this.attempts = Math.max(1, options.retry?.attempts ?? 4);
     this.baseDelayMs = options.retry?.baseDelayMs ?? 250;
     this.maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
+    this.clock = options.clock ?? systemClock;
     const ca = options.ca === undefined ? undefined : typeof options.ca === 'string' ? [options.ca] : [...options.ca];
     this.transport = new HttpTransport({
       ...(ca ? { ca } : {}),
@@ -329,7 +335,7 @@ export class RegistryClient {
     const key = `${realm}|${service}|${scope}|${credentialIdentity(cred)}`;
     if (fresh) this.tokens.delete(key);
     const hit = this.tokens.get(key);
-    if (hit && hit.expiresAt > Date.now()) return `Bearer ${hit.token}`;
+    if (hit && hit.expiresAt > this.clock.now()) return `Bearer ${hit.token}`;
     // concurrent requests for one scope share a single token request
     let p = this.inflightTokens.get(key);
     if (!p) {
@@ -393,7 +399,7 @@ export class RegistryClient {
     const token = typeof parsed.token === 'string' ? parsed.token : typeof parsed.access_token === 'string' ? parsed.access_token : '';
     if (token === '') throw imageError(ctx.stage, 'token', 'token service answered without a token', subject, false);
     const ttl = typeof parsed.expires_in === 'number' && parsed.expires_in > 0 ? parsed.expires_in : DEFAULT_TOKEN_TTL_S;
-    this.tokens.set(`${realm}|${service}|${scope}|${credentialIdentity(cred)}`, { token, expiresAt: Date.now() + ttl * 1000 - TOKEN_EXPIRY_MARGIN_MS });
+    this.tokens.set(`${realm}|${service}|${scope}|${credentialIdentity(cred)}`, { token, expiresAt: this.clock.now() + ttl * 1000 - TOKEN_EXPIRY_MARGIN_MS });
     return token;
   }
 
@@ -441,11 +447,12 @@ export class RegistryClient {
         const network = e instanceof HoistError && e.code === 'network';
         if (!network) throw e;
         if (attempt >= this.attempts) throw imageError(ctx.stage, 'network', `registry ${e.message}`, subject, false);
-        await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+        await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal, this.clock);
+        ctx.signal?.throwIfAborted();
         continue;
       }
       if (!isRetryable(res.statusCode) || attempt >= this.attempts) return res;
-      const after = parseRetryAfter(single(res.headers['retry-after']), Date.now());
+      const after = parseRetryAfter(single(res.headers['retry-after']), this.clock.now());
       await res.body.dump();
       if (after !== undefined && after > this.maxDelayMs) {
         throw imageError(
@@ -456,7 +463,8 @@ export class RegistryClient {
           false,
         );
       }
-      await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+      await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal, this.clock);
+      ctx.signal?.throwIfAborted();
     }
   }
 }

@@ -2,8 +2,8 @@
  * The real BundleDeploymentReconciler wired to the fakes of this folder instead of a cluster: a
  * FakeKube holding the BundleDeployments and the objects the FakeApplier writes, a
  * FakeRevisionStore, FakeManagedObjects, FakeHooks, FakeEvents, and a FakeSource + FakeProcessor
- * serving bundles a test publishes. Time is the world's own: it moves only when the test (or
- * `reconcile`, by the status-write spacing) moves it. Everything the pipeline decides runs as in
+ * serving bundles a test publishes. Time is the world's FakeClock (test/support/fake-clock.ts): it
+ * moves only when the test (or `reconcile`, by the status-write spacing) moves it. Everything the pipeline decides runs as in
  * production; what runs here instead of the cluster is listed in README.md.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +28,7 @@ import type { Actor } from '../../../src/reconciler/identity.ts';
 import type { PipelineIdentities } from '../../../src/reconciler/pipeline/context.ts';
 import { MIN_STATUS_WRITE_INTERVAL_MS } from '../../../src/reconciler/status-writes.ts';
 import { Semaphore } from '../../../src/util/concurrency.ts';
+import { FakeClock } from '../fake-clock.ts';
 import { FakeApplier } from './applier.ts';
 import { FakeProcessor, FakeSource } from './bundles.ts';
 import { FakeEvents } from './events.ts';
@@ -58,12 +59,11 @@ export class FakeWorld {
   readonly processor = new FakeProcessor();
   readonly hooks: FakeHooks;
   readonly reconciler: BundleDeploymentReconciler;
-  /** the time the reconciler sees (epoch ms) */
-  time = Date.parse('2026-01-01T00:00:00Z');
+  /** the time the reconciler sees: it moves only when the test (or `reconcile`) moves it */
+  readonly clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
 
   private constructor(private readonly dir: string) {
-    const now = (): Date => new Date(this.time);
-    this.hooks = new FakeHooks(now);
+    this.hooks = new FakeHooks(() => new Date(this.clock.now()));
     const bds = (): BundleDeployment[] => this.kube.listNow<BundleDeployment & KubeObject>({ apiVersion: API_VERSION, kind: KIND });
     this.reconciler = new BundleDeploymentReconciler({
       client: this.kube,
@@ -83,7 +83,7 @@ export class FakeWorld {
       getBundleDeployment: (name) => bds().find((bd) => bd.metadata.name === name),
       listBundleDeployments: bds,
       lineageMembers: (lineage) => bds().filter((bd) => lineageOf(bd) === lineage),
-      now,
+      clock: this.clock,
     });
   }
 
@@ -95,8 +95,8 @@ export class FakeWorld {
     await rm(this.dir, { recursive: true, force: true });
   }
 
-  advance(ms: number): void {
-    this.time += ms;
+  async advance(ms: number): Promise<void> {
+    await this.clock.advance(ms);
   }
 
   /** creates the BundleDeployment, or sets its spec (a new generation when the spec changed) */
@@ -122,7 +122,7 @@ export class FakeWorld {
    * status is written, not deferred by the write spacing).
    */
   async reconcile(name: string): Promise<Outcome> {
-    this.advance(MIN_STATUS_WRITE_INTERVAL_MS);
+    await this.advance(MIN_STATUS_WRITE_INTERVAL_MS);
     try {
       return { result: await this.reconciler.reconcile(name) };
     } catch (e) {

@@ -130,7 +130,7 @@ async function run(
   let outcome = await w.reconcile('demo');
   if (mode === 'observe' && kind === 'terminal') {
     expect(outcome.result?.requeueAfter).toBeLessThanOrEqual(PROGRESS_DEADLINE_MS);
-    w.advance(PROGRESS_DEADLINE_MS);
+    await w.advance(PROGRESS_DEADLINE_MS);
     outcome = await w.reconcile('demo');
   }
   return {
@@ -312,11 +312,11 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
     expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing')]).toEqual(['backoff', 'True/Installed', 'True/Retrying']);
     const since = w.bd('demo')?.status?.attemptedRevision?.failingSince;
     expect(w.condition('demo', 'Progressing')?.message).toContain(`rolled back to revision 1 if still failing 10m after ${since}`);
-    w.advance(PROGRESS_DEADLINE_MS / 2);
+    await w.advance(PROGRESS_DEADLINE_MS / 2);
     expect(then(await w.reconcile('demo'))).toBe('backoff');
     // the deadline counts from the first failure, not from the last one
     expect(w.bd('demo')?.status?.attemptedRevision?.failingSince).toBe(since);
-    w.advance(PROGRESS_DEADLINE_MS / 2);
+    await w.advance(PROGRESS_DEADLINE_MS / 2);
     const last = await w.reconcile('demo');
     expect(summary(w, last, applies(), events())).toEqual({
       then: 'wait',
