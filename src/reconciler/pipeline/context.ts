@@ -23,6 +23,22 @@ import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
 
+/*
+ * What the pipeline asks of each stage implementation: the smallest part of each class the steps
+ * call, so the reconciler runs as well over in-memory fakes (test/support/fakes/) as over the
+ * real ones manager.ts wires.
+ */
+/** the SSA applier (src/apply/applier.ts) */
+export type PipelineApplier = Pick<Applier, 'apply' | 'ensureInstallNamespace' | 'writtenUid' | 'forget'>;
+/** the Helm hook runner (src/apply/hooks.ts) */
+export type PipelineHooks = Pick<HookRunner, 'run'>;
+/** the revision Secrets (src/apply/revision-store.ts) */
+export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'list' | 'findByInputs' | 'load' | 'prune'>;
+/** the managed-object watches: health, health-check verdicts, observed writes (managed-objects.ts) */
+export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'settled' | 'probeError' | 'health' | 'checkVerdicts' | 'observedWrites'>;
+/** who acts for a BD (identity.ts) */
+export type PipelineIdentities = Pick<Identities, 'for' | 'defaultServiceAccount'>;
+
 export interface ReconcilerDeps {
   client: KubeClient;
   log: Logger;
@@ -31,17 +47,17 @@ export interface ReconcilerDeps {
   store: ContentStore;
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
-  applier: Applier;
+  applier: PipelineApplier;
   /** runs Helm hooks (src/apply/hooks.ts) */
-  hooks: HookRunner;
+  hooks: PipelineHooks;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
   /** bounds source resolves that may make requests (every BD's, each source apart); never held with `renders` */
   resolves: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
-  identities: Identities;
-  revisions: RevisionStore;
-  managed: ManagedObjects;
+  identities: PipelineIdentities;
+  revisions: PipelineRevisions;
+  managed: PipelineManaged;
   events: EventRecorder;
   /** the informer cache of BundleDeployments */
   getBundleDeployment(name: string): BundleDeployment | undefined;
