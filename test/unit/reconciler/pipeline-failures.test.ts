@@ -16,6 +16,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ANNOTATION_HOOK, type BundleDeploymentSpec, type OnFailure } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import { HoistError, type Stage } from '../../../src/util/errors.ts';
+import { ApplyCode, ConflictingOwnerError, ObjectsError } from '../../../src/apply/errors.ts';
+import { ProcessCode } from '../../../src/processors/errors.ts';
+import { SourceCode } from '../../../src/sources/errors.ts';
 import { FAKE_HEALTH } from '../../support/fakes/managed.ts';
 import { FakeWorld, type Outcome } from '../../support/fakes/world.ts';
 
@@ -61,9 +64,8 @@ function spec(url: string, onFailure: OnFailure): BundleDeploymentSpec {
 /** the failure a stage meets, as its implementation reports it: a HoistError naming stage and subject */
 function failure(mode: Exclude<Mode, 'observe'>, kind: Kind): { err: HoistError; stage: Stage; subject: string } {
   const subject = { resolve: V2, fetch: V2, process: 'templates/app.yaml', apply: 'v1 ConfigMap app/app' }[mode];
-  const code = { resolve: 'http-status', fetch: 'digest-mismatch', process: 'invalid-yaml', apply: 'apply-failed' }[mode];
-  const reason = { resolve: 'ResolveFailed', fetch: 'FetchFailed', process: 'ProcessFailed', apply: 'ApplyFailed' }[mode];
-  const err = new HoistError(`${kind} ${mode} failure`, { stage: mode, reason, code, subject, terminal: kind === 'terminal' });
+  const code = { resolve: SourceCode.HttpStatus, fetch: SourceCode.DigestMismatch, process: ProcessCode.ParseError, apply: ApplyCode.ApplyFailed }[mode];
+  const err = new HoistError(`${kind} ${mode} failure`, { stage: mode, code, subject, terminal: kind === 'terminal' });
   return { err, stage: mode, subject };
 }
 
@@ -255,12 +257,11 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
       events: () => w.events.events.slice(eventsBefore).map((e) => e.reason),
     };
   }
-  const refusal = (code: string, reason: string, terminal: boolean) =>
-    new HoistError('refused', { stage: 'apply', reason, code, subject: 'v1 ConfigMap app/app', terminal });
+  const refused = { subject: 'v1 ConfigMap app/app', message: 'refused' };
 
   it('the acting account forbidden on upgrade: not retried as transient, rolled back, "stays installed"', async () => {
     const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
-      w.applier.fail({ err: refusal('forbidden', 'ApplyFailed', false), revision: 2 }),
+      w.applier.fail({ err: new ObjectsError(ApplyCode.Forbidden, [refused], { terminal: false }), revision: 2 }),
     );
     expect(summary(w, outcome, applies(), events())).toEqual({
       then: 'wait',
@@ -271,12 +272,12 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
       applies: [2, 1],
       events: ['RolledBack'],
     });
-    expect(w.condition('demo', 'Installed')?.message).toMatch(/^apply v1 ConfigMap app\/app: refused; revision 1 stays installed$/);
+    expect(w.condition('demo', 'Installed')?.message).toMatch(/^apply v1 ConfigMap app\/app: v1 ConfigMap app\/app: refused; revision 1 stays installed$/);
   });
 
   it('a conflicting owner on install: blocked, looked at again after a minute', async () => {
     const { w, outcome, applies, events } = await upgradeFails('install', (w) =>
-      w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true) }),
+      w.applier.fail({ err: new ConflictingOwnerError([{ subject: refused.subject, owner: 'BundleDeployment other', why: 'refused' }]) }),
     );
     expect(outcome.result).toEqual({ requeueAfter: 60_000 });
     expect(summary(w, outcome, applies(), events())).toEqual({
@@ -292,7 +293,7 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
 
   it('a conflicting owner on upgrade: the installed revision stays, named ConflictingOwner', async () => {
     const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
-      w.applier.fail({ err: refusal('conflicting-owner', 'ConflictingOwner', true), revision: 2 }),
+      w.applier.fail({ err: new ConflictingOwnerError([{ subject: refused.subject, owner: 'BundleDeployment other', why: 'refused' }]), revision: 2 }),
     );
     expect(summary(w, outcome, applies(), events())).toEqual({
       then: 'wait',
@@ -307,7 +308,7 @@ describe('pipeline failures over fakes: what the failure’s code and the time i
 
   it('a transient apply failure for longer than progressDeadline: retried until then, then rolled back', async () => {
     const { w, outcome, applies, events } = await upgradeFails('upgrade', (w) =>
-      w.applier.fail({ err: refusal('apply-failed', 'ApplyFailed', false), revision: 2, afterWrites: true }),
+      w.applier.fail({ err: new ObjectsError(ApplyCode.ApplyFailed, [refused], { terminal: false }), revision: 2, afterWrites: true }),
     );
     expect([then(outcome), said(w, 'Installed'), said(w, 'Progressing')]).toEqual(['backoff', 'True/Installed', 'True/Retrying']);
     const since = w.bd('demo')?.status?.attemptedRevision?.failingSince;
