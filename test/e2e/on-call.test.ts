@@ -123,6 +123,24 @@ describe('hoist retry and hoist reconcile', () => {
     expect(nothing.stderr).toContain('nothing to retry');
   }, 180_000);
 
+  it('a first revision Blocked at its progressDeadline gets another deadline from a retry', async () => {
+    const bd = `blocked-${t.runId}`;
+    const ns = `blocked-${t.runId}`;
+    // a Deployment no node takes: never available; nothing to roll back to, so Blocked at the deadline
+    const stuck = stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'stuck' }, spec: { replicas: 1, selector: { matchLabels: { app: 'stuck' } }, template: { metadata: { labels: { app: 'stuck' } }, spec: { nodeSelector: { 'hoist.test/no-such-node': 'true' }, containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } } } });
+    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade: { progressDeadline: '3s' }, sources: await servePinned(files, `/${bd}.tgz`, { 'deploy.yaml': stuck }) });
+    const blocked = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked', 'Blocked at the deadline', 60_000);
+    const first = blocked.status!.activeRevision!.appliedAt!;
+    const r = await hoist(retry, [bd, '--timeout', '60s']);
+    // not healthy within its second deadline either: Blocked again, after a fresh start
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('handled: Progressing=False/Blocked');
+    const again = (await t.get(bd))!;
+    expect(Date.parse(again.status!.activeRevision!.appliedAt!)).toBeGreaterThan(Date.parse(first));
+    expect(again.status?.lastHandledRequest).toBe(again.metadata.annotations?.[ANNOTATION_REQUESTED_AT]);
+    expect(t.log.records.some((l) => l.bd === bd && l.note === 'blocked revision retried on request')).toBe(true);
+  }, 120_000);
+
   it('reconcile --wait on a branch-following git source with pollInterval 1h applies a new commit at once', async () => {
     work = await mkdtemp(join(tmpdir(), 'hoist-e2e-reconcile-'));
     const repos = join(work, 'repos');
