@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import type * as CelJs from '@marcbachmann/cel-js';
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData } from '../health/cel-cost.ts';
+import { celErrorCode } from '../health/probes.ts';
 import { HoistError } from '../util/errors.ts';
 
 // loaded by the first readyExpr: most controllers have none (cel-js costs resident memory, issue 10)
@@ -66,8 +67,8 @@ function compile(source: string): ReadyExpr | HoistError {
         if (v === true) return { ok: true };
         return { ok: false, message: v === false ? `readyExpr ${shown} is false` : `readyExpr ${shown} does not yield a bool` };
       } catch (e) {
-        // the library's first line names the problem (no such key, no matching overload), not a value
-        return { ok: false, message: `readyExpr ${shown} cannot be evaluated: ${firstLine(e)}` };
+        // a field the dependency has not written yet is not ready, not an error; only the library's code is kept
+        return { ok: false, message: `readyExpr ${shown}: ${celErrorCode(e)}` };
       }
     },
   };

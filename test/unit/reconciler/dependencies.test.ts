@@ -109,7 +109,7 @@ describe('dependencyVerdicts', () => {
 
   it('readyExpr on a missing dependency: not found; one reading a missing key or yielding no bool: not ready, naming the expression only', () => {
     expect(dependencyVerdicts(self, [{ name: 'db', readyExpr: 'true' }], lookup)[0]!.why).toBe('not found');
-    expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: "dep.metadata.labels['secret-value'] == 'x'" }], lookup)[0]!.why).toMatch(/^readyExpr .* cannot be evaluated: /);
+    expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: "dep.metadata.labels['secret-value'] == 'x'" }], lookup)[0]!.why).toBe(`readyExpr dep.metadata.labels['secret-value'] == 'x': no such key; state: ready`);
     expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: 'dep.metadata.name' }], lookup)[0]!.why).toMatch(/does not yield a bool/);
   });
 
