@@ -7,7 +7,7 @@ import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
-import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { lineageOf, type BundleDeployment, type Inventory } from '../../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../../apply/applier.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
@@ -18,6 +18,7 @@ import type { Source } from '../../sources/source.ts';
 import type { EventRecorder } from '../events.ts';
 import type { Identities } from '../identity.ts';
 import type { ManagedObjects } from '../managed-objects.ts';
+import { inventoryOf, revisionSecretsOf } from '../inventory.ts';
 import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
@@ -66,6 +67,8 @@ export interface ReconcilerDeps {
   lineageMembers(lineage: string): BundleDeployment[];
   /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
   clock?: Clock;
+  /** the cached BundleDeployments whose spec.dependsOn names `name` (an index) */
+  dependentsOf(name: string): BundleDeployment[];
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */
@@ -89,6 +92,11 @@ export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
 /** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
 export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeObject) => string | undefined {
   return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
+}
+
+/** status.activeRevision.inventory of revision `revision` of bd (the inventory names its revision Secrets when it is truncated) */
+export function inventory(ctx: StepContext, bd: BundleDeployment, revision: number, objects: readonly KubeObject[]): Inventory {
+  return inventoryOf(objects, revisionSecretsOf(ctx.d.controllerNamespace, bd.metadata.name, revision));
 }
 
 /** what the applier needs to apply revision `revision` of bd */

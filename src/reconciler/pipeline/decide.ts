@@ -17,13 +17,14 @@ export type RevisionDecision =
 
 /**
  * What to do with freshly rendered content. A revision that was rolled back under this
- * generation is not tried again until the spec changes (a new generation).
+ * generation is not tried again until the spec changes (a new generation), or once more when a
+ * reconcile is requested (`retry`: a new core.rukpak.io/requested-at value).
  */
-export function decideRevision(input: { generation: number; contentDigest: string; active: ActiveRevision | undefined; attempted: AttemptedRevision | undefined }): RevisionDecision {
+export function decideRevision(input: { generation: number; contentDigest: string; active: ActiveRevision | undefined; attempted: AttemptedRevision | undefined; retry?: boolean }): RevisionDecision {
   const { active, attempted } = input;
   if (active?.contentDigest === input.contentDigest) return { kind: 'same' };
   const rolledBack = attempted?.rolledBackTo !== undefined && attempted.generation === input.generation && attempted.contentDigest === input.contentDigest;
-  if (rolledBack && active) return { kind: 'held-back' };
+  if (rolledBack && active && !input.retry) return { kind: 'held-back' };
   return { kind: 'new' };
 }
 

@@ -12,7 +12,7 @@ import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, HoistError } from '../../util/errors.ts';
 import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
-import { actor, applyTarget, writtenUid, type StepContext } from './context.ts';
+import { actor, applyTarget, inventory, writtenUid, type StepContext } from './context.ts';
 import { decideBeforeApply, decideRevisionFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
 import { endTransition, runHooks, transitionOf } from './transition.ts';
@@ -89,7 +89,7 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
       throw rb;
     }
     status.attemptedRevision.rolledBackTo = lastGood.number;
-    status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString() };
+    status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString(), inventory: inventory(ctx, s.bd, lastGood.number, objects) };
     status.revisions = trimHistory(recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' }), spec.revisionHistoryLimit);
     await pruneHistory(ctx, s);
     if (back) {

@@ -72,6 +72,7 @@ export class FakeWorld {
       store: new FsContentStore({ root: join(dir, 'content') }),
       sourceFor: () => this.source,
       processorFor: () => this.processor,
+      dependentsOf: (name) => bds().filter((b) => b.spec.dependsOn?.some((d) => d.name === name)),
       applier: this.applier,
       hooks: this.hooks,
       renders: new Semaphore(2),

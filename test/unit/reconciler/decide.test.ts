@@ -27,6 +27,8 @@ describe('decideRevision', () => {
     ['other content than the rolled-back one: new', { generation: 3, contentDigest: 'c', active: active('a'), attempted: attempted('b', { generation: 3, rolledBackTo: 1 }) }, 'new'],
     ['the spec asks for the active content after a rollback: same', { generation: 3, contentDigest: 'a', active: active('a'), attempted: attempted('b', { generation: 3, rolledBackTo: 1 }) }, 'same'],
     ['a status from before generation was recorded: tried again', { generation: 3, contentDigest: 'b', active: active('a'), attempted: attempted('b', { rolledBackTo: 1 }) }, 'new'],
+    ['rolled back under this generation, a reconcile requested: tried once more', { generation: 3, contentDigest: 'b', active: active('a'), attempted: attempted('b', { generation: 3, rolledBackTo: 1 }), retry: true }, 'new'],
+    ['a request with the active content: same', { generation: 3, contentDigest: 'a', active: active('a'), attempted: attempted('b', { generation: 3, rolledBackTo: 1 }), retry: true }, 'same'],
   ];
   it.each(cases)('%s', (_name, input, kind) => {
     expect(decideRevision(input).kind).toBe(kind);
