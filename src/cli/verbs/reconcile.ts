@@ -81,14 +81,14 @@ export async function watchUntil(client: RestKubeClient, from: BundleDeployment,
       });
       for await (const ev of events) {
         if (ev.type === 'ERROR') throw new Error('watch expired');
-        if (ev.type === 'DELETED') throw new Error(`bundledeployment ${JSON.stringify(from.metadata.name)} was deleted`);
+        if (ev.type === 'DELETED') throw new DeletedWhileWaiting(from.metadata.name);
         if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') continue;
         last = ev.object;
         if (until(last)) return { bd: last, met: true };
       }
     } catch (e) {
       if (stop.aborted) break;
-      if (e instanceof Error && e.message.endsWith('was deleted')) throw e;
+      if (e instanceof DeletedWhileWaiting) throw e;
       // resume from what the server has now (an expired resourceVersion, a dropped connection)
       await new Promise((r) => setTimeout(r, 500));
       last = await readBD(client, from.metadata.name);
@@ -174,4 +174,11 @@ export async function retry(args: string[], io: Io): Promise<number> {
       await client.close();
     }
   });
+}
+
+/** the BundleDeployment went away while a verb waited for it: not a watch hiccup to resume from */
+class DeletedWhileWaiting extends Error {
+  constructor(name: string) {
+    super(`bundledeployment ${JSON.stringify(name)} was deleted`);
+  }
 }
