@@ -16,63 +16,28 @@
  * sent at all.
  */
 import type { Logger } from 'pino';
-import {
-  ANNOTATION_APPLY_WAVE,
-  ANNOTATION_OPTIONAL,
-  ANNOTATION_REVISION,
-  LABEL_LINEAGE,
-  LABEL_OWNER_NAME,
-  type CollisionProtection,
-  type CRDSafety,
-  type DriftIgnoreRule,
-} from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
-import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
+import { isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
+import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
-import { decideTakeOver, type TakeOver } from './collision.ts';
-import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
-import { planSteps } from './phases.ts';
+import { waitEstablished, waitServed } from './crd-established.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
-import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
-import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
+import { splitFields } from './drift-ignore.ts';
+import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './unowned-writes.ts';
-import { dropServerFields, isCRD, isNamespace, objectId } from './object-id.ts';
+import { isCRD, objectId } from './object-id.ts';
+import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';
 import type { ObjectResult } from './result.ts';
 
-/** opt-in per object: delete and re-create when an update hits an immutable field */
-export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
+export { ANNOTATION_RECREATE, fieldManagerFor, type ApplyTarget };
+
 /**
  * Called after each step of a phased apply but the last, once its writes are done: whether the
  * next step may be applied (every object so far ready), or what it waits for.
  */
 export type StepGate = (step: { name: string; next: string; objects: readonly KubeObject[]; results: readonly ObjectResult[] }) => Promise<{ ready: true } | { ready: false; waiting: string }>;
-
-export interface ApplyTarget {
-  /** the BundleDeployment's name */
-  name: string;
-  lineage: string;
-  revision: number;
-  protection: CollisionProtection;
-  installNamespace?: string;
-  /**
-   * who reads and writes the objects (an impersonating client for the BD's ServiceAccount);
-   * default the applier's own client. Discovery and the live index stay the controller's.
-   */
-  actor?: KubeClient;
-  /** the appliedDigest another process recorded for this revision (ApplyReport.appliedDigest) */
-  appliedDigest?: string;
-  /**
-   * Enforce: refuse CRD changes that break existing resources, before any write (the reconciler
-   * passes the spec's value, default Enforce, when it applies a new revision); undefined or
-   * None: not checked
-   */
-  crdSafety?: CRDSafety;
-  /** spec.driftIgnore: fields set on create only, then neither applied nor taken over (drift-ignore.ts) */
-  driftIgnore?: readonly DriftIgnoreRule[];
-}
 
 export interface ApplyReport {
   results: ObjectResult[];
@@ -102,19 +67,6 @@ export interface ApplierOptions {
   overrideManagers?: readonly string[];
 }
 
-interface Prepared {
-  /** the object as the bundle has it (steps are planned over these) */
-  src: KubeObject;
-  obj: KubeObject;
-  info: ResourceInfo;
-  id: string;
-  subject: string;
-  /** hash of the desired object: equal hash + equal live fingerprint = nothing to send */
-  hash: string;
-  /** fields driftIgnore rules name: `obj` is without them, `full` (applied on create) with them */
-  ignored?: { pointers: string[]; full: KubeObject };
-}
-
 /** what the applier remembers of an object it applied: enough to skip it next time */
 interface AppliedRecord {
   /** desired hash */
@@ -130,17 +82,6 @@ interface AppliedRecord {
   heldBy?: string[];
 }
 
-interface Planned extends Prepared {
-  decision: TakeOver;
-  /** the live object read for the collision check (has managedFields), when one was read */
-  live?: KubeObject;
-  /**
-   * no watch knows the object, so no Hoist lineage owns it: applied without force and without a
-   * read; when it existed after all (unowned, or created since) that one alone is read and decided
-   */
-  presumed?: boolean;
-}
-
 /** an object this apply call created, with the uid its create returned (the undo deletes only that one) */
 interface Created extends Planned {
   createdUid: string;
@@ -151,10 +92,6 @@ type EnsureNamespace = () => Promise<boolean>;
 
 function digestOfRecords(records: ReadonlyMap<string, { hash: string; fingerprint: string }>, ids: readonly string[]): string {
   return hashOf([...ids].sort().map((id) => [id, records.get(id)!.hash, records.get(id)!.fingerprint]));
-}
-
-export function fieldManagerFor(lineage: string): string {
-  return `hoist-${lineage}`.slice(0, 128);
 }
 
 export class Applier {
@@ -227,33 +164,25 @@ export class Applier {
   async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate } = {}): Promise<ApplyReport> {
     const manager = fieldManagerFor(target.lineage);
     const results: ObjectResult[] = [];
-    const skippedOptional: string[] = [];
     const applied: KubeObject[] = [];
 
-    const { steps, invalid } = planSteps(objects, (o) => o);
-    if (invalid.length > 0) {
-      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
-    }
-    // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
-    const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
-    const prepared = await this.prepare(target, objects, bundleKinds, skippedOptional);
     // Without CRDs or Namespaces in the bundle, objects no watch knows are created without reading
     // them first: every create of the call can still be undone if one collides.
-    const presume = !objects.some((o) => isCRD(o) || isNamespace(o)) && !this.readFirst.has(target.name);
+    const presume = mayPresume(objects) && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
-    const planned = await this.plan(target, prepared.ready, presume);
-    this.refuseConflicts(planned);
-    if (prepared.deferred.length === 0) this.adoptRecords(target, planned);
+    const { steps, planned, deferred: waitingKinds, skippedOptional } = await planApply(this.planEnv(target), target, objects, { presume });
+    refuseConflicts(planned);
+    if (waitingKinds.length === 0) this.adoptRecords(target, planned);
     if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)));
 
     const ensureNs = this.namespaceEnsurer(target, objects);
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
-    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || prepared.deferred.length > 0;
+    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || waitingKinds.length > 0;
     if (needsWrite && target.installNamespace && !this.installNamespaces.known(target.installNamespace)) await ensureNs();
 
     const bySource = new Map(planned.map((p) => [p.src, p]));
-    const deferred = new Set(prepared.deferred);
+    const deferred = new Set(waitingKinds);
     const created: Created[] = [];
     let established: Promise<void> = Promise.resolve();
     const live = steps.filter((st) => st.items.some((o) => !skippedOptional.includes(describeObject(o))));
@@ -267,9 +196,9 @@ export class Applier {
         // objects of the bundle's own CRD kinds: once those CRDs are Established and served
         await established;
         await waitServed(this.client, waiting, this.crdTimeoutMs);
-        const resolved = await this.prepare(target, waiting, new Set(), skippedOptional);
-        const more = await this.plan(target, resolved.ready);
-        this.refuseConflicts(more);
+        const resolved = await prepareObjects(this.client, target, waiting, new Set(), skippedOptional);
+        const more = await decideObjects(this.planEnv(target), target, resolved.ready);
+        refuseConflicts(more);
         batch = [...batch, ...more];
       }
       const stepResults = await this.applyStep(target, manager, batch, ensureNs, created);
@@ -320,107 +249,27 @@ export class Applier {
     return records && ids.every((id) => records.has(id)) ? digestOfRecords(records, ids) : undefined;
   }
 
-  /**
-   * Sets namespace, ownership labels and revision annotation, and resolves each kind. Objects of
-   * kinds that one of the bundle's own CRDs defines, not served yet, come back as `deferred`.
-   */
-  private async prepare(target: ApplyTarget, objects: readonly KubeObject[], bundleKinds: ReadonlySet<string>, skipped: string[]): Promise<{ ready: Prepared[]; deferred: KubeObject[] }> {
-    const out: Prepared[] = [];
-    const deferred: KubeObject[] = [];
-    const failures: string[] = [];
-    for (const src of objects) {
-      // an optional object's kind stays unserved across reconciles: asking again must not refresh
-      // discovery each time (the CRD watch refreshes it when a CRD becomes Established)
-      const optional = src.metadata.annotations?.[ANNOTATION_OPTIONAL] === 'true';
-      const info = await this.client.discovery.resourceFor(src, { refreshOnMiss: !optional });
-      if (!info) {
-        const kindKey = `${src.apiVersion}/${src.kind}`;
-        if (bundleKinds.has(kindKey)) {
-          deferred.push(src);
-          continue;
-        }
-        if (optional) {
-          skipped.push(describeObject(src));
-          continue;
-        }
-        failures.push(`${describeObject(src)}: ${src.apiVersion} ${src.kind} is not served by the api server`);
-        continue;
-      }
-      const obj = structuredClone(src);
-      if (info.namespaced) {
-        obj.metadata.namespace ??= target.installNamespace;
-        if (!obj.metadata.namespace) {
-          failures.push(`${describeObject(src)}: namespaced object without namespace and the BundleDeployment sets no installNamespace`);
-          continue;
-        }
-      } else {
-        delete obj.metadata.namespace;
-      }
-      obj.metadata.labels = { ...obj.metadata.labels, [LABEL_OWNER_NAME]: target.name, [LABEL_LINEAGE]: target.lineage };
-      obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
-      dropServerFields(obj);
-      const ignored = ignoring(target.driftIgnore, obj);
-      const sent = ignored?.obj ?? obj;
-      out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
-    }
-    if (failures.length > 0) {
-      throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
-    }
-    return { ready: out, deferred };
-  }
-
-  /**
-   * Decides per object whether it may be taken over; reads the live object (as the actor) only
-   * when the watches do not know it. A read the API server refuses (forbidden) fails the whole
-   * apply before any write, naming every refused object.
-   */
-  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>, presume = false, read = false): Promise<Planned[]> {
-    const me = { name: target.name, lineage: target.lineage, protection: target.protection };
-    const client = this.actor(target);
-    const refused: string[] = [];
-    const planned = await mapLimit(prepared, this.concurrency, async (p): Promise<Planned | undefined> => {
-      const known = this.live?.get(p.id);
-      // hand-edited objects are read (their managedFields are needed to take the edits over), and
-      // objects with ignored fields Hoist may still own (a new rule, a restart); only they
-      if (!read && known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
-        return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
-      }
-      // a synced watch of the kind does not know it: no Hoist lineage owns it, it is most likely new
-      if (presume && !known && !p.ignored && this.live?.knows(p.id)) return { ...p, decision: { action: 'create' }, presumed: true };
-      try {
-        const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
-        return { ...p, decision: decideTakeOver(live?.metadata, me, { crd: isCRD(p.obj) }), live };
-      } catch (e) {
-        if (!isForbidden(e)) throw e;
-        refused.push(`${p.subject}: get refused: ${(e as ApiError).apiMessage}`);
-        return undefined;
-      }
-    });
-    if (refused.length > 0) {
-      // not terminal: RBAC is often granted after the BundleDeployment is created
-      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
-    }
-    return planned.filter((p): p is Planned => p !== undefined);
+  /** the planner's view: the watches' summaries, trusted unless the object needs its managedFields */
+  private planEnv(target: ApplyTarget): PlanEnv {
+    const live = this.live;
+    return {
+      client: this.client,
+      concurrency: this.concurrency,
+      ...(live
+        ? {
+            index: {
+              live,
+              // hand-edited objects are read (their managedFields are needed to take the edits over), and
+              // objects with ignored fields Hoist may still own (a new rule, a restart); only they
+              trusted: (p: Prepared, known: LiveMeta) => !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p),
+            },
+          }
+        : {}),
+    };
   }
 
   private actor(target: ApplyTarget): KubeClient {
     return target.actor ?? this.client;
-  }
-
-  private refuseConflicts(planned: readonly Planned[]): void {
-    const refused = planned.filter((p) => p.decision.action === 'refuse');
-    if (refused.length === 0) return;
-    const lines = refused.map((p) => {
-      const d = p.decision as Extract<TakeOver, { action: 'refuse' }>;
-      return `${p.subject} is owned by ${d.owner}: ${d.why}`;
-    });
-    throw new HoistError(lines.join('; '), {
-      stage: 'apply',
-      reason: 'ConflictingOwner',
-      code: 'conflicting-owner',
-      subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
-      terminal: true,
-    });
   }
 
   /**
@@ -494,8 +343,8 @@ export class Applier {
     if (existing.length > 0) {
       try {
         // read, not the watch: it may have seen the apply that was just handed back
-        const decided = await this.plan(target, existing.map((p) => ({ ...p, presumed: false })), false, true);
-        this.refuseConflicts(decided);
+        const decided = await decideObjects(this.planEnv(target), target, existing.map((p) => ({ ...p, presumed: false })), { read: true });
+        refuseConflicts(decided);
         others = [...others, ...decided];
       } catch (e) {
         await this.undoCreates(target, created);
@@ -555,12 +404,14 @@ export class Applier {
     try {
       const action = p.decision.action;
       let reverted: string[] | undefined;
-      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager, undefined, ignored);
-      else if (action === 'update' && p.live && (ignored || this.handEdited(liveMetaOf(p.live)))) {
-        const taken = await this.takeOverFields(client, p.live, p, manager, this.handEdited(liveMetaOf(p.live)) ? this.overrideManagers : new Set(), ignored);
-        reverted = taken.paths;
-        // giving up ignored fields alone changes nothing the bundle says: not a correction
-        if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+      const scope = takeOverScope(p, this.overrideManagers);
+      if (scope && p.live) {
+        const taken = await this.takeOverFields(client, p.live, p, manager, scope.only, ignored);
+        if (action === 'update') {
+          reverted = taken.paths;
+          // giving up ignored fields alone changes nothing the bundle says: not a correction
+          if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+        }
       }
       // the bundle's values of ignored fields are the starting point of an object Hoist creates
       const body = action === 'create' && p.ignored ? p.ignored.full : p.obj;
@@ -650,13 +501,12 @@ export class Applier {
       const hold = ignored ? (fields: Record<string, unknown>) => splitFields(fields, current, ignored) : undefined;
       const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only, hold);
       if (!merged) return { paths: [] };
-      const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
       try {
         const patched = await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
           { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
           { op: 'replace', path: '/metadata/managedFields', value: merged },
         ], 'json');
-        return { paths: taken.flatMap((e) => fieldPaths(hold ? hold(e.fieldsV1 ?? {}).rest : e.fieldsV1).map((f) => `${e.manager}: ${f}`)), patched };
+        return { paths: takenPaths(entries, manager, only, hold), patched };
       } catch (e) {
         // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
         if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
@@ -730,26 +580,4 @@ export class Applier {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-}
-
-/** the object without the fields driftIgnore rules name; Hoist's own labels and revision annotation always stay */
-function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject): { pointers: string[]; obj: KubeObject } | undefined {
-  const pointers = ignoredPointers(rules, obj);
-  if (pointers.length === 0) return undefined;
-  const stripped = withoutIgnored(obj, pointers).obj;
-  const { labels, annotations } = obj.metadata;
-  stripped.metadata.labels = { ...stripped.metadata.labels, [LABEL_OWNER_NAME]: labels![LABEL_OWNER_NAME]!, [LABEL_LINEAGE]: labels![LABEL_LINEAGE]! };
-  stripped.metadata.annotations = { ...stripped.metadata.annotations, [ANNOTATION_REVISION]: annotations![ANNOTATION_REVISION]! };
-  return { pointers, obj: stripped };
-}
-
-
-/** the API server's message, plus the offending fields when it names them */
-function applyErrorMessage(e: unknown): string {
-  if (e instanceof ApiError) {
-    const fields = (e.details?.causes ?? []).map((c) => c.field).filter(Boolean);
-    const hint = isImmutableField(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
-    return `${e.apiMessage}${hint}`;
-  }
-  return e instanceof Error ? e.message : String(e);
 }

@@ -23,7 +23,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   resume: { flags: ['--kubeconfig', '--help'], names: true },
   rollback: { flags: ['--to', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   history: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--kubeconfig', '--help'], names: false },
+  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--default-service-account', '--override-manager', '--kubeconfig', '--help'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };

@@ -6,6 +6,7 @@
  */
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { isCRD } from '../../apply/object-id.ts';
+import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
@@ -126,13 +127,8 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
 async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number, t: Transition | undefined): Promise<void> {
   const { d } = ctx;
   const { status, spec } = s;
-  const before = status.activeRevision;
-  // and what a revision abandoned half-way through its phases (the spec moved on) had applied
-  const abandoned = status.transition && status.transition.revision !== number ? status.transition : undefined;
-  const previous = [
-    ...(before ? await ctx.objects.of(s.name, before).catch(() => []) : []),
-    ...(abandoned ? await ctx.objects.of(s.name, { number: abandoned.revision, contentDigest: abandoned.contentDigest }).catch(() => []) : []),
-  ];
+  // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
+  const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
   const pruned = await s.time(
     'prune',
     deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
@@ -172,15 +168,10 @@ function storeFailed(s: ReconcileState, number: number | undefined, e: unknown):
   throw err;
 }
 
-/** a stored revision with this content keeps its number (restart, roll back by spec) */
+/** a stored revision with this content keeps its number (restart, roll back by spec): the rule `hoist diff` numbers by */
 async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<number> {
   if (rendered.stored) return rendered.stored.number;
-  const stored = await ctx.d.revisions.list(s.name);
-  const same = stored.find((r) => r.contentDigest === rendered.contentDigest);
-  if (same) return same.number;
-  const { status } = s;
-  const known = [...stored.map((r) => r.number), ...(status.revisions ?? []).map((r) => r.number), status.activeRevision?.number ?? 0, status.attemptedRevision?.number ?? 0];
-  return Math.max(0, ...known) + 1;
+  return revisionNumberFor(rendered.contentDigest, await ctx.d.revisions.list(s.name), s.status);
 }
 
 /** drift correction on an unchanged revision: name what was changed back (e.g. after unpause) */
