@@ -1,7 +1,9 @@
 /**
- * One file (over 400 lines) because apply is one pass whose parts (collision check, the steps,
- * the skip-if-unchanged records) share the Applier's per-BD state; phases, hooks, collision, CRD
- * safety, field managers and the live index live in their own modules.
+ * One file (over 400 lines) because apply is one pass whose parts (the steps, presumed creates and
+ * their undo, the skip-if-unchanged records) share the Applier's per-BD state; what it decides
+ * before any write — preparation, driftIgnore, collision verdicts, whose fields it takes over — is
+ * plan.ts's (the plan `hoist diff` previews too); phases, hooks, collision, CRD safety, field
+ * managers and the live index live in their own modules.
  *
  * The server-side applier (DESIGN §2 Apply, §4), at the level of a revision's steps and their
  * objects: one field manager per lineage; the steps of phases.ts in order, the objects of one in
