@@ -20,6 +20,7 @@ import { readinessOf, type HealthVerdict } from '../health/readiness.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
 import { canonicalJson } from '../util/hash.ts';
+import { sleep } from '../util/sleep.ts';
 
 /** what the cache keeps per object */
 interface Summary extends KubeObject {
@@ -139,7 +140,7 @@ export class ManagedObjects implements LiveIndex {
   /** waits until re-lists caused by changed health checks are done */
   async settled(): Promise<void> {
     while (this.refreshTimer || this.stale.size) {
-      await new Promise((r) => setTimeout(r, REFRESH_COALESCE_MS));
+      await sleep(REFRESH_COALESCE_MS);
       await this.refreshing;
     }
     await this.refreshing;

@@ -26,7 +26,8 @@ import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, isRetryable, retryCannotHelp } from '../../util/http-status.ts';
-import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
+import { backoffDelay, parseRetryAfter, type RetryOptions } from '../http/backoff.ts';
+import { sleep } from '../../util/sleep.ts';
 import type { HostCAs } from '../http/ca-dir.ts';
 import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
 import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
@@ -442,6 +443,7 @@ export class RegistryClient {
         if (!network) throw e;
         if (attempt >= this.attempts) throw imageError(ctx.stage, 'network', `registry ${e.message}`, subject, false);
         await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+        ctx.signal?.throwIfAborted();
         continue;
       }
       if (!isRetryable(res.statusCode) || attempt >= this.attempts) return res;
@@ -457,6 +459,7 @@ export class RegistryClient {
         );
       }
       await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+      ctx.signal?.throwIfAborted();
     }
   }
 }
