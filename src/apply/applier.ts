@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import { isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { CancelledError, HoistError, throwIfCancelled } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { waitEstablished, waitServed } from './crd-established.ts';
 import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
@@ -29,6 +29,7 @@ import { splitFields } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './unowned-writes.ts';
+import { waitGone } from './wait-gone.ts';
 import { isCRD, objectId } from './object-id.ts';
 import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';
 import type { ObjectResult } from './result.ts';
@@ -67,7 +68,12 @@ export interface ApplierOptions {
   live?: LiveIndex;
   /** field managers whose fields every apply takes over, so hand edits are reverted (default DEFAULT_OVERRIDE_MANAGERS) */
   overrideManagers?: readonly string[];
+  /** the clock bounded waits are measured on (default the wall clock) */
+  now?: () => Date;
 }
+
+/** how long a delete for re-creation may take before the apply gives up on it (retried) */
+const RECREATE_WAIT_MS = 60_000;
 
 /** what the applier remembers of an object it applied: enough to skip it next time */
 interface AppliedRecord {
@@ -102,6 +108,7 @@ export class Applier {
   private readonly crdTimeoutMs: number;
   private readonly live: LiveIndex | undefined;
   private readonly overrideManagers: ReadonlySet<string>;
+  private readonly now: () => Date;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, AppliedRecord>>();
   private readonly installNamespaces: InstallNamespaces;
@@ -121,6 +128,7 @@ export class Applier {
     this.live = opts.live;
     this.installNamespaces = new InstallNamespaces(opts.log);
     this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+    this.now = opts.now ?? (() => new Date());
   }
 
   /**
@@ -139,9 +147,12 @@ export class Applier {
    * of the revision is written: Helm hooks run before the revision's objects, as with
    * `helm install --create-namespace`.
    */
-  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[]): Promise<void> {
+  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
     if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
-    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
+    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects, signal).catch((e: unknown) => {
+      throwIfCancelled(signal, `creating install namespace ${target.installNamespace}`, { stage: 'apply', reason: 'ApplyFailed' });
+      throw e;
+    });
   }
 
   /**
@@ -162,8 +173,23 @@ export class Applier {
    * Applies every object. Throws a HoistError (stage apply): ConflictingOwner before any write
    * when an object may not be taken over; UnsafeCRDUpgrade before any write when a changed CRD
    * would break existing resources (crd-safety.ts); ApplyFailed naming every object that failed.
+   * When `signal` fires, every request in flight is aborted, no further one is sent, waits end,
+   * and a CancelledError is thrown: what was written is what a later apply finds (it reads
+   * first, since a create may have landed unseen) and finishes.
    */
-  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate } = {}): Promise<ApplyReport> {
+  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate; signal?: AbortSignal } = {}): Promise<ApplyReport> {
+    try {
+      throwIfCancelled(opts.signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
+      return await this.applySteps(target, objects, opts);
+    } catch (e) {
+      if (!opts.signal?.aborted) throw e;
+      this.readFirst.add(target.name);
+      throw e instanceof CancelledError ? e : new CancelledError(`applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed', cause: e });
+    }
+  }
+
+  private async applySteps(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate; signal?: AbortSignal }): Promise<ApplyReport> {
+    const { signal } = opts;
     const manager = fieldManagerFor(target.lineage);
     const results: ObjectResult[] = [];
     const applied: KubeObject[] = [];
@@ -172,12 +198,12 @@ export class Applier {
     // them first: every create of the call can still be undone if one collides.
     const presume = mayPresume(objects) && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
-    const { steps, planned, deferred: waitingKinds, skippedOptional } = await planApply(this.planEnv(target), target, objects, { presume });
+    const { steps, planned, deferred: waitingKinds, skippedOptional } = await planApply(this.planEnv(target), target, objects, { presume, signal });
     refuseConflicts(planned);
     if (waitingKinds.length === 0) this.adoptRecords(target, planned);
-    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)));
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)), signal);
 
-    const ensureNs = this.namespaceEnsurer(target, objects);
+    const ensureNs = this.namespaceEnsurer(target, objects, signal);
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
     const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || waitingKinds.length > 0;
@@ -197,25 +223,26 @@ export class Applier {
       if (waiting.length > 0) {
         // objects of the bundle's own CRD kinds: once those CRDs are Established and served
         await established;
-        await waitServed(this.client, waiting, this.crdTimeoutMs);
+        await waitServed(this.client, waiting, this.crdTimeoutMs, signal);
         const resolved = await prepareObjects(this.client, target, waiting, new Set(), skippedOptional);
-        const more = await decideObjects(this.planEnv(target), target, resolved.ready);
+        const more = await decideObjects(this.planEnv(target), target, resolved.ready, { signal });
         refuseConflicts(more);
         batch = [...batch, ...more];
       }
-      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created);
+      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created, signal);
       results.push(...stepResults);
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
       const crds = batch.filter((p) => isCRD(p.obj));
       if (crds.length > 0 && stepResults.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
+        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs, signal).then(() => this.client.discovery.invalidate());
         // keep a rejection observed until it is awaited
         established.catch(() => {});
       }
       // the last step's readiness is the rollout's to observe; a gate decides whether the next step may go
       if (opts.gate && i < live.length - 1) {
         if (crds.length > 0) await established;
+        throwIfCancelled(signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
         const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
         if (!verdict.ready) {
           this.readFirst.delete(target.name);
@@ -279,11 +306,11 @@ export class Applier {
    * already did; one GET per changed CRD, none when nothing changed) and refuses the whole apply
    * when any change would break existing custom resources. Terminal: the same content stays unsafe.
    */
-  private async refuseUnsafeCRDs(target: ApplyTarget, planned: readonly Planned[]): Promise<void> {
+  private async refuseUnsafeCRDs(target: ApplyTarget, planned: readonly Planned[], signal: AbortSignal | undefined): Promise<void> {
     const changed = planned.filter((p) => isCRD(p.obj) && p.decision.action !== 'create' && !this.unchanged(target.name, p));
     const problems = (
       await mapLimit(changed, this.concurrency, async (p) => {
-        const live = p.live ?? (await this.actor(target).get(p.obj, p.obj.metadata.name));
+        const live = p.live ?? (await this.actor(target).get(p.obj, p.obj.metadata.name, undefined, { signal }));
         return live ? crdUpgradeProblems(live, p.obj) : [];
       })
     ).flat();
@@ -311,9 +338,9 @@ export class Applier {
     return !!p.ignored && this.applied.get(bd)?.get(p.id)?.released !== p.ignored.pointers.join('\n');
   }
 
-  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult[]> {
     // only presumed creates come back undefined, and applyPhase sends those itself
-    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs))).filter((r): r is ObjectResult => r !== undefined);
+    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs, signal))).filter((r): r is ObjectResult => r !== undefined);
   }
 
   /**
@@ -322,13 +349,13 @@ export class Applier {
    * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
    * refusal still changes nothing.
    */
-  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[]): Promise<ObjectResult[]> {
+  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[], signal: AbortSignal | undefined): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
-    if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
+    if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs, signal);
     const existing: Planned[] = [];
     const results = (
       await mapLimit(presumed, this.concurrency, async (p) => {
-        const r = await this.applyOne(target, manager, p, ensureNs);
+        const r = await this.applyOne(target, manager, p, ensureNs, signal);
         if (!r) existing.push(p);
         else if (r.action === 'created' && r.written) created.push({ ...p, createdUid: r.written.uid });
         return r;
@@ -339,21 +366,21 @@ export class Applier {
     const forbidden = results.filter((r) => r.action === 'failed' && r.forbidden);
     if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
-      await this.undoCreates(target, created);
+      await this.undoCreates(target, created, signal);
       throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
     }
     if (existing.length > 0) {
       try {
         // read, not the watch: it may have seen the apply that was just handed back
-        const decided = await decideObjects(this.planEnv(target), target, existing.map((p) => ({ ...p, presumed: false })), { read: true });
+        const decided = await decideObjects(this.planEnv(target), target, existing.map((p) => ({ ...p, presumed: false })), { read: true, signal });
         refuseConflicts(decided);
         others = [...others, ...decided];
       } catch (e) {
-        await this.undoCreates(target, created);
+        await this.undoCreates(target, created, signal);
         throw e;
       }
     }
-    return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
+    return [...results, ...(await this.applyAll(target, manager, others, ensureNs, signal))];
   }
 
   /**
@@ -361,11 +388,11 @@ export class Applier {
    * uid its create returned: an object replaced since (deleted and created again by someone else)
    * is left alone.
    */
-  private async undoCreates(target: ApplyTarget, created: readonly Created[]): Promise<void> {
+  private async undoCreates(target: ApplyTarget, created: readonly Created[], signal: AbortSignal | undefined): Promise<void> {
     const client = this.actor(target);
     await mapLimit(created, this.concurrency, async (p) => {
       try {
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background' });
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background', signal });
         this.applied.get(target.name)?.delete(p.id);
       } catch (e) {
         if (isConflict(e)) {
@@ -379,9 +406,9 @@ export class Applier {
   }
 
   /** per apply call, at most once: the install namespace is read, and created (unlabelled, never deleted) when missing */
-  private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[]): EnsureNamespace {
+  private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[], signal: AbortSignal | undefined): EnsureNamespace {
     let once: Promise<boolean> | undefined;
-    return () => (once ??= this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects));
+    return () => (once ??= this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects, signal));
   }
 
   /** `write`, again after creating the install namespace when the first try found it missing */
@@ -397,7 +424,7 @@ export class Applier {
   }
 
   /** undefined: a presumed-new object existed after all (the server refused the create; nothing was written) */
-  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace): Promise<ObjectResult | undefined> {
+  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult | undefined> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
     let before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
@@ -408,7 +435,7 @@ export class Applier {
       let reverted: string[] | undefined;
       const scope = takeOverScope(p, this.overrideManagers);
       if (scope && p.live) {
-        const taken = await this.takeOverFields(client, p.live, p, manager, scope.only, ignored);
+        const taken = await this.takeOverFields(client, p.live, p, manager, scope.only, ignored, signal);
         if (action === 'update') {
           reverted = taken.paths;
           // giving up ignored fields alone changes nothing the bundle says: not a correction
@@ -425,7 +452,7 @@ export class Applier {
           // without force: on an object that exists after all, another manager's field makes it a conflict (nothing written)
           let out: { object: KubeObject; created: boolean };
           try {
-            out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false }));
+            out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false, signal }));
           } catch (e) {
             // a create has no immutable fields: an immutable-field refusal, like a conflict, means
             // it existed after all and nothing was written — read and decided, never re-created here
@@ -437,7 +464,7 @@ export class Applier {
             // is ours to keep, reported as an update of it; anything else existed after all
             const own = this.applied.get(target.name)?.get(p.id);
             if (!own || own.uid !== out.object.metadata.uid) {
-              await handBack(client, out.object, manager, this.log);
+              await handBack(client, out.object, manager, this.log, signal);
               return undefined;
             }
             reportCreated = false;
@@ -445,15 +472,15 @@ export class Applier {
           }
           result = out.object;
         } else {
-          result = await this.intoNamespace(target, ensureNs, () => client.apply(body, { fieldManager: manager, force: true }));
+          result = await this.intoNamespace(target, ensureNs, () => client.apply(body, { fieldManager: manager, force: true, signal }));
         }
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
-        result = await this.recreate(target, client, manager, p);
+        result = await this.recreate(target, client, manager, p, signal);
         created = true;
       }
       // ...and then given up, so that later applies (which leave them out) neither set nor remove them
-      if (created && ignored) result = (await this.takeOverFields(client, result, p, manager, new Set(), ignored)).patched ?? result;
+      if (created && ignored) result = (await this.takeOverFields(client, result, p, manager, new Set(), ignored, signal)).patched ?? result;
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
@@ -471,7 +498,9 @@ export class Applier {
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
-      const malformed = isInternalError(e) && (await this.malformed(client, p));
+      // stopped, not failed: the caller turns it into a CancelledError
+      if (signal?.aborted) throw e;
+      const malformed = isInternalError(e) && (await this.malformed(client, p, signal));
       const transient = !malformed && (isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal));
       return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient, ...(isForbidden(e) ? { forbidden: true } : {}) };
     }
@@ -483,9 +512,9 @@ export class Applier {
    * webhook. A dry-run create of the same object decodes it the classic way, where such content
    * is a 400 (or 422): then the failure is the bundle's, not worth retrying. One request, on a 500 only.
    */
-  private async malformed(client: KubeClient, p: Planned): Promise<boolean> {
+  private async malformed(client: KubeClient, p: Planned, signal: AbortSignal | undefined): Promise<boolean> {
     // p.obj is the apply body: prepare() already dropped the fields a create may not carry
-    return client.create(p.obj, { dryRun: true }).then(
+    return client.create(p.obj, { dryRun: true, signal }).then(
       () => false,
       (e: unknown) => isMalformed(e),
     );
@@ -496,7 +525,7 @@ export class Applier {
    * test so a racing write wins; a write that raced (a controller updating status) makes it read
    * the object again and retry. Returns "manager: field path" of what was taken over.
    */
-  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>, ignored?: readonly string[]): Promise<{ paths: string[]; patched?: KubeObject }> {
+  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only: ReadonlySet<string> | undefined, ignored: readonly string[] | undefined, signal: AbortSignal | undefined): Promise<{ paths: string[]; patched?: KubeObject }> {
     for (let attempt = 1; ; attempt++) {
       const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
       const current = live;
@@ -507,12 +536,12 @@ export class Applier {
         const patched = await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
           { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
           { op: 'replace', path: '/metadata/managedFields', value: merged },
-        ], 'json');
+        ], 'json', { signal });
         return { paths: takenPaths(entries, manager, only, hold), patched };
       } catch (e) {
         // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
         if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
-        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { signal });
         if (!again) throw e;
         live = again;
       }
@@ -545,41 +574,37 @@ export class Applier {
    * apply without force that must create, so an object someone else created in between is
    * handed back, not taken. Each refusal is transient: the next reconcile reads and decides again.
    */
-  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned): Promise<KubeObject> {
+  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned, signal: AbortSignal | undefined): Promise<KubeObject> {
     const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
     const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
     if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
     this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
     try {
-      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background' });
+      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background', signal });
     } catch (e) {
       // 409: the uid precondition failed, the object by this name is another one now
       if (isConflict(e)) throw refuse(`it was replaced since it was read (uid ${uid} precondition failed); nothing deleted`);
       throw e;
     }
-    await this.waitGone(client, p, uid);
+    await waitGone(client, p.obj, {
+      uid,
+      deadline: this.now().getTime() + RECREATE_WAIT_MS,
+      now: this.now,
+      signal,
+      subject: p.subject,
+      expired: () => new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false }),
+    });
     let out: { object: KubeObject; created: boolean };
     try {
-      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false });
+      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false, signal });
     } catch (e) {
       if (isConflict(e)) throw refuse('another object by this name was created after the delete');
       throw e;
     }
     if (!out.created) {
-      await handBack(client, out.object, manager, this.log);
+      await handBack(client, out.object, manager, this.log, signal);
       throw refuse('another object by this name was created after the delete');
     }
     return out.object;
-  }
-
-  /** until the object of `uid` is gone; an object of another uid by that name is someone else's */
-  private async waitGone(client: KubeClient, p: Planned, uid: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
-      if (!live || live.metadata.uid !== uid) return;
-      if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
-      await new Promise((r) => setTimeout(r, 200));
-    }
   }
 }

@@ -138,7 +138,7 @@ export interface ApplyPlan {
  * decided as creates without a read. Throws a HoistError (stage apply): an apply-wave that is not
  * an integer, a kind that is not served, a read the actor may not make.
  */
-export async function planApply(env: PlanEnv, target: ApplyTarget, objects: readonly KubeObject[], opts: { presume?: boolean } = {}): Promise<ApplyPlan> {
+export async function planApply(env: PlanEnv, target: ApplyTarget, objects: readonly KubeObject[], opts: { presume?: boolean; signal?: AbortSignal | undefined } = {}): Promise<ApplyPlan> {
   const { steps, invalid } = planSteps(objects, (o) => o);
   if (invalid.length > 0) {
     throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
@@ -147,7 +147,7 @@ export async function planApply(env: PlanEnv, target: ApplyTarget, objects: read
   const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
   const skippedOptional: string[] = [];
   const prepared = await prepareObjects(env.client, target, objects, bundleKinds, skippedOptional);
-  const planned = await decideObjects(env, target, prepared.ready, { presume: opts.presume ?? false });
+  const planned = await decideObjects(env, target, prepared.ready, { presume: opts.presume ?? false, signal: opts.signal });
   return { steps, planned, deferred: prepared.deferred, skippedOptional };
 }
 
@@ -205,7 +205,7 @@ export async function prepareObjects(client: KubeClient, target: ApplyTarget, ob
  * `read`. A read the API server refuses (forbidden) fails the whole plan, naming every refused
  * object: not terminal, RBAC is often granted after the BundleDeployment is created.
  */
-export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared: readonly Prepared[], opts: { presume?: boolean; read?: boolean } = {}): Promise<Planned[]> {
+export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared: readonly Prepared[], opts: { presume?: boolean; read?: boolean; signal?: AbortSignal | undefined } = {}): Promise<Planned[]> {
   const me = { name: target.name, lineage: target.lineage, protection: target.protection };
   const client = target.actor ?? env.client;
   const refused: Array<{ subject: string; why: string }> = [];
@@ -217,7 +217,7 @@ export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared:
     // a synced watch of the kind does not know it: no Hoist lineage owns it, it is most likely new
     if (opts.presume && !known && !p.ignored && env.index?.live.knows(p.id)) return { ...p, decision: { action: 'create' }, presumed: true };
     try {
-      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { signal: opts.signal });
       return { ...p, decision: decideTakeOver(live?.metadata, me, { crd: isCRD(p.obj) }), live };
     } catch (e) {
       if (!isForbidden(e)) throw e;

@@ -11,7 +11,7 @@ import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { isConflict, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { HoistError, throwIfCancelled } from '../util/errors.ts';
 import { namespaceVerdict } from './namespace-contents.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
@@ -29,6 +29,8 @@ export interface PruneOptions {
    * labels and all — and is not deleted
    */
   writtenUid?: (obj: KubeObject) => string | undefined;
+  /** stops it: requests in flight are aborted, no delete is sent after, and deleteOwned throws a CancelledError */
+  signal?: AbortSignal | undefined;
 }
 
 /** what pruning an object would do, decided from the live object before any delete */
@@ -53,7 +55,7 @@ export async function planPrune(client: KubeClient, owner: { name: string; linea
     const base = { obj, id: objectId(obj), subject: describeObject(obj) };
     const { subject } = base;
     try {
-      const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace);
+      const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal: opts.signal });
       if (!live) return { ...base, action: 'unchanged', message: 'already gone' };
       const labels = live.metadata.labels ?? {};
       if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
@@ -70,7 +72,7 @@ export async function planPrune(client: KubeClient, owner: { name: string; linea
         const staying = opts.retained?.find((o) => o.metadata.namespace === obj.metadata.name);
         const verdict = staying
           ? { ours: false as const, why: `${describeObject(staying)} of the current revision lives in it` }
-          : await namespaceVerdict(client, obj.metadata.name, owner, opts.concurrency ?? 8);
+          : await namespaceVerdict(client, obj.metadata.name, owner, opts.concurrency ?? 8, opts.signal);
         if (!verdict.ours) {
           opts.log?.info({ object: subject, why: verdict.why }, 'namespace kept');
           return { ...base, live, action: 'orphaned', message: `kept: ${verdict.why}` };
@@ -101,7 +103,7 @@ export async function deleteOwned(
         if (action !== 'delete') return { id, subject, action, ...(message !== undefined ? { message } : {}) };
         try {
           // the uid decided on: an object replaced between the GET and here is not deleted (409)
-          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live!.metadata.uid, propagationPolicy: 'Background' });
+          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live!.metadata.uid, propagationPolicy: 'Background', signal: opts.signal });
           opts.log.debug({ object: subject }, 'deleted');
           return { id, subject, action: 'deleted' };
         } catch (e) {
@@ -113,6 +115,8 @@ export async function deleteOwned(
       })),
     );
   }
+  // requests the signal aborted failed for that reason alone: what is left, the next prune deletes
+  throwIfCancelled(opts.signal, `deleting ${objects.length} objects of ${owner.name}`, { stage: 'apply', reason: 'PruneFailed' });
   const failed = results.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
     throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {

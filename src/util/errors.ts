@@ -41,6 +41,23 @@ export class HoistError extends Error {
   }
 }
 
+/**
+ * Work stopped because its signal fired (the controller stopping, leadership lost), not because
+ * what it worked on failed: never terminal, never a reason to mark a revision failed. Whoever
+ * runs next does the work again; each step leaves nothing it cannot finish.
+ */
+export class CancelledError extends HoistError {
+  constructor(what: string, init: { stage: Stage; reason: string; subject?: string; cause?: unknown }) {
+    super(`${what}: cancelled`, { ...init, code: 'cancelled', terminal: false });
+    this.name = 'CancelledError';
+  }
+}
+
+/** throws a CancelledError for `what` when the signal has fired */
+export function throwIfCancelled(signal: AbortSignal | undefined, what: string, init: { stage: Stage; reason: string; subject?: string }): void {
+  if (signal?.aborted) throw new CancelledError(what, { ...init, cause: signal.reason });
+}
+
 export function isHoistError(e: unknown): e is HoistError {
   return e instanceof HoistError;
 }
