@@ -24,7 +24,7 @@ import { mapLimit } from '../util/concurrency.ts';
 import { CancelledError, HoistError, throwIfCancelled } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { waitEstablished, waitServed } from './crd-established.ts';
-import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
+import { crdUpgradeProblems, describeCrdRefusal } from './crd-safety.ts';
 import { splitFields } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
@@ -316,7 +316,7 @@ export class Applier {
     ).flat();
     if (problems.length === 0) return;
     const crds = [...new Set(problems.map((p) => p.crd))];
-    throw new HoistError(`${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`, {
+    throw new HoistError(describeCrdRefusal(problems), {
       stage: 'apply',
       reason: 'UnsafeCRDUpgrade',
       code: 'unsafe-crd-upgrade',

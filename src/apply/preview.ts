@@ -15,7 +15,7 @@ import { ApiError, isForbidden, isImmutableField, isKindNotServed, isNotFound, i
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
 import { HoistError } from '../util/errors.ts';
-import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
+import { crdUpgradeProblems, describeCrdRefusal } from './crd-safety.ts';
 import { splitFields, withValuesOf } from './drift-ignore.ts';
 import { afterTakeOver, DEFAULT_OVERRIDE_MANAGERS, takenPaths, type ManagedFieldsEntry } from './field-managers.ts';
 import { hooksFor, splitHooks } from './hooks.ts';
@@ -146,7 +146,7 @@ export function hookRunsFor(hooks: readonly KubeObject[], action: 'install' | 'u
 /** the CRD changes crdSafety Enforce refuses, as the applier words them */
 function unsafeCRDs(planned: readonly Planned[]): string[] {
   const problems = planned.filter((p) => isCRD(p.obj) && p.live && p.decision.action !== 'create').flatMap((p) => crdUpgradeProblems(p.live!, p.obj));
-  return problems.length ? [`${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`] : [];
+  return problems.length ? [describeCrdRefusal(problems)] : [];
 }
 
 /**
