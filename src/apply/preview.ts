@@ -8,9 +8,8 @@
  * successful apply would prune (prune.ts planPrune). A read or write the acting identity may not
  * make is reported as the refusal the applier meets. `hoist diff` presents it.
  */
-import type { HookEvent } from '../../api/v1alpha2/types.ts';
 import { withDefaults } from '../../api/v1alpha2/defaults.ts';
-import { lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
+import { lineageOf, type BundleDeployment, type HookEvent } from '../../api/v1alpha2/types.ts';
 import { ApiError, isForbidden, isImmutableField, isKindNotServed, isNotFound, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
