@@ -9,7 +9,7 @@ import { ANNOTATION_REQUESTED_AT, FINALIZER, lineageOf, MAX_REQUEST_TOKEN_LENGTH
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
-import { asHoistError } from '../util/errors.ts';
+import { asHoistError, CancelledError } from '../util/errors.ts';
 import { ReconcileCode } from './errors.ts';
 import { getCondition, setCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
@@ -62,7 +62,7 @@ export class BundleDeploymentReconciler {
       return { requeueAfter: 250 };
     }
     this.ownWrites.caughtUp(name);
-    if (bd.metadata.deletionTimestamp) return this.delete(bd);
+    if (bd.metadata.deletionTimestamp) return this.delete(bd, signal);
     // the finalizer must be on before anything is created for the BD; resolve, fetch and render
     // create nothing in the cluster, so they run meanwhile (one API round trip less per install)
     const finalizing = bd.metadata.finalizers?.includes(FINALIZER) ? undefined : this.addFinalizer(bd);
@@ -71,19 +71,27 @@ export class BundleDeploymentReconciler {
     const started = Date.now();
     const s = newState(bd, this.now, signal);
     s.request = this.requestOf(bd);
+    let cancelled = false;
     try {
       await this.pipeline(s, finalizing);
       // handled: what it asked for was done, and this status says how it came out
       if (s.request !== undefined) s.status.lastHandledRequest = s.request;
     } catch (e) {
+      if (e instanceof CancelledError) {
+        // stopped (shutdown, leadership lost), not failed: nothing to report, whoever runs next goes on
+        cancelled = true;
+        this.d.log.info({ bd: name, err: e.message }, 'reconcile cancelled');
+        throw e;
+      }
       const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
       this.contentUse.reconciled(name);
       await finalizing;
-      // status is written even when a step failed: the failure is what the user must see
-      await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
+      // status is written even when a step failed: the failure is what the user must see; a
+      // cancelled reconcile writes nothing more (its signal says to stop writing)
+      if (!cancelled) await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
         if (isConflict(e)) s.result = { requeue: true };
         else throw e;
       });
@@ -171,7 +179,7 @@ export class BundleDeploymentReconciler {
     return undefined;
   }
 
-  private async delete(bd: BundleDeployment): Promise<ReconcileResult> {
+  private async delete(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<ReconcileResult> {
     const name = bd.metadata.name;
     // the cache can still show a BD whose finalizer we already removed: nothing left to do
     if (bd.metadata.uid && this.finalized.get(name) === bd.metadata.uid) return {};
@@ -182,7 +190,7 @@ export class BundleDeploymentReconciler {
       await this.waitForDependents(bd, dependents);
       return {};
     }
-    await finalize(this.ctx, bd);
+    await finalize(this.ctx, bd, signal);
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};

@@ -46,6 +46,7 @@ export function reasonFor(stage: Stage): FailureReason {
 export const ContentCode = {
   Aborted: 'aborted',
   BadArchive: 'bad-archive',
+  Cancelled: 'cancelled',
   HardlinkEscape: 'hardlink-escape',
   LinkRefused: 'link-refused',
   NotARegularFile: 'not-a-regular-file',
@@ -105,6 +106,23 @@ export class HoistError extends Error {
     if (stage === this.stage) return this;
     return new HoistError(this.message, { stage, code: this.code, subject: this.subject, terminal: this.terminal, cause: this.cause });
   }
+}
+
+/**
+ * Work stopped because its signal fired (the controller stopping, leadership lost), not because
+ * what it worked on failed: never terminal, never a reason to mark a revision failed. Whoever
+ * runs next does the work again; each step leaves nothing it cannot finish.
+ */
+export class CancelledError extends HoistError {
+  constructor(what: string, init: { stage: Stage; reason?: FailureReason; subject?: string | undefined; cause?: unknown }) {
+    super(`${what}: cancelled`, { ...init, code: ContentCode.Cancelled, terminal: false });
+    this.name = 'CancelledError';
+  }
+}
+
+/** throws a CancelledError for `what` when the signal has fired */
+export function throwIfCancelled(signal: AbortSignal | undefined, what: string, init: { stage: Stage; reason?: FailureReason; subject?: string }): void {
+  if (signal?.aborted) throw new CancelledError(what, { ...init, cause: signal.reason });
 }
 
 export function isHoistError(e: unknown): e is HoistError {

@@ -27,7 +27,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   retry: { flags: ['--timeout', '--kubeconfig', '--help'], names: true },
   tree: { flags: ['--not-ready', '-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   events: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--kubeconfig', '--help'], names: false },
+  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--default-service-account', '--override-manager', '--kubeconfig', '--help'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };

@@ -6,12 +6,13 @@
  */
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { isCRD } from '../../apply/object-id.ts';
+import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
 import type { ApplyReport, StepGate } from '../../apply/applier.ts';
-import { asHoistError, HoistError, FailureReason } from '../../util/errors.ts';
+import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
@@ -79,7 +80,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const action = active ? 'upgrade' : 'install';
   let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
   if (t && rendered.hooks.length > 0) {
-    await d.applier.ensureInstallNamespace(target, rendered.objects).catch((e: unknown) => hooksBroke(s, number, e));
+    await d.applier.ensureInstallNamespace(target, rendered.objects, s.signal).catch((e: unknown) => hooksBroke(s, number, e));
     const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) => hooksBroke(s, number, e));
     if (failed) {
       await failedRevision(ctx, s, failed, rev, rendered.objects);
@@ -88,7 +89,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   }
 
   try {
-    const report = await s.time('apply', d.applier.apply(target, rendered.objects, isNew ? { gate: phaseGate(ctx, s) } : {}));
+    const report = await s.time('apply', d.applier.apply(target, rendered.objects, { ...(isNew ? { gate: phaseGate(ctx, s) } : {}), signal: s.signal }));
     if (report.pending) {
       t ??= transitionOf(s, rev, action);
       return await waitForPhase(ctx, s, t, report.pending, rendered);
@@ -101,6 +102,8 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
     if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
   } catch (e) {
+    // stopped (shutdown, leadership lost), not failed: whoever reconciles next applies it again
+    if (e instanceof CancelledError) throw e;
     const err = asHoistError(e, { stage: 'apply', code: 'apply-failed', terminal: false });
     // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
     if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
@@ -134,7 +137,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
  */
 async function keepActive(ctx: StepContext, s: ReconcileState, active: ActiveRevision): Promise<void> {
   const objects = await ctx.objects.of(s.name, active);
-  const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, s.spec, active.number), objects);
+  const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, s.spec, active.number), objects, { signal: s.signal });
   s.changed = countChanged(report.results);
   driftCorrectedEvent(ctx, s, report.results);
   await observeHealth(ctx, s, objects);
@@ -144,17 +147,13 @@ async function keepActive(ctx: StepContext, s: ReconcileState, active: ActiveRev
 async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number, t: Transition | undefined): Promise<void> {
   const { d } = ctx;
   const { status, spec } = s;
-  const before = status.activeRevision;
-  // and what a revision abandoned half-way through its phases (the spec moved on) had applied
-  const abandoned = status.transition && status.transition.revision !== number ? status.transition : undefined;
-  const previous = [
-    ...(before ? await ctx.objects.of(s.name, before).catch(() => []) : []),
-    ...(abandoned ? await ctx.objects.of(s.name, { number: abandoned.revision, contentDigest: abandoned.contentDigest }).catch(() => []) : []),
-  ];
+  // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
+  const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
   const pruned = await s.time(
     'prune',
-    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
+    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal }),
   ).catch((e: unknown) => {
+    if (e instanceof CancelledError) throw e;
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
     const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'delete-failed', terminal: false });
     s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
@@ -190,15 +189,10 @@ function storeFailed(s: ReconcileState, number: number | undefined, e: unknown):
   throw err;
 }
 
-/** a stored revision with this content keeps its number (restart, roll back by spec) */
+/** a stored revision with this content keeps its number (restart, roll back by spec): the rule `hoist diff` numbers by */
 async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<number> {
   if (rendered.stored) return rendered.stored.number;
-  const stored = await ctx.d.revisions.list(s.name);
-  const same = stored.find((r) => r.contentDigest === rendered.contentDigest);
-  if (same) return same.number;
-  const { status } = s;
-  const known = [...stored.map((r) => r.number), ...(status.revisions ?? []).map((r) => r.number), status.activeRevision?.number ?? 0, status.attemptedRevision?.number ?? 0];
-  return Math.max(0, ...known) + 1;
+  return revisionNumberFor(rendered.contentDigest, await ctx.d.revisions.list(s.name), s.status);
 }
 
 /** drift correction on an unchanged revision: name what was changed back (e.g. after unpause) */
@@ -224,7 +218,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) });
+  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal });
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }
@@ -270,6 +264,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
 
 /** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
 function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
+  if (e instanceof CancelledError) throw e;
   const err = asHoistError(e, { stage: 'apply', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
   throw err;

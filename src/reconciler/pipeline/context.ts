@@ -7,8 +7,9 @@ import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
-import { lineageOf, type BundleDeployment, type Inventory } from '../../../api/v1alpha2/types.ts';
-import type { Applier, ApplyTarget } from '../../apply/applier.ts';
+import type { BundleDeployment, Inventory } from '../../../api/v1alpha2/types.ts';
+import type { Applier } from '../../apply/applier.ts';
+import { applyTargetOf, type ApplyTarget } from '../../apply/plan.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
@@ -99,19 +100,9 @@ export function inventory(ctx: StepContext, bd: BundleDeployment, revision: numb
   return inventoryOf(objects, revisionSecretsOf(ctx.d.controllerNamespace, bd.metadata.name, revision));
 }
 
-/** what the applier needs to apply revision `revision` of bd */
+/** what the applier needs to apply revision `revision` of bd (the target `hoist diff` plans with too) */
 export function applyTarget(ctx: StepContext, bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-  const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;
-  return {
-    name: bd.metadata.name,
-    lineage: lineageOf(bd),
-    revision,
-    protection: spec.collisionProtection,
-    installNamespace: spec.installNamespace,
-    actor: actor(ctx, bd),
-    ...(recorded ? { appliedDigest: recorded } : {}),
-    ...(spec.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}),
-  };
+  return applyTargetOf(bd, spec, revision, actor(ctx, bd));
 }
 
 /** the kinds among objects that the API server serves (skipped optional objects' kinds are not) */

@@ -10,7 +10,7 @@ import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { asHoistError, HoistError } from '../../util/errors.ts';
+import { asHoistError, CancelledError, HoistError } from '../../util/errors.ts';
 import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
 import { actor, applyTarget, inventory, writtenUid, type StepContext } from './context.ts';
 import { decideBeforeApply, decideRevisionFailure } from './decide.ts';
@@ -77,12 +77,13 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     const preFailed = back ? await runHooks(ctx, s, back, 'pre-rollback', hooks) : undefined;
     if (preFailed) ctx.d.log.warn({ bd: s.name, err: preFailed.message }, 'pre-rollback hook failed; rolling back anyway');
     try {
-      const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects);
+      const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects, { signal: s.signal });
       const pruned = !decision.prune
         ? []
-        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd) });
+        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal });
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
+      if (e instanceof CancelledError) throw e;
       const rb = asHoistError(e, { stage: 'apply', code: 'rollback-failed', terminal: false });
       s.set({ type: 'Installed', status: 'False', reason: 'ApplyFailed', message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}` });
       s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
