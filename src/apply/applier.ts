@@ -33,6 +33,7 @@ import { waitGone } from './wait-gone.ts';
 import { isCRD, objectId } from './object-id.ts';
 import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';
 import type { ObjectResult } from './result.ts';
+import { ApplyCode, ObjectsError, UnsafeCrdChangeError } from './errors.ts';
 
 export { ANNOTATION_RECREATE, fieldManagerFor, type ApplyTarget };
 
@@ -315,14 +316,7 @@ export class Applier {
       })
     ).flat();
     if (problems.length === 0) return;
-    const crds = [...new Set(problems.map((p) => p.crd))];
-    throw new HoistError(describeCrdRefusal(problems), {
-      stage: 'apply',
-      reason: 'UnsafeCRDUpgrade',
-      code: 'unsafe-crd-upgrade',
-      subject: crds.length === 1 ? `apiextensions.k8s.io/v1 CustomResourceDefinition ${crds[0]}` : `${crds.length} CustomResourceDefinitions`,
-      terminal: true,
-    });
+    throw new UnsafeCrdChangeError(problems, describeCrdRefusal(problems));
   }
 
   private unchanged(bd: string, p: Planned): boolean {
@@ -367,7 +361,7 @@ export class Applier {
     if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
       await this.undoCreates(target, created, signal);
-      throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
+      throw new ObjectsError(ApplyCode.Forbidden, forbidden.map((r) => ({ subject: r.subject, message: `apply refused: ${r.message}` })), { terminal: false });
     }
     if (existing.length > 0) {
       try {
@@ -551,16 +545,14 @@ export class Applier {
   private failIfAny(results: readonly ObjectResult[]): void {
     const failed = results.filter((r) => r.action === 'failed');
     if (failed.length === 0) return;
-    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
-      stage: 'apply',
-      reason: 'ApplyFailed',
-      code: 'apply-failed',
-      subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
-      // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing
-      // RBAC, and not at all when any object was refused
-      terminal: failed.some((f) => !f.transient),
-    });
+    // the API server refusing an object is a property of the bundle; retrying the same content
+    // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing
+    // RBAC, and not at all when any object was refused
+    throw new ObjectsError(
+      ApplyCode.ApplyFailed,
+      failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed', transient: f.transient ?? false })),
+      { terminal: failed.some((f) => !f.transient) },
+    );
   }
 
 
@@ -576,7 +568,7 @@ export class Applier {
    */
   private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned, signal: AbortSignal | undefined): Promise<KubeObject> {
     const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
-    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
+    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', code: ApplyCode.RecreateRefused, subject: p.subject, terminal: false });
     if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
     this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
     try {
@@ -592,7 +584,7 @@ export class Applier {
       now: this.now,
       signal,
       subject: p.subject,
-      expired: () => new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false }),
+      expired: () => new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, { stage: 'apply', code: ApplyCode.RecreatePending, subject: p.subject, terminal: false }),
     });
     let out: { object: KubeObject; created: boolean };
     try {

@@ -6,6 +6,7 @@
 import { HoistError, throwIfCancelled } from '../util/errors.ts';
 import { sleep } from '../util/sleep.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
+import { ApplyCode } from './errors.ts';
 
 const cancelled = (signal: AbortSignal | undefined, what: string) => throwIfCancelled(signal, what, { stage: 'apply', reason: 'ApplyFailed' });
 
@@ -33,7 +34,7 @@ export async function waitEstablished(client: KubeClient, names: readonly string
     if (Date.now() > deadline) {
       throw new HoistError(`customresourcedefinitions not established after ${timeoutMs / 1000}s: ${[...pending].join(', ')}`, {
         stage: 'apply',
-        code: 'crd-not-established',
+        code: ApplyCode.CrdNotEstablished,
         subject: [...pending].join(', '),
         terminal: false,
       });

@@ -17,6 +17,7 @@ export const ApplyCode = {
   KindNotServed: 'kind-not-served',
   RecreatePending: 'recreate-pending',
   RecreateRefused: 'recreate-refused',
+  RevisionMissing: 'revision-missing',
   RevisionTooLarge: 'revision-too-large',
   UnsafeCrdUpgrade: 'unsafe-crd-upgrade',
 } as const;
@@ -45,8 +46,8 @@ export interface ObjectsErrorInit {
 export class ObjectsError extends HoistError {
   readonly objects: readonly ObjectProblem[];
 
-  constructor(code: ApplyCode, objects: readonly ObjectProblem[], init: ObjectsErrorInit) {
-    super(objects.map((o) => `${o.subject}: ${o.message}`).join('; '), {
+  constructor(code: ApplyCode, objects: readonly ObjectProblem[], init: ObjectsErrorInit, line: (o: ObjectProblem) => string = (o) => `${o.subject}: ${o.message}`) {
+    super(objects.map(line).join('; '), {
       stage: init.stage ?? 'apply',
       ...(init.reason ? { reason: init.reason } : {}),
       code,
@@ -66,6 +67,7 @@ export class ConflictingOwnerError extends ObjectsError {
       ApplyCode.ConflictingOwner,
       owners.map((o) => ({ subject: o.subject, message: `is owned by ${o.owner}: ${o.why}` })),
       { reason: FailureReason.ConflictingOwner, terminal: true },
+      (o) => `${o.subject} ${o.message}`,
     );
     this.name = 'ConflictingOwnerError';
   }

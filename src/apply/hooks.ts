@@ -14,10 +14,11 @@ import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound, isTrans
 import { describeObject, type KubeClient, type KubeObject, type WatchEvent } from '../kube/types.ts';
 import { compareHooks, hookDeletePolicies, hookEventsOf, type HookDeletePolicy } from '../processors/helm/hooks.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
-import { CancelledError, HoistError } from '../util/errors.ts';
+import { CancelledError, HoistError, FailureReason } from '../util/errors.ts';
 import { sleep } from '../util/sleep.ts';
 import { dropServerFields } from './object-id.ts';
 import { waitGone } from './wait-gone.ts';
+import { ApplyCode } from './errors.ts';
 
 /** a revision's objects split into the managed ones and the hooks */
 export function splitHooks(objects: readonly KubeObject[]): { managed: KubeObject[]; hooks: KubeObject[] } {
@@ -98,7 +99,7 @@ function waitsForCompletion(obj: KubeObject): boolean {
 }
 
 function hookError(message: string, subject: string, terminal: boolean, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal, ...(cause ? { cause } : {}) });
+  return new HoistError(message, { stage: 'apply', code: ApplyCode.HookFailed, subject, terminal, ...(cause ? { cause } : {}) });
 }
 
 export class HookRunner {
@@ -164,7 +165,7 @@ export class HookRunner {
       if (done.result === 'Failed') {
         // as Helm: the hooks before it go by hook-succeeded, this one by hook-failed
         await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
-        await this.deleteByPolicy(target, [entry], 'hook-failed', opts.signal);
+        await this.deleteByPolicy(target, [entry], ApplyCode.HookFailed, opts.signal);
         entries.push({ run: done, created: entry });
         opts.onRun?.(entry.run);
         return result({ run: entry.run, subject });
@@ -198,7 +199,7 @@ export class HookRunner {
     if (!live) return;
     if (live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) {
       // only what is provably ours is deleted
-      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: 'ConflictingOwner', code: 'conflicting-owner', subject, terminal: true });
+      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: FailureReason.ConflictingOwner, code: ApplyCode.ConflictingOwner, subject, terminal: true });
     }
     await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}), signal });
     // any object by that name is in the way of the create, whoever's it is

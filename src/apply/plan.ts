@@ -26,7 +26,6 @@ import type { DefaultedSpec } from '../../api/v1alpha2/defaults.ts';
 import { ApiError, isForbidden, isImmutableField } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdKinds } from './crd-established.ts';
@@ -34,6 +33,7 @@ import { ignoredPointers, withoutIgnored } from './drift-ignore.ts';
 import { liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { dropServerFields, isCRD, isNamespace, objectId } from './object-id.ts';
 import { planSteps, type ApplyStep } from './phases.ts';
+import { ApplyCode, ConflictingOwnerError, ObjectsError } from './errors.ts';
 
 /** opt-in per object: delete and re-create when an update hits an immutable field */
 export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
@@ -141,7 +141,7 @@ export interface ApplyPlan {
 export async function planApply(env: PlanEnv, target: ApplyTarget, objects: readonly KubeObject[], opts: { presume?: boolean; signal?: AbortSignal | undefined } = {}): Promise<ApplyPlan> {
   const { steps, invalid } = planSteps(objects, (o) => o);
   if (invalid.length > 0) {
-    throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
+    throw new ObjectsError(ApplyCode.InvalidApplyWave, invalid.map((o) => ({ subject: describeObject(o), message: `annotation ${ANNOTATION_APPLY_WAVE} is not an integer` })), { terminal: true });
   }
   // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
   const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
@@ -194,7 +194,7 @@ export async function prepareObjects(client: KubeClient, target: ApplyTarget, ob
     out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
   }
   if (failures.length > 0) {
-    throw new HoistError(failures.map((f) => `${f.subject}: ${f.why}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.subject : `${failures.length} objects`, terminal: true });
+    throw new ObjectsError(ApplyCode.KindNotServed, failures.map((f) => ({ subject: f.subject, message: f.why })), { terminal: true });
   }
   return { ready: out, deferred };
 }
@@ -226,7 +226,7 @@ export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared:
     }
   });
   if (refused.length > 0) {
-    throw new HoistError(refused.map((r) => `${r.subject}: ${r.why}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`, terminal: false });
+    throw new ObjectsError(ApplyCode.Forbidden, refused.map((r) => ({ subject: r.subject, message: r.why })), { terminal: false });
   }
   return planned.filter((p): p is Planned => p !== undefined);
 }
@@ -240,13 +240,7 @@ export function conflictsOf(planned: readonly Planned[]): Array<{ subject: strin
 export function refuseConflicts(planned: readonly Planned[]): void {
   const refused = conflictsOf(planned);
   if (refused.length === 0) return;
-  throw new HoistError(refused.map((r) => r.line).join('; '), {
-    stage: 'apply',
-    reason: 'ConflictingOwner',
-    code: 'conflicting-owner',
-    subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
-    terminal: true,
-  });
+  throw new ConflictingOwnerError(planned.flatMap((p) => (p.decision.action === 'refuse' ? [{ subject: p.subject, owner: p.decision.owner, why: p.decision.why }] : [])));
 }
 
 /**

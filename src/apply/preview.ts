@@ -34,6 +34,7 @@ import {
 } from './plan.ts';
 import { planPrune, staleObjects, type PruneDecision } from './prune.ts';
 import type { RevisionStore } from './revision-store.ts';
+import { ApplyCode } from './errors.ts';
 
 export type ObjectPreview = {
   id: string;
@@ -112,7 +113,7 @@ export async function previewRevision(deps: PreviewDeps, bd: BundleDeployment, i
     plan = await planApply({ client: deps.client, concurrency }, target, managed);
   } catch (e) {
     // reads the acting identity may not make fail the apply before any write: that is the preview
-    if (!(e instanceof HoistError) || e.code !== 'forbidden') throw e;
+    if (!(e instanceof HoistError) || e.code !== ApplyCode.Forbidden) throw e;
     return { revision, isNew, steps: planSteps(managed, (o) => o).steps, ...outline, objects: [], refusal: e.message, prune: [], skippedOptional: [] };
   }
   const manager = fieldManagerFor(target.lineage);
@@ -128,7 +129,7 @@ export async function previewRevision(deps: PreviewDeps, bd: BundleDeployment, i
     const previous: KubeObject[] = [];
     for (const r of replacedRevisions(status, revision)) {
       const all = await deps.revisions.load(name, r);
-      if (!all) throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-missing', subject: `revision ${r.number}`, terminal: false });
+      if (!all) throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, { stage: 'apply', code: ApplyCode.RevisionMissing, subject: `revision ${r.number}`, terminal: false });
       previous.push(...splitHooks(all).managed);
     }
     prune = await planPrune(deps.actor, { name, lineage: lineageOf(bd) }, staleObjects(previous, managed), { keepCRDs: !spec.deleteCRDsOnUninstall, retained: managed, concurrency });

@@ -11,10 +11,11 @@ import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { isConflict, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError, throwIfCancelled } from '../util/errors.ts';
+import { throwIfCancelled, FailureReason } from '../util/errors.ts';
 import { namespaceVerdict } from './namespace-contents.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
+import { ApplyCode, ObjectsError } from './errors.ts';
 
 export interface PruneOptions {
   /** keep CRDs (default true): deleting a CRD deletes every custom resource of its kinds */
@@ -116,12 +117,10 @@ export async function deleteOwned(
     );
   }
   // requests the signal aborted failed for that reason alone: what is left, the next prune deletes
-  throwIfCancelled(opts.signal, `deleting ${objects.length} objects of ${owner.name}`, { stage: 'apply', reason: 'PruneFailed' });
+  throwIfCancelled(opts.signal, `deleting ${objects.length} objects of ${owner.name}`, { stage: 'apply', reason: FailureReason.PruneFailed });
   const failed = results.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
-    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
-      stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`, terminal: false,
-    });
+    throw new ObjectsError(ApplyCode.DeleteFailed, failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed' })), { reason: FailureReason.PruneFailed, terminal: false });
   }
   return results;
 }

@@ -24,6 +24,7 @@ import { assess, firstFive, observeHealth } from './health.ts';
 import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
 import { driftNotCorrected, failedBeforeApply, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 /** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
 const OBSERVE_WRITES_MS = 2000;
@@ -104,7 +105,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   } catch (e) {
     // stopped (shutdown, leadership lost), not failed: whoever reconciles next applies it again
     if (e instanceof CancelledError) throw e;
-    const err = asHoistError(e, { stage: 'apply', code: 'apply-failed', terminal: false });
+    const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.ApplyFailed, terminal: false });
     // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
     if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
     else await driftNotCorrected(ctx, s, err, rendered.objects);
@@ -155,7 +156,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   ).catch((e: unknown) => {
     if (e instanceof CancelledError) throw e;
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
-    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'delete-failed', terminal: false });
+    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
     s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
     s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
     throw err;
@@ -184,7 +185,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
  */
 function storeFailed(s: ReconcileState, number: number | undefined, e: unknown): never {
   const what = number === undefined ? 'the new revision could not be numbered' : `revision ${number} could not be stored`;
-  const err = asHoistError(e, { stage: 'apply', code: 'revision-store', subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
+  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.RevisionStore, subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
   throw err;
 }
@@ -248,7 +249,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
   if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', code: 'progress-deadline', subject: `revision ${t.revision}`, terminal: true });
+    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${t.revision}`, terminal: true });
     await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
     return false;
   }
@@ -265,7 +266,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
 /** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
 function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
   if (e instanceof CancelledError) throw e;
-  const err = asHoistError(e, { stage: 'apply', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
+  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.HookFailed, subject: `revision ${number} hooks`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
   throw err;
 }

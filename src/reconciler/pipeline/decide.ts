@@ -5,7 +5,9 @@
  */
 import type { OnFailure } from '../../../api/v1alpha2/types.ts';
 import type { ActiveRevision, AttemptedRevision, RevisionRef } from '../../../api/v1alpha2/types.ts';
-import type { Stage } from '../../util/errors.ts';
+import { ReconcileCode } from '../errors.ts';
+import { ApplyCode } from '../../apply/errors.ts';
+import { FailureReason, type Stage } from '../../util/errors.ts';
 
 export type RevisionDecision =
   /** the rendered content is a new revision: store, apply, prune, then roll out */
@@ -159,9 +161,9 @@ export const CONFLICT_RECHECK_MS = 60_000;
  */
 export function decideRevisionFailure(r: RevisionFailureInput): RevisionFailureDecision {
   const { code, terminal } = r.failure;
-  const reason: RevisionFailureReason = code === 'conflicting-owner' ? 'ConflictingOwner' : code === 'unsafe-crd-upgrade' ? 'UnsafeCRDUpgrade' : 'ApplyFailed';
-  const forbidden = code === 'forbidden';
-  const deadline = code === 'progress-deadline';
+  const reason: RevisionFailureReason = code === ApplyCode.ConflictingOwner ? FailureReason.ConflictingOwner : code === ApplyCode.UnsafeCrdUpgrade ? FailureReason.UnsafeCRDUpgrade : 'ApplyFailed';
+  const forbidden = code === ApplyCode.Forbidden;
+  const deadline = code === ReconcileCode.ProgressDeadline;
   if (r.onFailure === 'Rollback' && r.lastGood) {
     if (r.active && !forbidden && !deadline) {
       const attempt = decideApplyFailure({ terminal, contentDigest: r.contentDigest, attempted: r.attempted, progressDeadlineMs: r.progressDeadlineMs, now: r.now });

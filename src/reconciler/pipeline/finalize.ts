@@ -15,6 +15,7 @@ import { systemClock } from '../../util/clock.ts';
 import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
 import { reaches } from '../dependency-graph.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
+import { ReconcileCode } from '../errors.ts';
 
 /**
  * The BundleDeployments that depend on bd (spec.dependsOn) and still exist: bd is uninstalled
@@ -85,7 +86,7 @@ async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-d
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;
-    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'hook-failed', subject, terminal: false }));
+    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.HookFailed, subject, terminal: false }));
   }
   ctx.d.events.event(bd, 'Normal', 'HooksRan', `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`);
 }
@@ -94,7 +95,7 @@ async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-d
 function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): never {
   // stopped, not blocked: the finalizer stays and whoever reconciles next goes on
   if (e instanceof CancelledError) throw e;
-  const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'uninstall-failed', terminal: false });
+  const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.UninstallFailed, terminal: false });
   const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
   ctx.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
   ctx.d.events.event(bd, 'Warning', 'UninstallFailed', message);

@@ -17,10 +17,11 @@ import { decideBeforeApply, decideRevisionFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
 import { endTransition, runHooks, transitionOf } from './transition.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
 export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: unknown): Promise<void> {
-  const err = asHoistError(e, { stage: 'fetch', code: 'unknown', terminal: false });
+  const err = asHoistError(e, { stage: 'fetch', code: ReconcileCode.Unknown, terminal: false });
   const decision = decideBeforeApply(err);
   const message = err.describe();
   const stage = err.stage;
@@ -84,7 +85,7 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
       if (e instanceof CancelledError) throw e;
-      const rb = asHoistError(e, { stage: 'apply', code: 'rollback-failed', terminal: false });
+      const rb = asHoistError(e, { stage: 'apply', code: ReconcileCode.RollbackFailed, terminal: false });
       s.set({ type: 'Installed', status: 'False', reason: 'ApplyFailed', message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}` });
       s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
       throw rb;

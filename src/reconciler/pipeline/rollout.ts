@@ -13,6 +13,7 @@ import { observeHealth } from './health.ts';
 import { failedRevision } from './recover.ts';
 import { endTransition, runHooks } from './transition.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 export async function rollOut(ctx: StepContext, s: ReconcileState, objects: readonly KubeObject[]): Promise<void> {
   const { status, spec } = s;
@@ -73,7 +74,7 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
     if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
     return;
   }
-  const err = new HoistError(why, { stage: 'observe', code: 'progress-deadline', subject: `revision ${active.number}`, terminal: true });
+  const err = new HoistError(why, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${active.number}`, terminal: true });
   await failedRevision(ctx, s, err, active, await ctx.objects.of(s.name, active));
   s.result = poll;
 }
