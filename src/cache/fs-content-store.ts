@@ -36,7 +36,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { HoistError } from '../util/errors.ts';
 import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
-import { CacheCode } from './errors.ts';
+import { CacheCode, cacheError } from './errors.ts';
 
 export interface FsContentStoreOptions {
   /** root directory; default `defaultContentRoot()` */
@@ -228,8 +228,7 @@ export class FsContentStore implements ContentStore {
   private async makeRoom(key: string, size: number): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
-    const fail = (message: string, code: string, terminal: boolean): HoistError =>
-      new HoistError(message, { stage: 'fetch', code, subject: key, terminal });
+    const fail = (message: string, code: CacheCode, terminal: boolean): HoistError => cacheError(message, code, key, terminal);
     if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, CacheCode.CacheBudget, true);
     const now = this.now().getTime();
     const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
@@ -372,7 +371,7 @@ export class FsContentStore implements ContentStore {
     const found = await this.updateMeta(key, (m) =>
       m.origins.some((o) => o.location === origin.location && o.credential === origin.credential) ? undefined : { ...m, origins: [...m.origins, origin] },
     );
-    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', code: CacheCode.CacheRace, subject: key, terminal: false });
+    if (!found) throw cacheError('content left the store while its access was being recorded', CacheCode.CacheRace, key, false);
   }
 
   /**
