@@ -5,13 +5,13 @@
  * any point (crash, SIGKILL): revisions are stored before they are applied, objects are applied
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
-import { FINALIZER, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
+import { FINALIZER, LABEL_LINEAGE, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { asHoistError } from '../util/errors.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
-import { lineageWinner } from './lineage.ts';
+import { labelledNamesakes, lineageWinner } from './lineage.ts';
 import { recordStages } from './metrics.ts';
 import { OwnWrites } from './own-writes.ts';
 import { applyRevision } from './pipeline/apply.ts';
@@ -92,9 +92,14 @@ export class BundleDeploymentReconciler {
   /** the steps, in order; each returns early by returning from here */
   private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined): Promise<void> {
     const ctx = this.ctx;
-    const winner = lineageWinner(s.bd, this.d.lineageMembers(lineageOf(s.bd)));
+    const lineage = lineageOf(s.bd);
+    const namesakes = labelledNamesakes(s.bd, this.d.lineageMembers(lineage));
+    const winner = namesakes.length > 0 ? undefined : lineageWinner(s.bd, this.d.lineageMembers(lineage));
     if (winner !== s.name) {
-      const msg = `lineage ${lineageOf(s.bd)} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`;
+      const msg =
+        winner !== undefined
+          ? `lineage ${lineage} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`
+          : `lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${namesakes.join(', ')}): this BundleDeployment has no such label, so its name does not make it a member and it applies nothing; to join, set the label (the tenancy policy asks for use on lineages.core.rukpak.io ${lineage})`;
       s.set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });
       s.set({ type: 'Progressing', status: 'False', reason: 'Conflict', message: msg });
       s.set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
