@@ -14,6 +14,7 @@ import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
+import type { StartTimer } from '../reconciler/reconcile-budget.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
 
 export interface ControllerOptions {
@@ -48,6 +49,10 @@ export interface ControllerOptions {
   cacheMaxBytes?: number;
   /** the largest revision stored, compressed, in bytes (--max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time budget of one reconcile in ms (--reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** starts the reconcile budget's timer (tests fire it by hand) */
+  startTimer?: StartTimer;
 }
 
 export interface RunningController {
@@ -130,6 +135,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,
     maxRevisionBytes: opts.maxRevisionBytes,
+    reconcileTimeoutMs: opts.reconcileTimeoutMs,
+    startTimer: opts.startTimer,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

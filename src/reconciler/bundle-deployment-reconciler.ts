@@ -25,6 +25,7 @@ import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
 import { decideStatusWrite } from './status-writes.ts';
+import { DEFAULT_RECONCILE_TIMEOUT_MS, ReconcileBudget } from './reconcile-budget.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
 
@@ -64,14 +65,21 @@ export class BundleDeploymentReconciler {
     finalizing?.catch(() => {}); // awaited below
 
     const started = Date.now();
-    const s = newState(bd, this.now, signal);
+    const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.startTimer, signal);
+    const s = newState(bd, this.now, budget.signal);
     try {
-      await this.pipeline(s, finalizing);
+      await this.pipeline(s, finalizing, budget);
     } catch (e) {
-      const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
-      this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
+      // stopped at the budget: whatever a step threw while stopping, the budget is the cause
+      const err = budget.exceeded ?? asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      if (budget.exceeded) {
+        s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${err.describe()}; retrying with backoff` });
+        s.note = 'over the reconcile budget';
+        this.d.log.warn({ bd: name, stage: err.stage, budgetMs: budget.ms }, 'reconcile stopped at its time budget');
+      } else this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
+      budget.dispose();
       this.contentUse.reconciled(name);
       await finalizing;
       // status is written even when a step failed: the failure is what the user must see
@@ -90,7 +98,7 @@ export class BundleDeploymentReconciler {
   }
 
   /** the steps, in order; each returns early by returning from here */
-  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined): Promise<void> {
+  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined, budget: ReconcileBudget): Promise<void> {
     const ctx = this.ctx;
     const lineage = lineageOf(s.bd);
     const namesakes = labelledNamesakes(s.bd, this.d.lineageMembers(lineage));
@@ -117,14 +125,19 @@ export class BundleDeploymentReconciler {
 
     let rendered;
     try {
+      budget.stage = 'resolve';
       const resolved = await resolveSources(ctx, s);
       this.contentUse.record(s.name, resolved.map((r) => r.key));
+      budget.stage = 'fetch';
       rendered = await renderRevision(ctx, s, resolved);
     } catch (e) {
-      await failedBeforeApply(ctx, s, e);
+      await failedBeforeApply(ctx, s, budget.exceeded ?? e);
       return;
     }
     await finalizing;
+    // the last point where stopping leaves what is installed as it was
+    if (budget.exceeded) return failedBeforeApply(ctx, s, budget.exceeded);
+    budget.stage = 'apply';
     if (!(await applyRevision(ctx, s, rendered))) return;
     await rollOut(ctx, s, rendered.objects);
   }

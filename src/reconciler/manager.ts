@@ -14,6 +14,7 @@ import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '.
 import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/types.ts';
+import type { StartTimer } from './reconcile-budget.ts';
 import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
@@ -44,6 +45,10 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   gcIntervalMs?: number;
   /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** starts the reconcile budget's timer (tests fire it by hand) */
+  startTimer?: StartTimer;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -111,6 +116,8 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
+      ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
+      ...(opts.startTimer ? { startTimer: opts.startTimer } : {}),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
       secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },

@@ -21,6 +21,7 @@ import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
+import type { StartTimer } from '../reconcile-budget.ts';
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -48,6 +49,10 @@ export interface ReconcilerDeps {
   /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
   lineageMembers(lineage: string): BundleDeployment[];
   now?: () => Date;
+  /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** starts the budget's timer (tests fire it by hand) */
+  startTimer?: StartTimer;
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */

@@ -66,7 +66,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
         if (served === 'downloaded') void treeBytes(dir).then((n) => bytes.inc({ kind }, n), () => undefined);
       },
     },
-  ));
+  ), s.signal);
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
 }

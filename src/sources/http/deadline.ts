@@ -4,6 +4,7 @@
  * a server trickling one byte a second cannot extend it. Every request, body stream, unpacker and
  * git process of the operation listens to this one signal, so the worker is free at the deadline.
  */
+import { formatDuration } from '../../util/duration.ts';
 import { HoistError, type Stage } from '../../util/errors.ts';
 
 /** default overall deadline of one resolve or one fetch */
@@ -13,13 +14,6 @@ interface Deadline {
   signal: AbortSignal;
   /** clears the timer; call when the operation ends */
   done(): void;
-}
-
-/** `ms` formatted for messages: "90s", "10m", "250ms" */
-function formatMs(ms: number): string {
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
 }
 
 /**
@@ -33,7 +27,7 @@ function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<St
   parent?.addEventListener('abort', onParent, { once: true });
   const timer = setTimeout(() => {
     ctl.abort(
-      new HoistError(`${stage} exceeded its deadline of ${formatMs(ms)}`, {
+      new HoistError(`${stage} exceeded its deadline of ${formatDuration(ms)}`, {
         stage,
         reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
         code: 'deadline-exceeded',

@@ -168,7 +168,7 @@ describe('helm template', () => {
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--max-revision-size=8Mi']);
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--reconcile-timeout=5m', '--max-revision-size=8Mi']);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
@@ -198,6 +198,7 @@ describe('helm template', () => {
       'metrics.port': 9090,
       cache: { sizeLimit: '', medium: 'Memory', maxSize: '' },
       fetchTimeout: '90s',
+      reconcileTimeout: '2m',
       maxRevisionSize: '4Mi',
       extraArgs: ['--install-crd'],
       nodeSelector: { 'kubernetes.io/os': 'linux' },
@@ -220,7 +221,7 @@ describe('helm template', () => {
     expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
     expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
     // no cache budget when maxSize is empty
-    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--max-revision-size=4Mi', '--install-crd']);
+    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--reconcile-timeout=2m', '--max-revision-size=4Mi', '--install-crd']);
     expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
     expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
@@ -340,6 +341,7 @@ describe('helm template', () => {
     await expect(render('bad', 'ns', { 'image.digest': 'latest' })).rejects.toThrow(/digest/);
     await expect(render('bad', 'ns', { 'cache.maxSize': '2 GB' })).rejects.toThrow(/maxSize/);
     await expect(render('bad', 'ns', { fetchTimeout: 'ten minutes' })).rejects.toThrow(/fetchTimeout/);
+    await expect(render('bad', 'ns', { reconcileTimeout: '5 min' })).rejects.toThrow(/reconcileTimeout/);
     await expect(render('bad', 'ns', { maxRevisionSize: '8 MiB' })).rejects.toThrow(/maxRevisionSize/);
     await expect(render('bad', 'ns', { tenancyPolicy: { enabled: 'yes' } })).rejects.toThrow(/tenancyPolicy/);
     await expect(render('bad', 'ns', { replicaCount: 2, 'leaderElection.enabled': false })).rejects.toThrow(/needs leaderElection.enabled/);
