@@ -28,7 +28,9 @@ commands:
              --selector <labels>   reconcile only BundleDeployments matching this label selector
                                    (as well as the shard's)
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
-             --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
+             --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited): stored
+                                   content, downloads in flight and composed sources together; set
+                                   it below the disk it lives on, with room for file-system overhead
              --max-revision-size <q>
                                    the largest revision stored, gzip-compressed, in revision Secrets
                                    (default 8Mi: ten Secrets); a larger one is refused before

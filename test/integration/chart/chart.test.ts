@@ -21,6 +21,7 @@ import { TENANCY_POLICY_PATH } from '../../../api/v1alpha2/tenancy-policy.ts';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { installCRD, startController, type RunningController } from '../../../src/cli/controller.ts';
 import { toolPath } from '../../../src/devcluster/tools.ts';
+import { parseByteSize } from '../../../src/util/byte-size.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import { LeaderElector } from '../../../src/kube/leader-election.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
@@ -331,6 +332,14 @@ describe('helm template', () => {
     expect(objs.filter((o) => o.kind === 'Service')).toHaveLength(1);
     await expect(render('bad', 'ns', { shards: ['Upper'] })).rejects.toThrow(/shards/);
     await expect(render('bad', 'ns', { shards: ['a', 'a'] })).rejects.toThrow(/shards/);
+  });
+
+  it('the defaults keep the headroom rule of values.yaml: cache.maxSize at most three quarters of cache.sizeLimit', () => {
+    const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { cache: { sizeLimit: string; maxSize: string } };
+    const maxSize = parseByteSize(values.cache.maxSize);
+    const sizeLimit = parseByteSize(values.cache.sizeLimit);
+    expect(maxSize).toBeLessThanOrEqual(sizeLimit * 0.75);
+    expect(readFileSync(join(CHART, 'values.yaml'), 'utf8')).toContain('keep maxSize at most three quarters of sizeLimit');
   });
 
   it('refuses bad values: schema types, unknown keys, several replicas without leader election', async () => {
