@@ -29,7 +29,7 @@ import {
 import { ApiError, isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { HoistError, FailureReason } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
 import { decideTakeOver, type TakeOver } from './collision.ts';
 import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
@@ -232,7 +232,7 @@ export class Applier {
 
     const { steps, invalid } = planSteps(objects, (o) => o);
     if (invalid.length > 0) {
-      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
+      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
     }
     // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
     const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
@@ -364,7 +364,7 @@ export class Applier {
       out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
     }
     if (failures.length > 0) {
-      throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
+      throw new HoistError(failures.join('; '), { stage: 'apply', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
     }
     return { ready: out, deferred };
   }
@@ -398,7 +398,7 @@ export class Applier {
     });
     if (refused.length > 0) {
       // not terminal: RBAC is often granted after the BundleDeployment is created
-      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
+      throw new HoistError(refused.join('; '), { stage: 'apply', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
     }
     return planned.filter((p): p is Planned => p !== undefined);
   }
@@ -416,7 +416,7 @@ export class Applier {
     });
     throw new HoistError(lines.join('; '), {
       stage: 'apply',
-      reason: 'ConflictingOwner',
+      reason: FailureReason.ConflictingOwner,
       code: 'conflicting-owner',
       subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
       terminal: true,
@@ -440,7 +440,7 @@ export class Applier {
     const crds = [...new Set(problems.map((p) => p.crd))];
     throw new HoistError(`${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`, {
       stage: 'apply',
-      reason: 'UnsafeCRDUpgrade',
+      reason: FailureReason.UnsafeCRDUpgrade,
       code: 'unsafe-crd-upgrade',
       subject: crds.length === 1 ? `apiextensions.k8s.io/v1 CustomResourceDefinition ${crds[0]}` : `${crds.length} CustomResourceDefinitions`,
       terminal: true,
@@ -489,7 +489,7 @@ export class Applier {
     if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
       await this.undoCreates(target, created);
-      throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
+      throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
     }
     if (existing.length > 0) {
       try {
@@ -672,7 +672,6 @@ export class Applier {
     if (failed.length === 0) return;
     throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
       stage: 'apply',
-      reason: 'ApplyFailed',
       code: 'apply-failed',
       subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
       // the API server refusing an object is a property of the bundle; retrying the same content
@@ -695,7 +694,7 @@ export class Applier {
    */
   private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned): Promise<KubeObject> {
     const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
-    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
+    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', code: 'recreate-refused', subject: p.subject, terminal: false });
     if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
     this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
     try {
@@ -726,7 +725,7 @@ export class Applier {
     for (;;) {
       const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
       if (!live || live.metadata.uid !== uid) return;
-      if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
+      if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', code: 'recreate-pending', subject: p.subject, terminal: false });
       await new Promise((r) => setTimeout(r, 200));
     }
   }

@@ -29,7 +29,6 @@ export async function waitEstablished(client: KubeClient, names: readonly string
     if (Date.now() > deadline) {
       throw new HoistError(`customresourcedefinitions not established after ${timeoutMs / 1000}s: ${[...pending].join(', ')}`, {
         stage: 'apply',
-        reason: 'ApplyFailed',
         code: 'crd-not-established',
         subject: [...pending].join(', '),
         terminal: false,

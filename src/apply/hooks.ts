@@ -16,7 +16,8 @@ import { ANNOTATION_REVISION, LABEL_HOOK_OF, type HookEvent, type HookRun } from
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type WatchEvent } from '../kube/types.ts';
 import { compareHooks, hookDeletePolicies, hookEventsOf, type HookDeletePolicy } from '../processors/helm/hooks.ts';
-import { HoistError } from '../util/errors.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
+import { HoistError, FailureReason } from '../util/errors.ts';
 import { dropServerFields } from './object-id.ts';
 
 /** a revision's objects split into the managed ones and the hooks */
@@ -97,14 +98,15 @@ function waitsForCompletion(obj: KubeObject): boolean {
 }
 
 function hookError(message: string, subject: string, terminal: boolean, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal, ...(cause ? { cause } : {}) });
+  return new HoistError(message, { stage: 'apply', code: 'hook-failed', subject, terminal, ...(cause ? { cause } : {}) });
 }
 
 export class HookRunner {
   private readonly now: () => Date;
 
-  constructor(private readonly opts: { log: Logger; now?: () => Date; pollMs?: number }) {
-    this.now = opts.now ?? (() => new Date());
+  constructor(private readonly opts: { log: Logger; clock?: Clock; pollMs?: number }) {
+    const clock = opts.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
   }
 
   /**
@@ -199,7 +201,7 @@ export class HookRunner {
     if (!live) return;
     if (live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) {
       // only what is provably ours is deleted
-      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: 'ConflictingOwner', code: 'conflicting-owner', subject, terminal: true });
+      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: FailureReason.ConflictingOwner, code: 'conflicting-owner', subject, terminal: true });
     }
     await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}) });
     const poll = this.opts.pollMs ?? 250;

@@ -11,7 +11,7 @@ import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { isConflict, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { HoistError, FailureReason } from '../util/errors.ts';
 import { namespaceVerdict } from './namespace-contents.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
@@ -88,7 +88,7 @@ export async function deleteOwned(
   const failed = results.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
     throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
-      stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`, terminal: false,
+      stage: 'apply', reason: FailureReason.PruneFailed, code: 'delete-failed', subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`, terminal: false,
     });
   }
   return results;

@@ -104,7 +104,7 @@ export class RevisionStore {
     const secrets = Math.ceil(packed.length / CHUNK_BYTES);
     const err = new HoistError(
       `the rendered objects are ${packed.length} bytes compressed (${secrets} revision Secrets), over the limit of ${formatBytes(this.maxBytes)} per revision (hoist run --max-revision-size); nothing was stored or applied`,
-      { stage: 'process', reason: 'ProcessFailed', code: 'revision-too-large', subject: 'revision size', terminal: true },
+      { stage: 'process', code: 'revision-too-large', subject: 'revision size', terminal: true },
     );
     if (contentDigest) {
       if (this.refused.size >= REFUSED_MEMO) this.refused.delete(this.refused.keys().next().value!);

@@ -36,18 +36,20 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { formatBytes } from '../util/content-tree.ts';
 import { HoistError } from '../util/errors.ts';
 import { treeBytes } from '../util/tree-bytes.ts';
 import type { ContentOrigin, ContentStore, OriginAccess, Scratch, SpaceAllowance } from './content-store.ts';
+import { CacheCode, cacheError } from './errors.ts';
 
 export interface FsContentStoreOptions {
   /** root directory; default `defaultContentRoot()` */
   root?: string;
   /** size budget in bytes, enforced on every commit and by `enforceBudget`; undefined = unlimited */
   maxBytes?: number;
-  /** clock, for tests */
-  now?: () => Date;
+  /** the time of leases and last-use stamps (default: the system clock) */
+  clock?: Clock;
 }
 
 /** Metadata kept beside each entry; small enough to read for every entry during gc. */
@@ -133,7 +135,8 @@ export class FsContentStore implements ContentStore {
   constructor(options: FsContentStoreOptions = {}) {
     this.root = options.root ?? defaultContentRoot();
     this.maxBytes = options.maxBytes;
-    this.now = options.now ?? (() => new Date());
+    const clock = options.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.entriesDir = join(this.root, 'entries');
     this.tmpDir = join(this.root, 'tmp');
   }
@@ -202,7 +205,7 @@ export class FsContentStore implements ContentStore {
     if (!(bytes > 0)) return;
     const max = this.maxBytes;
     if (max !== undefined && a.charged + bytes > max) {
-      throw budgetError(`${a.what} would take more than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size): ${formatBytes(a.charged + bytes)} so far`, 'cache-budget', a.subject, true);
+      throw cacheError(`${a.what} would take more than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size): ${formatBytes(a.charged + bytes)} so far`, CacheCode.CacheBudget, a.subject, true);
     }
     a.charged += bytes;
     this.reserved += bytes;
@@ -222,9 +225,9 @@ export class FsContentStore implements ContentStore {
   }
 
   private fullError(subject: string, bytes: number, entries: number, max: number): HoistError {
-    return budgetError(
+    return cacheError(
       `content store is full: ${formatBytes(entries)} of entries in use and ${formatBytes(this.reserved)} of downloads and composed sources in flight leave no room for ${formatBytes(bytes)} more within its budget of ${formatBytes(max)} (hoist run --cache-max-size)`,
-      'cache-full',
+      CacheCode.CacheFull,
       subject,
       false,
     );
@@ -317,7 +320,7 @@ export class FsContentStore implements ContentStore {
   private async makeRoom(key: string, size: number): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
-    if (size > max) throw budgetError(`content of ${formatBytes(size)} is larger than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size)`, 'cache-budget', key, true);
+    if (size > max) throw cacheError(`content of ${formatBytes(size)} is larger than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size)`, CacheCode.CacheBudget, key, true);
     const { total } = await this.evict(max - size - this.reserved, this.leasedNow(key));
     this.committed = total;
     if (total + size + this.reserved > max) throw this.fullError(key, size, total, max);
@@ -463,7 +466,7 @@ export class FsContentStore implements ContentStore {
     const found = await this.updateMeta(key, (m) =>
       m.origins.some((o) => o.location === origin.location && o.credential === origin.credential) ? undefined : { ...m, origins: [...m.origins, origin] },
     );
-    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: key, terminal: false });
+    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', code: CacheCode.CacheRace, subject: key, terminal: false });
   }
 
   /**
@@ -502,11 +505,6 @@ export class FsContentStore implements ContentStore {
     const mac = (kind: string, v: string): string => createHmac('sha256', this.originKey!).update(`${kind}\0${v}`).digest('hex');
     return { location: mac('location', origin.location), credential: origin.credential === undefined ? 'anonymous' : mac('credential', origin.credential), display: origin.display };
   }
-}
-
-/** a refusal by the budget: stage fetch, naming the write */
-function budgetError(message: string, code: 'cache-budget' | 'cache-full', subject: string, terminal: boolean): HoistError {
-  return new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject, terminal });
 }
 
 async function readMetaFile(path: string): Promise<ContentEntryMeta | undefined> {

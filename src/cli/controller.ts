@@ -11,11 +11,12 @@ import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
+import type { Clock } from '../util/clock.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
-import type { StartTimer } from '../reconciler/reconcile-budget.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
+import { sleep } from '../util/sleep.ts';
 
 export interface ControllerOptions {
   kubeconfig?: string;
@@ -51,8 +52,8 @@ export interface ControllerOptions {
   maxRevisionBytes?: number;
   /** the time budget of one reconcile in ms (--reconcile-timeout; default 5 min) */
   reconcileTimeoutMs?: number;
-  /** starts the reconcile budget's timer (tests fire it by hand) */
-  startTimer?: StartTimer;
+  /** the clock of the reconcile budget's timer (default: the system clock); tests fire the budget alone */
+  budgetClock?: Clock;
 }
 
 export interface RunningController {
@@ -70,7 +71,7 @@ export async function installCRD(client: RestKubeClient, log: Logger): Promise<v
     const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
     if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
     if (Date.now() > deadline) throw new Error(`CRD ${CRD_NAME} not established after 30s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   client.discovery.invalidate();
   log.info({ crd: CRD_NAME }, 'CRD installed');
@@ -136,7 +137,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     overrideManagers: opts.overrideManagers,
     maxRevisionBytes: opts.maxRevisionBytes,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
-    startTimer: opts.startTimer,
+    budgetClock: opts.budgetClock,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

@@ -13,6 +13,7 @@
  */
 import { createRequire } from 'node:module';
 import type * as Re2Js from 're2js';
+import { CelRegexCode } from './errors.ts';
 
 /** the longest pattern `matches()` accepts, in characters */
 export const MAX_REGEX_LENGTH = 512;
@@ -33,7 +34,7 @@ export interface CompiledRegex {
 /** a pattern RE2 refuses or one over a bound; `code` is a CEL error code (no values in it) */
 export class RegexError extends Error {
   constructor(
-    readonly code: 'invalid_regular_expression' | 'regular_expression_too_large',
+    readonly code: CelRegexCode,
     message: string,
   ) {
     super(message);
@@ -48,17 +49,17 @@ export function compileRegex(pattern: string): CompiledRegex {
   const hit = cache.get(pattern);
   if (hit) return hit;
   if (pattern.length > MAX_REGEX_LENGTH) {
-    throw new RegexError('regular_expression_too_large', `regular expression is ${pattern.length} characters long, more than the limit of ${MAX_REGEX_LENGTH}`);
+    throw new RegexError(CelRegexCode.RegularExpressionTooLarge, `regular expression is ${pattern.length} characters long, more than the limit of ${MAX_REGEX_LENGTH}`);
   }
   let re: Re2Js.RE2JS;
   try {
     re = re2().compile(pattern);
   } catch (e) {
-    throw new RegexError('invalid_regular_expression', `invalid regular expression (RE2 syntax): ${(e as Error).message}`);
+    throw new RegexError(CelRegexCode.InvalidRegularExpression, `invalid regular expression (RE2 syntax): ${(e as Error).message}`);
   }
   const programSize = programSizeOf(re);
   if (programSize > MAX_REGEX_PROGRAM) {
-    throw new RegexError('regular_expression_too_large', `regular expression compiles to ${programSize} instructions, more than the limit of ${MAX_REGEX_PROGRAM}`);
+    throw new RegexError(CelRegexCode.RegularExpressionTooLarge, `regular expression compiles to ${programSize} instructions, more than the limit of ${MAX_REGEX_PROGRAM}`);
   }
   const out: CompiledRegex = { test: (text) => re.matcher(text).find(), programSize };
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);

@@ -8,7 +8,9 @@
 import { FINALIZER, LABEL_LINEAGE, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
+import { systemClock } from '../util/clock.ts';
 import { asHoistError } from '../util/errors.ts';
+import { ReconcileCode } from './errors.ts';
 import { getCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { labelledNamesakes, lineageWinner } from './lineage.ts';
@@ -35,13 +37,14 @@ export class BundleDeploymentReconciler {
   private readonly contentUse = new ContentInUse();
   /** per BD: uid of a BundleDeployment whose finalizer we removed (the cache may still show it) */
   private readonly finalized = new Map<string, string>();
-  /** per BD: when this process last wrote its status (monotonic ms), for the write rate limit */
+  /** per BD: when this process last wrote its status (clock ms), for the write rate limit */
   private readonly statusWrites = new Map<string, number>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
   constructor(private readonly d: ReconcilerDeps) {
-    this.now = d.now ?? (() => new Date());
+    const clock = d.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.ctx = { d, objects: new RevisionObjects(d.revisions), pendingRotations: new Map() };
   }
 
@@ -65,13 +68,13 @@ export class BundleDeploymentReconciler {
     finalizing?.catch(() => {}); // awaited below
 
     const started = Date.now();
-    const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.startTimer, signal);
+    const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.budgetClock ?? this.d.clock ?? systemClock, signal);
     const s = newState(bd, this.now, budget.signal);
     try {
       await this.pipeline(s, finalizing, budget);
     } catch (e) {
       // stopped at the budget: whatever a step threw while stopping, the budget is the cause
-      const err = budget.exceeded ?? asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      const err = budget.exceeded ?? asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
       if (budget.exceeded) {
         s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${err.describe()}; retrying with backoff` });
         s.note = 'over the reconcile budget';
@@ -188,7 +191,7 @@ export class BundleDeploymentReconciler {
   private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
     const name = bd.metadata.name;
     const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
-    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: performance.now() });
+    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: this.now().getTime() });
     if (decision.kind === 'unchanged') return;
     if (decision.kind === 'defer') {
       // the reconcile then computes the status afresh and writes what holds at that moment
@@ -196,7 +199,7 @@ export class BundleDeploymentReconciler {
       s.note = s.note ? `${s.note}; status write deferred` : 'status write deferred';
       return;
     }
-    this.statusWrites.set(name, performance.now());
+    this.statusWrites.set(name, this.now().getTime());
     const written = await this.d.client.updateStatus({ ...bd, status: clean });
     this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
   }

@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import type { Clock } from '../util/clock.ts';
 import { Semaphore } from '../util/concurrency.ts';
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
@@ -14,7 +15,6 @@ import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '.
 import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/types.ts';
-import type { StartTimer } from './reconcile-budget.ts';
 import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
 import { CrdWatch } from './crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
@@ -47,8 +47,10 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   maxRevisionBytes?: number;
   /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
   reconcileTimeoutMs?: number;
-  /** starts the reconcile budget's timer (tests fire it by hand) */
-  startTimer?: StartTimer;
+  /** the clock of the reconcile budget's timer (default: clock); tests fire the budget alone */
+  budgetClock?: Clock;
+  /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
+  clock?: Clock;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -92,7 +94,7 @@ export class BundleDeploymentManager {
     this.managed = new ManagedObjects(opts.client, (owner, why) => {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
-    }, log);
+    }, log, opts.clock);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
     this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
@@ -105,7 +107,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
-      hooks: new HookRunner({ log }),
+      hooks: new HookRunner({ log, clock: opts.clock }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
@@ -117,9 +119,10 @@ export class BundleDeploymentManager {
       listBundleDeployments: () => this.bds.list(),
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
       ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
-      ...(opts.startTimer ? { startTimer: opts.startTimer } : {}),
+      ...(opts.budgetClock ? { budgetClock: opts.budgetClock } : {}),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
+      clock: opts.clock,
       secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
     });
     this.controller = new Controller({
@@ -128,6 +131,7 @@ export class BundleDeploymentManager {
       workers: opts.workers ?? 16,
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
+      clock: opts.clock,
     });
     this.crds = new CrdWatch(opts.client, (crd) => {
       for (const bd of this.bds.list()) {

@@ -7,22 +7,15 @@
  * short between its writes (each request has its own timeout): the budget never leaves a revision
  * half-applied by itself. The error is transient: the controller retries with backoff.
  *
- * The timer is injectable (tests fire it by hand instead of waiting).
+ * The timer runs on an injected Clock (tests fire it on a fake clock instead of waiting).
  */
+import { systemClock, type Clock } from '../util/clock.ts';
 import { formatDuration } from '../util/duration.ts';
-import { HoistError, type Stage } from '../util/errors.ts';
+import type { HoistError, Stage } from '../util/errors.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 
 /** the default budget of one reconcile */
 export const DEFAULT_RECONCILE_TIMEOUT_MS = 5 * 60_000;
-
-/** starts a timer, returns what cancels it */
-export type StartTimer = (fire: () => void, ms: number) => () => void;
-
-export const realTimer: StartTimer = (fire, ms) => {
-  const t = setTimeout(fire, ms);
-  t.unref();
-  return () => clearTimeout(t);
-};
 
 export class ReconcileBudget {
   private readonly ctl = new AbortController();
@@ -35,17 +28,19 @@ export class ReconcileBudget {
 
   constructor(
     readonly ms: number,
-    startTimer: StartTimer = realTimer,
+    clock: Clock = systemClock,
     private readonly parent?: AbortSignal,
   ) {
     this.onParent = () => this.ctl.abort(parent?.reason);
     if (parent?.aborted) this.onParent();
     parent?.addEventListener('abort', this.onParent, { once: true });
-    this.cancel = startTimer(() => {
+    const timer = clock.setTimeout(() => {
       if (this.ctl.signal.aborted) return;
       this.exceeded = budgetError(ms, this.stage);
       this.ctl.abort(this.exceeded);
     }, ms);
+    timer.unref();
+    this.cancel = () => clock.clearTimeout(timer);
   }
 
   /** fires when the budget runs out or the parent (controller stop, lost leadership) fires */
@@ -62,11 +57,5 @@ export class ReconcileBudget {
 
 /** the transient error of a reconcile stopped at its budget, during `stage` */
 export function budgetError(ms: number, stage: Stage): HoistError {
-  return new HoistError(`reconcile stopped: it ran longer than its time budget of ${formatDuration(ms)} (hoist run --reconcile-timeout)`, {
-    stage,
-    reason: stage === 'resolve' ? 'ResolveFailed' : stage === 'fetch' ? 'FetchFailed' : stage === 'process' ? 'ProcessFailed' : 'ApplyFailed',
-    code: 'reconcile-timeout',
-    subject: 'reconcile',
-    terminal: false,
-  });
+  return reconcileError(`reconcile stopped: it ran longer than its time budget of ${formatDuration(ms)} (hoist run --reconcile-timeout)`, ReconcileCode.ReconcileTimeout, { stage, subject: 'reconcile', terminal: false });
 }

@@ -12,7 +12,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { CM, deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
+import { CM, deleteBundleDeployment } from '../support/e2e-bundles.ts';
+import { waitUntil } from '../support/wait.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 
 /** small, so a few hundred KiB of content fill it */

@@ -18,23 +18,20 @@ import { history } from '../../src/cli/verbs/history.ts';
 import { ANNOTATION_PAUSED_AT, ANNOTATION_PAUSED_BY, ANNOTATION_PAUSED_REASON, pause, resume } from '../../src/cli/verbs/pause.ts';
 import { rollback } from '../../src/cli/verbs/rollback.ts';
 import { describeObject, type KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
+import { cond, isDone, TEST_LABEL } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { kubeconfigPath } from '../support/env.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { cm, OWNED_KINDS, plainRolloutsTarballs } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
-let t: TestController;
-let files: FileServer;
 let tmp: string;
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   tmp = await mkdtemp(join(tmpdir(), 'hoist-cli-test-'));
 });
 afterAll(async () => {
-  await t?.stop();
-  await files?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
@@ -129,7 +126,7 @@ describe('get, pause, resume, history, rollback', () => {
       const live = (await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> };
       if (live.data.version === '1') break;
       if (Date.now() > deadline) throw new Error(`hand edit not reverted after resume: ${JSON.stringify(live.data)}`);
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
   });
 });

@@ -6,35 +6,25 @@
  * under Prevent, adopted under IfNotOwned with kubectl's fields taken over, and uninstall deleting
  * only what the BundleDeployment adopted or created.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { tenancyPolicy } from '../../api/v1alpha2/tenancy-policy.ts';
 import { applyTenancyPolicy, whoAmI } from '../../src/cli/controller.ts';
 import { ApiError } from '../../src/kube/api-error.ts';
-import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle, uidOf, waitUntil } from '../support/e2e-bundles.ts';
-import { BD_TYPE, cond, isDone, pastSecondOf, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle, uidOf } from '../support/e2e-bundles.ts';
+import { BD_TYPE, cond, isDone, pastSecondOf, TEST_LABEL } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
 
-let t: TestController;
-let files: FileServer;
-const namespaces: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-  for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
-});
+const { t, files, cleanup } = controllerWithFiles();
 
 function ns(prefix: string): string {
   const name = `${prefix}-${t.runId}`;
-  namespaces.push(name);
+  cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, name, undefined));
   return name;
 }
 
@@ -53,7 +43,6 @@ function managersOf(o: KubeObject | undefined): string[] {
 
 /** BundleDeployments are cluster-scoped and test files share one API server */
 const bdName = (base: string): string => `${base}-${t.runId}`;
-
 
 describe('handover between BundleDeployments of one lineage', () => {
   it('the newer BD takes every object over in place; the older reports Conflict; deleting it deletes nothing the lineage installs', async () => {
@@ -154,7 +143,7 @@ describe('a BundleDeployment named after a labelled lineage', () => {
     const [policy, binding] = tenancyPolicy({ name: policyName, controllerUser: await whoAmI(t.client) });
     binding.spec.matchResources = { objectSelector: { matchLabels: scope } };
     await applyTenancyPolicy(t.client, [policy, binding]);
-    const cleanup = [binding, policy, ...grants.filter((g) => !g.metadata.namespace)] as KubeObject[];
+    const clusterObjects = [binding, policy, ...grants.filter((g) => !g.metadata.namespace)] as KubeObject[];
     try {
       for (const g of grants) await t.client.create(g as KubeObject);
 
@@ -206,7 +195,7 @@ describe('a BundleDeployment named after a labelled lineage', () => {
       expect(await uidOf(t.client, CM, 'app-config', namespace)).toBe(uid);
       await deleteBundleDeployment(t.client, bdName('shop-v1'));
     } finally {
-      for (const o of cleanup) await t.client.delete(o, o.metadata.name, undefined).catch(() => undefined);
+      for (const o of clusterObjects) await t.client.delete(o, o.metadata.name, undefined).catch(() => undefined);
     }
   }, 120_000);
 });

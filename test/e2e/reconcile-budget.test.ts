@@ -3,18 +3,20 @@
  * controller and API server: a BundleDeployment whose new source's server holds the download is
  * stopped when its budget runs out — the download's connection is closed, the BundleDeployment
  * says which budget stopped it, the installed revision stays as it was — and it is retried with
- * backoff, and installs once the server answers. The budget's timer is fired by the test (a
- * manual timer), so nothing here depends on how fast the machine is.
+ * backoff, and installs once the server answers. The budget's timer runs on a fake clock the test
+ * moves (the rest of the controller on the real one), so nothing here depends on how fast the
+ * machine is.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { CM, configMap, waitUntil } from '../support/e2e-bundles.ts';
+import { CM, configMap } from '../support/e2e-bundles.ts';
+import { waitUntil } from '../support/wait.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
-import { manualTimer } from '../support/manual-timer.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { stringify } from 'yaml';
 
-const timer = manualTimer();
+const budgetClock = new FakeClock();
 let t: TestController;
 let files: FileServer;
 
@@ -65,7 +67,7 @@ async function holdingServer(): Promise<HoldingServer> {
 }
 
 beforeAll(async () => {
-  t = await startTestController({ reconcileTimeoutMs: 5 * 60_000, startTimer: timer.start });
+  t = await startTestController({ reconcileTimeoutMs: 5 * 60_000, budgetClock });
   files = await startFileServer();
 });
 afterAll(async () => {
@@ -91,9 +93,9 @@ describe('a reconcile over its time budget', () => {
       const v2 = await manifests('green');
       await t.patchSpec(bd, { sources: [{ kind: 'http', http: { url: held.url, sha256: sha256(v2) } }] });
       await waitUntil('the controller is downloading revision 2', async () => held.received === 1);
-      expect(timer.armed()).toBe(1); // the budget of the reconcile under way, and only it
+      expect(budgetClock.pending).toBe(1); // the budget of the reconcile under way, and only it
 
-      timer.fire();
+      await budgetClock.advance(5 * 60_000);
       const stopped = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Retrying', 'stopped at the budget');
       const budget = 'reconcile stopped: it ran longer than its time budget of 5m (hoist run --reconcile-timeout)';
       expect(cond(stopped, 'Unpacked')).toMatchObject({ status: 'False', reason: 'FetchFailed' });

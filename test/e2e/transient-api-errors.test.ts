@@ -12,15 +12,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 import { stringify } from 'yaml';
 
-let t: TestController;
-let files: FileServer;
 let webhook: Server | undefined;
 let pki: string | undefined;
 
@@ -46,17 +44,12 @@ async function startWebhook(allow: () => boolean): Promise<{ url: string; caBund
 }
 const WEBHOOK = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' };
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
+const { t, files } = controllerWithFiles();
 afterAll(async () => {
   await t?.client.delete(WEBHOOK, `hoist-test-5xx-${t.runId}`, undefined).catch(() => undefined);
   await t?.client.delete(WEBHOOK, `hoist-test-500-${t.runId}`, undefined).catch(() => undefined);
   await new Promise((r) => webhook?.close(r));
   if (pki) await rm(pki, { recursive: true, force: true });
-  await t?.stop();
-  await files?.close();
 });
 
 /** a validating webhook on the ConfigMaps with `label` (failurePolicy Fail); by default one nothing answers (port 1), so the API server refuses their writes with a 500 */

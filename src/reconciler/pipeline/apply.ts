@@ -11,7 +11,7 @@ import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { Transition } from '../../../api/v1alpha2/types.ts';
 import type { ApplyReport, StepGate } from '../../apply/applier.ts';
-import { asHoistError, HoistError } from '../../util/errors.ts';
+import { asHoistError, HoistError, FailureReason } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
@@ -96,7 +96,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
     if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
   } catch (e) {
-    const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
+    const err = asHoistError(e, { stage: 'apply', code: 'apply-failed', terminal: false });
     // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
     if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
     else await driftNotCorrected(ctx, s, err, rendered.objects);
@@ -138,7 +138,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
   ).catch((e: unknown) => {
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
-    const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
+    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'delete-failed', terminal: false });
     s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
     s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
     throw err;
@@ -167,7 +167,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
  */
 function storeFailed(s: ReconcileState, number: number | undefined, e: unknown): never {
   const what = number === undefined ? 'the new revision could not be numbered' : `revision ${number} could not be stored`;
-  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-store', subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
+  const err = asHoistError(e, { stage: 'apply', code: 'revision-store', subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
   throw err;
 }
@@ -236,7 +236,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
   if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${t.revision}`, terminal: true });
+    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', code: 'progress-deadline', subject: `revision ${t.revision}`, terminal: true });
     await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
     return false;
   }
@@ -252,7 +252,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
 
 /** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
 function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
-  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
+  const err = asHoistError(e, { stage: 'apply', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
   throw err;
 }

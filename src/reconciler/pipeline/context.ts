@@ -3,6 +3,7 @@
  * outlives one reconcile (rendered and loaded revision objects), and the small helpers that name
  * who acts for a BD and where its objects are. Steps receive it with the per-reconcile state.
  */
+import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
@@ -21,7 +22,6 @@ import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
-import type { StartTimer } from '../reconcile-budget.ts';
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -48,11 +48,12 @@ export interface ReconcilerDeps {
   listBundleDeployments(): BundleDeployment[];
   /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
   lineageMembers(lineage: string): BundleDeployment[];
-  now?: () => Date;
   /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
   reconcileTimeoutMs?: number;
-  /** starts the budget's timer (tests fire it by hand) */
-  startTimer?: StartTimer;
+  /** the clock of the reconcile budget's timer (default: clock); tests fire the budget alone */
+  budgetClock?: Clock;
+  /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
+  clock?: Clock;
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */

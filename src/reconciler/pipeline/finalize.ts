@@ -11,7 +11,8 @@ import { deleteOwned } from '../../apply/prune.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
-import { asHoistError, HoistError } from '../../util/errors.ts';
+import { systemClock } from '../../util/clock.ts';
+import { asHoistError, HoistError, FailureReason } from '../../util/errors.ts';
 import { lineageMembers } from '../lineage.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
 
@@ -65,18 +66,18 @@ async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-d
   if (hooksFor(hooks, event).length === 0) return;
   const spec = withDefaults(bd.spec);
   const result = await ctx.d.hooks
-    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.now?.() ?? new Date()).getTime() + spec.progressDeadlineMs })
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.clock ?? systemClock).now() + spec.progressDeadlineMs })
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;
-    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: 'PruneFailed', code: 'hook-failed', subject, terminal: false }));
+    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'hook-failed', subject, terminal: false }));
   }
   ctx.d.events.event(bd, 'Normal', 'HooksRan', `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`);
 }
 
 /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
 function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): never {
-  const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'uninstall-failed', terminal: false });
+  const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: 'uninstall-failed', terminal: false });
   const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
   ctx.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
   ctx.d.events.event(bd, 'Warning', 'UninstallFailed', message);

@@ -19,7 +19,7 @@ import type { ReconcileState } from './state.ts';
 
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
 export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: unknown): Promise<void> {
-  const err = asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'unknown', terminal: false });
+  const err = asHoistError(e, { stage: 'fetch', code: 'unknown', terminal: false });
   const message = err.describe();
   const stage = err.stage;
   if (stage === 'resolve' || stage === 'spec') {
@@ -85,7 +85,7 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
         : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd) });
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
-      const rb = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'rollback-failed', terminal: false });
+      const rb = asHoistError(e, { stage: 'apply', code: 'rollback-failed', terminal: false });
       s.set({ type: 'Installed', status: 'False', reason: 'ApplyFailed', message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}` });
       s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
       throw rb;

@@ -83,7 +83,7 @@ export async function storedRevision(revisions: Pick<RevisionStore, 'findByInput
     const objects = await revisions.load(name, stored);
     return objects ? { contentDigest: stored.contentDigest, objects, stored } : undefined;
   } catch (e) {
-    throw asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'revision-store', subject, terminal: false });
+    throw asHoistError(e, { stage: 'fetch', code: 'revision-store', subject, terminal: false });
   }
 }
 

@@ -68,7 +68,7 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
     if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
     return;
   }
-  const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${active.number}`, terminal: true });
+  const err = new HoistError(why, { stage: 'observe', code: 'progress-deadline', subject: `revision ${active.number}`, terminal: true });
   await failedRevision(ctx, s, err, active, await ctx.objects.of(s.name, active));
   s.result = poll;
 }

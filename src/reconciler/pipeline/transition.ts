@@ -53,7 +53,7 @@ export async function runHooks(ctx: StepContext, s: ReconcileState, t: Transitio
   if (!result.failed) return undefined;
   const { run, subject } = result.failed;
   ctx.d.events.event(s.bd, 'Warning', 'HookFailed', `revision ${t.revision}: ${subject} failed: ${run.message ?? ''}`);
-  return new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal: true });
+  return new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', code: 'hook-failed', subject, terminal: true });
 }
 
 /** the transition is over: its hook runs go to the revision's entry in status.revisions */

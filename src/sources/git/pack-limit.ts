@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { formatBytes } from '../../util/content-tree.ts';
 import { HoistError } from '../../util/errors.ts';
 import { runGit, type GitRunOptions } from './git-cli.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** git configuration that keeps every fetched pack as one file (never loose objects) */
 export const PACK_CONFIG: ReadonlyArray<readonly [string, string]> = [['fetch.unpackLimit', '1']];
@@ -50,10 +51,9 @@ export async function fetchWithPackLimit(
   measured?: (bytes: number) => Promise<void>,
 ): Promise<void> {
   const tooLarge = (bytes: number): HoistError =>
-    new HoistError(`the fetched objects take ${bytes} bytes, more than the limit of ${formatBytes(maxBytes)} per fetch (git packs)`, {
+    sourceError(`the fetched objects take ${bytes} bytes, more than the limit of ${formatBytes(maxBytes)} per fetch (git packs)`, {
       stage: 'fetch',
-      reason: 'FetchFailed',
-      code: 'pack-too-large',
+      code: SourceCode.PackTooLarge,
       subject,
       terminal: true,
     });

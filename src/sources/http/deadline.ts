@@ -5,7 +5,8 @@
  * git process of the operation listens to this one signal, so the worker is free at the deadline.
  */
 import { formatDuration } from '../../util/duration.ts';
-import { HoistError, type Stage } from '../../util/errors.ts';
+import { type Stage } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** default overall deadline of one resolve or one fetch */
 export const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
@@ -27,10 +28,9 @@ function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<St
   parent?.addEventListener('abort', onParent, { once: true });
   const timer = setTimeout(() => {
     ctl.abort(
-      new HoistError(`${stage} exceeded its deadline of ${formatDuration(ms)}`, {
+      sourceError(`${stage} exceeded its deadline of ${formatDuration(ms)}`, {
         stage,
-        reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-        code: 'deadline-exceeded',
+        code: SourceCode.DeadlineExceeded,
         subject,
         terminal: false,
       }),

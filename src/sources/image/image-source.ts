@@ -42,6 +42,7 @@ import { pullImage, type PullResult } from './pull.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
 import { verifyImage } from './verify/verify-image.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface ImageSourceOptions extends RegistryClientOptions {
   /** platform picked from an index: `os/arch[/variant]` or an object; default linux/amd64 */
@@ -138,7 +139,7 @@ export class ImageSource implements Source {
     const location = parseReference(resolved.status.ref!);
     const subject = resolved.pinnedRef;
     if (!ctx.publicKeys) {
-      throw new HoistError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject, terminal: true });
+      throw sourceError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', code: SourceCode.InvalidSource, subject, terminal: true });
     }
     const keys = await ctx.publicKeys();
     const op = this.op(location, ctx, 'resolve');
@@ -210,7 +211,7 @@ export class ImageSource implements Source {
     const last = failures.at(-1)!;
     const why = locations.map((l, i) => `${formatReference(l.ref)}: ${failures[i]!.message}`).join('; ');
     throw new HoistError(`no location served the image (${why})`, {
-      stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: last.code, subject, terminal: failures.every((f) => f.terminal),
+      stage, code: last.code, subject, terminal: failures.every((f) => f.terminal),
     });
   }
 
@@ -250,7 +251,7 @@ export class ImageSource implements Source {
   private reference(spec: SourceSpec): ImageReference {
     const image: ImageSourceSpec | undefined = spec.image;
     if (spec.kind !== 'image' || !image?.ref) {
-      throw new HoistError('source of kind image needs image.ref', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', terminal: true });
+      throw sourceError('source of kind image needs image.ref', { stage: 'spec', code: SourceCode.InvalidSource, terminal: true });
     }
     return parseReference(image.ref);
   }
@@ -260,7 +261,7 @@ export class ImageSource implements Source {
     const ref = this.reference(spec);
     const digest = resolved.status.digest;
     if (!digest) {
-      throw new HoistError('resolved image source has no digest', { stage: 'fetch', reason: 'FetchFailed', code: 'not-resolved', subject: formatReference(ref), terminal: false });
+      throw sourceError('resolved image source has no digest', { stage: 'fetch', code: SourceCode.NotResolved, subject: formatReference(ref), terminal: false });
     }
     return withDigest(ref, digest);
   }
@@ -276,7 +277,7 @@ export class ImageSource implements Source {
     } catch (e) {
       if (!(e instanceof HoistError)) throw e;
       // a malformed secret: name the image it was meant for (the secret's content is never shown)
-      throw new HoistError(e.message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: e.code, subject: formatReference(ref), terminal: true });
+      throw new HoistError(e.message, { stage, code: e.code, subject: formatReference(ref), terminal: true });
     }
     return { credential, stage, signal: ctx.signal };
   }

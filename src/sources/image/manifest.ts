@@ -7,6 +7,7 @@
  */
 import { HoistError } from '../../util/errors.ts';
 import { isDigest } from './reference.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export const MEDIA_TYPES = {
   ociManifest: 'application/vnd.oci.image.manifest.v1+json',
@@ -92,11 +93,11 @@ export interface ImageIndex {
 export type ParsedManifest = ImageManifest | ImageIndex;
 
 function unsupported(subject: string, what: string): HoistError {
-  return new HoistError(what, { stage: 'fetch', reason: 'FetchFailed', code: 'unsupported-media-type', subject, terminal: true });
+  return sourceError(what, { stage: 'fetch', code: SourceCode.UnsupportedMediaType, subject, terminal: true });
 }
 
 function malformed(subject: string, what: string): HoistError {
-  return new HoistError(`malformed manifest: ${what}`, { stage: 'fetch', reason: 'FetchFailed', code: 'invalid-manifest', subject, terminal: true });
+  return sourceError(`malformed manifest: ${what}`, { stage: 'fetch', code: SourceCode.InvalidManifest, subject, terminal: true });
 }
 
 function descriptor(v: unknown, subject: string, where: string): Descriptor {
@@ -175,10 +176,9 @@ export function selectPlatform(index: ImageIndex, want: Platform, subject: strin
   const chosen = exact ?? (want.variant === undefined ? candidates[0] : candidates.find((d) => d.platform?.variant === undefined));
   if (!chosen) {
     const offered = index.manifests.filter((d) => d.platform).map((d) => formatPlatform(d.platform as Platform));
-    throw new HoistError(`no manifest for platform ${formatPlatform(want)} in the index (offered: ${offered.join(', ') || 'none'})`, {
+    throw sourceError(`no manifest for platform ${formatPlatform(want)} in the index (offered: ${offered.join(', ') || 'none'})`, {
       stage: 'fetch',
-      reason: 'FetchFailed',
-      code: 'platform-not-found',
+      code: SourceCode.PlatformNotFound,
       subject,
       terminal: true,
     });

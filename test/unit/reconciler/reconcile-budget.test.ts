@@ -1,16 +1,17 @@
-// The reconcile's time budget (issue 23): a hand-fired timer, no waiting on the clock.
+// The reconcile's time budget (issue 23), on a fake clock: no waiting on the real one.
 import { describe, expect, it } from 'vitest';
 import { budgetError, ReconcileBudget } from '../../../src/reconciler/reconcile-budget.ts';
 import { HoistError } from '../../../src/util/errors.ts';
-import { manualTimer } from '../../support/manual-timer.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 
 describe('reconcile budget', () => {
-  it('when it runs out, its signal fires with a transient error naming the budget, the flag and the step under way', () => {
-    const timer = manualTimer();
-    const budget = new ReconcileBudget(5 * 60_000, timer.start);
+  it('when it runs out, its signal fires with a transient error naming the budget, the flag and the step under way', async () => {
+    const clock = new FakeClock();
+    const budget = new ReconcileBudget(5 * 60_000, clock);
     budget.stage = 'fetch';
+    await clock.advance(5 * 60_000 - 1);
     expect(budget.signal.aborted).toBe(false);
-    timer.fire();
+    await clock.advance(1);
     expect(budget.signal.aborted).toBe(true);
     const reason = budget.signal.reason as HoistError;
     expect(reason).toBeInstanceOf(HoistError);
@@ -19,25 +20,25 @@ describe('reconcile budget', () => {
     expect(reason.describe()).toBe('fetch reconcile: reconcile stopped: it ran longer than its time budget of 5m (hoist run --reconcile-timeout)');
   });
 
-  it("the parent signal (controller stop) aborts it with the parent's reason, and is not the budget running out", () => {
-    const timer = manualTimer();
+  it("the parent signal (controller stop) aborts it with the parent's reason, and is not the budget running out", async () => {
+    const clock = new FakeClock();
     const parent = new AbortController();
-    const budget = new ReconcileBudget(60_000, timer.start, parent.signal);
+    const budget = new ReconcileBudget(60_000, clock, parent.signal);
     parent.abort(new Error('controller stopped'));
     expect(budget.signal.aborted).toBe(true);
     expect((budget.signal.reason as Error).message).toBe('controller stopped');
     expect(budget.exceeded).toBeUndefined();
-    timer.fire();
+    await clock.advance(60_000);
     expect(budget.exceeded).toBeUndefined();
   });
 
-  it('dispose clears the timer: a finished reconcile is never stopped', () => {
-    const timer = manualTimer();
-    const budget = new ReconcileBudget(60_000, timer.start);
-    expect(timer.armed()).toBe(1);
+  it('dispose clears the timer: a finished reconcile is never stopped', async () => {
+    const clock = new FakeClock();
+    const budget = new ReconcileBudget(60_000, clock);
+    expect(clock.pending).toBe(1);
     budget.dispose();
-    expect(timer.armed()).toBe(0);
-    timer.fire();
+    expect(clock.pending).toBe(0);
+    await clock.advance(60_000);
     expect(budget.signal.aborted).toBe(false);
   });
 

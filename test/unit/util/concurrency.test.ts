@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mapLimit, Semaphore } from '../../../src/util/concurrency.ts';
+import { sleep } from '../../support/wait.ts';
 
 describe('Semaphore', () => {
   it('a waiter whose signal fires leaves the queue, rejected with its reason; the slot goes to the next waiter', async () => {
@@ -65,7 +66,7 @@ describe('mapLimit', () => {
     let most = 0;
     const out = await mapLimit([5, 1, 3, 2], 2, async (x) => {
       most = Math.max(most, ++running);
-      await new Promise((r) => setTimeout(r, x));
+      await sleep(x);
       running--;
       return x * 10;
     });

@@ -1,0 +1,25 @@
+/**
+ * The health layer's error vocabulary: a health check the controller refuses to evaluate (bad
+ * syntax, or over a cost or size limit) is a terminal spec error naming the check.
+ */
+import { HoistError } from '../util/errors.ts';
+
+export const HealthCode = {
+  BadHealthCheck: 'bad-health-check',
+  HealthCheckLimit: 'health-check-limit',
+} as const;
+export type HealthCode = (typeof HealthCode)[keyof typeof HealthCode];
+
+export function healthCheckError(check: string, what: string, code: HealthCode = HealthCode.BadHealthCheck, cause?: unknown): HoistError {
+  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', code, subject: `health check ${check}`, terminal: true, cause });
+}
+
+/**
+ * CEL evaluation error codes of `matches()` on RE2 (cel-regex.ts): the CEL library's own form
+ * (snake case), kept in a failing check's message in place of the library's text.
+ */
+export const CelRegexCode = {
+  InvalidRegularExpression: 'invalid_regular_expression',
+  RegularExpressionTooLarge: 'regular_expression_too_large',
+} as const;
+export type CelRegexCode = (typeof CelRegexCode)[keyof typeof CelRegexCode];
