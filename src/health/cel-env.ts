@@ -67,7 +67,8 @@ function matchesMacro({ ast, args, receiver }: { ast: Node; args: Node[]; receiv
     evaluate(ev, m, ctx) {
       const text = ev.run(m.receiver, ctx);
       const pat = ev.run(m.pattern, ctx);
-      if (typeof text !== 'string' || typeof pat !== 'string') throw ev.createError('no_such_overload', 'matches() takes a string and a string pattern', m.call);
+      if (typeof text !== 'string' || typeof pat !== 'string')
+        throw ev.createError('no_such_overload', 'matches() takes a string and a string pattern', m.call);
       try {
         return compileRegex(pat).test(text);
       } catch (e) {

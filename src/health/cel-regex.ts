@@ -49,7 +49,10 @@ export function compileRegex(pattern: string): CompiledRegex {
   const hit = cache.get(pattern);
   if (hit) return hit;
   if (pattern.length > MAX_REGEX_LENGTH) {
-    throw new RegexError(CelRegexCode.RegularExpressionTooLarge, `regular expression is ${pattern.length} characters long, more than the limit of ${MAX_REGEX_LENGTH}`);
+    throw new RegexError(
+      CelRegexCode.RegularExpressionTooLarge,
+      `regular expression is ${pattern.length} characters long, more than the limit of ${MAX_REGEX_LENGTH}`,
+    );
   }
   let re: Re2Js.RE2JS;
   try {
@@ -59,7 +62,10 @@ export function compileRegex(pattern: string): CompiledRegex {
   }
   const programSize = programSizeOf(re);
   if (programSize > MAX_REGEX_PROGRAM) {
-    throw new RegexError(CelRegexCode.RegularExpressionTooLarge, `regular expression compiles to ${programSize} instructions, more than the limit of ${MAX_REGEX_PROGRAM}`);
+    throw new RegexError(
+      CelRegexCode.RegularExpressionTooLarge,
+      `regular expression compiles to ${programSize} instructions, more than the limit of ${MAX_REGEX_PROGRAM}`,
+    );
   }
   const out: CompiledRegex = { test: (text) => re.matcher(text).find(), programSize };
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);

@@ -57,5 +57,9 @@ export class ReconcileBudget {
 
 /** the transient error of a reconcile stopped at its budget, during `stage` */
 export function budgetError(ms: number, stage: Stage): HoistError {
-  return reconcileError(`reconcile stopped: it ran longer than its time budget of ${formatDuration(ms)} (hoist run --reconcile-timeout)`, ReconcileCode.ReconcileTimeout, { stage, subject: 'reconcile', terminal: false });
+  return reconcileError(
+    `reconcile stopped: it ran longer than its time budget of ${formatDuration(ms)} (hoist run --reconcile-timeout)`,
+    ReconcileCode.ReconcileTimeout,
+    { stage, subject: 'reconcile', terminal: false },
+  );
 }

@@ -91,7 +91,11 @@ describe('--cache-max-size counts composed trees and downloads in flight', () =>
     const port = (server.address() as { port: number }).port;
     try {
       const first = `inflight-a-${t.runId}`;
-      await t.create(first, { installNamespace: first, format: 'plain', sources: [{ kind: 'http', http: { url: `http://127.0.0.1:${port}/big.tgz`, sha256: sha256(big) } }] });
+      await t.create(first, {
+        installNamespace: first,
+        format: 'plain',
+        sources: [{ kind: 'http', http: { url: `http://127.0.0.1:${port}/big.tgz`, sha256: sha256(big) } }],
+      });
       // the unpacker has charged padding.bin (600 KiB) and started writing it
       await waitUntil('the first download is in flight', async () => {
         for (const dir of await tmpEntries()) {
@@ -103,9 +107,15 @@ describe('--cache-max-size counts composed trees and downloads in flight', () =>
 
       const second = `inflight-b-${t.runId}`;
       files.set('/other.tgz', other);
-      await t.create(second, { installNamespace: second, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/other.tgz'), sha256: sha256(other) } }] });
+      await t.create(second, {
+        installNamespace: second,
+        format: 'plain',
+        sources: [{ kind: 'http', http: { url: files.url('/other.tgz'), sha256: sha256(other) } }],
+      });
       const refused = await t.waitFor(second, (x) => cond(x, 'Unpacked')?.status === 'False', 'the second download refused');
-      expect(cond(refused, 'Unpacked')!.message).toMatch(/^fetch sha256:[0-9a-f]{64}: content store is full: 0 bytes of entries in use and \d+ bytes of downloads and composed sources in flight leave no room for 600 KiB more within its budget of 1 MiB \(hoist run --cache-max-size\)$/);
+      expect(cond(refused, 'Unpacked')!.message).toMatch(
+        /^fetch sha256:[0-9a-f]{64}: content store is full: 0 bytes of entries in use and \d+ bytes of downloads and composed sources in flight leave no room for 600 KiB more within its budget of 1 MiB \(hoist run --cache-max-size\)$/,
+      );
       expect(cond(refused, 'Progressing')).toMatchObject({ status: 'True', reason: 'Retrying' });
 
       // the rest of the first download arrives: it lands and installs

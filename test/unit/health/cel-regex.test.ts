@@ -56,7 +56,7 @@ describe('matches(): catastrophic-backtracking patterns finish', () => {
     ['(a+)+b', true],
     ['^(a|a?)+$', false],
     ['^((a+)+)+c', false],
-  ] as const)('%s on 50 000 a\'s and a b: %s', (pattern, want) => {
+  ] as const)("%s on 50 000 a's and a b: %s", (pattern, want) => {
     expect(compileRegex(pattern).test(hostile)).toBe(want);
     const r = check(`self.spec.s.matches(${JSON.stringify(pattern)})`).test(obj({ s: hostile }));
     expect(r.ok).toBe(want);
@@ -69,9 +69,17 @@ describe('matches(): bounds and bad patterns', () => {
     ['a backreference (not RE2)', '(a)\\1', /invalid regular expression \(RE2 syntax\)/],
     ['a lookahead (not RE2)', 'a(?=b)', /invalid regular expression \(RE2 syntax\)/],
     ['an unclosed group', '(a', /invalid regular expression/],
-    ['a repeat count over 1000 (RE2\'s own limit)', 'a{1001}', /invalid regular expression/],
-    ['a pattern over the length limit', 'a'.repeat(MAX_REGEX_LENGTH + 1), new RegExp(`${MAX_REGEX_LENGTH + 1} characters long, more than the limit of ${MAX_REGEX_LENGTH}`)],
-    ['a pattern whose program is over the limit', '(.*){1000}(.*){1000}', new RegExp(`compiles to \\d+ instructions, more than the limit of ${MAX_REGEX_PROGRAM}`)],
+    ["a repeat count over 1000 (RE2's own limit)", 'a{1001}', /invalid regular expression/],
+    [
+      'a pattern over the length limit',
+      'a'.repeat(MAX_REGEX_LENGTH + 1),
+      new RegExp(`${MAX_REGEX_LENGTH + 1} characters long, more than the limit of ${MAX_REGEX_LENGTH}`),
+    ],
+    [
+      'a pattern whose program is over the limit',
+      '(.*){1000}(.*){1000}',
+      new RegExp(`compiles to \\d+ instructions, more than the limit of ${MAX_REGEX_PROGRAM}`),
+    ],
   ] as const)('a literal pattern with %s is a terminal spec error naming the check', (_what, pattern, message) => {
     const e = compileError(`self.spec.s.matches(${JSON.stringify(pattern)})`);
     expect(e.terminal).toBe(true);
