@@ -154,7 +154,8 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
   throw healthCheckError(check.name, 'set exactly one of condition, jsonPath or cel');
 }
 
-function celErrorCode(e: unknown): string {
+/** the CEL library's error code ("no such key"), never its message, which may quote values of the object */
+export function celErrorCode(e: unknown): string {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[a-z_]+$/.test(code) ? code.replaceAll('_', ' ') : 'evaluation error';
 }

@@ -5,20 +5,20 @@
  * any point (crash, SIGKILL): revisions are stored before they are applied, objects are applied
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
-import { FINALIZER, LABEL_LINEAGE, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
+import { ANNOTATION_REQUESTED_AT, FINALIZER, LABEL_LINEAGE, lineageOf, MAX_REQUEST_TOKEN_LENGTH, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
 import { asHoistError } from '../util/errors.ts';
 import { ReconcileCode } from './errors.ts';
-import { getCondition } from './conditions.ts';
+import { getCondition, setCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { labelledNamesakes, lineageWinner } from './lineage.ts';
 import { recordStages } from './metrics.ts';
 import { OwnWrites } from './own-writes.ts';
 import { applyRevision } from './pipeline/apply.ts';
 import type { ReconcilerDeps, StepContext } from './pipeline/context.ts';
-import { finalize } from './pipeline/finalize.ts';
+import { dependentsRemaining, finalize } from './pipeline/finalize.ts';
 import { observeHealth } from './pipeline/health.ts';
 import { failedBeforeApply } from './pipeline/recover.ts';
 import { renderRevision } from './pipeline/render.ts';
@@ -39,6 +39,8 @@ export class BundleDeploymentReconciler {
   private readonly finalized = new Map<string, string>();
   /** per BD: when this process last wrote its status (clock ms), for the write rate limit */
   private readonly statusWrites = new Map<string, number>();
+  /** per BD: the over-long requested-at value already refused (one Event each) */
+  private readonly refusedRequests = new Map<string, string>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
@@ -70,8 +72,11 @@ export class BundleDeploymentReconciler {
     const started = Date.now();
     const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.budgetClock ?? this.d.clock ?? systemClock, signal);
     const s = newState(bd, this.now, budget.signal);
+    s.request = this.requestOf(bd);
     try {
       await this.pipeline(s, finalizing, budget);
+      // handled: what it asked for was done, and this status says how it came out
+      if (s.request !== undefined) s.status.lastHandledRequest = s.request;
     } catch (e) {
       // stopped at the budget: whatever a step threw while stopping, the budget is the cause
       const err = budget.exceeded ?? asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
@@ -162,10 +167,26 @@ export class BundleDeploymentReconciler {
   forget(name: string): void {
     this.ownWrites.forget(name);
     this.statusWrites.delete(name);
+    this.refusedRequests.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
     this.contentUse.forget(name);
     this.d.applier.forget(name);
+  }
+
+  /**
+   * A core.rukpak.io/requested-at value this BD has not handled yet, or undefined. One longer than
+   * status.lastHandledRequest may hold could never be echoed: it is refused (once, with an Event).
+   */
+  private requestOf(bd: BundleDeployment): string | undefined {
+    const token = bd.metadata.annotations?.[ANNOTATION_REQUESTED_AT];
+    if (token === undefined || token === bd.status?.lastHandledRequest) return undefined;
+    if (token.length <= MAX_REQUEST_TOKEN_LENGTH) return token;
+    if (this.refusedRequests.get(bd.metadata.name) !== token) {
+      this.refusedRequests.set(bd.metadata.name, token);
+      this.d.events.event(bd, 'Warning', 'RequestRefused', `annotation ${ANNOTATION_REQUESTED_AT} is ${token.length} characters long, more than ${MAX_REQUEST_TOKEN_LENGTH}: ignored (a timestamp or a short random token will do)`);
+    }
+    return undefined;
   }
 
   private async delete(bd: BundleDeployment): Promise<ReconcileResult> {
@@ -173,6 +194,12 @@ export class BundleDeploymentReconciler {
     // the cache can still show a BD whose finalizer we already removed: nothing left to do
     if (bd.metadata.uid && this.finalized.get(name) === bd.metadata.uid) return {};
     if (!bd.metadata.finalizers?.includes(FINALIZER)) return {};
+    // uninstall order is the reverse of dependsOn: BDs depending on this one go first
+    const dependents = dependentsRemaining(this.ctx, bd);
+    if (dependents.length > 0) {
+      await this.waitForDependents(bd, dependents);
+      return {};
+    }
     await finalize(this.ctx, bd);
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
@@ -185,6 +212,22 @@ export class BundleDeploymentReconciler {
     this.ownWrites.record(bd.metadata.name, bd.metadata.resourceVersion, updated.metadata.resourceVersion);
     bd.metadata.finalizers = updated.metadata.finalizers;
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
+  }
+
+  /**
+   * A deleted BD that others still depend on: says so in Progressing (and once as an Event) and
+   * waits; the manager re-queues it when one of them is gone.
+   */
+  private async waitForDependents(bd: BundleDeployment, dependents: readonly string[]): Promise<void> {
+    const name = bd.metadata.name;
+    const message = `being deleted: uninstalled once the BundleDeployments that depend on it are gone: ${dependents.join(', ')}`;
+    const before = getCondition(bd.status?.conditions, 'Progressing');
+    this.d.log.info({ bd: name, dependents }, 'uninstall waits for dependents');
+    if (before?.reason === 'WaitingForDependents' && before.message === message) return;
+    const conditions = setCondition(bd.status?.conditions ?? [], { type: 'Progressing', status: 'True', reason: 'WaitingForDependents', message }, bd.metadata.generation ?? 0, this.now());
+    if (before?.reason !== 'WaitingForDependents') this.d.events.event(bd, 'Normal', 'WaitingForDependents', message);
+    const written = await this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } });
+    this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
   }
 
   /** writes the status the reconcile built, unless unchanged or deferred (status-writes.ts) */

@@ -7,6 +7,7 @@ import { HoistError, type FailureReason, type Stage } from '../util/errors.ts';
 
 export const ReconcileCode = {
   ApplyFailed: 'apply-failed',
+  BadReadyExpr: 'bad-ready-expr',
   BadSpec: 'bad-spec',
   CaInvalid: 'ca-invalid',
   CaKeyMissing: 'ca-key-missing',
@@ -18,6 +19,7 @@ export const ReconcileCode = {
   Internal: 'internal',
   NoServiceAccountNamespace: 'no-service-account-namespace',
   ProgressDeadline: 'progress-deadline',
+  ReadyExprLimit: 'ready-expr-limit',
   ReconcileTimeout: 'reconcile-timeout',
   RevisionMissing: 'revision-missing',
   RevisionStore: 'revision-store',

@@ -26,6 +26,8 @@ import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
 const LINEAGE_INDEX = 'lineage';
+/** BD name → the BDs whose spec.dependsOn names it */
+const DEPENDS_ON_INDEX = 'dependsOn';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
@@ -91,6 +93,7 @@ export class BundleDeploymentManager {
       logger: log,
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
+    this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
     this.managed = new ManagedObjects(opts.client, (owner, why) => {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
@@ -120,6 +123,7 @@ export class BundleDeploymentManager {
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
       ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
       ...(opts.budgetClock ? { budgetClock: opts.budgetClock } : {}),
+      dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
       clock: opts.clock,
@@ -149,6 +153,8 @@ export class BundleDeploymentManager {
         this.controller.enqueue(bd.metadata.name);
         // a newer member of a lineage takes over: the older ones must learn that they lost
         this.enqueueLineage(bd);
+        // a dependency that was missing appeared
+        this.enqueueDependents(bd);
       },
       onUpdate: (a, b) => {
         this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
@@ -160,6 +166,11 @@ export class BundleDeploymentManager {
         const moved = lineageOf(a) !== lineageOf(b);
         if (moved) this.enqueueLineage(a);
         if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
+        // its dependents decide on its status and metadata (readyExpr reads any of it), also on our own writes of it
+        if (a.metadata.resourceVersion !== b.metadata.resourceVersion) this.enqueueDependents(b);
+        // a dependency it no longer names may be waiting, being deleted, for it to go
+        const still = new Set(dependencyNames(b));
+        for (const dropped of dependencyNames(a)) if (!still.has(dropped)) this.controller.enqueue(dropped);
       },
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);
@@ -168,6 +179,9 @@ export class BundleDeploymentManager {
         this.pushes.forget(bd.metadata.name);
         this.configMaps.forget(bd.metadata.name);
         this.enqueueLineage(bd);
+        // its dependencies may be waiting, being deleted, for it to go; its dependents now miss it
+        for (const dep of dependencyNames(bd)) this.controller.enqueue(dep);
+        this.enqueueDependents(bd);
         this.scheduleGc();
       },
     });
@@ -255,8 +269,17 @@ export class BundleDeploymentManager {
     this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }
 
+  /** the BDs whose dependsOn names bd, from the index: re-evaluated on its change, no polling */
+  private enqueueDependents(bd: BundleDeployment): void {
+    for (const dependent of this.bds.byIndex(DEPENDS_ON_INDEX, bd.metadata.name)) this.controller.enqueue(dependent.metadata.name);
+  }
+
   private enqueueLineage(bd: BundleDeployment): void {
     const lineage = lineageOf(bd);
     for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) this.controller.enqueue(other.metadata.name);
   }
+}
+
+function dependencyNames(bd: BundleDeployment): string[] {
+  return (bd.spec.dependsOn ?? []).map((d) => d.name);
 }

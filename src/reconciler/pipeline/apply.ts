@@ -9,14 +9,15 @@ import { isCRD } from '../../apply/object-id.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
-import type { Transition } from '../../../api/v1alpha2/types.ts';
+import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
 import type { ApplyReport, StepGate } from '../../apply/applier.ts';
 import { asHoistError, HoistError, FailureReason } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { actor, applyTarget, inventory, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { dependenciesReady } from './dependencies.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
 import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
@@ -31,17 +32,21 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const { d } = ctx;
   const { status, spec } = s;
   const active = status.activeRevision;
-  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision });
+  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision, retry: s.request !== undefined });
   if (decision.kind === 'held-back' && active) {
-    const objects = await ctx.objects.of(s.name, active);
-    const report = await d.applier.apply(applyTarget(ctx, s.bd, spec, active.number), objects);
-    s.changed = countChanged(report.results);
-    driftCorrectedEvent(ctx, s, report.results);
-    await observeHealth(ctx, s, objects);
+    await keepActive(ctx, s, active);
     s.note = `revision ${status.attemptedRevision?.number} held back after rollback`;
     return false;
   }
   const isNew = decision.kind === 'new';
+  // spec.dependsOn holds a new revision before anything of it is stored or applied; one already
+  // on its way in (a phase waiting, hooks run) is not held back half-way
+  const underWay = status.transition?.contentDigest === rendered.contentDigest;
+  if (isNew && !underWay && !dependenciesReady(ctx, s)) {
+    if (active) await keepActive(ctx, s, active);
+    else await observeHealth(ctx, s);
+    return false;
+  }
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
   // the size cap is checked before a number is taken or anything is written: a revision over it
@@ -117,9 +122,22 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     ...(previous?.appliedAt ? { appliedAt: previous.appliedAt } : {}),
     ...(previous?.healthyAt ? { healthyAt: previous.healthyAt } : {}),
     ...(s.appliedDigest ? { appliedDigest: s.appliedDigest } : {}),
+    inventory: inventory(ctx, s.bd, number, rendered.objects),
   };
   s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
   return true;
+}
+
+/**
+ * The rendered revision is not applied (held back after a rollback, or waiting for its
+ * dependencies): the installed one is kept as it is — its drift corrected, its health observed.
+ */
+async function keepActive(ctx: StepContext, s: ReconcileState, active: ActiveRevision): Promise<void> {
+  const objects = await ctx.objects.of(s.name, active);
+  const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, s.spec, active.number), objects);
+  s.changed = countChanged(report.results);
+  driftCorrectedEvent(ctx, s, report.results);
+  await observeHealth(ctx, s, objects);
 }
 
 /** a new revision applied completely: prune what left the bundle, make it the active revision */
@@ -146,7 +164,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
-  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString() };
+  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString(), inventory: inventory(ctx, s.bd, number, rendered.objects) };
   status.attemptedRevision = undefined;
   // with hooks, the transition stays until its post hooks ran (rollout.ts)
   if (t && rendered.hooks.length > 0) {

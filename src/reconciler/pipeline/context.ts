@@ -7,7 +7,7 @@ import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
-import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { lineageOf, type BundleDeployment, type Inventory } from '../../../api/v1alpha2/types.ts';
 import type { Applier, ApplyTarget } from '../../apply/applier.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
@@ -18,10 +18,27 @@ import type { Source } from '../../sources/source.ts';
 import type { EventRecorder } from '../events.ts';
 import type { Identities } from '../identity.ts';
 import type { ManagedObjects } from '../managed-objects.ts';
+import { inventoryOf, revisionSecretsOf } from '../inventory.ts';
 import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
+
+/*
+ * What the pipeline asks of each stage implementation: the smallest part of each class the steps
+ * call, so the reconciler runs as well over in-memory fakes (test/support/fakes/) as over the
+ * real ones manager.ts wires.
+ */
+/** the SSA applier (src/apply/applier.ts) */
+export type PipelineApplier = Pick<Applier, 'apply' | 'ensureInstallNamespace' | 'writtenUid' | 'forget'>;
+/** the Helm hook runner (src/apply/hooks.ts) */
+export type PipelineHooks = Pick<HookRunner, 'run'>;
+/** the revision Secrets (src/apply/revision-store.ts) */
+export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'list' | 'findByInputs' | 'load' | 'prune'>;
+/** the managed-object watches: health, health-check verdicts, observed writes (managed-objects.ts) */
+export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'settled' | 'probeError' | 'health' | 'checkVerdicts' | 'observedWrites'>;
+/** who acts for a BD (identity.ts) */
+export type PipelineIdentities = Pick<Identities, 'for' | 'defaultServiceAccount'>;
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -31,17 +48,17 @@ export interface ReconcilerDeps {
   store: ContentStore;
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
-  applier: Applier;
+  applier: PipelineApplier;
   /** runs Helm hooks (src/apply/hooks.ts) */
-  hooks: HookRunner;
+  hooks: PipelineHooks;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
   /** bounds source resolves that may make requests (every BD's, each source apart); never held with `renders` */
   resolves: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
-  identities: Identities;
-  revisions: RevisionStore;
-  managed: ManagedObjects;
+  identities: PipelineIdentities;
+  revisions: PipelineRevisions;
+  managed: PipelineManaged;
   events: EventRecorder;
   /** the informer cache of BundleDeployments */
   getBundleDeployment(name: string): BundleDeployment | undefined;
@@ -54,6 +71,8 @@ export interface ReconcilerDeps {
   budgetClock?: Clock;
   /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
   clock?: Clock;
+  /** the cached BundleDeployments whose spec.dependsOn names `name` (an index) */
+  dependentsOf(name: string): BundleDeployment[];
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */
@@ -77,6 +96,11 @@ export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
 /** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
 export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeObject) => string | undefined {
   return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
+}
+
+/** status.activeRevision.inventory of revision `revision` of bd (the inventory names its revision Secrets when it is truncated) */
+export function inventory(ctx: StepContext, bd: BundleDeployment, revision: number, objects: readonly KubeObject[]): Inventory {
+  return inventoryOf(objects, revisionSecretsOf(ctx.d.controllerNamespace, bd.metadata.name, revision));
 }
 
 /** what the applier needs to apply revision `revision` of bd */

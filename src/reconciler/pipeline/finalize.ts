@@ -13,8 +13,24 @@ import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
 import { systemClock } from '../../util/clock.ts';
 import { asHoistError, HoistError, FailureReason } from '../../util/errors.ts';
+import { reaches } from '../dependency-graph.ts';
 import { lineageMembers } from '../lineage.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
+
+/**
+ * The BundleDeployments that depend on bd (spec.dependsOn) and still exist: bd is uninstalled
+ * after them. One that bd itself depends on (a cycle) is not waited for: the two would wait for
+ * each other forever. Sorted; from the informer cache.
+ */
+export function dependentsRemaining(ctx: StepContext, bd: BundleDeployment): string[] {
+  const name = bd.metadata.name;
+  const dependsOn = (n: string) => ctx.d.getBundleDeployment(n)?.spec.dependsOn?.map((r) => r.name);
+  return ctx.d
+    .dependentsOf(name)
+    .map((o) => o.metadata.name)
+    .filter((o) => o !== name && !reaches(name, o, dependsOn))
+    .sort();
+}
 
 /** true when the finalizer was removed (or already was) */
 export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<boolean> {

@@ -21,6 +21,11 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   const healthy = await observeHealth(ctx, s, objects);
   const poll: ReconcileResult = spec.pollIntervalMs !== undefined ? { requeueAfter: spec.pollIntervalMs } : {};
   s.result = poll;
+  // a requested reconcile tries a revision blocked at its progressDeadline once more: another deadline from now
+  if (s.request !== undefined && active.healthyAt === undefined && getCondition(status.conditions, 'Progressing')?.reason === 'Blocked') {
+    active.appliedAt = s.now().toISOString();
+    s.note = 'blocked revision retried on request';
+  }
   const decision = decideRollout({
     generation: s.generation,
     healthy,
