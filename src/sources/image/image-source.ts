@@ -181,8 +181,8 @@ export class ImageSource implements Source {
           origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
           subject,
           ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-          download: async (tmp) => {
-            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
+          download: async (tmp, space) => {
+            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), charge: (n) => space.charge(n) });
             this.onPull?.(result, formatReference(loc.ref));
           },
           prove: async () => {

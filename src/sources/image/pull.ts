@@ -36,6 +36,8 @@ export interface PullOptions {
   platform?: Platform;
   /** limits for the whole image (all layers together) */
   limits?: Partial<UnpackLimits>;
+  /** counts each file's bytes against the content store's budget before it is written */
+  charge?: (bytes: number) => Promise<void>;
 }
 
 export interface PullResult {
@@ -107,6 +109,7 @@ export async function pullImage(
         allowLinks: !helm,
         subject,
         signal: ctx.signal,
+        ...(options.charge ? { charge: options.charge } : {}),
         limits: {
           maxTotalBytes: Math.max(0, limits.maxTotalBytes - bytes),
           maxFiles: Math.max(0, limits.maxFiles - files),
