@@ -32,7 +32,7 @@ for (const f of files.filter((x) => !isVocabulary(x))) {
     if (/^\s*(\/\/|\*|\/\*)/.test(line)) return;
     for (const r of rules) if (r.re.test(line)) problems.push(`${where}: ${r.why}`);
     const context = lines.slice(Math.max(0, i - 3), i + 3).join('\n');
-    if (REASONS.test(line) && !/\btype: '/.test(line) && /\bcode\b|HoistError/.test(context)) problems.push(`${where}: an error reason written as a literal: it follows the stage (reasonFor) or is a FailureReason`);
+    if (REASONS.test(line) && !/\btype: '/.test(line) && /\bcode\b|HoistError|Cancel/.test(context)) problems.push(`${where}: an error reason written as a literal: it follows the stage (reasonFor) or is a FailureReason`);
     for (const m of line.matchAll(/'([a-z0-9]+(?:-[a-z0-9]+)+)'/g)) {
       if (!codes.has(m[1]) || !/Error\(|\bfail\(|\bmake\(|\bbad\(|code/.test(line)) continue;
       // a comparison is about a code only when its other side is one (HTTP status classes share words)

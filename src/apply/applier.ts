@@ -151,7 +151,7 @@ export class Applier {
   async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
     if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
     await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects, signal).catch((e: unknown) => {
-      throwIfCancelled(signal, `creating install namespace ${target.installNamespace}`, { stage: 'apply', reason: 'ApplyFailed' });
+      throwIfCancelled(signal, `creating install namespace ${target.installNamespace}`, { stage: 'apply' });
       throw e;
     });
   }
@@ -180,12 +180,12 @@ export class Applier {
    */
   async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate; signal?: AbortSignal } = {}): Promise<ApplyReport> {
     try {
-      throwIfCancelled(opts.signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
+      throwIfCancelled(opts.signal, `applying revision ${target.revision}`, { stage: 'apply' });
       return await this.applySteps(target, objects, opts);
     } catch (e) {
       if (!opts.signal?.aborted) throw e;
       this.readFirst.add(target.name);
-      throw e instanceof CancelledError ? e : new CancelledError(`applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed', cause: e });
+      throw e instanceof CancelledError ? e : new CancelledError(`applying revision ${target.revision}`, { stage: 'apply', cause: e });
     }
   }
 
@@ -243,7 +243,7 @@ export class Applier {
       // the last step's readiness is the rollout's to observe; a gate decides whether the next step may go
       if (opts.gate && i < live.length - 1) {
         if (crds.length > 0) await established;
-        throwIfCancelled(signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
+        throwIfCancelled(signal, `applying revision ${target.revision}`, { stage: 'apply' });
         const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
         if (!verdict.ready) {
           this.readFirst.delete(target.name);

@@ -8,7 +8,7 @@ import { sleep } from '../util/sleep.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import { ApplyCode } from './errors.ts';
 
-const cancelled = (signal: AbortSignal | undefined, what: string) => throwIfCancelled(signal, what, { stage: 'apply', reason: 'ApplyFailed' });
+const cancelled = (signal: AbortSignal | undefined, what: string) => throwIfCancelled(signal, what, { stage: 'apply' });
 
 /**
  * Waits until every named CRD is Established: one GET each, then a watch per pending CRD from

@@ -125,7 +125,7 @@ export class HookRunner {
       return await this.runEvent(target, event, hooks, opts);
     } catch (e) {
       if (!opts.signal?.aborted) throw e;
-      throw e instanceof CancelledError ? e : new CancelledError(`running the ${event} hooks of revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed', subject: `${event} hooks`, cause: e });
+      throw e instanceof CancelledError ? e : new CancelledError(`running the ${event} hooks of revision ${target.revision}`, { stage: 'apply', subject: `${event} hooks`, cause: e });
     }
   }
 

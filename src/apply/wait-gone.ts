@@ -25,7 +25,7 @@ export interface WaitGoneOptions {
 }
 
 export async function waitGone(client: KubeClient, obj: KubeObject, opts: WaitGoneOptions): Promise<void> {
-  const cancelled = () => throwIfCancelled(opts.signal, `waiting until ${opts.subject} is gone`, { stage: 'apply', reason: 'ApplyFailed', subject: opts.subject });
+  const cancelled = () => throwIfCancelled(opts.signal, `waiting until ${opts.subject} is gone`, { stage: 'apply', subject: opts.subject });
   for (;;) {
     cancelled();
     const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal: opts.signal }).catch((e: unknown) => {
