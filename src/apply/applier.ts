@@ -28,7 +28,7 @@ import { crdUpgradeProblems, describeCrdRefusal } from './crd-safety.ts';
 import { splitFields } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
-import { handBack, InstallNamespaces } from './unowned-writes.ts';
+import { handBack, InstallNamespaces } from './install-namespace.ts';
 import { waitGone } from './wait-gone.ts';
 import { isCRD, objectId } from './object-id.ts';
 import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';

@@ -10,7 +10,7 @@ import { LeaderElector } from '../kube/leader-election.ts';
 import { startManagerServer, type ManagerServer } from '../kube/manager-server.ts';
 import { handleShutdown } from '../kube/shutdown.ts';
 import { readFile } from 'node:fs/promises';
-import { readCaDir } from '../sources/http/ca-dir.ts';
+import { readCaDir } from '../sources/transport/ca-dir.ts';
 import { parseRegistriesConf } from '../sources/image/registries-conf.ts';
 import type { SourceRegistryOptions } from '../sources/registry.ts';
 import { startController } from './controller.ts';

@@ -16,14 +16,14 @@ import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
-import { CrdWatch } from './crd-watch.ts';
+import { CrdWatch } from './watches/crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
-import { ManagedObjects } from './managed-objects.ts';
+import { ManagedObjects } from './watches/managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
-import { SecretWatch } from './secret-watch.ts';
+import { SecretWatch } from './watches/secret-watch.ts';
 import { PushNotices } from './push-notices.ts';
-import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
+import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
 const LINEAGE_INDEX = 'lineage';
 /** BD name → the BDs whose spec.dependsOn names it */

@@ -29,8 +29,8 @@ import { classifyStatus, retryCannotHelp } from '../util/http-status.ts';
 import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
 import { fetchThroughStore } from './cached-fetch.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
-import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './http/deadline.ts';
-import { basicAuth, discard, headerValue, HttpTransport, networkError, type SendResponse, type SourceStage, type TransportOptions } from './http/transport.ts';
+import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './transport/deadline.ts';
+import { basicAuth, discard, headerValue, HttpTransport, networkError, type SendResponse, type SourceStage, type TransportOptions } from './transport/transport.ts';
 import type { Credentials, Resolved, Source, SourceContext } from './source.ts';
 import { SourceCode, sourceError } from './errors.ts';
 

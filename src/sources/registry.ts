@@ -4,7 +4,7 @@
  */
 import type { SourceKind } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
-import type { HostCAs } from './http/ca-dir.ts';
+import type { HostCAs } from './transport/ca-dir.ts';
 import { GitSource, type GitSourceOptions } from './git/git-source.ts';
 import { HttpSource, type HttpSourceOptions } from './http-source.ts';
 import { ImageSource, type ImageSourceOptions } from './image/image-source.ts';

@@ -18,12 +18,12 @@ import type { Processor } from '../../processors/processor.ts';
 import type { Source } from '../../sources/source.ts';
 import type { EventRecorder } from '../events.ts';
 import type { Identities } from '../identity.ts';
-import type { ManagedObjects } from '../managed-objects.ts';
+import type { ManagedObjects } from '../watches/managed-objects.ts';
 import { inventoryOf, revisionSecretsOf } from '../inventory.ts';
 import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
-import type { SecretWatch } from '../secret-watch.ts';
+import type { SecretWatch } from '../watches/secret-watch.ts';
 
 /*
  * What the pipeline asks of each stage implementation: the smallest part of each class the steps

@@ -8,9 +8,9 @@
  */
 import { pinnedBySpec, type ResolvedSourceStatus } from '../../../api/v1alpha2/types.ts';
 import type { Resolved } from '../../sources/source.ts';
-import { readCredentials } from '../credentials.ts';
-import { publicKeysOf } from '../public-keys.ts';
-import { readSourceCA, rotationKeysOf, verifyKeysRotated } from '../source-ca.ts';
+import { readCredentials } from '../inputs/credentials.ts';
+import { publicKeysOf } from '../inputs/public-keys.ts';
+import { readSourceCA, rotationKeysOf, verifyKeysRotated } from '../inputs/source-ca.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 

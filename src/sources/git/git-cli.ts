@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { formatBytes } from '../../util/content-tree.ts';
 import { HoistError, type Stage, FailureReason } from '../../util/errors.ts';
-import { UNKNOWN_AUTHORITY_HINT } from '../http/transport.ts';
+import { UNKNOWN_AUTHORITY_HINT } from '../transport/transport.ts';
 import { redactSecrets } from './git-auth.ts';
 import { SourceCode, sourceError } from '../errors.ts';
 

@@ -39,9 +39,9 @@ import type { ContentStore, Scratch, SpaceAllowance } from '../../cache/content-
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { fetchThroughStore } from '../cached-fetch.ts';
 import { credentialsForUrl } from '../credential-hosts.ts';
-import { withDeadline } from '../http/deadline.ts';
-import { caForUrl, type HostCAs } from '../http/ca-dir.ts';
-import { HttpTransport, type SourceStage } from '../http/transport.ts';
+import { withDeadline } from '../transport/deadline.ts';
+import { caForUrl, type HostCAs } from '../transport/ca-dir.ts';
+import { HttpTransport, type SourceStage } from '../transport/transport.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { DEFAULT_MAX_LINKS } from '../../util/content-tree.ts';
 import { checkoutDirectory, type CheckoutLimits } from './checkout.ts';

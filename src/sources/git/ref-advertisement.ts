@@ -14,7 +14,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, retryCannotHelp } from '../../util/http-status.ts';
-import { consumeCapped, type HttpTransport, type SourceStage } from '../http/transport.ts';
+import { consumeCapped, type HttpTransport, type SourceStage } from '../transport/transport.ts';
 import type { GitAuth } from './git-auth.ts';
 import { redactSecrets } from './git-auth.ts';
 import { SourceCode, sourceError } from '../errors.ts';

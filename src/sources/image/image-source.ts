@@ -32,7 +32,7 @@ import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError } from '../../util/errors.ts';
 import type { UnpackLimits } from '../../util/unpack-tar.ts';
 import { fetchThroughStore } from '../cached-fetch.ts';
-import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from '../http/deadline.ts';
+import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from '../transport/deadline.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
 import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';

@@ -12,7 +12,7 @@ import type { SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { SourceContext } from '../../../src/sources/source.ts';
 import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { GitSource } from '../../../src/sources/git/git-source.ts';
-import { readCaDir, type HostCAs } from '../../../src/sources/http/ca-dir.ts';
+import { readCaDir, type HostCAs } from '../../../src/sources/transport/ca-dir.ts';
 import { HttpSource } from '../../../src/sources/http-source.ts';
 import { git, startGitServer, type GitServer } from '../../support/git-server.ts';
 import { startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';

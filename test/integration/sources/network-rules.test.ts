@@ -1,5 +1,5 @@
 /**
- * The network rules every source shares (src/sources/http/transport.ts, credential-hosts.ts,
+ * The network rules every source shares (src/sources/transport/transport.ts, credential-hosts.ts,
  * cached-fetch.ts), tested once for http, git and image, as an attacker would try them, against
  * real servers on loopback: HTTPS file servers that log every request's Authorization header,
  * `git http-backend`, docker-registry, a forward proxy that logs CONNECTs, and a server that

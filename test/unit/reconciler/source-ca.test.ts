@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, SourceSpec } from '../../../api/v1alpha2/types.ts';
-import { caRefOf, CONFIGMAP_KEY_PREFIX, referencedObjects, rotationKeysOf, verifyKeysRotated } from '../../../src/reconciler/source-ca.ts';
+import { caRefOf, CONFIGMAP_KEY_PREFIX, referencedObjects, rotationKeysOf, verifyKeysRotated } from '../../../src/reconciler/inputs/source-ca.ts';
 
 const bd = (sources: SourceSpec[], serviceAccount?: string): BundleDeployment =>
   ({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment', metadata: { name: 'x' }, spec: { format: 'plain', installNamespace: 'team-a', sources, ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) } }) as BundleDeployment;

@@ -12,7 +12,7 @@ import { FsContentStore } from '../../../../src/cache/fs-content-store.ts';
 import { GitCommandError, runGit } from '../../../../src/sources/git/git-cli.ts';
 import { GitSource, type GitSourceOptions } from '../../../../src/sources/git/git-source.ts';
 import { fetchRefAdvertisement } from '../../../../src/sources/git/ref-advertisement.ts';
-import { HttpTransport } from '../../../../src/sources/http/transport.ts';
+import { HttpTransport } from '../../../../src/sources/transport/transport.ts';
 import { createHostileRepos, REFS, type HostileRepos } from '../../../support/git-hostile.ts';
 import { startGitServer, type GitServer } from '../../../support/git-server.ts';
 import { failure } from '../../../support/failure.ts';

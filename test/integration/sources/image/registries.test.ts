@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SourceSpec } from '../../../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../../../../src/cache/fs-content-store.ts';
-import { readCaDir } from '../../../../src/sources/http/ca-dir.ts';
+import { readCaDir } from '../../../../src/sources/transport/ca-dir.ts';
 import { RegistryClient } from '../../../../src/sources/image/client.ts';
 import { ImageSource, type ImageSourceOptions } from '../../../../src/sources/image/image-source.ts';
 import { pushImage, writeLayer } from '../../../../src/sources/image/push.ts';

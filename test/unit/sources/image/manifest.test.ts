@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter } from '../../../../src/sources/http/backoff.ts';
+import { parseRetryAfter } from '../../../../src/sources/transport/backoff.ts';
 import { layerPlan, MEDIA_TYPES, parseManifest, parsePlatform, selectPlatform, type ImageIndex, type ImageManifest } from '../../../../src/sources/image/manifest.ts';
 
 const d = (c: string): string => `sha256:${c.repeat(64)}`;

@@ -13,9 +13,9 @@
  * `caConfigMapRef` (a rotated CA re-checks like a rotated credential).
  */
 import type { Logger } from 'pino';
-import { isForbidden } from '../kube/api-error.ts';
-import { Informer } from '../kube/informer.ts';
-import type { KubeClient, KubeObject, ListOptions, Reader, TypeRef, Watcher } from '../kube/types.ts';
+import { isForbidden } from '../../kube/api-error.ts';
+import { Informer } from '../../kube/informer.ts';
+import type { KubeClient, KubeObject, ListOptions, Reader, TypeRef, Watcher } from '../../kube/types.ts';
 
 export type SecretRotated = (bd: string, secret: string) => void;
 

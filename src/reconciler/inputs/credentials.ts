@@ -6,11 +6,11 @@
  * Credentials handed to a source, together with the hosts the Secret's
  * `core.rukpak.io/credential-hosts` annotation binds them to (the sources enforce it).
  */
-import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } from '../../api/v1alpha2/types.ts';
-import { isForbidden } from '../kube/api-error.ts';
-import type { KubeClient, KubeObject } from '../kube/types.ts';
-import type { Credentials } from '../sources/source.ts';
-import { ReconcileCode, reconcileError, referenceCode } from './errors.ts';
+import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } from '../../../api/v1alpha2/types.ts';
+import { isForbidden } from '../../kube/api-error.ts';
+import type { KubeClient, KubeObject } from '../../kube/types.ts';
+import type { Credentials } from '../../sources/source.ts';
+import { ReconcileCode, reconcileError, referenceCode } from '../errors.ts';
 
 export function secretRefOf(source: SourceSpec): string | undefined {
   return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;

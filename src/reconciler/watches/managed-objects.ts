@@ -10,18 +10,18 @@
  * per kind, coalesced) so every cached result is of the current checks.
  */
 import type { Logger } from 'pino';
-import { LABEL_OWNER_NAME, type HealthCheck } from '../../api/v1alpha2/types.ts';
-import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from '../apply/live-index.ts';
-import { groupOf, objectId } from '../apply/object-id.ts';
-import type { WrittenObject } from '../apply/result.ts';
-import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../health/probe-state.ts';
-import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../health/probes.ts';
-import { readinessOf, type HealthVerdict } from '../health/readiness.ts';
-import { Informer } from '../kube/informer.ts';
-import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
-import { systemClock, type Clock } from '../util/clock.ts';
-import { canonicalJson } from '../util/hash.ts';
-import { sleep } from '../util/sleep.ts';
+import { LABEL_OWNER_NAME, type HealthCheck } from '../../../api/v1alpha2/types.ts';
+import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
+import { groupOf, objectId } from '../../apply/object-id.ts';
+import type { WrittenObject } from '../../apply/result.ts';
+import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
+import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../../health/probes.ts';
+import { readinessOf, type HealthVerdict } from '../../health/readiness.ts';
+import { Informer } from '../../kube/informer.ts';
+import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
+import { systemClock, type Clock } from '../../util/clock.ts';
+import { canonicalJson } from '../../util/hash.ts';
+import { sleep } from '../../util/sleep.ts';
 
 /** what the cache keeps per object */
 interface Summary extends KubeObject {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, symlink, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { caForUrl, readCaDir } from '../../../../src/sources/http/ca-dir.ts';
+import { caForUrl, readCaDir } from '../../../../src/sources/transport/ca-dir.ts';
 
 const PEM = (n: string) => `-----BEGIN CERTIFICATE-----\n${n}\n-----END CERTIFICATE-----\n`;
 

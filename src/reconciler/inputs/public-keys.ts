@@ -4,9 +4,9 @@
  * the way Flux reads cosign keys. Public keys are not secret, but a Secret lets RBAC keep others
  * from swapping them.
  */
-import type { BundleDeployment, SourceSpec } from '../../api/v1alpha2/types.ts';
-import type { KubeClient } from '../kube/types.ts';
-import type { PublicKeySet } from '../sources/source.ts';
+import type { BundleDeployment, SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { KubeClient } from '../../kube/types.ts';
+import type { PublicKeySet } from '../../sources/source.ts';
 import { readReferenced } from './credentials.ts';
 
 /** The Secret or ConfigMap an image source's `verify.publicKeys` names, if any. */

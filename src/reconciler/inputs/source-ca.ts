@@ -12,14 +12,14 @@
  * It also names every object a source references (auth Secret, CA, `image.verify` keys) as watch
  * keys, so a change to any of them re-queues the BD.
  */
-import { DEFAULT_CA_KEY, type BundleDeployment, type CARef, type SourceSpec } from '../../api/v1alpha2/types.ts';
-import type { KubeClient, KubeObject } from '../kube/types.ts';
-import { caBundleProblem } from '../sources/http/ca-bundle.ts';
-import type { SourceCA } from '../sources/source.ts';
-import { HoistError } from '../util/errors.ts';
+import { DEFAULT_CA_KEY, type BundleDeployment, type CARef, type SourceSpec } from '../../../api/v1alpha2/types.ts';
+import type { KubeClient, KubeObject } from '../../kube/types.ts';
+import { caBundleProblem } from '../../sources/transport/ca-bundle.ts';
+import type { SourceCA } from '../../sources/source.ts';
+import { HoistError } from '../../util/errors.ts';
 import { getInScope, refNamespaceOf, refScope, secretKeyOf } from './credentials.ts';
 import { verifyKeysRefOf } from './public-keys.ts';
-import { ReconcileCode, reconcileError } from './errors.ts';
+import { ReconcileCode, reconcileError } from '../errors.ts';
 
 /** Keys of watched ConfigMaps carry this prefix where they share a set with Secret keys. */
 export const CONFIGMAP_KEY_PREFIX = 'configmap:';

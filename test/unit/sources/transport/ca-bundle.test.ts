@@ -1,6 +1,6 @@
 import { rootCertificates } from 'node:tls';
 import { describe, expect, it } from 'vitest';
-import { caBundleProblem } from '../../../../src/sources/http/ca-bundle.ts';
+import { caBundleProblem } from '../../../../src/sources/transport/ca-bundle.ts';
 
 // real certificates: two of Node's bundled roots
 const [A, B] = [rootCertificates[0]!, rootCertificates[1]!];

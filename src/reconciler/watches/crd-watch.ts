@@ -5,9 +5,9 @@
  * CRD's name and Established flag — CRDs can be hundreds of KiB each.
  */
 import type { Logger } from 'pino';
-import { Informer } from '../kube/informer.ts';
-import type { KubeClient, KubeObject } from '../kube/types.ts';
-import { sleep } from '../util/sleep.ts';
+import { Informer } from '../../kube/informer.ts';
+import type { KubeClient, KubeObject } from '../../kube/types.ts';
+import { sleep } from '../../util/sleep.ts';
 
 interface CrdSummary extends KubeObject {
   established: boolean;
