@@ -26,10 +26,19 @@ export interface RenderBundleDeps {
   /** each kind's scope: the target cluster's discovery, or the built-in kinds offline */
   scopes: Pick<Discovery, 'resourceFor'>;
   /**
-   * The target cluster, for helm's .Capabilities and registry-v1's served-API check; absent for an
-   * offline preview (the processors' defaults apply).
+   * The target cluster, for helm's .Capabilities and registry-v1's served-API check: its discovery
+   * in the controller, what `hoist render` assumes offline (--kube-version, --api-versions); absent,
+   * or a fact it returns undefined for, and the processors' defaults apply.
    */
-  cluster?: Pick<Discovery, 'apiVersions' | 'serverVersion'> | undefined;
+  cluster?: Capabilities | undefined;
+}
+
+/** what a render is told about the target cluster (a Discovery is one) */
+export interface Capabilities {
+  /** the "group/version"s served */
+  apiVersions(): Promise<string[] | undefined>;
+  /** the Kubernetes version, e.g. "v1.34.4" */
+  serverVersion(): Promise<string | undefined>;
 }
 
 export interface RenderBundleInput {
@@ -86,7 +95,7 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     const out = await time(
       'process',
       deps.processorFor(spec.format)
-        .render(tree.root, spec.config, { name: input.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
+        .render(tree.root, spec.config, { name: input.name, installNamespace: spec.installNamespace, ...(apiVersions ? { apiVersions } : {}), ...(kubeVersion ? { kubeVersion } : {}) })
         .catch((e: unknown) => {
           throw namedForProcessor(e, spec.format);
         }),

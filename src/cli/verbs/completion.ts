@@ -17,13 +17,13 @@ exit codes: 0 printed; 2 usage error
 /** verb → its flags; verbs taking a BundleDeployment NAME complete names */
 export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   run: { flags: ['--kubeconfig', '--namespace', '--install-crd', '--metrics-bind-address', '--leader-elect', '--workers', '--shard', '--selector', '--cache-dir', '--cache-max-size', '--max-revision-size', '--fetch-timeout', '--registries-conf', '--ca-dir', '--default-service-account', '--override-manager'], names: false },
-  render: { flags: ['-f', '--dir', '--kubeconfig', '-o'], names: false },
+  render: { flags: ['-f', '--dir', '--kubeconfig', '-o', '--kube-version', '--api-versions'], names: false },
   get: { flags: ['-o', '--output', '-l', '--selector', '--kubeconfig', '--help'], names: true },
   pause: { flags: ['--reason', '--kubeconfig', '--help'], names: true },
   resume: { flags: ['--kubeconfig', '--help'], names: true },
   rollback: { flags: ['--to', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   history: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--kubeconfig', '--help'], names: false },
+  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--kubeconfig', '--kube-version', '--api-versions', '--help'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { parseCapabilityFlags } from '../capabilities.ts';
 import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
 import { splitHooks } from '../../apply/hooks.ts';
@@ -47,6 +48,10 @@ the BundleDeployment is installed), in the order the controller runs them.
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+  --kube-version <v>       render with this Kubernetes version (helm's .Capabilities.KubeVersion)
+                           instead of the cluster's, as helm template's flag
+  --api-versions <g/v>     (repeatable, or comma-separated) group/versions helm sees as served
+                           besides the cluster's, e.g. of CRDs not installed yet
 
 exit codes: 0 no differences; 1 differences (or a refusal); 2 error (usage, render, API)
 `;
@@ -68,6 +73,15 @@ async function unified(dir: string, label: string, live: string, merged: string)
   }
 }
 
+/** a flag's bad value is a usage error */
+function usage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
 export function summary(entries: readonly DiffEntry[]): string {
   const counts = new Map<string, number>();
   for (const e of entries) counts.set(SYMBOL[e.action], (counts.get(SYMBOL[e.action]) ?? 0) + 1);
@@ -85,13 +99,21 @@ export async function diff(args: string[], io: Io): Promise<number> {
     DIFF_HELP,
     io,
     async () => {
-      const { values, positionals } = parse(args, { ...CONNECTION_OPTIONS, ...NAMESPACE_OPTION, file: { type: 'string', short: 'f' }, dir: { type: 'string' } });
+      const { values, positionals } = parse(args, {
+        ...CONNECTION_OPTIONS,
+        ...NAMESPACE_OPTION,
+        file: { type: 'string', short: 'f' },
+        dir: { type: 'string' },
+        'kube-version': { type: 'string' },
+        'api-versions': { type: 'string', multiple: true },
+      });
       if (values.help) {
         io.out(DIFF_HELP);
         return DIFF_NONE;
       }
       if (!values.file) throw new UsageError('-f <bundledeployment.yaml> is required');
       if (positionals.length > 0) throw new UsageError('diff takes no positional arguments');
+      const capabilities = usage(() => parseCapabilityFlags(values['kube-version'], values['api-versions']));
       const docs = parseAllDocuments(await readFile(values.file, 'utf8')).map((d) => d.toJS() as BundleDeployment | null);
       const bd = docs.find((d) => d?.kind === 'BundleDeployment');
       if (!bd) throw new Error(`${values.file} holds no BundleDeployment`);
@@ -99,7 +121,8 @@ export async function diff(args: string[], io: Io): Promise<number> {
       const tmp = await mkdtemp(join(tmpdir(), 'hoist-diff-'));
       try {
         // the controller's own render path: same objects, namespaces and content digest
-        const out = await previewBundle(bd, { client, ...(values.dir ? { dir: values.dir } : {}) });
+        const out = await previewBundle(bd, { client, capabilities, ...(values.dir ? { dir: values.dir } : {}) });
+        if (out.assumed) io.err(`${out.assumed}\n`);
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
         // hooks are run, not applied: they are announced, never diffed as managed objects
         const { managed, hooks } = splitHooks(out.objects);
