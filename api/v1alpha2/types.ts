@@ -150,13 +150,39 @@ export interface RegistryV1DeploymentConfig {
   annotations?: Record<string, string>;
 }
 
+/**
+ * Values read from a Secret or ConfigMap key (Flux HelmRelease's valuesFrom): merged in order
+ * after valuesFiles, `values` last. Read like source credentials (DESIGN §7), watched, and never
+ * written to status, events or logs.
+ */
+export interface HelmValuesReference {
+  kind: 'Secret' | 'ConfigMap';
+  name: string;
+  /** default `values.yaml` (the CRD's default) */
+  valuesKey?: string;
+  /** dot path the key's whole text is set at as one value; unset: the key holds a values.yaml merged at the root */
+  targetPath?: string;
+  /** a missing object or key is skipped (default false) */
+  optional?: boolean;
+}
+export const DEFAULT_VALUES_KEY = 'values.yaml';
+
+export interface HelmConfig {
+  releaseName?: string;
+  /** merged last */
+  values?: Record<string, unknown>;
+  /** values files of the chart's tree, relative to the chart's directory, merged first (after the chart's values.yaml) */
+  valuesFiles?: string[];
+  valuesFrom?: HelmValuesReference[];
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   installNamespace?: string;
   format: BundleFormat;
   sources: SourceSpec[];
   config?: {
-    helm?: { releaseName?: string; values?: Record<string, unknown> };
+    helm?: HelmConfig;
     registryV1?: {
       /** "" AllNamespaces, installNamespace OwnNamespace, another SingleNamespace; shorthand for watchNamespaces: [x] */
       watchNamespace?: string;

@@ -63,6 +63,9 @@ commands:
                                    instead of the assumed or the cluster's, as helm template's
              --api-versions        group/versions served besides the built-in or the cluster's
                                    (.Capabilities.APIVersions), as helm template's
+             -n, --namespace       the controller's namespace, where config.helm.valuesFrom is
+                                   read (with your credentials) when the BundleDeployment has no
+                                   serviceAccount (default $HOIST_NAMESPACE or hoist-system)
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
              --kwok                no real node (containerd + kubelet): every pod on kwok's fake node
@@ -155,6 +158,7 @@ async function main(argv: string[]): Promise<number> {
           output: { type: 'string', short: 'o', default: 'yaml' },
           'kube-version': { type: 'string' },
           'api-versions': { type: 'string', multiple: true },
+          namespace: { type: 'string', short: 'n' },
         },
       });
       if (!values.file) {
@@ -170,7 +174,7 @@ async function main(argv: string[]): Promise<number> {
         return 2;
       }
       const { render } = await import('./render.ts');
-      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, capabilities, output: values.output === 'json' ? 'json' : 'yaml' });
+      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, capabilities, namespace: values.namespace, output: values.output === 'json' ? 'json' : 'yaml' });
     }
     case 'demo': {
       const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false }, kwok: { type: 'boolean', default: false } } });

@@ -18,6 +18,9 @@ import { renderBundle, type RenderedBundle } from '../reconciler/render-bundle.t
 import { createSourceRegistry } from '../sources/registry.ts';
 import type { Source } from '../sources/source.ts';
 import { isHoistError } from '../util/errors.ts';
+import type { ValuesFromText } from '../processors/processor.ts';
+import { refNamespaceOf } from '../reconciler/credentials.ts';
+import { readValuesFrom, valuesFromRefs } from '../reconciler/values-from.ts';
 import { previewCapabilities, type CapabilityFlags } from './capabilities.ts';
 
 export interface RenderOptions {
@@ -28,6 +31,8 @@ export interface RenderOptions {
   kubeconfig?: string;
   /** --kube-version / --api-versions, as `helm template` has them */
   capabilities?: CapabilityFlags;
+  /** the controller's namespace (config.helm.valuesFrom) */
+  namespace?: string | undefined;
   output: 'yaml' | 'json';
 }
 
@@ -67,7 +72,7 @@ export async function render(opts: RenderOptions): Promise<number> {
     return 2;
   }
   try {
-    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.capabilities ? { capabilities: opts.capabilities } : {}) });
+    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.capabilities ? { capabilities: opts.capabilities } : {}), ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}) });
     if (out.assumed) process.stderr.write(`${out.assumed}\n`);
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
@@ -91,6 +96,8 @@ export interface PreviewOptions {
   client?: RestKubeClient;
   /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
   capabilities?: CapabilityFlags;
+  /** the controller's namespace, where config.helm.valuesFrom is read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
+  controllerNamespace?: string;
 }
 
 export interface Preview extends RenderedBundle {
@@ -130,6 +137,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );
+    const helmValuesFrom = await previewValuesFrom(bd, client, opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system');
     const out = await renderBundle(
       {
         store,
@@ -138,13 +146,26 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         scopes: client?.discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, credentials: async () => undefined },
     );
     // plain bundles are rendered without .Capabilities: nothing was assumed for them
     return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
   } finally {
     await own?.close();
   }
+}
+
+/**
+ * config.helm.valuesFrom read as the controller reads it (same namespace, same order and
+ * rules), but with the caller's credentials: a preview shows only what its user may read.
+ */
+async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<ValuesFromText[]> {
+  const refs = valuesFromRefs(bd);
+  if (refs.length === 0) return [];
+  if (!client) throw new Error('config.helm.valuesFrom reads Secrets and ConfigMaps of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
+  return readValuesFrom({ namespace, reader: client }, refs);
 }
 
 /** a Source that serves a local directory as it is (hoist render --dir) */

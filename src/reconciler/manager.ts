@@ -21,6 +21,7 @@ import { Identities } from './identity.ts';
 import { ManagedObjects } from './managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './secret-watch.ts';
+import { valuesFromObjects } from './values-from.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
@@ -239,7 +240,11 @@ export class BundleDeploymentManager {
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const refs = bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount));
+    const refs = [
+      ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
+      // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
+      valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+    ];
     this.secrets.track(bd.metadata.name, refs.flatMap((r) => r.secrets));
     this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }

@@ -13,7 +13,7 @@ import { assignNamespaces } from '../apply/namespaces.ts';
 import type { ContentStore } from '../cache/content-store.ts';
 import type { Discovery, KubeObject } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
-import type { Processor } from '../processors/processor.ts';
+import type { Processor, ValuesFromText } from '../processors/processor.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
@@ -48,6 +48,8 @@ export interface RenderBundleInput {
   resolved: readonly Resolved[];
   /** the credentials of spec.sources[i], also needed on a store hit: access is proven per BD */
   credentials(index: number): Promise<Credentials | undefined>;
+  /** config.helm.valuesFrom as read from the cluster (values-from.ts), for the helm processor */
+  helmValuesFrom?: readonly ValuesFromText[];
   /** the CA of spec.sources[i] (caSecretRef / caConfigMapRef), when it names one */
   ca?(index: number): Promise<SourceCA | undefined>;
   signal?: AbortSignal | undefined;
@@ -95,7 +97,13 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     const out = await time(
       'process',
       deps.processorFor(spec.format)
-        .render(tree.root, spec.config, { name: input.name, installNamespace: spec.installNamespace, ...(apiVersions ? { apiVersions } : {}), ...(kubeVersion ? { kubeVersion } : {}) })
+        .render(tree.root, spec.config, {
+          name: input.name,
+          installNamespace: spec.installNamespace,
+          ...(apiVersions ? { apiVersions } : {}),
+          ...(kubeVersion ? { kubeVersion } : {}),
+          ...(input.helmValuesFrom?.length ? { helmValuesFrom: input.helmValuesFrom } : {}),
+        })
         .catch((e: unknown) => {
           throw namedForProcessor(e, spec.format);
         }),

@@ -121,7 +121,7 @@ export async function diff(args: string[], io: Io): Promise<number> {
       const tmp = await mkdtemp(join(tmpdir(), 'hoist-diff-'));
       try {
         // the controller's own render path: same objects, namespaces and content digest
-        const out = await previewBundle(bd, { client, capabilities, ...(values.dir ? { dir: values.dir } : {}) });
+        const out = await previewBundle(bd, { client, capabilities, controllerNamespace: values.namespace, ...(values.dir ? { dir: values.dir } : {}) });
         if (out.assumed) io.err(`${out.assumed}\n`);
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
         // hooks are run, not applied: they are announced, never diffed as managed objects

@@ -165,6 +165,22 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(bd.spec.config?.registryV1?.deploymentConfig).toEqual(deploymentConfig);
   });
 
+  it('keeps helm valuesFiles and valuesFrom, defaulting valuesKey and optional', async () => {
+    const bd = await create('helm-values', {
+      format: 'helm',
+      installNamespace: 'apps',
+      sources: [httpSource],
+      config: { helm: { valuesFiles: ['values-prod.yaml', 'env/extra.yaml'], valuesFrom: [{ kind: 'Secret', name: 'db' }, { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true }] } },
+    });
+    expect(bd.spec.config?.helm).toEqual({
+      valuesFiles: ['values-prod.yaml', 'env/extra.yaml'],
+      valuesFrom: [
+        { kind: 'Secret', name: 'db', valuesKey: 'values.yaml', optional: false },
+        { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true },
+      ],
+    });
+  });
+
   it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
     const bd = await create('defaults', {
       format: 'plain',
@@ -302,6 +318,26 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.directory', "'..' path segment"],
     ],
     ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'helm valuesFiles out of the chart',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFiles: ['../secrets.yaml', '/etc/passwd'] } } },
+      ["spec.config.helm.valuesFiles[0]", "'..' path segment", 'spec.config.helm.valuesFiles[1]', "must not start with '/'"],
+    ],
+    [
+      'helm valuesFrom of another kind or without a name',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFrom: [{ kind: 'Pod', name: 'x' }, { kind: 'Secret' }] } } },
+      ['spec.config.helm.valuesFrom[0].kind: Unsupported value: "Pod"', 'spec.config.helm.valuesFrom[1].name: Required value'],
+    ],
+    [
+      'helm valuesFrom with a bad name, key or targetPath',
+      {
+        ...plain,
+        format: 'helm',
+        installNamespace: 'ns',
+        config: { helm: { valuesFrom: [{ kind: 'Secret', name: 'Bad_Name' }, { kind: 'Secret', name: 'ok', valuesKey: 'a/b' }, { kind: 'Secret', name: 'ok', targetPath: 'list[0]' }] } },
+      },
+      ['spec.config.helm.valuesFrom[0].name', 'DNS-1123 subdomain', 'spec.config.helm.valuesFrom[1].valuesKey', 'spec.config.helm.valuesFrom[2].targetPath', 'list indexes are not supported'],
+    ],
     [
       'config.registryV1 with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'ns' } } },
