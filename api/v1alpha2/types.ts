@@ -98,7 +98,7 @@ export function pinnedBySpec(src: SourceSpec): boolean {
   return false;
 }
 
-export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
+export type BundleFormat = 'plain' | 'helm' | 'registry-v1' | 'kustomize';
 export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
 /** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
@@ -176,6 +176,41 @@ export interface HelmConfig {
   valuesFrom?: HelmValuesReference[];
 }
 
+/** an `images` entry of a kustomization (kustomize's types.Image) */
+export interface KustomizeImage {
+  name: string;
+  newName?: string;
+  newTag?: string;
+  digest?: string;
+}
+
+/** a `patches` entry of a kustomization with the patch inline (kustomize's types.Patch without path) */
+export interface KustomizePatch {
+  /** a strategic merge patch or a JSON 6902 patch, as YAML or JSON text */
+  patch: string;
+  target?: {
+    group?: string;
+    version?: string;
+    kind?: string;
+    name?: string;
+    namespace?: string;
+    labelSelector?: string;
+    annotationSelector?: string;
+  };
+}
+
+/**
+ * How a `kustomize` bundle is built: `kustomize build` of `path`; the other members are the
+ * fields of a kustomization whose only resource is that directory, so they apply to its output.
+ */
+export interface KustomizeConfig {
+  /** the kustomization's directory, relative to the tree; default the root */
+  path?: string;
+  namePrefix?: string;
+  images?: KustomizeImage[];
+  patches?: KustomizePatch[];
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   installNamespace?: string;
@@ -190,6 +225,7 @@ export interface BundleDeploymentSpec {
       watchNamespaces?: string[];
       deploymentConfig?: RegistryV1DeploymentConfig;
     };
+    kustomize?: KustomizeConfig;
   };
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };

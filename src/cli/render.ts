@@ -113,7 +113,8 @@ export interface Preview extends RenderedBundle {
 export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions): Promise<Preview> {
   const spec = withDefaults(bd.spec);
   const helmBinary = (): string => process.env.HOIST_HELM ?? toolPath('helm');
-  const { processorFor } = createProcessorRegistry({ helmBinary });
+  const kustomizeBinary = (): string => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize');
+  const { processorFor } = createProcessorRegistry({ helmBinary, kustomizeBinary });
   const own = !opts.client && opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
   const client = opts.client ?? own;
   const store = new FsContentStore();

@@ -28,6 +28,7 @@ import { classifyHook, orderHooks } from './hooks.ts';
 import { parseHelmOutput } from './output.ts';
 import { runHelm } from './run-helm.ts';
 import { checkSchemaReferences } from './schema-refs.ts';
+import { scrubPaths } from '../tree-paths.ts';
 import { readValuesFiles, redact, secretStrings, valuesFromLayers } from './values.ts';
 import type { JsonObject } from '../yaml/values.ts';
 import type { HelmRunResult } from './run-helm.ts';
@@ -81,17 +82,6 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 /** the same bound as the bytes the other processors parse per bundle */
 const DEFAULT_MAX_OUTPUT = BUNDLE_LIMITS.maxTotalBytes;
 const WHO = 'helm processor';
-
-/** Replaces absolute directories of the controller in helm's text (longest first, also their realpath forms). */
-export function scrubPaths(text: string, replacements: ReadonlyArray<readonly [string, string]>): string {
-  let out = text;
-  for (const [dir, by] of [...replacements].sort((a, b) => b[0].length - a[0].length)) {
-    if (dir === '' || dir === '/') continue;
-    const d = dir.replace(/\/+$/, '');
-    out = out.replaceAll(`${d}/`, by === '.' ? '' : `${by}/`).replaceAll(d, by);
-  }
-  return out;
-}
 
 /** Creates the helm processor. Rendering is concurrency-safe: every render has its own helm home. */
 export function createHelmProcessor(options: HelmProcessorOptions): Processor {

@@ -19,6 +19,7 @@ import type { ValuesFromText } from '../processor.ts';
 import { yamlBudget, type YamlBudget } from '../yaml/budget.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, setKey, type JsonObject, type JsonValue } from '../yaml/values.ts';
+import { relativePathProblem } from '../tree-paths.ts';
 import { joinRel, type ChartInfo } from './chart.ts';
 import { helmError } from './helm-errors.ts';
 
@@ -54,15 +55,6 @@ export function redact(text: string, secrets: readonly string[]): string {
   return out;
 }
 
-/** a values file path as the CRD allows it: relative, no '..' segment, '/' separators */
-export function valuesFileProblem(path: string): string | undefined {
-  if (path === '') return 'is empty';
-  if (path.startsWith('/')) return "must be a relative path; it must not start with '/'";
-  if (/(^|\/)\.\.(\/|$)/.test(path)) return "must not contain a '..' path segment";
-  if (path.includes('\\')) return "must use '/' as separator; backslashes are not allowed";
-  return undefined;
-}
-
 /** One YAML document holding a map (or nothing: {}), as helm requires of a values file. */
 function valuesDocument(text: string, from: string, secret: boolean, budget: YamlBudget): { values: JsonObject; warnings: string[] } {
   let parsed;
@@ -87,7 +79,7 @@ export async function readValuesFiles(bundle: ContentTree, chart: Pick<ChartInfo
   const errors: HoistError[] = [];
   for (const [i, file] of files.entries()) {
     const from = `config.helm.valuesFiles[${i}] ${file}`;
-    const problem = valuesFileProblem(file);
+    const problem = relativePathProblem(file);
     if (problem) {
       errors.push(helmError(`${from} ${problem}`, 'invalid-config', from));
       continue;

@@ -181,6 +181,17 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('keeps config.kustomize as written', async () => {
+    const kustomize = {
+      path: 'overlays/prod',
+      namePrefix: 'eu-',
+      images: [{ name: 'registry.example/shop', newName: 'mirror.example/shop', newTag: '1.2', digest: `sha256:${'a'.repeat(64)}` }],
+      patches: [{ patch: '- op: replace\n  path: /spec/replicas\n  value: 2\n', target: { kind: 'Deployment', labelSelector: 'app=shop' } }],
+    };
+    const bd = await create('kustomize', { format: 'kustomize', sources: [httpSource], config: { kustomize } });
+    expect(bd.spec.config?.kustomize).toEqual(kustomize);
+  });
+
   it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
     const bd = await create('defaults', {
       format: 'plain',
@@ -247,7 +258,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, sources: Array.from({ length: 9 }, (_, i) => ({ ...httpSource, destination: `d${i}` })) },
       ['spec.sources: Too many: 9: must have at most 8 items'],
     ],
-    ['unknown format', { ...plain, format: 'kustomize' }, ['spec.format: Unsupported value: "kustomize"', '"plain", "helm", "registry-v1"']],
+    ['unknown format', { ...plain, format: 'jsonnet' }, ['spec.format: Unsupported value: "jsonnet"', '"plain", "helm", "registry-v1", "kustomize"']],
     [
       'two members in one source',
       { ...plain, sources: [{ ...httpSource, git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' } } }] },
@@ -318,6 +329,21 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.directory', "'..' path segment"],
     ],
     ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'config.kustomize with helm',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { kustomize: { path: 'a' } } },
+      ['spec.config.kustomize: Forbidden: config.kustomize is only allowed with format: kustomize (format is helm)'],
+    ],
+    [
+      'a kustomize patch without its text',
+      { ...plain, format: 'kustomize', config: { kustomize: { patches: [{ target: { kind: 'Deployment' } }] } } },
+      ['spec.config.kustomize.patches[0].patch: Required value'],
+    ],
+    [
+      'kustomize path, namePrefix and image digest out of bounds',
+      { ...plain, format: 'kustomize', config: { kustomize: { path: '../x', namePrefix: 'Bad_', images: [{ name: 'a', digest: 'latest' }] } } },
+      ["spec.config.kustomize.path", "'..' path segment", 'spec.config.kustomize.namePrefix', 'spec.config.kustomize.images[0].digest', 'sha256:<64 lowercase hex>'],
+    ],
     [
       'helm valuesFiles out of the chart',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFiles: ['../secrets.yaml', '/etc/passwd'] } } },

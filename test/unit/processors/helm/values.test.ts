@@ -1,6 +1,7 @@
 /** The helm processor's values layers: targetPath keys, --set typing, Secret text kept out of messages. */
 import { describe, expect, it } from 'vitest';
-import { redact, secretStrings, setValue, targetPathKeys, valuesFileProblem, valuesFromLayers } from '../../../../src/processors/helm/values.ts';
+import { redact, secretStrings, setValue, targetPathKeys, valuesFromLayers } from '../../../../src/processors/helm/values.ts';
+import { relativePathProblem } from '../../../../src/processors/tree-paths.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 
 const ref = 'secret ns/db key values.yaml';
@@ -42,7 +43,7 @@ describe('setValue (helm --set typing, Flux quote trimming)', () => {
   });
 });
 
-describe('valuesFileProblem', () => {
+describe('relativePathProblem', () => {
   it.each([
     ['values-prod.yaml', undefined],
     ['env/prod.yaml', undefined],
@@ -51,8 +52,8 @@ describe('valuesFileProblem', () => {
     ['a/../../b', /'\.\.'/],
     ['a\\b', /backslash/],
   ])('%j', (path, problem) => {
-    if (problem === undefined) expect(valuesFileProblem(path)).toBeUndefined();
-    else expect(valuesFileProblem(path)).toMatch(problem);
+    if (problem === undefined) expect(relativePathProblem(path)).toBeUndefined();
+    else expect(relativePathProblem(path)).toMatch(problem);
   });
 });
 
