@@ -45,6 +45,12 @@ export const DEFAULT_CA_KEY = 'ca.crt';
 export interface ImageSource {
   ref: string;
   auth?: SourceAuth;
+  /**
+   * Flux's OCIRepository layerSelector: only the first layer of this media type, extracted as a
+   * tarball (default) or copied as one file; without it every layer of an image is unpacked (and
+   * the first layer of a Flux artifact)
+   */
+  layerSelector?: { mediaType: string; operation?: 'extract' | 'copy' };
   /** signature verification before anything is unpacked (src/sources/image/verify/) */
   verify?: ImageVerification;
 }

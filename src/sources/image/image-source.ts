@@ -10,7 +10,8 @@
  *   index the two digests differ, and `ref` is the exact platform image (`skopeo inspect` it).
  *   The API has no separate field for the platform manifest, so `ref` carries it.
  * key — `oci:<digest>`; with a non-default platform `oci:<digest>:<os>-<arch>[-<variant>]`, since
- *   one index gives different content per platform.
+ *   one index gives different content per platform, and with a layerSelector `:layer-<hash of it>`,
+ *   since one manifest gives a different tree per selected layer and operation.
  * fetch — a store hit makes no request (see authorization); a miss downloads, verifies and unpacks
  *   through the store's atomic, de-duplicated `put`.
  *
@@ -27,6 +28,7 @@
  *   before returning, so a refused image is never fetched; the outcome goes into
  *   `status.verification`.
  */
+import { createHash } from 'node:crypto';
 import type { ImageSource as ImageSourceSpec, ImageVerification, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError } from '../../util/errors.ts';
@@ -105,8 +107,8 @@ export class ImageSource implements Source {
     const recorded = ctx.previous;
     if (ref.digest) {
       // pinned by the spec: no network at all, unless mirrors decide where it comes from
-      if (locations.length === 1) return this.resolved(ref, ref.digest, formatReference(locations[0]!.ref), true);
-      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(ref, ref.digest, recorded.ref, true), status: { ...recorded } };
+      if (locations.length === 1) return this.resolved(spec, ref, ref.digest, formatReference(locations[0]!.ref), true);
+      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(spec, ref, ref.digest, recorded.ref, true), status: { ...recorded } };
       const digest = ref.digest;
       return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
         // the first location whose manifest matches the digest (verified over its bytes) serves it
@@ -114,15 +116,15 @@ export class ImageSource implements Source {
           await this.client.getManifest(loc.ref, { ...this.op(loc.ref, ctx, 'resolve'), signal });
           return loc;
         }, signal);
-        return this.resolved(ref, digest, formatReference(served.ref), true);
+        return this.resolved(spec, ref, digest, formatReference(served.ref), true);
       });
     }
     if (recorded?.kind === 'image' && recorded.digest && !ctx.recheck) {
       // resolved once per spec generation: reuse the recorded digest without a request
-      return { status: { ...recorded }, key: this.key(recorded.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
+      return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
     const location = locations[0]!.ref;
-    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(spec, location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
   }
 
   /**
@@ -146,20 +148,20 @@ export class ImageSource implements Source {
     return { ...resolved, status: { ...resolved.status, verification } };
   }
 
-  private async resolveTag(ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
+  private async resolveTag(spec: SourceSpec, ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
     try {
       const head = await this.client.headManifest(ref, op);
       const prev = ctx.previous;
       if (prev?.kind === 'image' && prev.digest === head.digest && prev.ref) {
         // unchanged since the last resolution: keep what was recorded, no further request
-        return { status: { ...prev }, key: this.key(head.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, head.digest)) };
+        return { status: { ...prev }, key: this.key(head.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, head.digest)) };
       }
       const isIndex = head.mediaType.includes('index') || head.mediaType.includes('manifest.list');
-      if (!isIndex) return this.resolved(ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
+      if (!isIndex) return this.resolved(spec, ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
       // the index names the platform manifest's digest: no need to fetch that manifest here
       const top = await this.client.getManifest(withDigest(ref, head.digest), op);
       const chosen = top.manifest.kind === 'index' ? selectPlatform(top.manifest, this.platform, subject).digest : top.digest;
-      return this.resolved(ref, head.digest, formatReference(withDigest(ref, chosen)), false);
+      return this.resolved(spec, ref, head.digest, formatReference(withDigest(ref, chosen)), false);
     } catch (e) {
       throw e instanceof HoistError ? atStage(e, 'resolve') : e;
     }
@@ -181,7 +183,8 @@ export class ImageSource implements Source {
           subject,
           ...(ctx.onStore ? { observe: ctx.onStore } : {}),
           download: async (tmp) => {
-            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}) });
+            const layerSelector = spec.image?.layerSelector;
+            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), ...(layerSelector ? { layerSelector } : {}) });
             this.onPull?.(result, formatReference(loc.ref));
           },
           prove: async () => {
@@ -232,19 +235,26 @@ export class ImageSource implements Source {
     await this.client.headManifest(location, this.op(location, ctx, 'fetch'));
   }
 
-  private resolved(ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {
+  private resolved(spec: SourceSpec, ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {
     return {
       status: { kind: 'image', digest, ref: recordedRef },
-      key: this.key(digest),
+      key: this.key(digest, spec),
       pinned,
       pinnedRef: formatReference(withDigest(ref, digest)),
     };
   }
 
-  private key(digest: string): string {
+  /**
+   * The content key: one digest gives different trees per platform and per layer selection, so
+   * both are part of it when they are not the default.
+   */
+  private key(digest: string, spec: SourceSpec): string {
     const p = this.platform;
     const isDefault = p.os === DEFAULT_PLATFORM.os && p.architecture === DEFAULT_PLATFORM.architecture && p.variant === undefined;
-    return isDefault ? `oci:${digest}` : `oci:${digest}:${formatPlatform(p).replaceAll('/', '-')}`;
+    const platform = isDefault ? '' : `:${formatPlatform(p).replaceAll('/', '-')}`;
+    const selector = spec.image?.layerSelector;
+    const layer = selector ? `:layer-${createHash('sha256').update(`${selector.mediaType}\n${selector.operation ?? 'extract'}`).digest('hex').slice(0, 16)}` : '';
+    return `oci:${digest}${platform}${layer}`;
   }
 
   private reference(spec: SourceSpec): ImageReference {

@@ -181,6 +181,11 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('defaults an image layerSelector to extract', async () => {
+    const bd = await create('layer-selector', { format: 'plain', sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }] });
+    expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
+  });
+
   it('keeps config.kustomize as written', async () => {
     const kustomize = {
       path: 'overlays/prod',
@@ -329,6 +334,22 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.directory', "'..' path segment"],
     ],
     ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'an image layerSelector without a media type, with a bad one or an unknown operation',
+      {
+        ...plain,
+        sources: [
+          { kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'not a type' } } },
+          { kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/x', operation: 'move' } } },
+        ],
+      },
+      ['spec.sources[1].image.layerSelector.operation: Unsupported value: "move"'],
+    ],
+    [
+      'an image layerSelector with a bad media type',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'not a type' } } }] },
+      ['spec.sources[0].image.layerSelector.mediaType', 'must be a media type'],
+    ],
     [
       'config.kustomize with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { kustomize: { path: 'a' } } },
