@@ -43,7 +43,10 @@ export interface CARef {
 export const DEFAULT_CA_KEY = 'ca.crt';
 
 export interface ImageSource {
+  /** registry/repository[:tag][@digest]; with semver the repository only */
   ref: string;
+  /** a semver range over the repository's tags: the highest match is resolved (src/sources/semver-select.ts) */
+  semver?: string;
   auth?: SourceAuth;
   /**
    * Flux's OCIRepository layerSelector: only the first layer of this media type, extracted as a
@@ -68,6 +71,8 @@ export interface GitRef {
   commit?: string;
   tag?: string;
   branch?: string;
+  /** a semver range over the repository's tags (src/sources/semver-select.ts) */
+  semver?: string;
 }
 export interface GitSource {
   repository: string;

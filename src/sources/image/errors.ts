@@ -26,7 +26,10 @@ export type ImageErrorCode =
   | 'insecure-redirect'
   | 'rate-limited'
   | 'token'
-  | 'invalid-secret';
+  | 'invalid-secret'
+  | 'too-many-tags'
+  | 'invalid-tag-list'
+  | 'no-matching-version';
 
 export function imageError(
   stage: ImageStage,

@@ -38,9 +38,11 @@ import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from '../http/deadline.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
 import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';
-import { atStage, type ImageStage } from './errors.ts';
+import { atStage, imageError, type ImageStage } from './errors.ts';
 import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, selectPlatform, type Platform } from './manifest.ts';
 import { pullImage, type PullResult } from './pull.ts';
+import { listTags } from './tags.ts';
+import { highestMatching, semverRangeProblem } from '../semver-select.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
 import { verifyImage } from './verify/verify-image.ts';
@@ -119,12 +121,43 @@ export class ImageSource implements Source {
         return this.resolved(spec, ref, digest, formatReference(served.ref), true);
       });
     }
+    if (spec.image?.semver !== undefined) return this.resolveSemver(spec, ref, locations[locations.length - 1]!.ref, subject, ctx);
     if (recorded?.kind === 'image' && recorded.digest && !ctx.recheck) {
       // resolved once per spec generation: reuse the recorded digest without a request
       return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
     const location = locations[0]!.ref;
     return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(spec, location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+  }
+
+  /**
+   * `image.semver`: the repository's tags (tags.ts; from the registry itself, never a mirror),
+   * the highest one the range admits (../semver-select.ts), then that tag resolved as any tag is.
+   * No tag matching is transient: a later push or poll may bring one.
+   */
+  private async resolveSemver(spec: SourceSpec, ref: ImageReference, location: ImageReference, subject: string, ctx: SourceContext): Promise<ImageResolved> {
+    const range = spec.image!.semver!;
+    const problem = semverRangeProblem(range);
+    if (problem) throw new HoistError(`semver ${problem}`, { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject, terminal: true });
+    const recorded = ctx.previous;
+    if (recorded?.kind === 'image' && recorded.digest && recorded.ref && !ctx.recheck) {
+      return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
+    }
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
+      const op = { ...this.op(location, ctx, 'resolve'), signal };
+      let tags: string[];
+      try {
+        tags = await listTags(this.client, location, op);
+      } catch (e) {
+        throw e instanceof HoistError ? atStage(e, 'resolve') : e;
+      }
+      const chosen = highestMatching(tags, range);
+      if (!chosen) throw imageError('resolve', 'no-matching-version', `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`, subject, false);
+      const tagged = { ...location, tag: chosen.tag };
+      // the recorded resolution stands only for the same tag: a newer tag is recorded by its name
+      const sameTag = recorded?.kind === 'image' && recorded.ref?.startsWith(`${formatReference(tagged)}@`);
+      return this.resolveTag(spec, tagged, formatReference(tagged), op, sameTag ? ctx : { ...ctx, previous: undefined });
+    });
   }
 
   /**
@@ -262,7 +295,14 @@ export class ImageSource implements Source {
     if (spec.kind !== 'image' || !image?.ref) {
       throw new HoistError('source of kind image needs image.ref', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', terminal: true });
     }
-    return parseReference(image.ref);
+    const ref = parseReference(image.ref);
+    if (image.semver === undefined) return ref;
+    // with semver the ref names the repository only: no tag (not even the default), no digest
+    if (/@|\/[^/]*:[^/]*$/.test(image.ref)) {
+      throw new HoistError('with semver, image.ref names the repository only (no tag, no digest)', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject: image.ref, terminal: true });
+    }
+    const { tag: _default, ...repository } = ref;
+    return repository;
   }
 
   /** The spec's reference pinned to the resolved digest. */

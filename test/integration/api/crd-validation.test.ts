@@ -181,6 +181,15 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('keeps semver ranges on an image repository and a git ref', async () => {
+    const sources = [
+      { kind: 'image' as const, image: { ref: 'localhost:5000/acme/app', semver: '>=1.9 <2.0' } },
+      { kind: 'git' as const, git: { repository: 'https://git.example.com/a.git', ref: { semver: '~1.9' } } },
+    ];
+    const bd = await create('semver', { format: 'plain', sources });
+    expect(bd.spec.sources.map((s) => s.image?.semver ?? s.git?.ref.semver)).toEqual(['>=1.9 <2.0', '~1.9']);
+  });
+
   it('defaults an image layerSelector to extract', async () => {
     const bd = await create('layer-selector', { format: 'plain', sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }] });
     expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
@@ -297,12 +306,12 @@ describe('BundleDeployment CRD on a real API server', () => {
     [
       'two git refs',
       { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { tag: 'v1', branch: 'main' } } }] },
-      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag, branch or semver'],
     ],
     [
       'no git ref',
       { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: {} } }] },
-      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag, branch or semver'],
     ],
     [
       'git branch that looks like an option',
@@ -349,6 +358,16 @@ describe('BundleDeployment CRD on a real API server', () => {
       'an image layerSelector with a bad media type',
       { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'not a type' } } }] },
       ['spec.sources[0].image.layerSelector.mediaType', 'must be a media type'],
+    ],
+    [
+      'image semver with a tagged ref',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', semver: '>=1.9 <2.0' } }, { kind: 'image', image: { ref: `quay.io/acme/a@sha256:${'a'.repeat(64)}`, semver: '~1' } }] },
+      ['spec.sources[0].image.ref', 'with semver, ref names the repository only', 'spec.sources[1].image.ref'],
+    ],
+    [
+      'git semver beside a branch',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main', semver: '~1.9' } } }] },
+      ['git ref must set exactly one of commit, tag, branch or semver'],
     ],
     [
       'config.kustomize with helm',
