@@ -5,7 +5,8 @@
  * entry here, naming it and the kustomization, so no remote base is ever fetched — kustomize also
  * runs with no network and no git on its PATH (kustomize-processor.ts), this check makes the
  * refusal clear. Every kustomization reachable from the build directory is checked, through the
- * bundle reader (containment rule, size caps). `helmCharts` (helm inflation, which downloads
+ * bundle reader (containment rule, size caps); so is every file it loads by path (patches,
+ * transformers, openapi, ...) that names a URL. `helmCharts` (helm inflation, which downloads
  * charts) is refused the same way; exec and container plugins are refused by kustomize itself,
  * which runs without --enable-alpha-plugins and --enable-exec.
  */
@@ -69,6 +70,18 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     }
     if ((Array.isArray(k.helmCharts) && k.helmCharts.length > 0) || k.helmGlobals !== undefined) {
       problems.push(kustomizeError(`${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`, 'unsupported-kustomization', file));
+    }
+    // files kustomize loads by path, which it would also fetch from a URL
+    const loaded = [
+      ...['generators', 'transformers', 'validators', 'crds', 'configurations', 'patchesStrategicMerge'].flatMap((field) => stringList(k, field).map((entry) => ({ field, entry }))),
+      ...(Array.isArray(k.patches) ? k.patches : []).flatMap((p) => (isJsonObject(p) && typeof p.path === 'string' ? [{ field: 'patches', entry: p.path }] : [])),
+      ...(isJsonObject(k.openapi) && typeof k.openapi.path === 'string' ? [{ field: 'openapi', entry: k.openapi.path }] : []),
+    ];
+    for (const { field, entry } of loaded) {
+      // an inline config or patch (several lines) is not a location
+      if (!entry.includes('\n') && looksRemote(entry)) {
+        problems.push(kustomizeError(`${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, 'remote-base', `${file} ${field} ${entry}`));
+      }
     }
     for (const field of ['resources', 'bases', 'components']) {
       for (const entry of stringList(k, field)) {

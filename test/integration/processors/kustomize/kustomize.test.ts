@@ -101,6 +101,16 @@ describe('kustomize processor refuses', () => {
     expect(err.message).toContain(`overlays/prod/kustomization.yaml: remote base ${JSON.stringify(base)} (resources) is refused`);
   });
 
+  it('a remote patch, transformer or openapi file, naming each', async () => {
+    await writeFile(
+      path.join(tree, 'overlays/prod/kustomization.yaml'),
+      'resources: [../../base]\npatches: [{path: "https://example.com/p.yaml"}]\ntransformers: ["https://example.com/t.yaml"]\nopenapi: {path: "https://example.com/schema.json"}\n',
+    );
+    const err = await failure(processor.render(tree, { kustomize: { path: 'overlays/prod' } }, ctx));
+    expect(err.code).toBe('remote-base');
+    for (const what of ['"https://example.com/t.yaml" (transformers)', '"https://example.com/p.yaml" (patches)', '"https://example.com/schema.json" (openapi)']) expect(err.message).toContain(`remote file ${what} is refused`);
+  });
+
   it('a base that is not in the bundle (kustomize would try it as a remote one), and one leaving the tree', async () => {
     await prodWith(', ../../missing, ../../../outside');
     const err = await failure(processor.render(tree, { kustomize: { path: 'overlays/prod' } }, ctx));
