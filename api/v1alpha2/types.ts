@@ -27,6 +27,14 @@ export const FINALIZER = 'core.rukpak.io/cleanup';
  * comma-separated, that may receive its credentials. A source on any other host never gets them.
  */
 export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
+/**
+ * Any new value asks for a reconcile now (after Flux's reconcile.fluxcd.io/requestedAt): floating
+ * refs are re-resolved at once and a RolledBack or Blocked revision of the current spec is tried
+ * once more; status.lastHandledRequest echoes the value once the controller has acted on it.
+ */
+export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
+/** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
+export const MAX_REQUEST_TOKEN_LENGTH = 256;
 
 export interface SecretRef {
   name: string;
@@ -222,8 +230,21 @@ export interface KustomizeConfig {
   patches?: KustomizePatch[];
 }
 
+/**
+ * Another BundleDeployment that must be ready before this one applies a new revision (after
+ * Flux's dependsOn): done and Succeeded at its current generation, or, with readyExpr, a CEL
+ * expression over `dep` (that BundleDeployment) and `self` (this one) that holds.
+ */
+export interface DependencyRef {
+  name: string;
+  /** replaces the built-in readiness check, as in Flux */
+  readyExpr?: string;
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
+  /** BundleDeployments that must be ready before a new revision of this one is applied */
+  dependsOn?: DependencyRef[];
   installNamespace?: string;
   format: BundleFormat;
   sources: SourceSpec[];
@@ -305,11 +326,33 @@ export interface RevisionRef {
   appliedDigest?: string;
 }
 
+/** one object of a revision, as Flux's inventory names it: id `<namespace>_<name>_<group>_<kind>`, v the API version */
+export interface InventoryEntry {
+  id: string;
+  v: string;
+}
+
+/**
+ * The objects of the active revision (Flux's `.status.inventory`), bounded: a revision with more
+ * objects than fit lists the first ones (by id), says `truncated`, and names where all of them are.
+ */
+export interface Inventory {
+  entries: InventoryEntry[];
+  /** set when entries does not list every object */
+  truncated?: boolean;
+  /** with truncated: how many objects the revision has */
+  total?: number;
+  /** with truncated: the revision Secrets holding every object */
+  revisionSecrets?: { namespace: string; labelSelector: string };
+}
+
 export interface ActiveRevision extends RevisionRef {
   /** RFC 3339: when its objects were applied as a new revision (upgrade or rollback); progressDeadline counts from here */
   appliedAt?: string;
   /** RFC 3339: when it first became healthy after appliedAt; a revision healthy once is never rolled back by progressDeadline */
   healthyAt?: string;
+  /** the revision's objects (src/reconciler/inventory.ts) */
+  inventory?: Inventory;
 }
 
 export interface AttemptedRevision extends RevisionRef {
@@ -380,6 +423,8 @@ export interface BundleDeploymentStatus {
   transition?: Transition;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
+  /** the last core.rukpak.io/requested-at value the controller acted on */
+  lastHandledRequest?: string;
 }
 
 export interface ObjectMeta {

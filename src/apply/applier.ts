@@ -1,7 +1,9 @@
 /**
- * One file (over 400 lines) because apply is one pass whose parts (collision check, the steps,
- * the skip-if-unchanged records) share the Applier's per-BD state; phases, hooks, collision, CRD
- * safety, field managers and the live index live in their own modules.
+ * One file (over 400 lines) because apply is one pass whose parts (the steps, presumed creates and
+ * their undo, the skip-if-unchanged records) share the Applier's per-BD state; what it decides
+ * before any write — preparation, driftIgnore, collision verdicts, whose fields it takes over — is
+ * plan.ts's (the plan `hoist diff` previews too); phases, hooks, collision, CRD safety, field
+ * managers and the live index live in their own modules.
  *
  * The server-side applier (DESIGN §2 Apply, §4), at the level of a revision's steps and their
  * objects: one field manager per lineage; the steps of phases.ts in order, the objects of one in
@@ -16,63 +18,30 @@
  * sent at all.
  */
 import type { Logger } from 'pino';
-import {
-  ANNOTATION_APPLY_WAVE,
-  ANNOTATION_OPTIONAL,
-  ANNOTATION_REVISION,
-  LABEL_LINEAGE,
-  LABEL_OWNER_NAME,
-  type CollisionProtection,
-  type CRDSafety,
-  type DriftIgnoreRule,
-} from '../../api/v1alpha2/types.ts';
-import { ApiError, isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
-import { describeObject, type KubeClient, type KubeObject, type ResourceInfo } from '../kube/types.ts';
+import { isConflict, isForbidden, isImmutableField, isInternalError, isInvalid, isMalformed, isNamespaceMissing, isTransient } from '../kube/api-error.ts';
+import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { CancelledError, HoistError, throwIfCancelled } from '../util/errors.ts';
 import { hashOf } from '../util/hash.ts';
-import { decideTakeOver, type TakeOver } from './collision.ts';
-import { crdKinds, waitEstablished, waitServed } from './crd-established.ts';
-import { planSteps } from './phases.ts';
-import { crdUpgradeProblems, describeCrdProblem } from './crd-safety.ts';
-import { ignoredPointers, splitFields, withoutIgnored } from './drift-ignore.ts';
-import { DEFAULT_OVERRIDE_MANAGERS, fieldPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
+import { waitEstablished, waitServed } from './crd-established.ts';
+import { crdUpgradeProblems, describeCrdRefusal } from './crd-safety.ts';
+import { splitFields } from './drift-ignore.ts';
+import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './unowned-writes.ts';
-import { dropServerFields, isCRD, isNamespace, objectId } from './object-id.ts';
+import { waitGone } from './wait-gone.ts';
+import { isCRD, objectId } from './object-id.ts';
+import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';
 import type { ObjectResult } from './result.ts';
+import { ApplyCode, ObjectsError, UnsafeCrdChangeError } from './errors.ts';
 
-/** opt-in per object: delete and re-create when an update hits an immutable field */
-export const ANNOTATION_RECREATE = 'core.rukpak.io/recreate-on-immutable';
+export { ANNOTATION_RECREATE, fieldManagerFor, type ApplyTarget };
+
 /**
  * Called after each step of a phased apply but the last, once its writes are done: whether the
  * next step may be applied (every object so far ready), or what it waits for.
  */
 export type StepGate = (step: { name: string; next: string; objects: readonly KubeObject[]; results: readonly ObjectResult[] }) => Promise<{ ready: true } | { ready: false; waiting: string }>;
-
-export interface ApplyTarget {
-  /** the BundleDeployment's name */
-  name: string;
-  lineage: string;
-  revision: number;
-  protection: CollisionProtection;
-  installNamespace?: string;
-  /**
-   * who reads and writes the objects (an impersonating client for the BD's ServiceAccount);
-   * default the applier's own client. Discovery and the live index stay the controller's.
-   */
-  actor?: KubeClient;
-  /** the appliedDigest another process recorded for this revision (ApplyReport.appliedDigest) */
-  appliedDigest?: string;
-  /**
-   * Enforce: refuse CRD changes that break existing resources, before any write (the reconciler
-   * passes the spec's value, default Enforce, when it applies a new revision); undefined or
-   * None: not checked
-   */
-  crdSafety?: CRDSafety;
-  /** spec.driftIgnore: fields set on create only, then neither applied nor taken over (drift-ignore.ts) */
-  driftIgnore?: readonly DriftIgnoreRule[];
-}
 
 export interface ApplyReport {
   results: ObjectResult[];
@@ -100,20 +69,12 @@ export interface ApplierOptions {
   live?: LiveIndex;
   /** field managers whose fields every apply takes over, so hand edits are reverted (default DEFAULT_OVERRIDE_MANAGERS) */
   overrideManagers?: readonly string[];
+  /** the clock bounded waits are measured on (default the wall clock) */
+  now?: () => Date;
 }
 
-interface Prepared {
-  /** the object as the bundle has it (steps are planned over these) */
-  src: KubeObject;
-  obj: KubeObject;
-  info: ResourceInfo;
-  id: string;
-  subject: string;
-  /** hash of the desired object: equal hash + equal live fingerprint = nothing to send */
-  hash: string;
-  /** fields driftIgnore rules name: `obj` is without them, `full` (applied on create) with them */
-  ignored?: { pointers: string[]; full: KubeObject };
-}
+/** how long a delete for re-creation may take before the apply gives up on it (retried) */
+const RECREATE_WAIT_MS = 60_000;
 
 /** what the applier remembers of an object it applied: enough to skip it next time */
 interface AppliedRecord {
@@ -130,17 +91,6 @@ interface AppliedRecord {
   heldBy?: string[];
 }
 
-interface Planned extends Prepared {
-  decision: TakeOver;
-  /** the live object read for the collision check (has managedFields), when one was read */
-  live?: KubeObject;
-  /**
-   * no watch knows the object, so no Hoist lineage owns it: applied without force and without a
-   * read; when it existed after all (unowned, or created since) that one alone is read and decided
-   */
-  presumed?: boolean;
-}
-
 /** an object this apply call created, with the uid its create returned (the undo deletes only that one) */
 interface Created extends Planned {
   createdUid: string;
@@ -153,16 +103,13 @@ function digestOfRecords(records: ReadonlyMap<string, { hash: string; fingerprin
   return hashOf([...ids].sort().map((id) => [id, records.get(id)!.hash, records.get(id)!.fingerprint]));
 }
 
-export function fieldManagerFor(lineage: string): string {
-  return `hoist-${lineage}`.slice(0, 128);
-}
-
 export class Applier {
   private readonly log: Logger;
   private readonly concurrency: number;
   private readonly crdTimeoutMs: number;
   private readonly live: LiveIndex | undefined;
   private readonly overrideManagers: ReadonlySet<string>;
+  private readonly now: () => Date;
   /** per BD: objectId → desired hash and the live fingerprint right after it was applied */
   private readonly applied = new Map<string, Map<string, AppliedRecord>>();
   private readonly installNamespaces: InstallNamespaces;
@@ -182,6 +129,7 @@ export class Applier {
     this.live = opts.live;
     this.installNamespaces = new InstallNamespaces(opts.log);
     this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+    this.now = opts.now ?? (() => new Date());
   }
 
   /**
@@ -200,9 +148,12 @@ export class Applier {
    * of the revision is written: Helm hooks run before the revision's objects, as with
    * `helm install --create-namespace`.
    */
-  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[]): Promise<void> {
+  async ensureInstallNamespace(target: ApplyTarget, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
     if (!target.installNamespace || this.installNamespaces.known(target.installNamespace)) return;
-    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects);
+    await this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects, signal).catch((e: unknown) => {
+      throwIfCancelled(signal, `creating install namespace ${target.installNamespace}`, { stage: 'apply', reason: 'ApplyFailed' });
+      throw e;
+    });
   }
 
   /**
@@ -223,37 +174,44 @@ export class Applier {
    * Applies every object. Throws a HoistError (stage apply): ConflictingOwner before any write
    * when an object may not be taken over; UnsafeCRDUpgrade before any write when a changed CRD
    * would break existing resources (crd-safety.ts); ApplyFailed naming every object that failed.
+   * When `signal` fires, every request in flight is aborted, no further one is sent, waits end,
+   * and a CancelledError is thrown: what was written is what a later apply finds (it reads
+   * first, since a create may have landed unseen) and finishes.
    */
-  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate } = {}): Promise<ApplyReport> {
+  async apply(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate; signal?: AbortSignal } = {}): Promise<ApplyReport> {
+    try {
+      throwIfCancelled(opts.signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
+      return await this.applySteps(target, objects, opts);
+    } catch (e) {
+      if (!opts.signal?.aborted) throw e;
+      this.readFirst.add(target.name);
+      throw e instanceof CancelledError ? e : new CancelledError(`applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed', cause: e });
+    }
+  }
+
+  private async applySteps(target: ApplyTarget, objects: readonly KubeObject[], opts: { gate?: StepGate; signal?: AbortSignal }): Promise<ApplyReport> {
+    const { signal } = opts;
     const manager = fieldManagerFor(target.lineage);
     const results: ObjectResult[] = [];
-    const skippedOptional: string[] = [];
     const applied: KubeObject[] = [];
 
-    const { steps, invalid } = planSteps(objects, (o) => o);
-    if (invalid.length > 0) {
-      throw new HoistError(invalid.map((o) => `${describeObject(o)}: annotation ${ANNOTATION_APPLY_WAVE} is not an integer`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'invalid-apply-wave', subject: invalid.length === 1 ? describeObject(invalid[0]!) : `${invalid.length} objects`, terminal: true });
-    }
-    // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
-    const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
-    const prepared = await this.prepare(target, objects, bundleKinds, skippedOptional);
     // Without CRDs or Namespaces in the bundle, objects no watch knows are created without reading
     // them first: every create of the call can still be undone if one collides.
-    const presume = !objects.some((o) => isCRD(o) || isNamespace(o)) && !this.readFirst.has(target.name);
+    const presume = mayPresume(objects) && !this.readFirst.has(target.name);
     // Plan (collision checks) for everything that is already resolvable, before any write.
-    const planned = await this.plan(target, prepared.ready, presume);
-    this.refuseConflicts(planned);
-    if (prepared.deferred.length === 0) this.adoptRecords(target, planned);
-    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)));
+    const { steps, planned, deferred: waitingKinds, skippedOptional } = await planApply(this.planEnv(target), target, objects, { presume, signal });
+    refuseConflicts(planned);
+    if (waitingKinds.length === 0) this.adoptRecords(target, planned);
+    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)), signal);
 
-    const ensureNs = this.namespaceEnsurer(target, objects);
+    const ensureNs = this.namespaceEnsurer(target, objects, signal);
     // the install namespace is read once per process (created when missing); a write that finds it
     // gone since then creates it again (intoNamespace)
-    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || prepared.deferred.length > 0;
+    const needsWrite = planned.some((p) => !this.unchanged(target.name, p)) || waitingKinds.length > 0;
     if (needsWrite && target.installNamespace && !this.installNamespaces.known(target.installNamespace)) await ensureNs();
 
     const bySource = new Map(planned.map((p) => [p.src, p]));
-    const deferred = new Set(prepared.deferred);
+    const deferred = new Set(waitingKinds);
     const created: Created[] = [];
     let established: Promise<void> = Promise.resolve();
     const live = steps.filter((st) => st.items.some((o) => !skippedOptional.includes(describeObject(o))));
@@ -266,25 +224,26 @@ export class Applier {
       if (waiting.length > 0) {
         // objects of the bundle's own CRD kinds: once those CRDs are Established and served
         await established;
-        await waitServed(this.client, waiting, this.crdTimeoutMs);
-        const resolved = await this.prepare(target, waiting, new Set(), skippedOptional);
-        const more = await this.plan(target, resolved.ready);
-        this.refuseConflicts(more);
+        await waitServed(this.client, waiting, this.crdTimeoutMs, signal);
+        const resolved = await prepareObjects(this.client, target, waiting, new Set(), skippedOptional);
+        const more = await decideObjects(this.planEnv(target), target, resolved.ready, { signal });
+        refuseConflicts(more);
         batch = [...batch, ...more];
       }
-      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created);
+      const stepResults = await this.applyStep(target, manager, batch, ensureNs, created, signal);
       results.push(...stepResults);
       applied.push(...batch.map((p) => p.obj));
       this.failIfAny(results);
       const crds = batch.filter((p) => isCRD(p.obj));
       if (crds.length > 0 && stepResults.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs).then(() => this.client.discovery.invalidate());
+        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs, signal).then(() => this.client.discovery.invalidate());
         // keep a rejection observed until it is awaited
         established.catch(() => {});
       }
       // the last step's readiness is the rollout's to observe; a gate decides whether the next step may go
       if (opts.gate && i < live.length - 1) {
         if (crds.length > 0) await established;
+        throwIfCancelled(signal, `applying revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed' });
         const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
         if (!verdict.ready) {
           this.readFirst.delete(target.name);
@@ -320,107 +279,27 @@ export class Applier {
     return records && ids.every((id) => records.has(id)) ? digestOfRecords(records, ids) : undefined;
   }
 
-  /**
-   * Sets namespace, ownership labels and revision annotation, and resolves each kind. Objects of
-   * kinds that one of the bundle's own CRDs defines, not served yet, come back as `deferred`.
-   */
-  private async prepare(target: ApplyTarget, objects: readonly KubeObject[], bundleKinds: ReadonlySet<string>, skipped: string[]): Promise<{ ready: Prepared[]; deferred: KubeObject[] }> {
-    const out: Prepared[] = [];
-    const deferred: KubeObject[] = [];
-    const failures: string[] = [];
-    for (const src of objects) {
-      // an optional object's kind stays unserved across reconciles: asking again must not refresh
-      // discovery each time (the CRD watch refreshes it when a CRD becomes Established)
-      const optional = src.metadata.annotations?.[ANNOTATION_OPTIONAL] === 'true';
-      const info = await this.client.discovery.resourceFor(src, { refreshOnMiss: !optional });
-      if (!info) {
-        const kindKey = `${src.apiVersion}/${src.kind}`;
-        if (bundleKinds.has(kindKey)) {
-          deferred.push(src);
-          continue;
-        }
-        if (optional) {
-          skipped.push(describeObject(src));
-          continue;
-        }
-        failures.push(`${describeObject(src)}: ${src.apiVersion} ${src.kind} is not served by the api server`);
-        continue;
-      }
-      const obj = structuredClone(src);
-      if (info.namespaced) {
-        obj.metadata.namespace ??= target.installNamespace;
-        if (!obj.metadata.namespace) {
-          failures.push(`${describeObject(src)}: namespaced object without namespace and the BundleDeployment sets no installNamespace`);
-          continue;
-        }
-      } else {
-        delete obj.metadata.namespace;
-      }
-      obj.metadata.labels = { ...obj.metadata.labels, [LABEL_OWNER_NAME]: target.name, [LABEL_LINEAGE]: target.lineage };
-      obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
-      dropServerFields(obj);
-      const ignored = ignoring(target.driftIgnore, obj);
-      const sent = ignored?.obj ?? obj;
-      out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
-    }
-    if (failures.length > 0) {
-      throw new HoistError(failures.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'kind-not-served', subject: failures.length === 1 ? failures[0]!.split(':')[0] : `${failures.length} objects`, terminal: true });
-    }
-    return { ready: out, deferred };
-  }
-
-  /**
-   * Decides per object whether it may be taken over; reads the live object (as the actor) only
-   * when the watches do not know it. A read the API server refuses (forbidden) fails the whole
-   * apply before any write, naming every refused object.
-   */
-  private async plan(target: ApplyTarget, prepared: ReadonlyArray<Prepared>, presume = false, read = false): Promise<Planned[]> {
-    const me = { name: target.name, lineage: target.lineage, protection: target.protection };
-    const client = this.actor(target);
-    const refused: string[] = [];
-    const planned = await mapLimit(prepared, this.concurrency, async (p): Promise<Planned | undefined> => {
-      const known = this.live?.get(p.id);
-      // hand-edited objects are read (their managedFields are needed to take the edits over), and
-      // objects with ignored fields Hoist may still own (a new rule, a restart); only they
-      if (!read && known && known.labels?.[LABEL_LINEAGE] === target.lineage && !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p)) {
-        return { ...p, decision: decideTakeOver(known, me, { crd: isCRD(p.obj) }) };
-      }
-      // a synced watch of the kind does not know it: no Hoist lineage owns it, it is most likely new
-      if (presume && !known && !p.ignored && this.live?.knows(p.id)) return { ...p, decision: { action: 'create' }, presumed: true };
-      try {
-        const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
-        return { ...p, decision: decideTakeOver(live?.metadata, me, { crd: isCRD(p.obj) }), live };
-      } catch (e) {
-        if (!isForbidden(e)) throw e;
-        refused.push(`${p.subject}: get refused: ${(e as ApiError).apiMessage}`);
-        return undefined;
-      }
-    });
-    if (refused.length > 0) {
-      // not terminal: RBAC is often granted after the BundleDeployment is created
-      throw new HoistError(refused.join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: refused.length === 1 ? refused[0]!.split(':')[0]! : `${refused.length} objects`, terminal: false });
-    }
-    return planned.filter((p): p is Planned => p !== undefined);
+  /** the planner's view: the watches' summaries, trusted unless the object needs its managedFields */
+  private planEnv(target: ApplyTarget): PlanEnv {
+    const live = this.live;
+    return {
+      client: this.client,
+      concurrency: this.concurrency,
+      ...(live
+        ? {
+            index: {
+              live,
+              // hand-edited objects are read (their managedFields are needed to take the edits over), and
+              // objects with ignored fields Hoist may still own (a new rule, a restart); only they
+              trusted: (p: Prepared, known: LiveMeta) => !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p),
+            },
+          }
+        : {}),
+    };
   }
 
   private actor(target: ApplyTarget): KubeClient {
     return target.actor ?? this.client;
-  }
-
-  private refuseConflicts(planned: readonly Planned[]): void {
-    const refused = planned.filter((p) => p.decision.action === 'refuse');
-    if (refused.length === 0) return;
-    const lines = refused.map((p) => {
-      const d = p.decision as Extract<TakeOver, { action: 'refuse' }>;
-      return `${p.subject} is owned by ${d.owner}: ${d.why}`;
-    });
-    throw new HoistError(lines.join('; '), {
-      stage: 'apply',
-      reason: 'ConflictingOwner',
-      code: 'conflicting-owner',
-      subject: refused.length === 1 ? refused[0]!.subject : `${refused.length} objects`,
-      terminal: true,
-    });
   }
 
   /**
@@ -428,23 +307,16 @@ export class Applier {
    * already did; one GET per changed CRD, none when nothing changed) and refuses the whole apply
    * when any change would break existing custom resources. Terminal: the same content stays unsafe.
    */
-  private async refuseUnsafeCRDs(target: ApplyTarget, planned: readonly Planned[]): Promise<void> {
+  private async refuseUnsafeCRDs(target: ApplyTarget, planned: readonly Planned[], signal: AbortSignal | undefined): Promise<void> {
     const changed = planned.filter((p) => isCRD(p.obj) && p.decision.action !== 'create' && !this.unchanged(target.name, p));
     const problems = (
       await mapLimit(changed, this.concurrency, async (p) => {
-        const live = p.live ?? (await this.actor(target).get(p.obj, p.obj.metadata.name));
+        const live = p.live ?? (await this.actor(target).get(p.obj, p.obj.metadata.name, undefined, { signal }));
         return live ? crdUpgradeProblems(live, p.obj) : [];
       })
     ).flat();
     if (problems.length === 0) return;
-    const crds = [...new Set(problems.map((p) => p.crd))];
-    throw new HoistError(`${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`, {
-      stage: 'apply',
-      reason: 'UnsafeCRDUpgrade',
-      code: 'unsafe-crd-upgrade',
-      subject: crds.length === 1 ? `apiextensions.k8s.io/v1 CustomResourceDefinition ${crds[0]}` : `${crds.length} CustomResourceDefinitions`,
-      terminal: true,
-    });
+    throw new UnsafeCrdChangeError(problems, describeCrdRefusal(problems));
   }
 
   private unchanged(bd: string, p: Planned): boolean {
@@ -460,9 +332,9 @@ export class Applier {
     return !!p.ignored && this.applied.get(bd)?.get(p.id)?.released !== p.ignored.pointers.join('\n');
   }
 
-  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace): Promise<ObjectResult[]> {
+  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult[]> {
     // only presumed creates come back undefined, and applyPhase sends those itself
-    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs))).filter((r): r is ObjectResult => r !== undefined);
+    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs, signal))).filter((r): r is ObjectResult => r !== undefined);
   }
 
   /**
@@ -471,13 +343,13 @@ export class Applier {
    * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
    * refusal still changes nothing.
    */
-  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[]): Promise<ObjectResult[]> {
+  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[], signal: AbortSignal | undefined): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
-    if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs);
+    if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs, signal);
     const existing: Planned[] = [];
     const results = (
       await mapLimit(presumed, this.concurrency, async (p) => {
-        const r = await this.applyOne(target, manager, p, ensureNs);
+        const r = await this.applyOne(target, manager, p, ensureNs, signal);
         if (!r) existing.push(p);
         else if (r.action === 'created' && r.written) created.push({ ...p, createdUid: r.written.uid });
         return r;
@@ -488,21 +360,21 @@ export class Applier {
     const forbidden = results.filter((r) => r.action === 'failed' && r.forbidden);
     if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
-      await this.undoCreates(target, created);
-      throw new HoistError(forbidden.map((r) => `${r.subject}: apply refused: ${r.message}`).join('; '), { stage: 'apply', reason: 'ApplyFailed', code: 'forbidden', subject: forbidden.length === 1 ? forbidden[0]!.subject : `${forbidden.length} objects`, terminal: false });
+      await this.undoCreates(target, created, signal);
+      throw new ObjectsError(ApplyCode.Forbidden, forbidden.map((r) => ({ subject: r.subject, message: `apply refused: ${r.message}` })), { terminal: false });
     }
     if (existing.length > 0) {
       try {
         // read, not the watch: it may have seen the apply that was just handed back
-        const decided = await this.plan(target, existing.map((p) => ({ ...p, presumed: false })), false, true);
-        this.refuseConflicts(decided);
+        const decided = await decideObjects(this.planEnv(target), target, existing.map((p) => ({ ...p, presumed: false })), { read: true, signal });
+        refuseConflicts(decided);
         others = [...others, ...decided];
       } catch (e) {
-        await this.undoCreates(target, created);
+        await this.undoCreates(target, created, signal);
         throw e;
       }
     }
-    return [...results, ...(await this.applyAll(target, manager, others, ensureNs))];
+    return [...results, ...(await this.applyAll(target, manager, others, ensureNs, signal))];
   }
 
   /**
@@ -510,11 +382,11 @@ export class Applier {
    * uid its create returned: an object replaced since (deleted and created again by someone else)
    * is left alone.
    */
-  private async undoCreates(target: ApplyTarget, created: readonly Created[]): Promise<void> {
+  private async undoCreates(target: ApplyTarget, created: readonly Created[], signal: AbortSignal | undefined): Promise<void> {
     const client = this.actor(target);
     await mapLimit(created, this.concurrency, async (p) => {
       try {
-        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background' });
+        await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid: p.createdUid, propagationPolicy: 'Background', signal });
         this.applied.get(target.name)?.delete(p.id);
       } catch (e) {
         if (isConflict(e)) {
@@ -528,9 +400,9 @@ export class Applier {
   }
 
   /** per apply call, at most once: the install namespace is read, and created (unlabelled, never deleted) when missing */
-  private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[]): EnsureNamespace {
+  private namespaceEnsurer(target: ApplyTarget, objects: readonly KubeObject[], signal: AbortSignal | undefined): EnsureNamespace {
     let once: Promise<boolean> | undefined;
-    return () => (once ??= this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects));
+    return () => (once ??= this.installNamespaces.ensure(this.actor(target), target.installNamespace, objects, signal));
   }
 
   /** `write`, again after creating the install namespace when the first try found it missing */
@@ -546,7 +418,7 @@ export class Applier {
   }
 
   /** undefined: a presumed-new object existed after all (the server refused the create; nothing was written) */
-  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace): Promise<ObjectResult | undefined> {
+  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult | undefined> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
     let before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
@@ -555,12 +427,14 @@ export class Applier {
     try {
       const action = p.decision.action;
       let reverted: string[] | undefined;
-      if ((action === 'adopt' || action === 'steal') && p.live) await this.takeOverFields(client, p.live, p, manager, undefined, ignored);
-      else if (action === 'update' && p.live && (ignored || this.handEdited(liveMetaOf(p.live)))) {
-        const taken = await this.takeOverFields(client, p.live, p, manager, this.handEdited(liveMetaOf(p.live)) ? this.overrideManagers : new Set(), ignored);
-        reverted = taken.paths;
-        // giving up ignored fields alone changes nothing the bundle says: not a correction
-        if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+      const scope = takeOverScope(p, this.overrideManagers);
+      if (scope && p.live) {
+        const taken = await this.takeOverFields(client, p.live, p, manager, scope.only, ignored, signal);
+        if (action === 'update') {
+          reverted = taken.paths;
+          // giving up ignored fields alone changes nothing the bundle says: not a correction
+          if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+        }
       }
       // the bundle's values of ignored fields are the starting point of an object Hoist creates
       const body = action === 'create' && p.ignored ? p.ignored.full : p.obj;
@@ -572,7 +446,7 @@ export class Applier {
           // without force: on an object that exists after all, another manager's field makes it a conflict (nothing written)
           let out: { object: KubeObject; created: boolean };
           try {
-            out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false }));
+            out = await this.intoNamespace(target, ensureNs, () => client.applyCreating(body, { fieldManager: manager, force: false, signal }));
           } catch (e) {
             // a create has no immutable fields: an immutable-field refusal, like a conflict, means
             // it existed after all and nothing was written — read and decided, never re-created here
@@ -584,7 +458,7 @@ export class Applier {
             // is ours to keep, reported as an update of it; anything else existed after all
             const own = this.applied.get(target.name)?.get(p.id);
             if (!own || own.uid !== out.object.metadata.uid) {
-              await handBack(client, out.object, manager, this.log);
+              await handBack(client, out.object, manager, this.log, signal);
               return undefined;
             }
             reportCreated = false;
@@ -592,15 +466,15 @@ export class Applier {
           }
           result = out.object;
         } else {
-          result = await this.intoNamespace(target, ensureNs, () => client.apply(body, { fieldManager: manager, force: true }));
+          result = await this.intoNamespace(target, ensureNs, () => client.apply(body, { fieldManager: manager, force: true, signal }));
         }
       } catch (e) {
         if (!(isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')) throw e;
-        result = await this.recreate(target, client, manager, p);
+        result = await this.recreate(target, client, manager, p, signal);
         created = true;
       }
       // ...and then given up, so that later applies (which leave them out) neither set nor remove them
-      if (created && ignored) result = (await this.takeOverFields(client, result, p, manager, new Set(), ignored)).patched ?? result;
+      if (created && ignored) result = (await this.takeOverFields(client, result, p, manager, new Set(), ignored, signal)).patched ?? result;
       const meta = liveMetaOf(result);
       let perBd = this.applied.get(target.name);
       if (!perBd) this.applied.set(target.name, (perBd = new Map()));
@@ -618,7 +492,9 @@ export class Applier {
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
-      const malformed = isInternalError(e) && (await this.malformed(client, p));
+      // stopped, not failed: the caller turns it into a CancelledError
+      if (signal?.aborted) throw e;
+      const malformed = isInternalError(e) && (await this.malformed(client, p, signal));
       const transient = !malformed && (isTransient(e) || isConflict(e) || isForbidden(e) || (e instanceof HoistError && !e.terminal));
       return { id: p.id, subject: p.subject, action: 'failed', message: applyErrorMessage(e), transient, ...(isForbidden(e) ? { forbidden: true } : {}) };
     }
@@ -630,9 +506,9 @@ export class Applier {
    * webhook. A dry-run create of the same object decodes it the classic way, where such content
    * is a 400 (or 422): then the failure is the bundle's, not worth retrying. One request, on a 500 only.
    */
-  private async malformed(client: KubeClient, p: Planned): Promise<boolean> {
+  private async malformed(client: KubeClient, p: Planned, signal: AbortSignal | undefined): Promise<boolean> {
     // p.obj is the apply body: prepare() already dropped the fields a create may not carry
-    return client.create(p.obj, { dryRun: true }).then(
+    return client.create(p.obj, { dryRun: true, signal }).then(
       () => false,
       (e: unknown) => isMalformed(e),
     );
@@ -643,24 +519,23 @@ export class Applier {
    * test so a racing write wins; a write that raced (a controller updating status) makes it read
    * the object again and retry. Returns "manager: field path" of what was taken over.
    */
-  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only?: ReadonlySet<string>, ignored?: readonly string[]): Promise<{ paths: string[]; patched?: KubeObject }> {
+  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only: ReadonlySet<string> | undefined, ignored: readonly string[] | undefined, signal: AbortSignal | undefined): Promise<{ paths: string[]; patched?: KubeObject }> {
     for (let attempt = 1; ; attempt++) {
       const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
       const current = live;
       const hold = ignored ? (fields: Record<string, unknown>) => splitFields(fields, current, ignored) : undefined;
       const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only, hold);
       if (!merged) return { paths: [] };
-      const taken = entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
       try {
         const patched = await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
           { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
           { op: 'replace', path: '/metadata/managedFields', value: merged },
-        ], 'json');
-        return { paths: taken.flatMap((e) => fieldPaths(hold ? hold(e.fieldsV1 ?? {}).rest : e.fieldsV1).map((f) => `${e.manager}: ${f}`)), patched };
+        ], 'json', { signal });
+        return { paths: takenPaths(entries, manager, only, hold), patched };
       } catch (e) {
         // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
         if (attempt >= 3 || !(isInvalid(e) || isConflict(e))) throw e;
-        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
+        const again = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { signal });
         if (!again) throw e;
         live = again;
       }
@@ -670,16 +545,14 @@ export class Applier {
   private failIfAny(results: readonly ObjectResult[]): void {
     const failed = results.filter((r) => r.action === 'failed');
     if (failed.length === 0) return;
-    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
-      stage: 'apply',
-      reason: 'ApplyFailed',
-      code: 'apply-failed',
-      subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`,
-      // the API server refusing an object is a property of the bundle; retrying the same content
-      // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing
-      // RBAC, and not at all when any object was refused
-      terminal: failed.some((f) => !f.transient),
-    });
+    // the API server refusing an object is a property of the bundle; retrying the same content
+    // only helps for transient failures (no response, 5xx, throttling, conflicts) and missing
+    // RBAC, and not at all when any object was refused
+    throw new ObjectsError(
+      ApplyCode.ApplyFailed,
+      failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed', transient: f.transient ?? false })),
+      { terminal: failed.some((f) => !f.transient) },
+    );
   }
 
 
@@ -693,63 +566,37 @@ export class Applier {
    * apply without force that must create, so an object someone else created in between is
    * handed back, not taken. Each refusal is transient: the next reconcile reads and decides again.
    */
-  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned): Promise<KubeObject> {
+  private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned, signal: AbortSignal | undefined): Promise<KubeObject> {
     const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
-    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-refused', subject: p.subject, terminal: false });
+    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', code: ApplyCode.RecreateRefused, subject: p.subject, terminal: false });
     if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
     this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
     try {
-      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background' });
+      await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background', signal });
     } catch (e) {
       // 409: the uid precondition failed, the object by this name is another one now
       if (isConflict(e)) throw refuse(`it was replaced since it was read (uid ${uid} precondition failed); nothing deleted`);
       throw e;
     }
-    await this.waitGone(client, p, uid);
+    await waitGone(client, p.obj, {
+      uid,
+      deadline: this.now().getTime() + RECREATE_WAIT_MS,
+      now: this.now,
+      signal,
+      subject: p.subject,
+      expired: () => new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, { stage: 'apply', code: ApplyCode.RecreatePending, subject: p.subject, terminal: false }),
+    });
     let out: { object: KubeObject; created: boolean };
     try {
-      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false });
+      out = await client.applyCreating(p.ignored?.full ?? p.obj, { fieldManager: manager, force: false, signal });
     } catch (e) {
       if (isConflict(e)) throw refuse('another object by this name was created after the delete');
       throw e;
     }
     if (!out.created) {
-      await handBack(client, out.object, manager, this.log);
+      await handBack(client, out.object, manager, this.log, signal);
       throw refuse('another object by this name was created after the delete');
     }
     return out.object;
   }
-
-  /** until the object of `uid` is gone; an object of another uid by that name is someone else's */
-  private async waitGone(client: KubeClient, p: Planned, uid: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const live = await client.get(p.obj, p.obj.metadata.name, p.obj.metadata.namespace);
-      if (!live || live.metadata.uid !== uid) return;
-      if (Date.now() > deadline) throw new HoistError(`still exists 60s after delete for re-creation`, { stage: 'apply', reason: 'ApplyFailed', code: 'recreate-pending', subject: p.subject, terminal: false });
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
-
-/** the object without the fields driftIgnore rules name; Hoist's own labels and revision annotation always stay */
-function ignoring(rules: readonly DriftIgnoreRule[] | undefined, obj: KubeObject): { pointers: string[]; obj: KubeObject } | undefined {
-  const pointers = ignoredPointers(rules, obj);
-  if (pointers.length === 0) return undefined;
-  const stripped = withoutIgnored(obj, pointers).obj;
-  const { labels, annotations } = obj.metadata;
-  stripped.metadata.labels = { ...stripped.metadata.labels, [LABEL_OWNER_NAME]: labels![LABEL_OWNER_NAME]!, [LABEL_LINEAGE]: labels![LABEL_LINEAGE]! };
-  stripped.metadata.annotations = { ...stripped.metadata.annotations, [ANNOTATION_REVISION]: annotations![ANNOTATION_REVISION]! };
-  return { pointers, obj: stripped };
-}
-
-
-/** the API server's message, plus the offending fields when it names them */
-function applyErrorMessage(e: unknown): string {
-  if (e instanceof ApiError) {
-    const fields = (e.details?.causes ?? []).map((c) => c.field).filter(Boolean);
-    const hint = isImmutableField(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
-    return `${e.apiMessage}${hint}`;
-  }
-  return e instanceof Error ? e.message : String(e);
 }

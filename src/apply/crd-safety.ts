@@ -203,3 +203,8 @@ export function crdUpgradeProblems(existing: KubeObject, next: KubeObject): CrdS
 export function describeCrdProblem(p: CrdSafetyProblem): string {
   return [`CRD ${p.crd}`, p.version === undefined ? undefined : `version ${p.version}`, p.path].filter(Boolean).join(', ') + `: ${p.rule}: ${p.detail}`;
 }
+
+/** the refusal of crdSafety Enforce, as the applier and `hoist diff` word it */
+export function describeCrdRefusal(problems: readonly CrdSafetyProblem[]): string {
+  return `${problems.map(describeCrdProblem).join('; ')} (upgrade.crdSafety: None applies it anyway)`;
+}

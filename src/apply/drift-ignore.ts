@@ -118,8 +118,8 @@ function take(fields: FieldSet, held: FieldSet, value: unknown, segs: readonly s
   if (Object.keys(sub).length === 0) delete fields[key];
 }
 
-/** whether a list key of a field set names this element (at index i) */
-function elementKey(key: string, element: unknown, i: number): boolean {
+/** whether a list key of a field set (`k:{…}`, `v:…`, `i:N`) names this element (at index i) */
+export function elementKey(key: string, element: unknown, i: number): boolean {
   try {
     if (key.startsWith('i:')) return Number(key.slice(2)) === i;
     if (key.startsWith('v:')) return JSON.stringify(JSON.parse(key.slice(2))) === JSON.stringify(element);
@@ -131,6 +131,37 @@ function elementKey(key: string, element: unknown, i: number): boolean {
     // a key that is not JSON names nothing
   }
   return false;
+}
+
+/**
+ * A copy of `obj` whose fields at `pointers` are as `source` has them (set, or removed where
+ * `source` lacks them): what fields nobody applies look like after an apply that leaves them
+ * alone. A pointer whose parent `obj` lacks is left out.
+ */
+export function withValuesOf(obj: KubeObject, source: unknown, pointers: readonly string[]): KubeObject {
+  const copy = structuredClone(obj);
+  for (const p of pointers) {
+    const segs = pointerSegments(p);
+    const last = segs.pop();
+    if (last === undefined) continue;
+    const parent = at(copy, segs);
+    const from = at(source, segs);
+    if (!parent || typeof parent !== 'object' || Array.isArray(parent)) continue;
+    const rec = parent as Record<string, unknown>;
+    const value = from && typeof from === 'object' && !Array.isArray(from) ? (from as Record<string, unknown>)[last] : undefined;
+    if (value === undefined) delete rec[last];
+    else rec[last] = structuredClone(value);
+  }
+  return copy;
+}
+
+function at(node: unknown, segs: readonly string[]): unknown {
+  let cur = node;
+  for (const seg of segs) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = Array.isArray(cur) ? (/^\d+$/.test(seg) ? cur[Number(seg)] : undefined) : (cur as Record<string, unknown>)[seg];
+  }
+  return cur;
 }
 
 export function isEmptyFieldSet(fields: FieldSet): boolean {

@@ -4,7 +4,12 @@
  * own fields; a field later dropped from the bundle would then stay on the object forever.
  * Merging their field sets into Hoist's own Apply entry makes Hoist the sole owner, so the next
  * apply removes whatever the bundle no longer sets. Status-subresource entries are left alone.
+ * Also what such a takeover does to a server-side dry-run's answer (`afterTakeOver`), so `hoist
+ * diff` shows the fields an apply would remove. All functions here are pure.
  */
+import type { KubeObject } from '../kube/types.ts';
+import { elementKey, splitFields, type FieldSet } from './drift-ignore.ts';
+
 export interface ManagedFieldsEntry {
   manager?: string;
   operation?: 'Apply' | 'Update';
@@ -89,7 +94,7 @@ export function takeOverManagedFields(
   manager: string,
   apiVersion: string,
   only?: ReadonlySet<string>,
-  hold?: (fields: Record<string, unknown>) => { rest: Record<string, unknown>; held: Record<string, unknown> },
+  hold?: (fields: FieldSet) => { rest: FieldSet; held: FieldSet },
 ): ManagedFieldsEntry[] | undefined {
   const keep: ManagedFieldsEntry[] = [];
   let fields: Record<string, unknown> = {};
@@ -112,4 +117,91 @@ export function takeOverManagedFields(
     { manager, operation: 'Apply', apiVersion, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), fieldsType: 'FieldsV1', fieldsV1: fields },
     ...keep,
   ];
+}
+
+/** the entries a takeover folds into `manager`'s: every other manager's (with `only`, those managers'), never a subresource's */
+function takenEntries(entries: readonly ManagedFieldsEntry[], manager: string, only?: ReadonlySet<string>): ManagedFieldsEntry[] {
+  return entries.filter((e) => !e.subresource && e.manager !== manager && (!only || only.has(e.manager ?? '')));
+}
+
+/** "manager: field path" of each field a takeover makes `manager`'s (the ones `hold` splits off stay where they are) */
+export function takenPaths(entries: readonly ManagedFieldsEntry[], manager: string, only?: ReadonlySet<string>, hold?: (fields: FieldSet) => { rest: FieldSet }): string[] {
+  return takenEntries(entries, manager, only).flatMap((e) => fieldPaths(hold ? hold(e.fieldsV1 ?? {}).rest : e.fieldsV1).map((f) => `${e.manager}: ${f}`));
+}
+
+/** the fields of `a` that `b` does not own */
+export function subtractFields(a: FieldSet, b: FieldSet): FieldSet {
+  const out: FieldSet = {};
+  for (const [k, v] of Object.entries(a)) {
+    if (k === '.') {
+      if (!Object.hasOwn(b, '.')) out[k] = v;
+      continue;
+    }
+    if (!Object.hasOwn(b, k)) {
+      out[k] = v;
+      continue;
+    }
+    const bv = (b[k] ?? {}) as FieldSet;
+    // b owns a leaf (an atomic value) whole; owning a node ('.') is not owning its children
+    if (Object.keys(bv).length === 0) continue;
+    const rest = subtractFields((v ?? {}) as FieldSet, bv);
+    if (Object.keys(rest).length > 0 || Object.keys((v ?? {}) as FieldSet).length === 0) out[k] = rest;
+  }
+  return out;
+}
+
+/**
+ * A copy of `obj` without the fields of a FieldsV1 set: a leaf is removed, a node the set owns
+ * itself ('.') once nothing is left in it, list elements found by their keys (drift-ignore.ts
+ * elementKey).
+ */
+export function withoutFields(obj: KubeObject, fields: FieldSet): KubeObject {
+  const copy = structuredClone(obj);
+  strip(copy, fields);
+  return copy;
+}
+
+function strip(node: unknown, fields: FieldSet): void {
+  if (node === null || typeof node !== 'object') return;
+  const gone = (v: unknown, sub: FieldSet): boolean => {
+    if (Object.keys(sub).length === 0) return true;
+    strip(v, sub);
+    return Object.hasOwn(sub, '.') && v !== null && typeof v === 'object' && Object.keys(v).length === 0;
+  };
+  if (Array.isArray(node)) {
+    const doomed = new Set<number>();
+    for (const [k, sub] of Object.entries(fields)) {
+      if (k === '.') continue;
+      node.forEach((el: unknown, i) => {
+        if (elementKey(k, el, i) && gone(el, (sub ?? {}) as FieldSet)) doomed.add(i);
+      });
+    }
+    for (const i of [...doomed].sort((x, y) => y - x)) node.splice(i, 1);
+    return;
+  }
+  const rec = node as Record<string, unknown>;
+  for (const [k, sub] of Object.entries(fields)) {
+    if (!k.startsWith('f:')) continue;
+    const name = k.slice(2);
+    if (Object.hasOwn(rec, name) && gone(rec[name], (sub ?? {}) as FieldSet)) delete rec[name];
+  }
+}
+
+/**
+ * What the object a server-side dry-run apply answered would be had `manager` first taken over
+ * the fields of the other managers (`only`: of those), as the applier does before it applies: the
+ * fields they held that the applied object does not set and no remaining manager owns are gone.
+ * The dry-run's managedFields already show the apply (its own entry holds exactly what it set),
+ * so taking over from them is taking over from the live object. `ignored` (driftIgnore
+ * pointers) are never taken over.
+ */
+export function afterTakeOver(dryRun: KubeObject, manager: string, only: ReadonlySet<string> | undefined, ignored?: readonly string[]): KubeObject {
+  const entries = (dryRun.metadata.managedFields ?? []) as ManagedFieldsEntry[];
+  const hold = ignored ? (fields: FieldSet) => splitFields(fields, dryRun, ignored) : undefined;
+  const merged = takeOverManagedFields(entries, manager, dryRun.apiVersion, only, hold);
+  if (!merged) return dryRun;
+  const applied = entries.find((e) => e.manager === manager && e.operation === 'Apply' && !e.subresource)?.fieldsV1 ?? {};
+  let gone = subtractFields(merged[0]!.fieldsV1 ?? {}, applied);
+  for (const e of merged.slice(1)) gone = subtractFields(gone, e.fieldsV1 ?? {});
+  return withoutFields(dryRun, gone);
 }

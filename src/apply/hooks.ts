@@ -13,8 +13,12 @@ import { ANNOTATION_REVISION, LABEL_HOOK_OF, type HookEvent, type HookRun } from
 import { ApiError, isAlreadyExists, isConflict, isForbidden, isNotFound, isTransient } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject, type WatchEvent } from '../kube/types.ts';
 import { compareHooks, hookDeletePolicies, hookEventsOf, type HookDeletePolicy } from '../processors/helm/hooks.ts';
-import { HoistError } from '../util/errors.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
+import { CancelledError, HoistError, FailureReason } from '../util/errors.ts';
+import { sleep } from '../util/sleep.ts';
 import { dropServerFields } from './object-id.ts';
+import { waitGone } from './wait-gone.ts';
+import { ApplyCode } from './errors.ts';
 
 /** a revision's objects split into the managed ones and the hooks */
 export function splitHooks(objects: readonly KubeObject[]): { managed: KubeObject[]; hooks: KubeObject[] } {
@@ -43,7 +47,8 @@ export interface HookRunOptions {
   done?: readonly HookRun[];
   /** epoch ms: a hook not complete by then has failed (the transition's progressDeadline) */
   deadline: number;
-  signal?: AbortSignal;
+  /** stops the run: requests in flight are aborted, waits end, and run() throws a CancelledError */
+  signal?: AbortSignal | undefined;
   /** each run as it starts and ends, for the caller to keep */
   onRun?: (run: HookRun) => void;
 }
@@ -94,22 +99,34 @@ function waitsForCompletion(obj: KubeObject): boolean {
 }
 
 function hookError(message: string, subject: string, terminal: boolean, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal, ...(cause ? { cause } : {}) });
+  return new HoistError(message, { stage: 'apply', code: ApplyCode.HookFailed, subject, terminal, ...(cause ? { cause } : {}) });
 }
 
 export class HookRunner {
   private readonly now: () => Date;
 
-  constructor(private readonly opts: { log: Logger; now?: () => Date; pollMs?: number }) {
-    this.now = opts.now ?? (() => new Date());
+  constructor(private readonly opts: { log: Logger; clock?: Clock; pollMs?: number }) {
+    const clock = opts.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
   }
 
   /**
    * Runs the hooks of `event` (see the module comment). Throws a HoistError (code hook-failed,
    * not terminal) when a hook could not even be created or deleted (API errors): retried.
-   * A hook that ran and failed is returned as `failed`.
+   * A hook that ran and failed is returned as `failed`. A fired signal ends it with a
+   * CancelledError; the runs reported through `onRun` say where the next run picks up.
    */
   async run(target: HookTarget, event: HookEvent, hooks: readonly KubeObject[], opts: HookRunOptions): Promise<HookEventResult> {
+    try {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      return await this.runEvent(target, event, hooks, opts);
+    } catch (e) {
+      if (!opts.signal?.aborted) throw e;
+      throw e instanceof CancelledError ? e : new CancelledError(`running the ${event} hooks of revision ${target.revision}`, { stage: 'apply', reason: 'ApplyFailed', subject: `${event} hooks`, cause: e });
+    }
+  }
+
+  private async runEvent(target: HookTarget, event: HookEvent, hooks: readonly KubeObject[], opts: HookRunOptions): Promise<HookEventResult> {
     const executing = await Promise.all(hooksFor(hooks, event).map((h) => this.prepare(target, h)));
     // in run order; a delete policy marks its entry's run deleted in place
     const entries: Array<{ run: HookRun; created?: Created }> = [];
@@ -124,18 +141,19 @@ export class HookRunner {
       const subject = `${event} hook ${describeObject(obj)}`;
       const policies = hookDeletePolicies(obj);
       const run: HookRun = { event, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), result: 'Running', startedAt: this.stamp() };
-      if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts.deadline);
+      if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts);
       let live: KubeObject;
       try {
-        live = await target.actor.create(obj);
+        live = await target.actor.create(obj, { signal: opts.signal });
       } catch (e) {
+        if (opts.signal?.aborted) throw e;
         const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
         // the API server refusing the object is the chart's; no response is worth a retry
         if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
         const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
         entries.push({ run: fail });
         opts.onRun?.(fail);
-        await this.deleteByPolicy(target, created(), 'hook-succeeded');
+        await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
         return result({ run: fail, subject });
       }
       opts.onRun?.(run);
@@ -146,8 +164,8 @@ export class HookRunner {
       const entry: Created = { obj, uid: live.metadata.uid ?? '', policies, run: done };
       if (done.result === 'Failed') {
         // as Helm: the hooks before it go by hook-succeeded, this one by hook-failed
-        await this.deleteByPolicy(target, created(), 'hook-succeeded');
-        await this.deleteByPolicy(target, [entry], 'hook-failed');
+        await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
+        await this.deleteByPolicy(target, [entry], ApplyCode.HookFailed, opts.signal);
         entries.push({ run: done, created: entry });
         opts.onRun?.(entry.run);
         return result({ run: entry.run, subject });
@@ -156,7 +174,7 @@ export class HookRunner {
       opts.onRun?.(done);
     }
     // all succeeded: hook-succeeded ones go, last first (as Helm)
-    await this.deleteByPolicy(target, created().reverse(), 'hook-succeeded');
+    await this.deleteByPolicy(target, created().reverse(), 'hook-succeeded', opts.signal);
     return result();
   }
 
@@ -174,28 +192,34 @@ export class HookRunner {
   }
 
   /** before-hook-creation: an earlier object of this hook (ours by its hook-of label) is deleted and waited gone */
-  private async deleteEarlier(target: HookTarget, obj: KubeObject, subject: string, deadline: number): Promise<void> {
+  private async deleteEarlier(target: HookTarget, obj: KubeObject, subject: string, opts: HookRunOptions): Promise<void> {
     const client = target.actor;
-    const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace);
+    const { signal } = opts;
+    const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal });
     if (!live) return;
     if (live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) {
       // only what is provably ours is deleted
-      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: 'ConflictingOwner', code: 'conflicting-owner', subject, terminal: true });
+      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: FailureReason.ConflictingOwner, code: ApplyCode.ConflictingOwner, subject, terminal: true });
     }
-    await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}) });
-    const poll = this.opts.pollMs ?? 250;
-    while (await client.get(obj, obj.metadata.name, obj.metadata.namespace)) {
-      if (this.now().getTime() > deadline) throw hookError(`${subject}: the earlier object is still being deleted (before-hook-creation)`, subject, false);
-      await new Promise((r) => setTimeout(r, poll));
-    }
+    await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}), signal });
+    // any object by that name is in the way of the create, whoever's it is
+    await waitGone(client, obj, {
+      deadline: opts.deadline,
+      now: this.now,
+      signal,
+      pollMs: this.opts.pollMs ?? 250,
+      subject,
+      expired: () => hookError(`${subject}: the earlier object is still being deleted (before-hook-creation)`, subject, false),
+    });
   }
 
-  private async deleteByPolicy(target: HookTarget, entries: readonly Created[], policy: HookDeletePolicy): Promise<void> {
+  private async deleteByPolicy(target: HookTarget, entries: readonly Created[], policy: HookDeletePolicy, signal: AbortSignal | undefined): Promise<void> {
     for (const e of entries) {
       if (!e.policies.includes(policy)) continue;
       try {
-        await target.actor.delete(e.obj, e.obj.metadata.name, e.obj.metadata.namespace, { propagationPolicy: 'Background', ...(e.uid ? { uid: e.uid } : {}) });
+        await target.actor.delete(e.obj, e.obj.metadata.name, e.obj.metadata.namespace, { propagationPolicy: 'Background', ...(e.uid ? { uid: e.uid } : {}), signal });
       } catch (err) {
+        if (signal?.aborted) throw err;
         // gone already (a TTL, someone else) or replaced since (uid precondition): nothing of ours to delete
         if (!isNotFound(err) && !isConflict(err)) throw hookError(`${e.run.event} hook ${describeObject(e.obj)}: delete (${policy}) failed: ${err instanceof ApiError ? err.apiMessage : String(err)}`, describeObject(e.obj), false, err);
       }
@@ -217,7 +241,7 @@ export class HookRunner {
     for (;;) {
       const left = opts.deadline - this.now().getTime();
       if (left <= 0) return { result: 'Failed', message: 'did not complete within the progressDeadline' };
-      if (opts.signal?.aborted) throw hookError(`${describeObject(created)}: stopped while waiting for it`, describeObject(created), false);
+      if (opts.signal?.aborted) throw opts.signal.reason;
       const ac = new AbortController();
       const timer = setTimeout(() => ac.abort(), left);
       const onAbort = () => ac.abort();
@@ -235,19 +259,19 @@ export class HookRunner {
         }
       } catch (e) {
         if (ac.signal.aborted && !opts.signal?.aborted) continue;
-        if (opts.signal?.aborted) throw hookError(`${describeObject(created)}: stopped while waiting for it`, describeObject(created), false, e);
+        if (opts.signal?.aborted) throw e;
         this.opts.log.debug({ bd: target.name, object: describeObject(created), err: e instanceof Error ? e.message : String(e) }, 'hook watch ended; reading it again');
       } finally {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
       }
       // the watch ended (server timeout, expired resourceVersion): read the hook and go on from there
-      const now = await client.get(created, name, namespace);
+      const now = await client.get(created, name, namespace, { signal: opts.signal });
       if (!now || now.metadata.uid !== created.metadata.uid) return { result: 'Failed', message: 'deleted before its outcome was seen' };
       const outcome = hookOutcome(now);
       if (outcome) return outcome;
       rv = now.metadata.resourceVersion ?? rv;
-      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, opts.deadline - this.now().getTime()))));
+      await sleep(Math.min(1000, Math.max(0, opts.deadline - this.now().getTime())), opts.signal);
     }
   }
 

@@ -26,13 +26,13 @@ export type NamespaceVerdict =
   /** `why` names foreign objects, or the lists the actor may not make */
   | { ours: false; why: string };
 
-export async function namespaceVerdict(client: KubeClient, namespace: string, owner: { name: string }, concurrency = 8): Promise<NamespaceVerdict> {
+export async function namespaceVerdict(client: KubeClient, namespace: string, owner: { name: string }, concurrency = 8, signal?: AbortSignal): Promise<NamespaceVerdict> {
   const resources = (await client.discovery.listable()).filter((r) => r.namespaced && !IGNORED_GROUPS.has(r.group) && !(r.group === '' && r.kind === 'Event'));
   const foreign: string[] = [];
   const refused: string[] = [];
   await mapLimit(resources, concurrency, async (r) => {
     try {
-      const list = await client.list(typeOf(r), { namespace, labelSelector: `${LABEL_OWNER_NAME}!=${owner.name}` });
+      const list = await client.list(typeOf(r), { namespace, labelSelector: `${LABEL_OWNER_NAME}!=${owner.name}`, signal });
       for (const o of list.items) if (await isForeign(client, o)) foreign.push(describeObject(o));
     } catch (e) {
       // the kind went away meanwhile: nothing of it is left

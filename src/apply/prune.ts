@@ -11,10 +11,11 @@ import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import { isConflict, isKindNotServed, isNotFound } from '../kube/api-error.ts';
 import { describeObject, type KubeClient, type KubeObject } from '../kube/types.ts';
 import { mapLimit } from '../util/concurrency.ts';
-import { HoistError } from '../util/errors.ts';
+import { throwIfCancelled, FailureReason } from '../util/errors.ts';
 import { namespaceVerdict } from './namespace-contents.ts';
 import { isCRD, isNamespace, objectId } from './object-id.ts';
 import type { ObjectResult } from './result.ts';
+import { ApplyCode, ObjectsError } from './errors.ts';
 
 export interface PruneOptions {
   /** keep CRDs (default true): deleting a CRD deletes every custom resource of its kinds */
@@ -29,6 +30,63 @@ export interface PruneOptions {
    * labels and all — and is not deleted
    */
   writtenUid?: (obj: KubeObject) => string | undefined;
+  /** stops it: requests in flight are aborted, no delete is sent after, and deleteOwned throws a CancelledError */
+  signal?: AbortSignal | undefined;
+}
+
+/** what pruning an object would do, decided from the live object before any delete */
+export interface PruneDecision {
+  obj: KubeObject;
+  id: string;
+  subject: string;
+  /** delete it (the live object read, whose uid the delete is conditioned on); otherwise what the result says */
+  action: 'delete' | Extract<ObjectResult['action'], 'unchanged' | 'skipped' | 'orphaned' | 'failed'>;
+  message?: string;
+  live?: KubeObject;
+}
+
+/**
+ * Decides for each object whether it is deleted, reading it (and, for a Namespace, its contents)
+ * as `client`: the rules of the module comment. Writes nothing; `hoist diff` shows it, deleteOwned
+ * carries it out.
+ */
+export async function planPrune(client: KubeClient, owner: { name: string; lineage: string }, objects: readonly KubeObject[], opts: Omit<PruneOptions, 'log'> & { log?: Logger }): Promise<PruneDecision[]> {
+  const keepCRDs = opts.keepCRDs ?? true;
+  return mapLimit(objects, opts.concurrency ?? 8, async (obj): Promise<PruneDecision> => {
+    const base = { obj, id: objectId(obj), subject: describeObject(obj) };
+    const { subject } = base;
+    try {
+      const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal: opts.signal });
+      if (!live) return { ...base, action: 'unchanged', message: 'already gone' };
+      const labels = live.metadata.labels ?? {};
+      if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
+        return { ...base, live, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
+      }
+      const written = opts.writtenUid?.(obj);
+      if (written && live.metadata.uid !== written) {
+        opts.log?.info({ object: subject, written, live: live.metadata.uid }, 'not deleted: replaced since it was written');
+        return { ...base, live, action: 'skipped', message: `replaced since this BundleDeployment wrote it (uid ${written}, now ${live.metadata.uid ?? 'none'})` };
+      }
+      if (isCRD(obj) && keepCRDs) return { ...base, live, action: 'orphaned', message: 'CRDs are kept' };
+      if (isNamespace(obj)) {
+        // deleting a namespace deletes everything in it: only when nothing else is left there
+        const staying = opts.retained?.find((o) => o.metadata.namespace === obj.metadata.name);
+        const verdict = staying
+          ? { ours: false as const, why: `${describeObject(staying)} of the current revision lives in it` }
+          : await namespaceVerdict(client, obj.metadata.name, owner, opts.concurrency ?? 8, opts.signal);
+        if (!verdict.ours) {
+          opts.log?.info({ object: subject, why: verdict.why }, 'namespace kept');
+          return { ...base, live, action: 'orphaned', message: `kept: ${verdict.why}` };
+        }
+      }
+      return { ...base, live, action: 'delete' };
+    } catch (e) {
+      // the kind is gone (its CRD was deleted): so is the object
+      if (isNotFound(e)) return { ...base, action: 'unchanged', message: 'already gone' };
+      if (isKindNotServed(e)) return { ...base, action: 'unchanged', message: 'kind no longer served' };
+      return { ...base, action: 'failed', message: e instanceof Error ? e.message : String(e) };
+    }
+  });
 }
 
 export async function deleteOwned(
@@ -37,47 +95,20 @@ export async function deleteOwned(
   objects: readonly KubeObject[],
   opts: PruneOptions,
 ): Promise<ObjectResult[]> {
-  const keepCRDs = opts.keepCRDs ?? true;
-  // Namespaces last: deleting one first would take its contents down outside our accounting.
-  const ordered = [...objects.filter((o) => !isNamespace(o)), ...objects.filter(isNamespace)];
   const results: ObjectResult[] = [];
-  for (const batch of [ordered.filter((o) => !isNamespace(o)), ordered.filter(isNamespace)]) {
+  // Namespaces last: deleting one first would take its contents down outside our accounting.
+  for (const batch of [objects.filter((o) => !isNamespace(o)), objects.filter(isNamespace)]) {
+    const decided = await planPrune(client, owner, batch, opts);
     results.push(
-      ...(await mapLimit(batch, opts.concurrency ?? 8, async (obj): Promise<ObjectResult> => {
-        const id = objectId(obj);
-        const subject = describeObject(obj);
+      ...(await mapLimit(decided, opts.concurrency ?? 8, async ({ id, subject, obj, action, message, live }): Promise<ObjectResult> => {
+        if (action !== 'delete') return { id, subject, action, ...(message !== undefined ? { message } : {}) };
         try {
-          const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace);
-          if (!live) return { id, subject, action: 'unchanged', message: 'already gone' };
-          const labels = live.metadata.labels ?? {};
-          if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
-            return { id, subject, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
-          }
-          const written = opts.writtenUid?.(obj);
-          if (written && live.metadata.uid !== written) {
-            opts.log.info({ object: subject, written, live: live.metadata.uid }, 'not deleted: replaced since it was written');
-            return { id, subject, action: 'skipped', message: `replaced since this BundleDeployment wrote it (uid ${written}, now ${live.metadata.uid ?? 'none'})` };
-          }
-          if (isCRD(obj) && keepCRDs) return { id, subject, action: 'orphaned', message: 'CRDs are kept' };
-          if (isNamespace(obj)) {
-            // deleting a namespace deletes everything in it: only when nothing else is left there
-            const staying = opts.retained?.find((o) => o.metadata.namespace === obj.metadata.name);
-            const verdict = staying
-              ? { ours: false as const, why: `${describeObject(staying)} of the current revision lives in it` }
-              : await namespaceVerdict(client, obj.metadata.name, owner, opts.concurrency ?? 8);
-            if (!verdict.ours) {
-              opts.log.info({ object: subject, why: verdict.why }, 'namespace kept');
-              return { id, subject, action: 'orphaned', message: `kept: ${verdict.why}` };
-            }
-          }
           // the uid decided on: an object replaced between the GET and here is not deleted (409)
-          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live.metadata.uid, propagationPolicy: 'Background' });
+          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live!.metadata.uid, propagationPolicy: 'Background', signal: opts.signal });
           opts.log.debug({ object: subject }, 'deleted');
           return { id, subject, action: 'deleted' };
         } catch (e) {
-          // the kind is gone (its CRD was deleted): so is the object
           if (isNotFound(e)) return { id, subject, action: 'unchanged', message: 'already gone' };
-          if (isKindNotServed(e)) return { id, subject, action: 'unchanged', message: 'kind no longer served' };
           // 409 on a DELETE with a uid precondition: the object by this name is another one now
           if (isConflict(e)) return { id, subject, action: 'skipped', message: 'replaced since it was read (uid precondition failed): not deleted' };
           return { id, subject, action: 'failed', message: e instanceof Error ? e.message : String(e) };
@@ -85,11 +116,11 @@ export async function deleteOwned(
       })),
     );
   }
+  // requests the signal aborted failed for that reason alone: what is left, the next prune deletes
+  throwIfCancelled(opts.signal, `deleting ${objects.length} objects of ${owner.name}`, { stage: 'apply', reason: FailureReason.PruneFailed });
   const failed = results.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
-    throw new HoistError(failed.map((f) => `${f.subject}: ${f.message}`).join('; '), {
-      stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', subject: failed.length === 1 ? failed[0]!.subject : `${failed.length} objects`, terminal: false,
-    });
+    throw new ObjectsError(ApplyCode.DeleteFailed, failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed' })), { reason: FailureReason.PruneFailed, terminal: false });
   }
   return results;
 }

@@ -13,6 +13,7 @@ import { formatBytes } from '../util/content-tree.ts';
 import { HoistError } from '../util/errors.ts';
 import { sha256Hex } from '../util/hash.ts';
 import type { RevisionIndex } from './revision-index.ts';
+import { ApplyCode } from './errors.ts';
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -104,7 +105,7 @@ export class RevisionStore {
     const secrets = Math.ceil(packed.length / CHUNK_BYTES);
     const err = new HoistError(
       `the rendered objects are ${packed.length} bytes compressed (${secrets} revision Secrets), over the limit of ${formatBytes(this.maxBytes)} per revision (hoist run --max-revision-size); nothing was stored or applied`,
-      { stage: 'process', reason: 'ProcessFailed', code: 'revision-too-large', subject: 'revision size', terminal: true },
+      { stage: 'process', code: ApplyCode.RevisionTooLarge, subject: 'revision size', terminal: true },
     );
     if (contentDigest) {
       if (this.refused.size >= REFUSED_MEMO) this.refused.delete(this.refused.keys().next().value!);

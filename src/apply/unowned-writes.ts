@@ -31,15 +31,15 @@ export class InstallNamespaces {
    * therefore exists) goes on: its writes say so if the namespace is missing. False when nothing
    * was done (the bundle brings the namespace itself, or the actor may not).
    */
-  async ensure(client: KubeClient, name: string | undefined, objects: readonly KubeObject[]): Promise<boolean> {
+  async ensure(client: KubeClient, name: string | undefined, objects: readonly KubeObject[], signal?: AbortSignal): Promise<boolean> {
     if (!name || objects.some((o) => isNamespace(o) && o.metadata.name === name)) return false;
     const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
     try {
-      if (await client.get(ns, name)) {
+      if (await client.get(ns, name, undefined, { signal })) {
         this.namespaces.add(name);
         return true;
       }
-      await client.create(ns);
+      await client.create(ns, { signal });
       this.log.info({ namespace: name }, 'created install namespace');
     } catch (e) {
       if (isForbidden(e)) return false;
@@ -57,14 +57,14 @@ export class InstallNamespaces {
  * An object without any other manager cannot say which fields it had: then only Hoist's labels
  * and annotation are removed. Failing to hand back fails the apply: the labels must not stay.
  */
-export async function handBack(client: KubeClient, obj: KubeObject, manager: string, log: Logger): Promise<void> {
+export async function handBack(client: KubeClient, obj: KubeObject, manager: string, log: Logger, signal?: AbortSignal): Promise<void> {
   const { name, namespace } = obj.metadata;
   const others = ((obj.metadata.managedFields ?? []) as ManagedFieldsEntry[]).some((e) => e.manager !== manager && !e.subresource);
   log.info({ object: describeObject(obj) }, 'object existed after all: handing back what the apply set');
   if (others) {
     await client.apply(
       { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, ...(namespace ? { namespace } : {}) } },
-      { fieldManager: manager, force: false },
+      { fieldManager: manager, force: false, signal },
     );
     return;
   }
@@ -80,5 +80,6 @@ export async function handBack(client: KubeClient, obj: KubeObject, manager: str
       { op: 'remove', path: `/metadata/annotations/${esc(ANNOTATION_REVISION)}` },
     ],
     'json',
+    { signal },
   );
 }

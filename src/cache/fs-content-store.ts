@@ -33,16 +33,18 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, lstat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { HoistError } from '../util/errors.ts';
 import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
+import { CacheCode, cacheError } from './errors.ts';
 
 export interface FsContentStoreOptions {
   /** root directory; default `defaultContentRoot()` */
   root?: string;
   /** size budget in bytes, enforced on every commit and by `enforceBudget`; undefined = unlimited */
   maxBytes?: number;
-  /** clock, for tests */
-  now?: () => Date;
+  /** the time of leases and last-use stamps (default: the system clock) */
+  clock?: Clock;
 }
 
 /** Metadata kept beside each entry; small enough to read for every entry during gc. */
@@ -104,7 +106,8 @@ export class FsContentStore implements ContentStore {
   constructor(options: FsContentStoreOptions = {}) {
     this.root = options.root ?? defaultContentRoot();
     this.maxBytes = options.maxBytes;
-    this.now = options.now ?? (() => new Date());
+    const clock = options.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.entriesDir = join(this.root, 'entries');
     this.tmpDir = join(this.root, 'tmp');
   }
@@ -225,14 +228,13 @@ export class FsContentStore implements ContentStore {
   private async makeRoom(key: string, size: number): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
-    const fail = (message: string, code: string, terminal: boolean): HoistError =>
-      new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject: key, terminal });
-    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, 'cache-budget', true);
+    const fail = (message: string, code: CacheCode, terminal: boolean): HoistError => cacheError(message, code, key, terminal);
+    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, CacheCode.CacheBudget, true);
     const now = this.now().getTime();
     const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
     const { total } = await this.evict(max - size, leased);
     if (total + size > max) {
-      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, 'cache-full', false);
+      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, CacheCode.CacheFull, false);
     }
   }
 
@@ -369,7 +371,7 @@ export class FsContentStore implements ContentStore {
     const found = await this.updateMeta(key, (m) =>
       m.origins.some((o) => o.location === origin.location && o.credential === origin.credential) ? undefined : { ...m, origins: [...m.origins, origin] },
     );
-    if (!found) throw new HoistError('content left the store while its access was being recorded', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: key, terminal: false });
+    if (!found) throw cacheError('content left the store while its access was being recorded', CacheCode.CacheRace, key, false);
   }
 
   /**

@@ -15,6 +15,7 @@ import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
+import { sleep } from '../util/sleep.ts';
 
 export interface ControllerOptions {
   kubeconfig?: string;
@@ -65,7 +66,7 @@ export async function installCRD(client: RestKubeClient, log: Logger): Promise<v
     const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
     if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
     if (Date.now() > deadline) throw new Error(`CRD ${CRD_NAME} not established after 30s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   client.discovery.invalidate();
   log.info({ crd: CRD_NAME }, 'CRD installed');

@@ -26,6 +26,7 @@ import type { KubeObject } from '../kube/types.ts';
 import { createLogger } from '../util/log.ts';
 import { tarGz } from '../util/tar-gz.ts';
 import { startController } from './controller.ts';
+import { sleep } from '../util/sleep.ts';
 
 const FIXTURE = fileURLToPath(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url));
 
@@ -87,7 +88,7 @@ export async function demo(opts: { keep?: boolean; kwok?: boolean } = {}): Promi
       if (current && cond('Installed')?.status === 'True' && cond('Progressing')?.status === 'False') break;
       if (current && cond('Progressing')?.reason === 'Blocked') break;
       if (Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
     console.log(`\nBundleDeployment argo-rollouts (generation ${live?.metadata.generation}, observed ${live?.status?.observedGeneration})`);
     for (const c of live?.status?.conditions ?? []) console.log(`  ${c.type.padEnd(12)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);
@@ -166,7 +167,7 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
       const current = live?.status?.observedGeneration === live?.metadata.generation;
       if (current && cond('Installed')?.status === 'True' && cond('Healthy')?.status === 'True') break;
       if ((current && cond('Progressing')?.reason === 'Blocked') || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
     console.log(`\nBundleDeployment ${HELLO}:`);
     for (const c of live?.status?.conditions ?? []) console.log(`  ${c.type.padEnd(12)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);

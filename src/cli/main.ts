@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `hoist` command: `run` (the controller), `render` (client-side preview), `demo`, and the
- * user verbs over a kubeconfig (src/cli/verbs/: get, pause, resume, rollback, history, diff,
- * completion).
+ * user verbs over a kubeconfig (src/cli/verbs/: get, pause, resume, rollback, history,
+ * reconcile, retry, tree, events, diff, completion).
  */
 import { parseArgs } from 'node:util';
 import { createLogger } from '../util/log.ts';
@@ -76,6 +76,10 @@ user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --h
   resume NAME                 clear spec.paused and the pause record, write an Event
   rollback NAME --to <n>      set the spec that produced stored revision n (no fetch, no render)
   history NAME                revisions: phase, content digest, pinned sources, when stored
+  reconcile NAME [--wait]     reconcile now: re-resolve floating refs, retry a failed revision once
+  retry NAME                  try a RolledBack or Blocked revision once more and wait for the outcome
+  tree NAME                   every object of the active revision: phase, owner, health, why not ready
+  events NAME                 the Events of the BundleDeployment and of its objects that are not ready
   diff -f <bd.yaml>           server-side dry-run of the rendered objects, per-object diff
   completion bash|zsh         shell completion script
 
@@ -90,6 +94,10 @@ const VERBS: Record<string, () => Promise<(args: string[], io: Io) => Promise<nu
   resume: async () => (await import('./verbs/pause.ts')).resume,
   rollback: async () => (await import('./verbs/rollback.ts')).rollback,
   history: async () => (await import('./verbs/history.ts')).history,
+  reconcile: async () => (await import('./verbs/reconcile.ts')).reconcile,
+  retry: async () => (await import('./verbs/reconcile.ts')).retry,
+  tree: async () => (await import('./verbs/tree.ts')).tree,
+  events: async () => (await import('./verbs/events.ts')).events,
   diff: async () => (await import('./verbs/diff.ts')).diff,
   completion: async () => (await import('./verbs/completion.ts')).completion,
 };

@@ -9,7 +9,7 @@ import type { PushNotices } from '../reconciler/push-notices.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions } from '../webhook/receiver.ts';
 import { WebhookSecrets } from '../webhook/webhook-secrets.ts';
 
-export interface WebhookOptions extends Partial<Pick<WebhookReceiverOptions, 'perSource' | 'overall' | 'now' | 'timestampWindowMs'>> {
+export interface WebhookOptions extends Partial<Pick<WebhookReceiverOptions, 'perSource' | 'overall' | 'clock' | 'timestampWindowMs'>> {
   client: KubeClient;
   pushes: Pick<PushNotices, 'notify'>;
   /** `namespace/name` of the Secret with keys github, gitlab, generic */
@@ -34,7 +34,7 @@ export async function startWebhook(opts: WebhookOptions): Promise<WebhookReceive
     ...(opts.registry ? { registry: opts.registry } : {}),
     ...(opts.perSource ? { perSource: opts.perSource } : {}),
     ...(opts.overall ? { overall: opts.overall } : {}),
-    ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.timestampWindowMs !== undefined ? { timestampWindowMs: opts.timestampWindowMs } : {}),
   });
   return {

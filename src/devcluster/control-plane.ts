@@ -16,6 +16,7 @@ import { generatePki, type Pki } from './certs.ts';
 import { freePort, startProcess, stopProcess, tail, waitTcp } from './processes.ts';
 import { claimNodeNetwork, realNodeUnavailable, startRealNode, type ClaimedNetwork, type RealNode } from './real-node.ts';
 import { toolPath } from './tools.ts';
+import { sleep } from '../util/sleep.ts';
 
 export interface ControlPlaneOptions {
   /** also run kube-controller-manager (Deployments get ReplicaSets, namespaces get deleted, ...) */
@@ -72,7 +73,7 @@ async function waitHealthy(url: string, pki: Pki, child: ChildProcess, what: str
     });
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs / 1000}s; last log lines:\n${tail(logFile)}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 

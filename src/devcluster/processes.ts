@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { sleep } from '../util/sleep.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -49,7 +50,7 @@ export async function waitTcp(port: number, child: ChildProcess, what: string, l
     });
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port}:\n${tail(logFile)}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

@@ -30,6 +30,7 @@ import { adminRequest } from './admin-api.ts';
 import type { Pki } from './certs.ts';
 import { freePort, startProcess, stopProcess, tail } from './processes.ts';
 import { cacheRoot, toolPath } from './tools.ts';
+import { sleep } from '../util/sleep.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -242,7 +243,7 @@ async function recoverAbandoned(oldDir: string, log: (line: string) => void): Pr
       }
     }
   }
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   if (existsSync(config)) {
     const socket = join(base, 'containerd.sock');
     const c = startProcess('containerd', ['--config', config], join(base, 'containerd-recover.log'));
@@ -439,7 +440,7 @@ async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<
     const v = await check().catch(() => undefined);
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`${what} after ${timeoutMs / 1000}s; ${why()}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 

@@ -10,8 +10,8 @@ import type * as CelJs from '@marcbachmann/cel-js';
 import type * as JsonPathPlus from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { HoistError } from '../util/errors.ts';
 import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData, type DataSizes } from './cel-cost.ts';
+import { HealthCode, healthCheckError } from './errors.ts';
 
 // Loaded (synchronously) by the first probe that uses them: most bundles have no custom checks,
 // and the two cost ~8 MiB of resident memory in every controller (issue 10).
@@ -39,10 +39,6 @@ export interface CompiledCheck {
 
 /** a jsonPath check yields at most this many values; more fail the check */
 export const JSONPATH_MAX_RESULTS = 1000;
-
-function specError(check: string, what: string, code = 'bad-health-check', cause?: unknown): HoistError {
-  return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', reason: 'Unhealthy', code, subject: `health check ${check}`, terminal: true, cause });
-}
 
 /** kubectl's `{.status.phase}` and `.status.phase` as jsonpath-plus's `$.status.phase` */
 export function normalizeJsonPath(path: string): string {
@@ -89,12 +85,12 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
     const want = check.jsonPath.value;
     // each further `..` walks every subtree again for each match of the one before (`$..*..*..*`: 56 s, 2.9 GB)
     if ((path.match(/\.\./g) ?? []).length > 1) {
-      throw specError(check.name, `jsonPath ${written}: more than one recursive descent (..) is not allowed`, 'health-check-limit');
+      throw healthCheckError(check.name, `jsonPath ${written}: more than one recursive descent (..) is not allowed`, HealthCode.HealthCheckLimit);
     }
     try {
       JSONPath({ path, json: {}, eval: 'safe' });
     } catch (e) {
-      throw specError(check.name, `jsonPath ${written}: ${firstLine(e)}`, undefined, e);
+      throw healthCheckError(check.name, `jsonPath ${written}: ${firstLine(e)}`, undefined, e);
     }
     return (obj) => {
       if (!sizesOf(obj)) return { ok: false, message: `jsonPath ${written}: not evaluated: ${TOO_DEEP}` };
@@ -126,14 +122,14 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
     try {
       expr = parseCel(source);
     } catch (e) {
-      throw specError(check.name, `cel: ${firstLine(e)}`, undefined, e);
+      throw healthCheckError(check.name, `cel: ${firstLine(e)}`, undefined, e);
     }
     const estimate = estimateCost(expr.ast, ASSUMED_DATA_SIZES);
     if (estimate > CEL_COST_LIMIT) {
-      throw specError(
+      throw healthCheckError(
         check.name,
         `cel: estimated cost ${estimate.toPrecision(3)} exceeds the limit of ${CEL_COST_LIMIT} (comprehensions multiply; lists read from the object are assumed to hold ${ASSUMED_DATA_SIZES.list} elements)`,
-        'health-check-limit',
+        HealthCode.HealthCheckLimit,
       );
     }
     return (obj) => {
@@ -155,10 +151,11 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
       }
     };
   }
-  throw specError(check.name, 'set exactly one of condition, jsonPath or cel');
+  throw healthCheckError(check.name, 'set exactly one of condition, jsonPath or cel');
 }
 
-function celErrorCode(e: unknown): string {
+/** the CEL library's error code ("no such key"), never its message, which may quote values of the object */
+export function celErrorCode(e: unknown): string {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[a-z_]+$/.test(code) ? code.replaceAll('_', ' ') : 'evaluation error';
 }

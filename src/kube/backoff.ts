@@ -1,4 +1,4 @@
-/** Capped exponential backoff with jitter, and an abortable sleep. */
+/** Capped exponential backoff with jitter (the informer's list/watch retries). */
 
 export class Backoff {
   private failures = 0;
@@ -24,18 +24,4 @@ export class Backoff {
   get attempts(): number {
     return this.failures;
   }
-}
-
-/** resolves after ms, or early (without throwing) when the signal fires */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -17,6 +17,7 @@ import {
   type KubeObject,
   type ListOptions,
   type ListResult,
+  type RequestOptions,
   type ResourceInfo,
   type TypeRef,
   type WatchEvent,
@@ -85,9 +86,9 @@ class HttpKubeClient implements RestKubeClient {
     if (this.ownsTransport) await this.transport.close();
   }
 
-  async get<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace?: string): Promise<T | undefined> {
+  async get<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace?: string, opts: RequestOptions = {}): Promise<T | undefined> {
     const info = await this.resource(type);
-    return this.transport.jsonOr404<T>(this.req('get', 'GET', objectPath(info, namespace, name), describe(type, name, namespace)));
+    return this.transport.jsonOr404<T>(this.req('get', 'GET', objectPath(info, namespace, name), describe(type, name, namespace), opts.signal));
   }
 
   async list<T extends KubeObject = KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<ListResult<T>> {
@@ -96,7 +97,7 @@ class HttpKubeClient implements RestKubeClient {
     const subject = `${type.apiVersion} ${type.kind}${opts.namespace ? ` in ${opts.namespace}` : ''}`;
     const page = async (limit: number | undefined, cont: string | undefined): Promise<ListResult<T>> => {
       const body = await this.transport.json<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>({
-        ...this.req('list', 'GET', path, subject),
+        ...this.req('list', 'GET', path, subject, opts.signal),
         ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
         query: {
           labelSelector: opts.labelSelector,
@@ -128,7 +129,7 @@ class HttpKubeClient implements RestKubeClient {
     const info = await this.resource(type);
     const subject = `${type.apiVersion} ${type.kind}${opts.namespace ? ` in ${opts.namespace}` : ''}`;
     const body = await this.transport.stream({
-      ...this.req('watch', 'GET', objectPath(info, opts.namespace), subject),
+      ...this.req('watch', 'GET', objectPath(info, opts.namespace), subject, opts.signal),
       ...(opts.metadataOnly ? { accept: METADATA_ACCEPT } : {}),
       query: {
         watch: 1,
@@ -138,7 +139,6 @@ class HttpKubeClient implements RestKubeClient {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
       },
-      signal: opts.signal,
     });
     body.setEncoding('utf8');
     let buf = '';
@@ -172,7 +172,7 @@ class HttpKubeClient implements RestKubeClient {
     // the API server refuses an apply configuration that carries managedFields
     const body = { ...obj, metadata: { ...obj.metadata, managedFields: undefined } };
     const res = await this.transport.jsonWithStatus<T>({
-      ...this.req('apply', 'PATCH', objectPath(info, namespace, name), describe(obj, name, namespace)),
+      ...this.req('apply', 'PATCH', objectPath(info, namespace, name), describe(obj, name, namespace), opts.signal),
       query: { fieldManager: opts.fieldManager, force: opts.force, dryRun: opts.dryRun ? 'All' : undefined },
       body: JSON.stringify(body),
       contentType: 'application/apply-patch+yaml',
@@ -180,17 +180,17 @@ class HttpKubeClient implements RestKubeClient {
     return { object: res.body, created: res.statusCode === 201 };
   }
 
-  async create<T extends KubeObject = KubeObject>(obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<T> {
+  async create<T extends KubeObject = KubeObject>(obj: KubeObject, opts: RequestOptions & { dryRun?: boolean } = {}): Promise<T> {
     const info = await this.resource(obj);
     const { name, namespace } = obj.metadata;
     if (info.namespaced && !namespace) throw new Error(`${describe(obj, name, namespace)}: namespace required for a namespaced kind`);
-    return this.transport.json<T>({ ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace)), ...(opts.dryRun ? { query: { dryRun: 'All' } } : {}), body: obj });
+    return this.transport.json<T>({ ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace), opts.signal), ...(opts.dryRun ? { query: { dryRun: 'All' } } : {}), body: obj });
   }
 
-  async update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {
+  async update<T extends KubeObject = KubeObject>(obj: KubeObject, opts: RequestOptions = {}): Promise<T> {
     const info = await this.resource(obj);
     const { name, namespace } = obj.metadata;
-    return this.transport.json<T>({ ...this.req('update', 'PUT', objectPath(info, namespace, name), describe(obj, name, namespace)), body: obj });
+    return this.transport.json<T>({ ...this.req('update', 'PUT', objectPath(info, namespace, name), describe(obj, name, namespace), opts.signal), body: obj });
   }
 
   async updateStatus<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T> {
@@ -208,11 +208,11 @@ class HttpKubeClient implements RestKubeClient {
     namespace: string | undefined,
     patch: unknown,
     patchType: 'merge' | 'json',
-    opts: { fieldManager?: string } = {},
+    opts: RequestOptions & { fieldManager?: string } = {},
   ): Promise<T> {
     const info = await this.resource(type);
     return this.transport.json<T>({
-      ...this.req('patch', 'PATCH', objectPath(info, namespace, name), describe(type, name, namespace)),
+      ...this.req('patch', 'PATCH', objectPath(info, namespace, name), describe(type, name, namespace), opts.signal),
       query: { fieldManager: opts.fieldManager },
       body: patch,
       contentType: patchType === 'merge' ? 'application/merge-patch+json' : 'application/json-patch+json',
@@ -231,14 +231,14 @@ class HttpKubeClient implements RestKubeClient {
       ...(Object.keys(preconditions).length ? { preconditions } : {}),
     };
     const res = await this.transport.jsonOr404({
-      ...this.req('delete', 'DELETE', objectPath(info, namespace, name), describe(type, name, namespace)),
+      ...this.req('delete', 'DELETE', objectPath(info, namespace, name), describe(type, name, namespace), opts.signal),
       body,
     });
     return res !== undefined;
   }
 
-  private req(verb: RawRequest['verb'], method: RawRequest['method'], path: string, subject: string): RawRequest {
-    return { verb, method, path, subject, impersonate: this.user };
+  private req(verb: RawRequest['verb'], method: RawRequest['method'], path: string, subject: string, signal?: AbortSignal): RawRequest {
+    return { verb, method, path, subject, impersonate: this.user, ...(signal ? { signal } : {}) };
   }
 
   private async resource(type: TypeRef): Promise<ResourceInfo> {

@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
+import { systemClock, type Clock, type ClockTimer } from '../util/clock.ts';
 import { isHoistError } from '../util/errors.ts';
 import { controllerRuntimeMetrics, type ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './workqueue.ts';
@@ -53,6 +54,8 @@ export interface ControllerOptions {
   /** where controller_runtime_* and workqueue_* metrics go; a private registry when omitted */
   registry?: Registry;
   logger?: Logger;
+  /** the time requeue delays, backoff and the stop deadline run on (default: the system clock) */
+  clock?: Clock;
 }
 
 export class Controller {
@@ -62,6 +65,7 @@ export class Controller {
   private readonly workers: number;
   private readonly metrics: ControllerMetrics;
   private readonly logger: Logger | undefined;
+  private readonly clock: Clock;
   private readonly abort = new AbortController();
   private running: Promise<void>[] = [];
   private active = 0;
@@ -72,7 +76,8 @@ export class Controller {
     this.workers = Math.max(1, opts.workers ?? 1);
     this.logger = opts.logger?.child({ controller: opts.name });
     const registry = opts.registry ?? new Registry();
-    this.queue = new WorkQueue({ name: opts.name, registry, ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}) });
+    this.clock = opts.clock ?? systemClock;
+    this.queue = new WorkQueue({ name: opts.name, registry, clock: this.clock, ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}) });
     this.metrics = controllerRuntimeMetrics(registry);
     this.metrics.maxConcurrentReconciles.set({ controller: this.name }, this.workers);
     this.metrics.activeWorkers.set({ controller: this.name }, 0);
@@ -110,12 +115,12 @@ export class Controller {
    */
   async stop(deadlineMs = 30_000): Promise<boolean> {
     const drained = this.queue.shutDownWithDrain().then(() => true);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: ClockTimer | undefined;
     const deadline = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), deadlineMs);
+      timer = this.clock.setTimeout(() => resolve(false), deadlineMs);
     });
     const clean = await Promise.race([drained, deadline]);
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
     this.abort.abort(new Error(`controller ${this.name} stopped`));
     if (!clean) this.logger?.warn({ inFlight: this.queue.inFlight }, 'reconciles still running after the shutdown deadline');
     await Promise.allSettled(this.running);

@@ -12,7 +12,8 @@
  */
 import type { Logger } from 'pino';
 import { ApiError, isGone, type Status } from './api-error.ts';
-import { Backoff, sleep } from './backoff.ts';
+import { sleep } from '../util/sleep.ts';
+import { Backoff } from './backoff.ts';
 import { objectKey, type KubeObject, type Reader, type TypeRef, type Watcher } from './types.ts';
 
 export interface InformerHandler<T extends KubeObject> {

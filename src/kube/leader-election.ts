@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { isAlreadyExists, isConflict } from './api-error.ts';
-import { sleep } from './backoff.ts';
+import { sleep } from '../util/sleep.ts';
 import type { KubeObject, Reader, Writer } from './types.ts';
 
 const LEASE = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' } as const;

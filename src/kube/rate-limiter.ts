@@ -3,6 +3,7 @@
  * it is retried. The default combines per-item exponential backoff (a failing key backs off
  * alone) with an overall token bucket (many failing keys together cannot flood the API server).
  */
+import { systemClock, type Clock } from '../util/clock.ts';
 
 export interface RateLimiter {
   /** delay in ms before the item may be processed again; records one more failure */
@@ -49,15 +50,16 @@ export class TokenBucketRateLimiter implements RateLimiter {
   constructor(
     private readonly qps = 10,
     private readonly burst = 100,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: Clock = systemClock,
   ) {
     this.tokens = burst;
-    this.last = now();
+    this.last = clock.now();
   }
 
   when(_item: string): number {
-    const t = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
+    const t = this.clock.now();
+    // a wall clock set back refills nothing rather than draining the bucket
+    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, t - this.last) / 1000) * this.qps);
     this.last = t;
     this.tokens -= 1;
     return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
@@ -94,6 +96,6 @@ export class MaxOfRateLimiter implements RateLimiter {
 }
 
 /** client-go's DefaultControllerRateLimiter: 5ms..1000s per item, 10 qps / 100 burst overall. */
-export function defaultControllerRateLimiter(): RateLimiter {
-  return new MaxOfRateLimiter(new ItemExponentialRateLimiter(5, 1_000_000), new TokenBucketRateLimiter(10, 100));
+export function defaultControllerRateLimiter(clock: Clock = systemClock): RateLimiter {
+  return new MaxOfRateLimiter(new ItemExponentialRateLimiter(5, 1_000_000), new TokenBucketRateLimiter(10, 100, clock));
 }

@@ -24,7 +24,12 @@ export interface ResourceInfo {
   verbs?: string[];
 }
 
-export interface ListOptions {
+/** what every request may carry: a signal that aborts it (the connection is closed, the promise rejects) */
+export interface RequestOptions {
+  signal?: AbortSignal | undefined;
+}
+
+export interface ListOptions extends RequestOptions {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -51,16 +56,15 @@ export interface WatchOptions extends ListOptions {
   resourceVersion: string;
   allowWatchBookmarks?: boolean;
   timeoutSeconds?: number;
-  signal?: AbortSignal;
 }
 
-export interface ApplyOptions {
+export interface ApplyOptions extends RequestOptions {
   fieldManager: string;
   force?: boolean;
   dryRun?: boolean;
 }
 
-export interface DeleteOptions {
+export interface DeleteOptions extends RequestOptions {
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   /** only delete if the live object still has this uid */
   uid?: string;
@@ -91,7 +95,7 @@ export interface Discovery {
 }
 
 export interface Reader {
-  get<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace?: string): Promise<T | undefined>;
+  get<T extends KubeObject = KubeObject>(type: TypeRef, name: string, namespace?: string, opts?: RequestOptions): Promise<T | undefined>;
   list<T extends KubeObject = KubeObject>(type: TypeRef, opts?: ListOptions): Promise<ListResult<T>>;
 }
 
@@ -104,8 +108,8 @@ export interface Writer {
   apply<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<T>;
   /** server-side apply that also says whether it created the object (201) or changed an existing one */
   applyCreating<T extends KubeObject = KubeObject>(obj: KubeObject, opts: ApplyOptions): Promise<{ object: T; created: boolean }>;
-  create<T extends KubeObject = KubeObject>(obj: KubeObject, opts?: { dryRun?: boolean }): Promise<T>;
-  update<T extends KubeObject = KubeObject>(obj: KubeObject): Promise<T>;
+  create<T extends KubeObject = KubeObject>(obj: KubeObject, opts?: RequestOptions & { dryRun?: boolean }): Promise<T>;
+  update<T extends KubeObject = KubeObject>(obj: KubeObject, opts?: RequestOptions): Promise<T>;
   /** merge patch (application/merge-patch+json) or JSON patch */
   patch<T extends KubeObject = KubeObject>(
     type: TypeRef,
@@ -113,7 +117,7 @@ export interface Writer {
     namespace: string | undefined,
     patch: unknown,
     patchType: 'merge' | 'json',
-    opts?: { fieldManager?: string },
+    opts?: RequestOptions & { fieldManager?: string },
   ): Promise<T>;
   /** resolves false when the object was already gone */
   delete(type: TypeRef, name: string, namespace: string | undefined, opts?: DeleteOptions): Promise<boolean>;

@@ -8,6 +8,7 @@
  * shutDown() stops handing out work; shutDownWithDrain() also waits for in-flight items.
  */
 import { Registry } from 'prom-client';
+import { systemClock, type Clock, type ClockTimer } from '../util/clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { registerInFlight, workQueueMetrics, type WorkQueueMetrics } from './metrics.ts';
 
@@ -17,6 +18,8 @@ export interface WorkQueueOptions {
   rateLimiter?: RateLimiter;
   /** where the workqueue_* metrics go; a private registry when omitted */
   registry?: Registry;
+  /** the time addAfter() waits on (default: the system clock); metrics measure real time */
+  clock?: Clock;
 }
 
 export class WorkQueue {
@@ -28,16 +31,18 @@ export class WorkQueue {
   private readonly processing = new Map<string, number>();
   /** key → when it was first queued, for the queue-duration metric */
   private readonly queuedAt = new Map<string, number>();
-  private readonly waiting = new Map<string, { readyAt: number; timer: NodeJS.Timeout }>();
+  private readonly waiting = new Map<string, { readyAt: number; timer: ClockTimer }>();
   private readonly getters: ((key: string | undefined) => void)[] = [];
   private drainWaiters: (() => void)[] = [];
   private shutdown = false;
   private readonly rateLimiter: RateLimiter;
   private readonly metrics: WorkQueueMetrics;
+  private readonly clock: Clock;
 
   constructor(opts: WorkQueueOptions = {}) {
     this.name = opts.name ?? 'default';
-    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter();
+    this.clock = opts.clock ?? systemClock;
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter(this.clock);
     const registry = opts.registry ?? new Registry();
     this.metrics = workQueueMetrics(registry);
     registerInFlight(registry, this.name, { inFlightStarts: () => this.processing.values() });
@@ -84,11 +89,11 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const readyAt = performance.now() + ms;
+    const readyAt = this.clock.now() + ms;
     const existing = this.waiting.get(key);
     if (existing && existing.readyAt <= readyAt) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    if (existing) this.clock.clearTimeout(existing.timer);
+    const timer = this.clock.setTimeout(() => {
       this.waiting.delete(key);
       this.add(key);
     }, ms);
@@ -153,7 +158,7 @@ export class WorkQueue {
   shutDown(): void {
     if (this.shutdown) return;
     this.shutdown = true;
-    for (const { timer } of this.waiting.values()) clearTimeout(timer);
+    for (const { timer } of this.waiting.values()) this.clock.clearTimeout(timer);
     this.waiting.clear();
     this.queue.length = 0;
     this.metrics.depth.set({ name: this.name }, 0);

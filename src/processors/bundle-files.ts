@@ -5,7 +5,6 @@
  * size caps below. Errors are terminal process errors naming the bundle-relative path.
  */
 import { ContentTree, type TreeLimits } from '../util/content-tree.ts';
-import { PROCESS_FAILED } from './errors.ts';
 
 const MiB = 1024 * 1024;
 
@@ -19,5 +18,5 @@ export const BUNDLE_LIMITS: Readonly<Required<TreeLimits>> = Object.freeze({ max
 
 /** A reader of the content tree at `root` for the named processor ("plain processor", ...). */
 export function openBundle(root: string, who: string, limits: Partial<TreeLimits> = {}): ContentTree {
-  return new ContentTree(root, { stage: 'process', reason: PROCESS_FAILED, who, limits: { ...BUNDLE_LIMITS, ...limits } });
+  return new ContentTree(root, { stage: 'process', who, limits: { ...BUNDLE_LIMITS, ...limits } });
 }

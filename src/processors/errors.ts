@@ -5,32 +5,46 @@
  */
 import { HoistError } from '../util/errors.ts';
 
-export const PROCESS_FAILED = 'ProcessFailed';
-
 /** Codes processors use, so callers and tests can tell failures apart without parsing messages. */
-export type ProcessErrorCode =
-  | 'parse-error'
-  // YAML that expands beyond the node budget (yaml/budget.ts)
-  | 'yaml-alias-budget'
-  | 'invalid-object'
-  | 'duplicate-object'
-  | 'unsupported-format'
-  | 'invalid-bundle'
-  | 'unsupported-install-mode'
-  | 'unsupported-api'
-  | 'invalid-config'
-  | 'read-error'
-  // the containment rule and size caps (src/util/content-tree.ts, ./bundle-files.ts)
-  | 'symlink-escape'
-  | 'not-a-regular-file'
-  | 'special-file'
-  | 'not-found'
-  | 'too-large';
-
-export function processError(message: string, code: ProcessErrorCode, subject?: string, cause?: unknown): HoistError {
+export const ProcessCode = {
+  ChartAmbiguous: 'chart-ambiguous',
+  ChartNotFound: 'chart-not-found',
+  DuplicateObject: 'duplicate-object',
+  HelmFailed: 'helm-failed',
+  HelmTimeout: 'helm-timeout',
+  HelmUnavailable: 'helm-unavailable',
+  InvalidBundle: 'invalid-bundle',
+  InvalidChart: 'invalid-chart',
+  InvalidConfig: 'invalid-config',
+  InvalidKustomization: 'invalid-kustomization',
+  InvalidObject: 'invalid-object',
+  KustomizationNotFound: 'kustomization-not-found',
+  KustomizeFailed: 'kustomize-failed',
+  KustomizeTimeout: 'kustomize-timeout',
+  KustomizeUnavailable: 'kustomize-unavailable',
+  MissingDependency: 'missing-dependency',
+  NotARegularFile: 'not-a-regular-file',
+  NotFound: 'not-found',
+  OutputTooLarge: 'output-too-large',
+  ParseError: 'parse-error',
+  ReadError: 'read-error',
+  RemoteBase: 'remote-base',
+  RevisionTooLarge: 'revision-too-large',
+  SpecialFile: 'special-file',
+  SymlinkEscape: 'symlink-escape',
+  TemplateError: 'template-error',
+  TooLarge: 'too-large',
+  UnsupportedApi: 'unsupported-api',
+  UnsupportedFormat: 'unsupported-format',
+  UnsupportedInstallMode: 'unsupported-install-mode',
+  UnsupportedKustomization: 'unsupported-kustomization',
+  ValuesSchema: 'values-schema',
+  YamlAliasBudget: 'yaml-alias-budget',
+} as const;
+export type ProcessCode = (typeof ProcessCode)[keyof typeof ProcessCode];
+export function processError(message: string, code: ProcessCode, subject?: string, cause?: unknown): HoistError {
   return new HoistError(message, {
     stage: 'process',
-    reason: PROCESS_FAILED,
     code,
     ...(subject === undefined ? {} : { subject }),
     terminal: true,
@@ -49,5 +63,5 @@ export function combineProcessErrors(errors: HoistError[]): HoistError | undefin
   if (errors.length === 1) return first;
   const shown = errors.slice(0, 20).map((e) => (e.subject ? `${e.subject}: ${e.message}` : e.message));
   const more = errors.length > shown.length ? `; and ${errors.length - shown.length} more` : '';
-  return processError(`${errors.length} problems: ${shown.join('; ')}${more}`, first.code as ProcessErrorCode, first.subject, errors);
+  return processError(`${errors.length} problems: ${shown.join('; ')}${more}`, first.code as ProcessCode, first.subject, errors);
 }

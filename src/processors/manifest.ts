@@ -10,6 +10,7 @@ import type { YamlBudget } from './yaml/budget.ts';
 import { parseManifestStream } from './yaml/stream.ts';
 import { isJsonObject } from './yaml/values.ts';
 import type { JsonObject, ParsedDocument } from './yaml/values.ts';
+import { ProcessCode } from './errors.ts';
 
 /** An object together with where it came from, for messages that name files. */
 export interface SourcedObject {
@@ -49,7 +50,7 @@ function collectObjects(doc: ParsedDocument, file: string, out: SourcedObject[],
   const subject = `${file}:${doc.line}`;
   const value = doc.value;
   if (!isJsonObject(value)) {
-    errors.push(processError(`document is not an object (found ${describeJsonType(value)})`, 'invalid-object', subject));
+    errors.push(processError(`document is not an object (found ${describeJsonType(value)})`, ProcessCode.InvalidObject, subject));
     return;
   }
   flatten(value, subject, file, doc.line, out, errors, 0);
@@ -77,12 +78,12 @@ function flatten(
   const items = value['items'];
   if (typeof kind === 'string' && kind.endsWith('List') && Array.isArray(items)) {
     if (depth > 8) {
-      errors.push(processError('lists nested too deeply', 'invalid-object', subject));
+      errors.push(processError('lists nested too deeply', ProcessCode.InvalidObject, subject));
       return;
     }
     items.forEach((item, i) => {
       if (!isJsonObject(item)) {
-        errors.push(processError(`${kind} item ${i} is not an object`, 'invalid-object', subject));
+        errors.push(processError(`${kind} item ${i} is not an object`, ProcessCode.InvalidObject, subject));
         return;
       }
       flatten(item, subject, file, line, out, errors, depth + 1);
@@ -91,7 +92,7 @@ function flatten(
   }
   const problem = objectShapeProblem(value);
   if (problem) {
-    errors.push(processError(problem, 'invalid-object', subject));
+    errors.push(processError(problem, ProcessCode.InvalidObject, subject));
     return;
   }
   out.push({ object: value as unknown as KubeObject, file, line });
@@ -151,7 +152,7 @@ export function duplicateErrors(objects: SourcedObject[], defaultNamespace = '')
       errors.push(
         processError(
           `duplicate object ${describeIdentity(s.object, defaultNamespace)}: defined in ${where(prev)} and ${where(s)}`,
-          'duplicate-object',
+          ProcessCode.DuplicateObject,
           where(s),
         ),
       );

@@ -9,6 +9,7 @@ import { plainProcessor } from './plain.ts';
 import type { Processor } from './processor.ts';
 import { registryV1Processor } from './registry-v1/render.ts';
 import { createHelmProcessor } from './helm/helm-processor.ts';
+import { ProcessCode } from './errors.ts';
 import { createKustomizeProcessor } from './kustomize/kustomize-processor.ts';
 
 export interface ProcessorRegistry {
@@ -41,7 +42,7 @@ export function createProcessorRegistry(opts: ProcessorRegistryOptions): Process
     processorFor(format) {
       const processor = processors.get(format);
       if (processor === undefined) {
-        throw processError(`unsupported format "${format}": this build of Hoist renders ${supportedFormats().join(', ')}`, 'unsupported-format', `format ${format}`);
+        throw processError(`unsupported format "${format}": this build of Hoist renders ${supportedFormats().join(', ')}`, ProcessCode.UnsupportedFormat, `format ${format}`);
       }
       return processor;
     },

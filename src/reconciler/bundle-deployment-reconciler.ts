@@ -5,18 +5,20 @@
  * any point (crash, SIGKILL): revisions are stored before they are applied, objects are applied
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
-import { FINALIZER, lineageOf, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
+import { ANNOTATION_REQUESTED_AT, FINALIZER, lineageOf, MAX_REQUEST_TOKEN_LENGTH, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
-import { asHoistError } from '../util/errors.ts';
-import { getCondition } from './conditions.ts';
+import { systemClock } from '../util/clock.ts';
+import { asHoistError, CancelledError } from '../util/errors.ts';
+import { ReconcileCode } from './errors.ts';
+import { getCondition, setCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { lineageWinner } from './lineage.ts';
 import { recordStages } from './metrics.ts';
 import { OwnWrites } from './own-writes.ts';
 import { applyRevision } from './pipeline/apply.ts';
 import type { ReconcilerDeps, StepContext } from './pipeline/context.ts';
-import { finalize } from './pipeline/finalize.ts';
+import { dependentsRemaining, finalize } from './pipeline/finalize.ts';
 import { observeHealth } from './pipeline/health.ts';
 import { failedBeforeApply } from './pipeline/recover.ts';
 import { renderRevision } from './pipeline/render.ts';
@@ -34,13 +36,16 @@ export class BundleDeploymentReconciler {
   private readonly contentUse = new ContentInUse();
   /** per BD: uid of a BundleDeployment whose finalizer we removed (the cache may still show it) */
   private readonly finalized = new Map<string, string>();
-  /** per BD: when this process last wrote its status (monotonic ms), for the write rate limit */
+  /** per BD: when this process last wrote its status (clock ms), for the write rate limit */
   private readonly statusWrites = new Map<string, number>();
+  /** per BD: the over-long requested-at value already refused (one Event each) */
+  private readonly refusedRequests = new Map<string, string>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
   constructor(private readonly d: ReconcilerDeps) {
-    this.now = d.now ?? (() => new Date());
+    const clock = d.clock ?? systemClock;
+    this.now = () => new Date(clock.now());
     this.ctx = { d, objects: new RevisionObjects(d.revisions), pendingRotations: new Map() };
   }
 
@@ -57,7 +62,7 @@ export class BundleDeploymentReconciler {
       return { requeueAfter: 250 };
     }
     this.ownWrites.caughtUp(name);
-    if (bd.metadata.deletionTimestamp) return this.delete(bd);
+    if (bd.metadata.deletionTimestamp) return this.delete(bd, signal);
     // the finalizer must be on before anything is created for the BD; resolve, fetch and render
     // create nothing in the cluster, so they run meanwhile (one API round trip less per install)
     const finalizing = bd.metadata.finalizers?.includes(FINALIZER) ? undefined : this.addFinalizer(bd);
@@ -65,17 +70,28 @@ export class BundleDeploymentReconciler {
 
     const started = Date.now();
     const s = newState(bd, this.now, signal);
+    s.request = this.requestOf(bd);
+    let cancelled = false;
     try {
       await this.pipeline(s, finalizing);
+      // handled: what it asked for was done, and this status says how it came out
+      if (s.request !== undefined) s.status.lastHandledRequest = s.request;
     } catch (e) {
-      const err = asHoistError(e, { stage: 'observe', reason: 'ApplyFailed', code: 'internal', terminal: false });
+      if (e instanceof CancelledError) {
+        // stopped (shutdown, leadership lost), not failed: nothing to report, whoever runs next goes on
+        cancelled = true;
+        this.d.log.info({ bd: name, err: e.message }, 'reconcile cancelled');
+        throw e;
+      }
+      const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
       this.contentUse.reconciled(name);
       await finalizing;
-      // status is written even when a step failed: the failure is what the user must see
-      await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
+      // status is written even when a step failed: the failure is what the user must see; a
+      // cancelled reconcile writes nothing more (its signal says to stop writing)
+      if (!cancelled) await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
         if (isConflict(e)) s.result = { requeue: true };
         else throw e;
       });
@@ -141,18 +157,40 @@ export class BundleDeploymentReconciler {
   forget(name: string): void {
     this.ownWrites.forget(name);
     this.statusWrites.delete(name);
+    this.refusedRequests.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
     this.contentUse.forget(name);
     this.d.applier.forget(name);
   }
 
-  private async delete(bd: BundleDeployment): Promise<ReconcileResult> {
+  /**
+   * A core.rukpak.io/requested-at value this BD has not handled yet, or undefined. One longer than
+   * status.lastHandledRequest may hold could never be echoed: it is refused (once, with an Event).
+   */
+  private requestOf(bd: BundleDeployment): string | undefined {
+    const token = bd.metadata.annotations?.[ANNOTATION_REQUESTED_AT];
+    if (token === undefined || token === bd.status?.lastHandledRequest) return undefined;
+    if (token.length <= MAX_REQUEST_TOKEN_LENGTH) return token;
+    if (this.refusedRequests.get(bd.metadata.name) !== token) {
+      this.refusedRequests.set(bd.metadata.name, token);
+      this.d.events.event(bd, 'Warning', 'RequestRefused', `annotation ${ANNOTATION_REQUESTED_AT} is ${token.length} characters long, more than ${MAX_REQUEST_TOKEN_LENGTH}: ignored (a timestamp or a short random token will do)`);
+    }
+    return undefined;
+  }
+
+  private async delete(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<ReconcileResult> {
     const name = bd.metadata.name;
     // the cache can still show a BD whose finalizer we already removed: nothing left to do
     if (bd.metadata.uid && this.finalized.get(name) === bd.metadata.uid) return {};
     if (!bd.metadata.finalizers?.includes(FINALIZER)) return {};
-    await finalize(this.ctx, bd);
+    // uninstall order is the reverse of dependsOn: BDs depending on this one go first
+    const dependents = dependentsRemaining(this.ctx, bd);
+    if (dependents.length > 0) {
+      await this.waitForDependents(bd, dependents);
+      return {};
+    }
+    await finalize(this.ctx, bd, signal);
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
@@ -166,11 +204,27 @@ export class BundleDeploymentReconciler {
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
 
+  /**
+   * A deleted BD that others still depend on: says so in Progressing (and once as an Event) and
+   * waits; the manager re-queues it when one of them is gone.
+   */
+  private async waitForDependents(bd: BundleDeployment, dependents: readonly string[]): Promise<void> {
+    const name = bd.metadata.name;
+    const message = `being deleted: uninstalled once the BundleDeployments that depend on it are gone: ${dependents.join(', ')}`;
+    const before = getCondition(bd.status?.conditions, 'Progressing');
+    this.d.log.info({ bd: name, dependents }, 'uninstall waits for dependents');
+    if (before?.reason === 'WaitingForDependents' && before.message === message) return;
+    const conditions = setCondition(bd.status?.conditions ?? [], { type: 'Progressing', status: 'True', reason: 'WaitingForDependents', message }, bd.metadata.generation ?? 0, this.now());
+    if (before?.reason !== 'WaitingForDependents') this.d.events.event(bd, 'Normal', 'WaitingForDependents', message);
+    const written = await this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } });
+    this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
+  }
+
   /** writes the status the reconcile built, unless unchanged or deferred (status-writes.ts) */
   private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
     const name = bd.metadata.name;
     const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
-    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: performance.now() });
+    const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: this.now().getTime() });
     if (decision.kind === 'unchanged') return;
     if (decision.kind === 'defer') {
       // the reconcile then computes the status afresh and writes what holds at that moment
@@ -178,7 +232,7 @@ export class BundleDeploymentReconciler {
       s.note = s.note ? `${s.note}; status write deferred` : 'status write deferred';
       return;
     }
-    this.statusWrites.set(name, performance.now());
+    this.statusWrites.set(name, this.now().getTime());
     const written = await this.d.client.updateStatus({ ...bd, status: clean });
     this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
   }

@@ -11,7 +11,7 @@ export const REASONS = {
   Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
   Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],
-  Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict'],
+  Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict', 'DependencyNotReady', 'WaitingForDependents'],
   Paused: ['Paused', 'Reconciling'],
 } as const satisfies Record<ConditionType, readonly string[]>;
 

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { Informer } from '../kube/informer.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
+import { sleep } from '../util/sleep.ts';
 
 interface CrdSummary extends KubeObject {
   established: boolean;
@@ -36,7 +37,7 @@ export class CrdWatch {
         client.discovery.invalidate();
         const served = !crd.served || (await client.discovery.resourceFor(crd.served).catch(() => undefined));
         if (served || Date.now() > deadline || this.stopped) break;
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
       }
       if (!this.stopped) onEstablished(crd.metadata.name);
     };

@@ -10,7 +10,7 @@ import { ANNOTATION_CREDENTIAL_HOSTS, type BundleDeployment, type SourceSpec } f
 import { isForbidden } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Credentials } from '../sources/source.ts';
-import { HoistError } from '../util/errors.ts';
+import { ReconcileCode, reconcileError, referenceCode } from './errors.ts';
 
 export function secretRefOf(source: SourceSpec): string | undefined {
   return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;
@@ -45,7 +45,7 @@ export function refScope(client: KubeClient, controllerNamespace: string, bd: Bu
   const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
   if (!namespace) {
-    throw new HoistError('serviceAccount needs installNamespace to read secrets and config maps', { stage: 'spec', reason: 'ResolveFailed', code: 'bad-spec', subject, terminal: true });
+    throw reconcileError('serviceAccount needs installNamespace to read secrets and config maps', ReconcileCode.BadSpec, { stage: 'spec', subject, terminal: true });
   }
   return sa ? { namespace, serviceAccount: sa, reader: client.impersonate(`system:serviceaccount:${namespace}:${sa}`) } : { namespace, reader: client };
 }
@@ -57,7 +57,7 @@ export async function getInScope<T extends KubeObject>(scope: RefScope, kind: 'S
   } catch (e) {
     if (isForbidden(e)) {
       const what = `${kind.toLowerCase()} ${scope.namespace}/${name}`;
-      throw new HoistError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, { stage: 'resolve', reason: 'ResolveFailed', code: `${kind.toLowerCase()}-forbidden`, subject: what, terminal: false, cause: e });
+      throw reconcileError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, referenceCode(kind, 'forbidden'), { stage: 'resolve', subject: what, terminal: false, cause: e });
     }
     throw e;
   }
@@ -89,7 +89,7 @@ export async function readReferenced(
   const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${what} ${name}`);
   const object = await getInScope<KubeObject & { data?: Record<string, string> }>(scope, kind, name);
   if (!object) {
-    throw new HoistError(`${what} ${scope.namespace}/${name} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: `${what}-not-found`, subject: `${what} ${scope.namespace}/${name}`, terminal: false });
+    throw reconcileError(`${what} ${scope.namespace}/${name} not found`, referenceCode(kind, 'missing'), { stage: 'resolve', subject: `${what} ${scope.namespace}/${name}`, terminal: false });
   }
   return { object, namespace: scope.namespace };
 }

@@ -11,7 +11,7 @@
  */
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import type { KubeClient } from '../kube/types.ts';
-import { HoistError } from '../util/errors.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 
 export interface Actor {
   client: KubeClient;
@@ -27,9 +27,10 @@ export function serviceAccountOf(bd: BundleDeployment, defaultServiceAccount?: s
   const namespace = bd.spec.installNamespace;
   if (!namespace) {
     // the CRD refuses serviceAccount without installNamespace; only the default can get here
-    throw new HoistError(
+    throw reconcileError(
       `no installNamespace to look service account ${name} up in: the controller runs with --default-service-account ${name}, so a BundleDeployment without spec.serviceAccount must set installNamespace`,
-      { stage: 'spec', reason: 'ResolveFailed', code: 'no-service-account-namespace', subject: `BundleDeployment ${bd.metadata.name}`, terminal: true },
+      ReconcileCode.NoServiceAccountNamespace,
+      { stage: 'spec', subject: `BundleDeployment ${bd.metadata.name}`, terminal: true },
     );
   }
   return { namespace, name };

@@ -19,7 +19,9 @@ import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } 
 import { readinessOf, type HealthVerdict } from '../health/readiness.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../kube/types.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { canonicalJson } from '../util/hash.ts';
+import { sleep } from '../util/sleep.ts';
 
 /** what the cache keeps per object */
 interface Summary extends KubeObject {
@@ -63,7 +65,7 @@ export class ManagedObjects implements LiveIndex {
     private readonly client: KubeClient,
     private readonly onChange: OwnerEvent,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** starts watching the kinds not watched yet and waits until their caches are synced */
@@ -127,7 +129,7 @@ export class ManagedObjects implements LiveIndex {
     const checks = owner ? this.probes.get(owner)?.checks : undefined;
     const tracks = this.tracks.get(id);
     if (!checks || !tracks) return [];
-    const now = this.now();
+    const now = this.clock.now();
     const out: CheckVerdict[] = [];
     for (const c of checks) {
       const t = tracks.get(c.name);
@@ -139,7 +141,7 @@ export class ManagedObjects implements LiveIndex {
   /** waits until re-lists caused by changed health checks are done */
   async settled(): Promise<void> {
     while (this.refreshTimer || this.stale.size) {
-      await new Promise((r) => setTimeout(r, REFRESH_COALESCE_MS));
+      await sleep(REFRESH_COALESCE_MS);
       await this.refreshing;
     }
     await this.refreshing;
@@ -182,7 +184,7 @@ export class ManagedObjects implements LiveIndex {
     let tracks = this.tracks.get(id);
     if (!tracks) this.tracks.set(id, (tracks = new Map()));
     let changed = false;
-    const now = this.now();
+    const now = this.clock.now();
     for (const [name, result] of Object.entries(o.probes)) {
       const prev = tracks.get(name);
       if (prev?.ok !== result.ok) changed = true;

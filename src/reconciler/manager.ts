@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import type { Clock } from '../util/clock.ts';
 import { Semaphore } from '../util/concurrency.ts';
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
 import type { Registry } from 'prom-client';
@@ -26,6 +27,8 @@ import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './source-ca.ts';
 
 const LINEAGE_INDEX = 'lineage';
+/** BD name → the BDs whose spec.dependsOn names it */
+const DEPENDS_ON_INDEX = 'dependsOn';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
@@ -45,6 +48,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   gcIntervalMs?: number;
   /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
+  clock?: Clock;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -85,10 +90,11 @@ export class BundleDeploymentManager {
       logger: log,
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
+    this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
     this.managed = new ManagedObjects(opts.client, (owner, why) => {
       log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner);
-    }, log);
+    }, log, opts.clock);
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
     this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
@@ -101,7 +107,7 @@ export class BundleDeploymentManager {
       sourceFor: opts.sourceFor,
       processorFor: opts.processorFor,
       applier,
-      hooks: new HookRunner({ log }),
+      hooks: new HookRunner({ log, clock: opts.clock }),
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
@@ -112,8 +118,10 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
+      dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
+      clock: opts.clock,
       secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
     });
     this.controller = new Controller({
@@ -122,6 +130,7 @@ export class BundleDeploymentManager {
       workers: opts.workers ?? 16,
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
+      clock: opts.clock,
     });
     this.crds = new CrdWatch(opts.client, (crd) => {
       for (const bd of this.bds.list()) {
@@ -139,6 +148,8 @@ export class BundleDeploymentManager {
         this.controller.enqueue(bd.metadata.name);
         // a newer member of a lineage takes over: the older ones must learn that they lost
         this.enqueueLineage(bd);
+        // a dependency that was missing appeared
+        this.enqueueDependents(bd);
       },
       onUpdate: (a, b) => {
         this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
@@ -150,6 +161,11 @@ export class BundleDeploymentManager {
         const moved = lineageOf(a) !== lineageOf(b);
         if (moved) this.enqueueLineage(a);
         if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
+        // its dependents decide on its status and metadata (readyExpr reads any of it), also on our own writes of it
+        if (a.metadata.resourceVersion !== b.metadata.resourceVersion) this.enqueueDependents(b);
+        // a dependency it no longer names may be waiting, being deleted, for it to go
+        const still = new Set(dependencyNames(b));
+        for (const dropped of dependencyNames(a)) if (!still.has(dropped)) this.controller.enqueue(dropped);
       },
       onDelete: (bd) => {
         this.reconciler.forget(bd.metadata.name);
@@ -158,6 +174,9 @@ export class BundleDeploymentManager {
         this.pushes.forget(bd.metadata.name);
         this.configMaps.forget(bd.metadata.name);
         this.enqueueLineage(bd);
+        // its dependencies may be waiting, being deleted, for it to go; its dependents now miss it
+        for (const dep of dependencyNames(bd)) this.controller.enqueue(dep);
+        this.enqueueDependents(bd);
         this.scheduleGc();
       },
     });
@@ -249,8 +268,17 @@ export class BundleDeploymentManager {
     this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }
 
+  /** the BDs whose dependsOn names bd, from the index: re-evaluated on its change, no polling */
+  private enqueueDependents(bd: BundleDeployment): void {
+    for (const dependent of this.bds.byIndex(DEPENDS_ON_INDEX, bd.metadata.name)) this.controller.enqueue(dependent.metadata.name);
+  }
+
   private enqueueLineage(bd: BundleDeployment): void {
     const lineage = lineageOf(bd);
     for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) this.controller.enqueue(other.metadata.name);
   }
+}
+
+function dependencyNames(bd: BundleDeployment): string[] {
+  return (bd.spec.dependsOn ?? []).map((d) => d.name);
 }

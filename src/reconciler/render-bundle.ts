@@ -18,6 +18,7 @@ import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 
 export interface RenderBundleDeps {
   store: ContentStore;
@@ -75,7 +76,7 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     Promise.all(
       spec.sources.map(async (src, i) => {
         const resolved = input.resolved[i];
-        if (!resolved) throw new HoistError(`source ${i} was not resolved`, { stage: 'fetch', reason: 'FetchFailed', code: 'internal', subject: `sources[${i}]`, terminal: false });
+        if (!resolved) throw reconcileError(`source ${i} was not resolved`, ReconcileCode.Internal, { stage: 'fetch', subject: `sources[${i}]`, terminal: false });
         let served: StoreOutcome | undefined;
         const credentials = await input.credentials(i);
         const ca = await input.ca?.(i);
@@ -120,7 +121,16 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
 
 /** a process failure names the processor (DESIGN §1: stage, subject and which processor) */
 function namedForProcessor(e: unknown, format: string): unknown {
-  if (!(e instanceof HoistError) || e.stage !== 'process') return e;
-  if (e.message.startsWith(`${format} processor: `)) return e;
-  return new HoistError(`${format} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+  if (!(e instanceof HoistError) || e.stage !== 'process' || e instanceof ProcessorFailure) return e;
+  return new ProcessorFailure(format, e);
+}
+
+/** A process failure whose message names the processor that raised it. */
+class ProcessorFailure extends HoistError {
+  constructor(
+    readonly processor: string,
+    e: HoistError,
+  ) {
+    super(`${processor} processor: ${e.message}`, { stage: e.stage, reason: e.reason, code: e.code, subject: e.subject, terminal: e.terminal, cause: e });
+  }
 }

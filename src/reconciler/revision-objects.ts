@@ -6,7 +6,7 @@
 import { splitHooks } from '../apply/hooks.ts';
 import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { HoistError } from '../util/errors.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 
 /** A rendered revision: the objects and where they came from. */
 export interface Rendered {
@@ -58,7 +58,7 @@ export class RevisionObjects {
     if (loaded?.number === rev.number) return loaded;
     const all = await this.store.load(name, rev);
     if (!all) {
-      throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-missing', subject: `revision ${rev.number}`, terminal: false });
+      throw reconcileError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, ReconcileCode.RevisionMissing, { stage: 'apply', subject: `revision ${rev.number}`, terminal: false });
     }
     const { managed, hooks } = splitHooks(all);
     const entry = { number: rev.number, objects: managed, hooks };

@@ -19,6 +19,7 @@ import type { SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
 import { getInScope, refNamespaceOf, refScope, secretKeyOf } from './credentials.ts';
 import { verifyKeysRefOf } from './public-keys.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 
 /** Keys of watched ConfigMaps carry this prefix where they share a set with Secret keys. */
 export const CONFIGMAP_KEY_PREFIX = 'configmap:';
@@ -66,16 +67,16 @@ export async function readSourceCA(client: KubeClient, controllerNamespace: stri
   const field = ca.kind === 'Secret' ? 'caSecretRef' : 'caConfigMapRef';
   const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${field} ${ca.ref.name}`);
   const what = `${ca.kind.toLowerCase()} ${scope.namespace}/${ca.ref.name}`;
-  const fail = (message: string, code: string, terminal: boolean): HoistError =>
-    new HoistError(message, { stage: 'resolve', reason: 'ResolveFailed', code, subject: `${field} ${what} key ${key}`, terminal });
+  const fail = (message: string, code: ReconcileCode, terminal: boolean): HoistError =>
+    reconcileError(message, code, { stage: 'resolve', subject: `${field} ${what} key ${key}`, terminal });
   const obj = await getInScope<KubeObject & { data?: Record<string, string>; binaryData?: Record<string, string> }>(scope, ca.kind, ca.ref.name);
-  if (!obj) throw fail(`${what} not found`, 'ca-not-found', false);
+  if (!obj) throw fail(`${what} not found`, ReconcileCode.CaNotFound, false);
   // Secret data is base64; a ConfigMap holds text in data (a PEM) or base64 in binaryData
   const raw = obj.data?.[key];
   const pem = raw === undefined ? decode(obj.binaryData?.[key]) : ca.kind === 'Secret' ? decode(raw) : raw;
-  if (pem === undefined) throw fail(`${what} has no key ${JSON.stringify(key)}`, 'ca-key-missing', true);
+  if (pem === undefined) throw fail(`${what} has no key ${JSON.stringify(key)}`, ReconcileCode.CaKeyMissing, true);
   const problem = caBundleProblem(pem);
-  if (problem) throw fail(`the CA bundle in ${what} key ${JSON.stringify(key)} ${problem}`, 'ca-invalid', true);
+  if (problem) throw fail(`the CA bundle in ${what} key ${JSON.stringify(key)} ${problem}`, ReconcileCode.CaInvalid, true);
   return { pem, ref: `${what} key ${key}` };
 }
 

@@ -14,6 +14,7 @@ import { DEFAULT_VALUES_KEY, type BundleDeployment, type HelmValuesReference } f
 import type { KubeObject } from '../kube/types.ts';
 import type { ValuesFromText } from '../processors/processor.ts';
 import { HoistError } from '../util/errors.ts';
+import { reconcileError, ReconcileCode, referenceCode } from './errors.ts';
 import { getInScope, refNamespaceOf, type RefScope } from './credentials.ts';
 
 type Holder = { data?: Record<string, string>; metadata: { name: string } };
@@ -44,17 +45,17 @@ export async function readValuesFrom(scope: RefScope, refs: readonly HelmValuesR
     const subject = `config.helm.valuesFrom[${i}] ${what}`;
     const obj = await objects.get(id)!.catch((e: unknown) => {
       // the forbidden error of getInScope names the object; say which entry needed it
-      if (e instanceof HoistError) throw new HoistError(e.message, { stage: e.stage, reason: e.reason, code: e.code, subject, terminal: e.terminal, cause: e });
+      if (e instanceof HoistError) throw new HoistError(e.message, { stage: e.stage, reason: e.reason, code: e.code, subject, terminal: e.terminal, cause: e }); // the same error, named by its entry
       throw e;
     });
     if (!obj) {
       if (ref.optional) continue;
-      throw new HoistError(`${what} not found`, { stage: 'resolve', reason: 'ResolveFailed', code: `${ref.kind.toLowerCase()}-not-found`, subject, terminal: false });
+      throw reconcileError(`${what} not found`, referenceCode(ref.kind, 'missing'), { stage: 'resolve', subject, terminal: false });
     }
     const raw = obj.data?.[key];
     if (raw === undefined) {
       if (ref.optional) continue;
-      throw new HoistError(`${what} has no key ${JSON.stringify(key)}`, { stage: 'resolve', reason: 'ResolveFailed', code: 'values-key-missing', subject, terminal: true });
+      throw reconcileError(`${what} has no key ${JSON.stringify(key)}`, ReconcileCode.ValuesKeyMissing, { stage: 'resolve', subject, terminal: true });
     }
     const text = ref.kind === 'Secret' ? Buffer.from(raw, 'base64').toString('utf8') : raw;
     out.push({ ref: `${what} key ${key}`, text, secret: ref.kind === 'Secret', ...(ref.targetPath ? { targetPath: ref.targetPath } : {}) });

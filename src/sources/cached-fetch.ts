@@ -15,7 +15,7 @@
  * not fail this one).
  */
 import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
-import { HoistError } from '../util/errors.ts';
+import { SourceCode, sourceError } from './errors.ts';
 
 /** how a fetch was served: from the store as is, after proving access, or by a download */
 export type StoreOutcome = 'hit' | 'proved' | 'downloaded';
@@ -77,5 +77,5 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
       return dir;
     }
   }
-  throw new HoistError('content kept leaving the store while it was fetched', { stage: 'fetch', reason: 'FetchFailed', code: 'cache-race', subject: f.subject, terminal: false });
+  throw sourceError('content kept leaving the store while it was fetched', { stage: 'fetch', code: SourceCode.CacheRace, subject: f.subject, terminal: false });
 }

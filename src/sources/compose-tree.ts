@@ -10,7 +10,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, normalize, sep } from 'node:path';
 import { describeFsError, verifyTree } from '../util/content-tree.ts';
-import { HoistError } from '../util/errors.ts';
+import { SourceCode, sourceError } from './errors.ts';
 
 export interface TreePart {
   dir: string;
@@ -25,7 +25,7 @@ export interface ComposedTree {
 function safeDestination(dest: string): string {
   const n = normalize(dest || '.');
   if (n.startsWith('/') || n === '..' || n.startsWith(`..${sep}`) || n.includes('\\')) {
-    throw new HoistError(`destination ${JSON.stringify(dest)} leaves the tree`, { stage: 'fetch', reason: 'FetchFailed', code: 'path-traversal', subject: dest, terminal: true });
+    throw sourceError(`destination ${JSON.stringify(dest)} leaves the tree`, { stage: 'fetch', code: SourceCode.PathTraversal, subject: dest, terminal: true });
   }
   return n === '.' ? '' : n;
 }
@@ -38,30 +38,29 @@ export async function composeTree(parts: readonly TreePart[], workDir = tmpdir()
   const withSignal = signal ? { signal } : {};
   const only = parts[0];
   if (parts.length === 1 && only && safeDestination(only.destination) === '') {
-    await verifyTree(only.dir, { stage: 'fetch', reason: 'FetchFailed', ...withSignal });
+    await verifyTree(only.dir, { stage: 'fetch', ...withSignal });
     return { root: only.dir, dispose: async () => {} };
   }
   const root = await mkdtemp(join(workDir, 'hoist-tree-')).catch((e: unknown) => {
-    throw new HoistError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, { stage: 'fetch', reason: 'FetchFailed', code: 'compose-failed', terminal: false, cause: e });
+    throw sourceError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, { stage: 'fetch', code: SourceCode.ComposeFailed, terminal: false, cause: e });
   });
   try {
     for (const p of parts) {
       const dest = safeDestination(p.destination);
       // each part first, so no copy can go through a link of an earlier part (parts hold no
       // links to directories once verified); the final check judges links where they ended up
-      await verifyTree(p.dir, { stage: 'fetch', reason: 'FetchFailed', ...(dest ? { prefix: dest } : {}), ...withSignal });
+      await verifyTree(p.dir, { stage: 'fetch', ...(dest ? { prefix: dest } : {}), ...withSignal });
       await cp(p.dir, join(root, dest), { recursive: true, verbatimSymlinks: true, force: true }).catch((e: unknown) => {
-        throw new HoistError(`cannot place a source at destination ${JSON.stringify(dest || '.')}: ${describeFsError(e)}`, {
+        throw sourceError(`cannot place a source at destination ${JSON.stringify(dest || '.')}: ${describeFsError(e)}`, {
           stage: 'fetch',
-          reason: 'FetchFailed',
-          code: 'compose-failed',
+          code: SourceCode.ComposeFailed,
           subject: dest || '.',
           terminal: false,
           cause: e,
         });
       });
     }
-    await verifyTree(root, { stage: 'fetch', reason: 'FetchFailed', ...withSignal });
+    await verifyTree(root, { stage: 'fetch', ...withSignal });
   } catch (e) {
     await rm(root, { recursive: true, force: true });
     throw e;

@@ -10,6 +10,7 @@
 import { ANNOTATION_CREDENTIAL_HOSTS } from '../../api/v1alpha2/types.ts';
 import { HoistError, redactUrl } from '../util/errors.ts';
 import type { Credentials } from './source.ts';
+import { SourceCode, sourceError } from './errors.ts';
 
 /** `host:port` of a URL, lowercase, with the scheme's default port spelled out */
 export function hostPort(url: URL): string {
@@ -35,13 +36,13 @@ export function parseHostEntry(entry: string): string | undefined {
 export function credentialsForUrl(credentials: Credentials | undefined, url: URL, stage: 'resolve' | 'fetch'): Credentials | undefined {
   if (!credentials) return undefined;
   const secret = credentials.secret ? `secret ${credentials.secret}` : 'the auth secret';
-  const fail = (message: string, code: string): HoistError =>
-    new HoistError(message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code, subject: redactUrl(url.toString()), terminal: true });
-  if (url.protocol !== 'https:') throw fail(`credentials are sent only over https; ${secret} is not used for an http:// url`, 'insecure-credentials');
+  const fail = (message: string, code: SourceCode): HoistError =>
+    sourceError(message, { stage, code, subject: redactUrl(url.toString()), terminal: true });
+  if (url.protocol !== 'https:') throw fail(`credentials are sent only over https; ${secret} is not used for an http:// url`, SourceCode.InsecureCredentials);
   // malformed entries (a URL, a path) bind nothing
   const hosts = (credentials.hosts ?? []).map(parseHostEntry).filter((h): h is string => h !== undefined);
-  if (hosts.length === 0) throw fail(`${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS} (host or host:port, comma-separated)`, 'credential-hosts-missing');
+  if (hosts.length === 0) throw fail(`${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS} (host or host:port, comma-separated)`, SourceCode.CredentialHostsMissing);
   const here = hostPort(url);
-  if (!hosts.includes(here)) throw fail(`${secret} is not bound to host ${here} (annotation ${ANNOTATION_CREDENTIAL_HOSTS})`, 'credential-host-mismatch');
+  if (!hosts.includes(here)) throw fail(`${secret} is not bound to host ${here} (annotation ${ANNOTATION_CREDENTIAL_HOSTS})`, SourceCode.CredentialHostMismatch);
   return credentials;
 }

@@ -30,8 +30,9 @@ import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
 import { fetchThroughStore } from './cached-fetch.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
 import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './http/deadline.ts';
-import { basicAuth, discard, headerValue, HttpTransport, networkError, reasonFor, type SendResponse, type SourceStage, type TransportOptions } from './http/transport.ts';
+import { basicAuth, discard, headerValue, HttpTransport, networkError, type SendResponse, type SourceStage, type TransportOptions } from './http/transport.ts';
 import type { Credentials, Resolved, Source, SourceContext } from './source.ts';
+import { SourceCode, sourceError } from './errors.ts';
 
 export interface HttpSourceOptions extends TransportOptions {
   /**
@@ -121,7 +122,7 @@ export class HttpSource implements Source {
     const subject = redactUrl(url.toString());
     const expected = resolved.key.startsWith('sha256:') ? resolved.key.slice('sha256:'.length) : undefined;
     if (!expected || !/^[0-9a-f]{64}$/.test(expected)) {
-      throw new HoistError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, { stage: 'fetch', reason: 'FetchFailed', code: 'bad-resolution', subject, terminal: true });
+      throw sourceError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, { stage: 'fetch', code: SourceCode.BadResolution, subject, terminal: true });
     }
     const auth = authorization(credentialsForUrl(ctx.credentials, url, 'fetch'));
     const t = this.transport.withCA(ctx.ca?.pem);
@@ -137,12 +138,12 @@ export class HttpSource implements Source {
           if (res.status !== 200) throw await statusError(res, url, 'fetch');
           const actual = await this.unpackBody(res, tmp, subject, signal, 'fetch');
           if (actual !== expected) {
-            throw new HoistError(
+            throw sourceError(
               resolved.pinned
                 ? `digest mismatch: spec pins sha256 ${expected}, server sent sha256 ${actual}`
                 : `content changed since it was resolved: expected sha256 ${expected}, server sent sha256 ${actual}`,
               // a pin mismatch needs a spec change; an unpinned change needs a new resolve, which retrying triggers
-              { stage: 'fetch', reason: 'FetchFailed', code: 'digest-mismatch', subject, terminal: resolved.pinned },
+              { stage: 'fetch', code: SourceCode.DigestMismatch, subject, terminal: resolved.pinned },
             );
           }
         },
@@ -197,26 +198,26 @@ export class HttpSource implements Source {
 /** The spec's URL (userinfo is refused by the CRD and here) and its pin. */
 function parseSpec(spec: SourceSpec): { url: URL; pin: string | undefined } {
   const http = spec.http;
-  const fail = (message: string, code: string, subject?: string): HoistError =>
-    new HoistError(message, { stage: 'spec', reason: 'InvalidSpec', code, subject, terminal: true });
-  if (spec.kind !== 'http' || !http?.url) throw fail('http source needs http.url', 'invalid-source');
+  const fail = (message: string, code: SourceCode, subject?: string): HoistError =>
+    sourceError(message, { stage: 'spec', code, subject, terminal: true });
+  if (spec.kind !== 'http' || !http?.url) throw fail('http source needs http.url', SourceCode.InvalidSource);
   let url: URL;
   try {
     url = new URL(http.url);
   } catch {
-    throw fail('http.url is not a valid URL', 'invalid-url', redactUrl(http.url));
+    throw fail('http.url is not a valid URL', SourceCode.InvalidUrl, redactUrl(http.url));
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw fail(`http.url must be http or https, not ${url.protocol}`, 'invalid-url', redactUrl(http.url));
+    throw fail(`http.url must be http or https, not ${url.protocol}`, SourceCode.InvalidUrl, redactUrl(http.url));
   }
   if (url.username !== '' || url.password !== '') {
     // credentials in the URL would reach status and logs; they belong in a Secret
-    throw fail('http.url must not contain credentials; use auth.secretRef', 'credentials-in-url', redactUrl(http.url));
+    throw fail('http.url must not contain credentials; use auth.secretRef', SourceCode.CredentialsInUrl, redactUrl(http.url));
   }
   let pin: string | undefined;
   if (http.sha256 !== undefined && http.sha256 !== '') {
     pin = http.sha256.toLowerCase();
-    if (!/^[0-9a-f]{64}$/.test(pin)) throw fail('http.sha256 must be 64 hex digits', 'invalid-digest', redactUrl(http.url));
+    if (!/^[0-9a-f]{64}$/.test(pin)) throw fail('http.sha256 must be 64 hex digits', SourceCode.InvalidDigest, redactUrl(http.url));
   }
   return { url, pin };
 }
@@ -248,12 +249,11 @@ async function statusError(res: SendResponse, requested: URL, stage: SourceStage
   await res.body.dump().catch(() => undefined);
   const s = res.status;
   const answer = classifyStatus(s);
-  const code = answer === 'unauthorized' || answer === 'forbidden' || answer === 'not-found' ? answer : 'http-status';
+  const code = answer === 'unauthorized' || answer === 'forbidden' || answer === 'not-found' ? answer : SourceCode.HttpStatus;
   const text = (STATUS_CODES[s] ?? 'unknown status').toLowerCase();
   const redirected = res.url.toString() !== requested.toString() ? ` (after redirect to ${redactUrl(res.url.toString())})` : '';
-  return new HoistError(`http ${s} ${text}${redirected}`, {
+  return sourceError(`http ${s} ${text}${redirected}`, {
     stage,
-    reason: reasonFor(stage),
     code,
     subject: redactUrl(requested.toString()),
     terminal: retryCannotHelp(s),

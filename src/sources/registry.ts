@@ -5,11 +5,11 @@
 import type { SourceKind } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
 import type { HostCAs } from './http/ca-dir.ts';
-import { HoistError } from '../util/errors.ts';
 import { GitSource, type GitSourceOptions } from './git/git-source.ts';
 import { HttpSource, type HttpSourceOptions } from './http-source.ts';
 import { ImageSource, type ImageSourceOptions } from './image/image-source.ts';
 import type { Source } from './source.ts';
+import { SourceCode, sourceError } from './errors.ts';
 
 export interface SourceRegistry {
   /** the source for a kind; a terminal spec error for a kind nobody registered */
@@ -39,8 +39,8 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
     sourceFor(kind) {
       const s = sources.get(kind as SourceKind);
       if (!s) {
-        throw new HoistError(`no source is registered for kind ${JSON.stringify(kind)}`, {
-          stage: 'spec', reason: 'InvalidSpec', code: 'unsupported-source', terminal: true,
+        throw sourceError(`no source is registered for kind ${JSON.stringify(kind)}`, {
+          stage: 'spec', code: SourceCode.UnsupportedSource, terminal: true,
         });
       }
       return s;

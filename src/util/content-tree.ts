@@ -23,7 +23,7 @@
 import { constants as fsConstants, type Dirent, type Stats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HoistError, type Stage } from './errors.ts';
+import { ContentCode, HoistError, type FailureReason, type Stage } from './errors.ts';
 
 /** Links followed before a chain counts as a loop (Linux's own limit): the budget per chain. */
 export const MAX_SYMLINK_HOPS = 40;
@@ -35,12 +35,19 @@ export const MAX_SYMLINK_HOPS = 40;
  */
 export const DEFAULT_MAX_LINKS = 10_000;
 
-export type ContainmentCode = 'symlink-escape' | 'not-a-regular-file' | 'special-file' | 'not-found' | 'too-large' | 'too-many-links' | 'read-error';
+export type ContainmentCode =
+  | typeof ContentCode.SymlinkEscape
+  | typeof ContentCode.NotARegularFile
+  | typeof ContentCode.SpecialFile
+  | typeof ContentCode.NotFound
+  | typeof ContentCode.TooLarge
+  | typeof ContentCode.TooManyLinks
+  | typeof ContentCode.ReadError;
 
 export interface TreeErrorContext {
   stage: Stage;
-  /** condition reason of the errors, e.g. FetchFailed, ProcessFailed */
-  reason: string;
+  /** condition reason of the errors when narrower than the stage's, e.g. UnpackFailed */
+  reason?: FailureReason;
   /** names the tree's owner in messages, e.g. "plain processor"; optional */
   who?: string;
 }
@@ -138,7 +145,7 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
   let hops = 0;
   let via: string | undefined;
   const escape = (why: string): ContainmentProblem =>
-    new ContainmentProblem('symlink-escape', prefix + rel, `${via === undefined ? `path ${show(rel)}` : `symlink ${show(via)}`} ${why}`);
+    new ContainmentProblem(ContentCode.SymlinkEscape, prefix + rel, `${via === undefined ? `path ${show(rel)}` : `symlink ${show(via)}`} ${why}`);
   let stats: Stats | undefined;
   while (pending.length > 0) {
     const part = pending.shift()!;
@@ -157,12 +164,12 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
     }
     const st = await lstatOrUndefined(join(root, ...stack));
     if (st === undefined) {
-      if (via === undefined) throw new ContainmentProblem('not-found', prefix + rel, `${show(rel)} does not exist`, true);
-      throw new ContainmentProblem('not-found', prefix + rel, `symlink ${show(via)} points to ${show(cur)}, which does not exist in the content tree`);
+      if (via === undefined) throw new ContainmentProblem(ContentCode.NotFound, prefix + rel, `${show(rel)} does not exist`, true);
+      throw new ContainmentProblem(ContentCode.NotFound, prefix + rel, `symlink ${show(via)} points to ${show(cur)}, which does not exist in the content tree`);
     }
     if (!st.isSymbolicLink()) {
       if (st.isDirectory()) dirs.add(cur);
-      else if (pending.some((p) => p !== '' && p !== '.')) throw new ContainmentProblem('not-found', prefix + rel, `${show(cur)} is not a directory`);
+      else if (pending.some((p) => p !== '' && p !== '.')) throw new ContainmentProblem(ContentCode.NotFound, prefix + rel, `${show(cur)} is not a directory`);
       stats = st;
       continue;
     }
@@ -185,7 +192,7 @@ async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, 
     const linked = r.path !== rel;
     const what = kindOf(r.stats);
     throw new ContainmentProblem(
-      r.stats.isDirectory() ? 'not-a-regular-file' : 'special-file',
+      r.stats.isDirectory() ? ContentCode.NotARegularFile : ContentCode.SpecialFile,
       prefix + rel,
       linked ? `symlink ${quote(prefix + rel)} points to ${quote(prefix + r.path || '.')}, which is ${what}; links must end at a regular file in the content tree` : `${quote(prefix + rel)} is ${what}`,
     );
@@ -195,7 +202,7 @@ async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, 
 
 function toHoistError(p: ContainmentProblem, ctx: TreeErrorContext): HoistError {
   const message = ctx.who ? `${ctx.who}: ${p.message}` : p.message;
-  return new HoistError(message, { stage: ctx.stage, reason: ctx.reason, code: p.code, subject: p.path, terminal: true });
+  return new HoistError(message, { stage: ctx.stage, ...(ctx.reason ? { reason: ctx.reason } : {}), code: p.code, subject: p.path, terminal: true });
 }
 
 export interface VerifyResult {
@@ -239,7 +246,7 @@ export async function verifyTree(
     try {
       entries = await readdir(dirRel === '' ? root : join(root, dirRel), { withFileTypes: true });
     } catch (e) {
-      throw fail('read-error', dirRel || '.', `cannot read directory ${quote(prefix + (dirRel || '.'))}: ${describeFsError(e)}`);
+      throw fail(ContentCode.ReadError, dirRel || '.', `cannot read directory ${quote(prefix + (dirRel || '.'))}: ${describeFsError(e)}`);
     }
     // bytewise order: the first problem reported is the same on every run
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
@@ -249,26 +256,26 @@ export async function verifyTree(
         await walk(rel);
       } else if (entry.isSymbolicLink()) {
         if (++result.symlinks > maxLinks) {
-          throw fail('too-many-links', rel, `more than ${maxLinks} symlinks in the content tree (the limit per tree), at ${quote(prefix + rel)}`);
+          throw fail(ContentCode.TooManyLinks, rel, `more than ${maxLinks} symlinks in the content tree (the limit per tree), at ${quote(prefix + rel)}`);
         }
         ctx.signal?.throwIfAborted();
         try {
           await resolveFileInTree(root, rel, dirs, prefix);
         } catch (e) {
-          if (!(e instanceof ContainmentProblem)) throw fail('read-error', rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          if (!(e instanceof ContainmentProblem)) throw fail(ContentCode.ReadError, rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
           problems.push(new ContainmentProblem(e.code, prefix + rel, e.message));
         }
       } else if (entry.isFile()) {
         result.files++;
         if (ctx.limits?.maxFileBytes !== undefined || ctx.limits?.maxTotalBytes !== undefined) {
           const size = (await lstat(join(root, rel)).catch((e: unknown) => {
-            throw fail('read-error', rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
+            throw fail(ContentCode.ReadError, rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
           })).size;
           result.bytes += size;
           checkSize(ctx.limits, prefix + rel, size, result.bytes, (code, m) => fail(code, rel, m));
         }
       } else {
-        throw fail('special-file', rel, `${quote(prefix + rel)} is a special file (fifo, socket or device); only regular files, directories and symlinks to files are allowed`);
+        throw fail(ContentCode.SpecialFile, rel, `${quote(prefix + rel)} is a special file (fifo, socket or device); only regular files, directories and symlinks to files are allowed`);
       }
     }
   };
@@ -283,14 +290,14 @@ export async function verifyTree(
   return result;
 }
 
-const SEVERITY: readonly ContainmentCode[] = ['symlink-escape', 'special-file', 'not-a-regular-file', 'not-found', 'too-large', 'too-many-links', 'read-error'];
+const SEVERITY: readonly ContainmentCode[] = [ContentCode.SymlinkEscape, ContentCode.SpecialFile, ContentCode.NotARegularFile, ContentCode.NotFound, ContentCode.TooLarge, ContentCode.TooManyLinks, ContentCode.ReadError];
 
 function checkSize(limits: TreeLimits | undefined, rel: string, size: number, total: number, fail: (code: ContainmentCode, m: string) => HoistError): void {
   if (limits?.maxFileBytes !== undefined && size > limits.maxFileBytes) {
-    throw fail('too-large', `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(limits.maxFileBytes)} per file`);
+    throw fail(ContentCode.TooLarge, `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(limits.maxFileBytes)} per file`);
   }
   if (limits?.maxTotalBytes !== undefined && total > limits.maxTotalBytes) {
-    throw fail('too-large', `files add up to more than the limit of ${formatBytes(limits.maxTotalBytes)} (at ${quote(rel)})`);
+    throw fail(ContentCode.TooLarge, `files add up to more than the limit of ${formatBytes(limits.maxTotalBytes)} (at ${quote(rel)})`);
   }
 }
 
@@ -340,7 +347,7 @@ export class ContentTree {
         if (e.absent) return undefined;
         throw toHoistError(e, this.ctx);
       }
-      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+      throw this.error(ContentCode.ReadError, rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
     }
   }
 
@@ -350,18 +357,18 @@ export class ContentTree {
     if (r === undefined) return undefined;
     const max = opts.maxBytes ?? this.ctx.limits.maxFileBytes;
     const tooLarge = (size: number | string): HoistError =>
-      this.error('too-large', rel, `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(max)} per file`);
+      this.error(ContentCode.TooLarge, rel, `${quote(rel)} is ${size} bytes, over the limit of ${formatBytes(max)} per file`);
     if (r.stats.size > max) throw tooLarge(r.stats.size);
     let fh;
     try {
       // O_NOFOLLOW: the resolved path has no links; refuse one planted since
       fh = await open(join(this.root, r.path), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     } catch (e) {
-      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+      throw this.error(ContentCode.ReadError, rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
     }
     try {
       const st = await fh.stat();
-      if (!st.isFile()) throw this.error('special-file', rel, `${quote(rel)} is ${kindOf(st)}`);
+      if (!st.isFile()) throw this.error(ContentCode.SpecialFile, rel, `${quote(rel)} is ${kindOf(st)}`);
       // read until EOF, never more than max+1 bytes: the cap holds whatever the size said
       const chunks: Buffer[] = [];
       let n = 0;
@@ -379,12 +386,12 @@ export class ContentTree {
       if (n > max) throw tooLarge(`more than ${max}`);
       this.bytesRead += n;
       if (this.bytesRead > this.ctx.limits.maxTotalBytes) {
-        throw this.error('too-large', rel, `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`);
+        throw this.error(ContentCode.TooLarge, rel, `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`);
       }
       return Buffer.concat(chunks, n);
     } catch (e) {
       if (e instanceof HoistError) throw e;
-      throw this.error('read-error', rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
+      throw this.error(ContentCode.ReadError, rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);
     } finally {
       await fh.close();
     }
@@ -393,7 +400,7 @@ export class ContentTree {
   /** The file's bytes; a missing file is a read-error naming it. */
   async read(rel: string, opts: ReadOptions = {}): Promise<Buffer> {
     const b = await this.readOptional(rel, opts);
-    if (b === undefined) throw this.error('not-found', rel, `${quote(rel)} does not exist`);
+    if (b === undefined) throw this.error(ContentCode.NotFound, rel, `${quote(rel)} does not exist`);
     return b;
   }
 
@@ -417,16 +424,16 @@ export class ContentTree {
           if (e.absent) return undefined;
           throw toHoistError(e, this.ctx);
         }
-        throw this.error('read-error', rel, `cannot read directory ${quote(rel)}: ${describeFsError(e)}`);
+        throw this.error(ContentCode.ReadError, rel, `cannot read directory ${quote(rel)}: ${describeFsError(e)}`);
       }
-      if (r.path !== rel) throw this.error('not-a-regular-file', rel, `${quote(rel)} is a symlink to a directory; links must end at a regular file in the content tree`);
+      if (r.path !== rel) throw this.error(ContentCode.NotARegularFile, rel, `${quote(rel)} is a symlink to a directory; links must end at a regular file in the content tree`);
       if (!r.stats.isDirectory()) return undefined;
     }
     try {
       const entries = await readdir(rel === '' || rel === '.' ? this.root : join(this.root, rel), { withFileTypes: true });
       return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (e) {
-      throw this.error('read-error', rel || '.', `cannot read directory ${quote(rel || '.')}: ${describeFsError(e)}`);
+      throw this.error(ContentCode.ReadError, rel || '.', `cannot read directory ${quote(rel || '.')}: ${describeFsError(e)}`);
     }
   }
 }

@@ -6,13 +6,69 @@
  */
 export type Stage = 'resolve' | 'fetch' | 'process' | 'apply' | 'observe' | 'spec';
 
-export interface HoistErrorInit {
+/**
+ * The condition reason each stage's failures report, written once: every HoistError's reason is
+ * this unless it names one of the narrower reasons below.
+ */
+const STAGE_REASON = {
+  resolve: 'ResolveFailed',
+  fetch: 'FetchFailed',
+  process: 'ProcessFailed',
+  apply: 'ApplyFailed',
+  // a revision that did not become ready in time failed its apply
+  observe: 'ApplyFailed',
+  spec: 'InvalidSpec',
+} as const satisfies Record<Stage, string>;
+
+/** Narrower reasons a failure may carry instead of its stage's. */
+export const FailureReason = {
+  Aborted: 'Aborted',
+  ConflictingOwner: 'ConflictingOwner',
+  InvalidConfig: 'InvalidConfig',
+  PruneFailed: 'PruneFailed',
+  UnpackFailed: 'UnpackFailed',
+  UnsafeCRDUpgrade: 'UnsafeCRDUpgrade',
+  VerificationFailed: 'VerificationFailed',
+} as const;
+
+export type FailureReason = (typeof STAGE_REASON)[Stage] | (typeof FailureReason)[keyof typeof FailureReason];
+
+export function reasonFor(stage: Stage): FailureReason {
+  return STAGE_REASON[stage];
+}
+
+/**
+ * Codes shared by every layer that reads content trees and archives (util/content-tree.ts,
+ * util/tar-tree-writer.ts, util/unpack-tar.ts) and by generic failures. Each layer adds its own
+ * vocabulary next to it (sources/errors.ts, processors/errors.ts, apply/errors.ts,
+ * reconciler/errors.ts); code literals live only in those modules.
+ */
+export const ContentCode = {
+  Aborted: 'aborted',
+  BadArchive: 'bad-archive',
+  Cancelled: 'cancelled',
+  HardlinkEscape: 'hardlink-escape',
+  LinkRefused: 'link-refused',
+  NotARegularFile: 'not-a-regular-file',
+  NotFound: 'not-found',
+  PathTraversal: 'path-traversal',
+  ReadError: 'read-error',
+  SpecialFile: 'special-file',
+  SymlinkEscape: 'symlink-escape',
+  TooLarge: 'too-large',
+  TooManyFiles: 'too-many-files',
+  TooManyLinks: 'too-many-links',
+  Unknown: 'unknown',
+} as const;
+export type ContentCode = (typeof ContentCode)[keyof typeof ContentCode];
+
+export interface HoistErrorInit<C extends string = string> {
   stage: Stage;
-  /** condition reason, e.g. FetchFailed, ProcessFailed, ApplyFailed, ConflictingOwner */
-  reason: string;
-  /** machine-readable code, e.g. http-status, digest-mismatch, path-traversal */
-  code: string;
-  subject?: string;
+  /** the condition reason when narrower than the stage's (reasonFor) */
+  reason?: FailureReason;
+  /** machine-readable code from a layer's vocabulary, e.g. http-status, digest-mismatch */
+  code: C;
+  subject?: string | undefined;
   /** true: a bad bundle or spec, retrying cannot help until something changes */
   terminal: boolean;
   cause?: unknown;
@@ -20,7 +76,7 @@ export interface HoistErrorInit {
 
 export class HoistError extends Error {
   readonly stage: Stage;
-  readonly reason: string;
+  readonly reason: FailureReason;
   readonly code: string;
   readonly subject: string | undefined;
   readonly terminal: boolean;
@@ -29,7 +85,7 @@ export class HoistError extends Error {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = 'HoistError';
     this.stage = init.stage;
-    this.reason = init.reason;
+    this.reason = init.reason ?? reasonFor(init.stage);
     this.code = init.code;
     this.subject = init.subject;
     this.terminal = init.terminal;
@@ -39,6 +95,34 @@ export class HoistError extends Error {
   describe(): string {
     return this.subject ? `${this.stage} ${this.subject}: ${this.message}` : `${this.stage}: ${this.message}`;
   }
+
+  /** True when this failure has the code `code` (typed: only codes of a vocabulary). */
+  is<C extends string>(code: C): boolean {
+    return this.code === code;
+  }
+
+  /** The same failure reported at another stage (and that stage's reason). */
+  atStage(stage: Stage): HoistError {
+    if (stage === this.stage) return this;
+    return new HoistError(this.message, { stage, code: this.code, subject: this.subject, terminal: this.terminal, cause: this.cause });
+  }
+}
+
+/**
+ * Work stopped because its signal fired (the controller stopping, leadership lost), not because
+ * what it worked on failed: never terminal, never a reason to mark a revision failed. Whoever
+ * runs next does the work again; each step leaves nothing it cannot finish.
+ */
+export class CancelledError extends HoistError {
+  constructor(what: string, init: { stage: Stage; reason?: FailureReason; subject?: string | undefined; cause?: unknown }) {
+    super(`${what}: cancelled`, { ...init, code: ContentCode.Cancelled, terminal: false });
+    this.name = 'CancelledError';
+  }
+}
+
+/** throws a CancelledError for `what` when the signal has fired */
+export function throwIfCancelled(signal: AbortSignal | undefined, what: string, init: { stage: Stage; reason?: FailureReason; subject?: string }): void {
+  if (signal?.aborted) throw new CancelledError(what, { ...init, cause: signal.reason });
 }
 
 export function isHoistError(e: unknown): e is HoistError {

@@ -10,7 +10,7 @@ import { constants as fsConstants } from 'node:fs';
 import { lstat, mkdir, open, readdir, rm, symlink, link, unlink, type FileHandle } from 'node:fs/promises';
 import { posix, join } from 'node:path';
 import type * as tar from 'tar-stream';
-import { HoistError } from './errors.ts';
+import { ContentCode, FailureReason, HoistError } from './errors.ts';
 import { ContainmentProblem, resolveInTree } from './content-tree.ts';
 import type { UnpackLimits } from './unpack-tar.ts';
 
@@ -57,15 +57,15 @@ export class TreeWriter {
         case 'symlink':
         case 'link':
           if (!this.allowLinks) {
-            throw unpackError('link-refused', `entry ${quote(h.name)} is a ${h.type === 'link' ? 'hard link' : 'symlink'}; this archive may hold regular files and directories only`, this.subject);
+            throw unpackError(ContentCode.LinkRefused, `entry ${quote(h.name)} is a ${h.type === 'link' ? 'hard link' : 'symlink'}; this archive may hold regular files and directories only`, this.subject);
           }
           return h.type === 'link' ? await this.hardlink(rel, h.name, h.linkname ?? '') : await this.symlink(rel, h.name, h.linkname ?? '');
         case 'character-device':
         case 'block-device':
         case 'fifo':
-          throw unpackError('special-file', `entry ${quote(h.name)} is a ${h.type}; device and fifo files are refused`, this.subject);
+          throw unpackError(ContentCode.SpecialFile, `entry ${quote(h.name)} is a ${h.type}; device and fifo files are refused`, this.subject);
         default:
-          throw unpackError('bad-archive', `entry ${quote(h.name)} has unsupported type ${h.type}`, this.subject);
+          throw unpackError(ContentCode.BadArchive, `entry ${quote(h.name)} has unsupported type ${h.type}`, this.subject);
       }
     } finally {
       // the extractor waits for every entry's data to be drained before the next header
@@ -90,16 +90,16 @@ export class TreeWriter {
   private count(name: string): void {
     this.files++;
     if (this.files > this.limits.maxFiles) {
-      throw unpackError('too-many-files', `archive has more than ${this.limits.maxFiles} entries (at ${quote(name)})`, this.subject);
+      throw unpackError(ContentCode.TooManyFiles, `archive has more than ${this.limits.maxFiles} entries (at ${quote(name)})`, this.subject);
     }
   }
 
   /** Normalises an entry name to a dest-relative path; undefined for the root. */
   private safePath(name: string): string | undefined {
-    if (name.includes('\0')) throw unpackError('bad-archive', `entry name ${quote(name)} contains a nul byte`, this.subject);
-    if (name.startsWith('/')) throw unpackError('path-traversal', `entry ${quote(name)} has an absolute path`, this.subject);
+    if (name.includes('\0')) throw unpackError(ContentCode.BadArchive, `entry name ${quote(name)} contains a nul byte`, this.subject);
+    if (name.startsWith('/')) throw unpackError(ContentCode.PathTraversal, `entry ${quote(name)} has an absolute path`, this.subject);
     const parts = name.split('/').filter((p) => p !== '' && p !== '.');
-    if (parts.includes('..')) throw unpackError('path-traversal', `entry ${quote(name)} contains a ".." segment`, this.subject);
+    if (parts.includes('..')) throw unpackError(ContentCode.PathTraversal, `entry ${quote(name)} contains a ".." segment`, this.subject);
     return parts.length === 0 ? undefined : parts.join('/');
   }
 
@@ -129,10 +129,10 @@ export class TreeWriter {
     if (!made) {
       const st = await lstat(abs);
       if (st.isSymbolicLink()) {
-        throw unpackError('path-traversal', `entry ${quote(name)} goes through symlink ${quote(rel)}`, this.subject);
+        throw unpackError(ContentCode.PathTraversal, `entry ${quote(name)} goes through symlink ${quote(rel)}`, this.subject);
       }
       if (!st.isDirectory()) {
-        throw unpackError('bad-archive', `entry ${quote(name)} needs ${quote(rel)} to be a directory, but it is a file`, this.subject);
+        throw unpackError(ContentCode.BadArchive, `entry ${quote(name)} needs ${quote(rel)} to be a directory, but it is a file`, this.subject);
       }
     }
     this.dirs.add(rel);
@@ -173,21 +173,21 @@ export class TreeWriter {
   /** `size`: the current file's size (from its header, or written so far); this.bytes excludes it */
   private checkSize(name: string, size: number): void {
     if (size > this.limits.maxFileBytes) {
-      throw unpackError('too-large', `entry ${quote(name)} is larger than ${this.limits.maxFileBytes} bytes`, this.subject);
+      throw unpackError(ContentCode.TooLarge, `entry ${quote(name)} is larger than ${this.limits.maxFileBytes} bytes`, this.subject);
     }
     if (this.bytes + size > this.limits.maxTotalBytes) {
-      throw unpackError('too-large', `archive content exceeds ${this.limits.maxTotalBytes} bytes (at ${quote(name)})`, this.subject);
+      throw unpackError(ContentCode.TooLarge, `archive content exceeds ${this.limits.maxTotalBytes} bytes (at ${quote(name)})`, this.subject);
     }
   }
 
   private async symlink(rel: string, name: string, target: string): Promise<void> {
-    if (target === '') throw unpackError('bad-archive', `symlink ${quote(name)} has an empty target`, this.subject);
+    if (target === '') throw unpackError(ContentCode.BadArchive, `symlink ${quote(name)} has an empty target`, this.subject);
     if (target.startsWith('/')) {
-      throw unpackError('symlink-escape', `symlink ${quote(name)} points to absolute path ${quote(target)}`, this.subject);
+      throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(name)} points to absolute path ${quote(target)}`, this.subject);
     }
     const resolved = posix.normalize(posix.join(posix.dirname(rel), target));
     if (resolved === '..' || resolved.startsWith('../')) {
-      throw unpackError('symlink-escape', `symlink ${quote(name)} points outside the tree (${quote(target)})`, this.subject);
+      throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(name)} points outside the tree (${quote(target)})`, this.subject);
     }
     await this.parents(rel, name);
     await this.clear(rel);
@@ -198,7 +198,7 @@ export class TreeWriter {
 
   private async hardlink(rel: string, name: string, linkname: string): Promise<void> {
     const escape = (why: string): HoistError =>
-      unpackError('hardlink-escape', `hardlink ${quote(name)} ${why} (${quote(linkname)})`, this.subject);
+      unpackError(ContentCode.HardlinkEscape, `hardlink ${quote(name)} ${why} (${quote(linkname)})`, this.subject);
     if (linkname.startsWith('/')) throw escape('points to an absolute path');
     const parts = linkname.split('/').filter((p) => p !== '' && p !== '.');
     if (parts.length === 0 || parts.includes('..')) throw escape('points outside the tree');
@@ -206,7 +206,7 @@ export class TreeWriter {
     // the target's parents must be real directories too, or link() would follow a symlink out
     await this.parents(target, name);
     const st = await lstatOrUndefined(join(this.dest, target));
-    if (!st) throw unpackError('bad-archive', `hardlink ${quote(name)} points to missing entry ${quote(linkname)}`, this.subject);
+    if (!st) throw unpackError(ContentCode.BadArchive, `hardlink ${quote(name)} points to missing entry ${quote(linkname)}`, this.subject);
     if (!st.isFile()) throw escape('must point to a regular file');
     await this.parents(rel, name);
     await this.clear(rel);
@@ -228,7 +228,7 @@ export class TreeWriter {
     }
     const name = base.slice(WHITEOUT_PREFIX.length);
     // `.wh..` and `.wh...` would name the directory itself or its parent: a whiteout removes one entry of its own directory
-    if (name === '' || name === '.' || name === '..') throw unpackError('bad-archive', `whiteout ${quote(rel)} names ${quote(name)}, not an entry of its directory`, this.subject);
+    if (name === '' || name === '.' || name === '..') throw unpackError(ContentCode.BadArchive, `whiteout ${quote(rel)} names ${quote(name)}, not an entry of its directory`, this.subject);
     const victim = dir === '' ? name : `${dir}/${name}`;
     if (!this.created.has(victim)) await this.clear(victim);
   }
@@ -257,7 +257,7 @@ export class TreeWriter {
       await resolveInTree(this.dest, rel);
     } catch (e) {
       if (!(e instanceof ContainmentProblem)) throw e;
-      if (e.code === 'symlink-escape') throw unpackError('symlink-escape', `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
+      if (e.code === ContentCode.SymlinkEscape) throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
     }
   }
 }
@@ -287,5 +287,5 @@ function errnoCode(e: unknown): unknown {
 
 /** An unpack refusal: terminal, stage 'fetch', reason UnpackFailed. */
 export function unpackError(code: string, message: string, subject: string | undefined, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'fetch', reason: 'UnpackFailed', code, subject, terminal: true, cause });
+  return new HoistError(message, { stage: 'fetch', reason: FailureReason.UnpackFailed, code, subject, terminal: true, cause });
 }

@@ -26,7 +26,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import * as zlib from 'node:zlib';
 import * as tar from 'tar-stream';
-import { HoistError } from './errors.ts';
+import { ContentCode, HoistError } from './errors.ts';
 import { TreeWriter, unpackError } from './tar-tree-writer.ts';
 
 export interface UnpackLimits {
@@ -81,7 +81,7 @@ const GZIP_MAGIC = [0x1f, 0x8b];
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
 
 type ZstdFactory = () => Transform;
-/** Node's zstd decompressor, when this Node has one (24+ does; older ones report 'bad-archive'). */
+/** Node's zstd decompressor, when this Node has one (24+ does; older ones report ContentCode.BadArchive). */
 const createZstdDecompress: ZstdFactory | undefined = (zlib as { createZstdDecompress?: ZstdFactory }).createZstdDecompress;
 
 /** True when zstd-compressed archives can be unpacked by this Node. */
@@ -153,7 +153,7 @@ export async function unpackTar(
   const stages: Transform[] = [];
   if (compression === 'gzip') stages.push(zlib.createGunzip());
   if (compression === 'zstd') {
-    if (!createZstdDecompress) throw unpackError('bad-archive', 'zstd-compressed archive, but this node has no zstd decoder', subject);
+    if (!createZstdDecompress) throw unpackError(ContentCode.BadArchive, 'zstd-compressed archive, but this node has no zstd decoder', subject);
     stages.push(createZstdDecompress());
   }
   stages.push(new ByteLimit(limits.maxArchiveBytes, subject));
@@ -212,7 +212,7 @@ export async function unpackTar(
   if (refusal) throw refusal;
   const first = errors[0];
   const message = first instanceof Error ? first.message : String(first);
-  throw unpackError('bad-archive', `not a valid ${compression === 'none' ? 'tar' : `${compression} tar`} archive: ${lower(message)}`, subject, first);
+  throw unpackError(ContentCode.BadArchive, `not a valid ${compression === 'none' ? 'tar' : `${compression} tar`} archive: ${lower(message)}`, subject, first);
 }
 
 function resolveLimits(partial: Partial<UnpackLimits> | undefined): Required<UnpackLimits> {
@@ -236,7 +236,7 @@ class ByteLimit extends Transform {
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.seen += chunk.length;
     if (this.seen > this.max) {
-      cb(unpackError('too-large', `decompressed archive exceeds ${this.max} bytes`, this.subject));
+      cb(unpackError(ContentCode.TooLarge, `decompressed archive exceeds ${this.max} bytes`, this.subject));
       return;
     }
     cb(null, chunk);

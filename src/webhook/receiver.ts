@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { systemClock, type Clock } from '../util/clock.ts';
 import { deliveriesCounter, type DeliveryResult } from './metrics.ts';
 import { parsePush, type Provider, type PushEvent } from './push-event.ts';
 import { ReplayGuard } from './replay-guard.ts';
@@ -48,7 +49,8 @@ export interface WebhookReceiverOptions {
   timestampWindowMs?: number;
   perSource?: RateLimit;
   overall?: RateLimit;
-  now?: () => number;
+  /** the time of rate limits, replay memory and the timestamp window (default: the system clock) */
+  clock?: Clock;
 }
 
 export interface WebhookReceiver {
@@ -91,7 +93,8 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
 }
 
 export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promise<WebhookReceiver> {
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = (): number => clock.now();
   const maxBody = opts.maxBodyBytes ?? MIB;
   const timestampWindow = opts.timestampWindowMs ?? 5 * 60_000;
   // ids must outlive the timestamp window, or a generic delivery could be replayed after its id expired

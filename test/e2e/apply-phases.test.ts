@@ -21,12 +21,13 @@ import { loadRegistryV1Bundle } from '../../src/processors/registry-v1/bundle.ts
 import { renderRegistryV1Bundle } from '../../src/processors/registry-v1/render.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit } from '../support/audit.ts';
 import { cond, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { crdOf, untilServed } from '../support/crds.ts';
-import { configMap, deleteBundleDeployment, deployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { configMap, deleteBundleDeployment, deployment, serveBundle } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane } from '../support/env.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { hasCondition, Timeline } from '../support/timeline.ts';
 import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const REGISTRY_V1 = fileURLToPath(new URL('../../testdata/fixtures/registry-v1/', import.meta.url));
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
@@ -34,9 +35,6 @@ const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const VWC = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' } as const;
 const MWC = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration' } as const;
 const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
-let t: TestController;
-let files: FileServer;
-
 
 /** a webhook configuration that would do no harm if it were called: a rule for a group nobody serves, failurePolicy Ignore */
 function harmlessWebhook(name: string, service: string, namespace: string): KubeObject {
@@ -58,14 +56,7 @@ function harmlessWebhook(name: string, service: string, namespace: string): Kube
 
 const withAnnotations = (o: KubeObject, annotations: Record<string, string>): KubeObject => ({ ...o, metadata: { ...o.metadata, annotations } });
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves (plain bundles)', () => {
   it('apply-wave: objects created in wave order within their phase, the next wave once the previous one is ready', async () => {

@@ -8,32 +8,19 @@
  * status at most once a second, sustained, and what holds at the end is still written.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
-import type { RequestEvent } from '../../src/kube/request-counter.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { MIN_STATUS_WRITE_INTERVAL_MS } from '../../src/reconciler/status-writes.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
 /** small enough that one ConfigMap of random data goes over it */
 const CAP = 64 * 1024;
 
-let t: TestController;
-let files: FileServer;
-const sent: RequestEvent[] = [];
-
-beforeAll(async () => {
-  t = await startTestController({ maxRevisionBytes: CAP });
-  files = await startFileServer();
-  t.ctl.client.onRequest((e) => sent.push(e));
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files, sent } = controllerWithFiles({ maxRevisionBytes: CAP });
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);

@@ -45,6 +45,7 @@ import { BD_TYPE, cond, describeStatus, isDone, TEST_LABEL } from '../support/co
 import { sigkill as kill } from '../support/hoist-process.ts';
 import { startRegistry, type TestRegistry } from '../support/registry.ts';
 import { cm, ownedUids } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
 const BDS = Number(process.env.HOIST_CHAOS_BDS ?? 20);
 const KILLS = Number(process.env.HOIST_CHAOS_KILLS ?? 5);
@@ -151,7 +152,6 @@ async function bds(): Promise<BundleDeployment[]> {
 }
 
 const doneAt = (bd: BundleDeployment, revision: number) => isDone(bd) && bd.status?.activeRevision?.number === revision;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sinceWave = (t: number) => t - waveStart;
 const doneNow = () => samples.at(-1)?.done2 ?? 0;
 

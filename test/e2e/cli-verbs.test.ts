@@ -2,7 +2,9 @@
  * The `hoist` user verbs (issue 14) against the real control plane and a real controller: get,
  * pause/resume (annotations, Events, a hand edit kept while paused and reverted on resume),
  * history, rollback by spec from the revision store (no download), and `hoist diff` on the
- * argo-rollouts upgrade compared with what the controller then does.
+ * argo-rollouts upgrade compared with what the controller then does; `hoist diff` and the
+ * controller agree on a driftIgnore'd field, on fields a real `kubectl patch --field-manager
+ * kubectl-edit` set, and on an object the BundleDeployment's ServiceAccount may not write.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,23 +20,21 @@ import { history } from '../../src/cli/verbs/history.ts';
 import { ANNOTATION_PAUSED_AT, ANNOTATION_PAUSED_BY, ANNOTATION_PAUSED_REASON, pause, resume } from '../../src/cli/verbs/pause.ts';
 import { rollback } from '../../src/cli/verbs/rollback.ts';
 import { describeObject, type KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
+import { cond, isDone, TEST_LABEL } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { kubeconfigPath } from '../support/env.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
+import { CM, configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
 import { cm, OWNED_KINDS, plainRolloutsTarballs } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
-let t: TestController;
-let files: FileServer;
 let tmp: string;
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   tmp = await mkdtemp(join(tmpdir(), 'hoist-cli-test-'));
 });
 afterAll(async () => {
-  await t?.stop();
-  await files?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
@@ -129,7 +129,7 @@ describe('get, pause, resume, history, rollback', () => {
       const live = (await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> };
       if (live.data.version === '1') break;
       if (Date.now() > deadline) throw new Error(`hand edit not reverted after resume: ${JSON.stringify(live.data)}`);
-      await new Promise((res) => setTimeout(res, 100));
+      await sleep(100);
     }
   });
 });
@@ -197,7 +197,8 @@ describe('hoist diff', () => {
     const again = await hoist(diff, ['-f', file], { namespaced: true });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toBe('');
-  });
+    // two installs of up to 90 s each: the test's own bound must cover them
+  }, 300_000);
 
   it('reports an object collision protection refuses (exit 1), and under IfNotOwned would adopt', async () => {
     const ns = `cli-refuse-${t.runId}`;
@@ -223,5 +224,116 @@ describe('hoist diff', () => {
     expect(adopt.stdout).toContain(`+    core.rukpak.io/owner-name: refuse-${t.runId}`);
     // a dry-run: the object is still as it was
     expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'by-hand', ns)) as unknown as { data: Record<string, string> }).data).toEqual({ a: '1' });
+  });
+});
+
+/** the "hoist/…" side of one object's block in a `hoist diff` output: `before` with the block's hunks applied */
+function predictedAfter(stdout: string, subject: string, before: string): string {
+  const block = stdout.split(/^(?=--- live\/)/m).find((b) => b.startsWith(`--- live/${subject}\n`));
+  expect(block, `a diff of ${subject}`).toBeDefined();
+  const lines = before === '' ? [] : before.replace(/\n$/, '').split('\n');
+  const out: string[] = [];
+  let i = 0;
+  for (const hunk of block!.split(/^(?=@@ )/m).slice(1)) {
+    const from = Math.max(0, Number(hunk.match(/^@@ -(\d+)/)![1]) - 1);
+    out.push(...lines.slice(i, from));
+    i = from;
+    for (const l of hunk.split('\n').slice(1)) {
+      if (l.startsWith(' ')) out.push(lines[i++]!);
+      else if (l.startsWith('-')) i++;
+      else if (l.startsWith('+')) out.push(l.slice(1));
+    }
+  }
+  out.push(...lines.slice(i));
+  return out.length ? `${out.join('\n')}\n` : '';
+}
+
+describe('hoist diff agrees with the controller', () => {
+  const liveText = async (name: string, ns: string): Promise<string> => clean(await t.client.get(CM, name, ns));
+  const bdFile = async (name: string, spec: BundleDeploymentSpec): Promise<string> => {
+    const file = join(tmp, `${name}.yaml`);
+    await writeFile(file, stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { [TEST_LABEL]: t.runId } }, spec }));
+    return file;
+  };
+
+  it("on driftIgnore'd fields: left as they are, whoever holds them, when the rule is added with new content", async () => {
+    const bd = `agree-ignore-${t.runId}`;
+    const ns = bd;
+    const v1 = await serveBundle(files, '/agree-ignore-v1.tgz', [configMap('settings', { mode: 'a', size: '1', seed: 's1' })]);
+    const v2 = await serveBundle(files, '/agree-ignore-v2.tgz', [configMap('settings', { mode: 'b', size: '2', seed: 's2' })]);
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [v1] });
+    await t.waitFor(bd, isDone, 'v1 installed');
+    await t.patchSpec(bd, { paused: true });
+    await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    // another controller takes data.size (forced SSA); data.seed stays Hoist's
+    await t.client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: ns }, data: { size: '5' } } as KubeObject, { fieldManager: 'autoscaler', force: true });
+
+    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'plain', sources: [v2], driftIgnore: [{ target: { kind: 'ConfigMap', name: 'settings' }, jsonPointers: ['/data/size', '/data/seed'] }] };
+    const before = await liveText('settings', ns);
+    const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
+    expect(d.code, d.stderr).toBe(1);
+    const predicted = predictedAfter(d.stdout, `v1/ConfigMap/${ns}/settings`, before);
+    expect(predicted).toMatch(/mode: b/);
+
+    await t.patchSpec(bd, { ...spec, paused: false });
+    await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'v2 installed');
+    const after = await liveText('settings', ns);
+    expect(after).toMatch(/size: "5"\n/);
+    expect(after).toMatch(/seed: s1\n/);
+    expect(predicted).toBe(after);
+  });
+
+  it('on fields a hand edit (kubectl patch as kubectl-edit) set: changed back, and the ones it added removed', async () => {
+    const bd = `agree-edit-${t.runId}`;
+    const ns = bd;
+    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/agree-edit.tgz', [configMap('app', { a: '1', b: '2' })])] };
+    await t.create(bd, spec);
+    await t.waitFor(bd, isDone, 'installed');
+    await t.patchSpec(bd, { paused: true });
+    await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    await kubectl(['patch', 'configmap', 'app', '-n', ns, '--type', 'merge', '-p', JSON.stringify({ data: { a: 'hand', extra: 'x' } }), '--field-manager', 'kubectl-edit']);
+
+    const before = await liveText('app', ns);
+    const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
+    expect(d.code, d.stderr).toBe(1);
+    expect(d.stderr).toContain(`v1 ConfigMap ${ns}/app: configured: hand edits reverted (kubectl-edit: data.a, kubectl-edit: data.extra)`);
+    const predicted = predictedAfter(d.stdout, `v1/ConfigMap/${ns}/app`, before);
+
+    await t.patchSpec(bd, { paused: false });
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Paused')?.status === 'False', 'resumed and corrected');
+    const after = await liveText('app', ns);
+    expect(after).not.toMatch(/extra|hand/);
+    expect(predicted).toBe(after);
+  });
+
+  it("on an object the BundleDeployment's ServiceAccount may not write: the diff reports the refusal the controller meets", async () => {
+    const bd = `agree-sa-${t.runId}`;
+    const ns = bd;
+    await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    await t.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'installer', namespace: ns } });
+    // ConfigMaps: anything; Secrets: read only
+    const rules = [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['*'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+    ];
+    await t.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'installer', namespace: ns }, rules } as KubeObject);
+    await t.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'installer', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'installer' }, subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: ns }] } as KubeObject);
+    const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'token' }, stringData: { token: 'not-a-secret' } } as KubeObject;
+    const spec: BundleDeploymentSpec = { installNamespace: ns, serviceAccount: { name: 'installer' }, format: 'plain', sources: [await serveBundle(files, '/agree-sa.tgz', [configMap('cfg', { a: '1' }), secret])] };
+
+    const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
+    expect(d.code, d.stderr).toBe(1);
+    expect(d.stderr).toContain(`applied as system:serviceaccount:${ns}:installer`);
+    const refusal = d.stderr.match(/^the controller's apply would fail: (.*)$/m)?.[1];
+    expect(refusal, d.stderr).toContain(`v1 Secret ${ns}/token: apply refused: secrets "token" is forbidden: User "system:serviceaccount:${ns}:installer" cannot patch resource "secrets"`);
+    expect(refusal).not.toContain('ConfigMap');
+    // the API server's own words, as the controller will meet them
+    const answer = refusal!.slice(refusal!.indexOf('secrets "token" is forbidden'));
+
+    await t.create(bd, spec);
+    const failed = await t.waitFor(bd, (b) => cond(b, 'Installed')?.message.includes('forbidden') ?? false, 'the Secret refused');
+    expect(cond(failed, 'Installed')!.message).toContain(`v1 Secret ${ns}/token: `);
+    expect(cond(failed, 'Installed')!.message).toContain(answer);
+    expect(cond(failed, 'Installed')!.message).not.toContain(`ConfigMap ${ns}/cfg`);
   });
 });

@@ -3,25 +3,16 @@
  * tree fail with the bundle-relative path named, and no condition message or event of any failed
  * BundleDeployment names the controller's own directories (its cache, temp trees, helm homes).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SourceSpec } from '../../api/v1alpha2/types.ts';
 import type { BundleDeployment, BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
-import { cond, describeStatus, startTestController, type TestController } from '../support/controller.ts';
+import { cond, describeStatus } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { expectNoControllerPaths } from '../support/controller-paths.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { buildTarGz, type TarItem } from '../unit/util/tar-fixtures.ts';
 
-let t: TestController;
-let files: FileServer;
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 function serve(path: string, body: Buffer): SourceSpec {
   files.set(path, body);

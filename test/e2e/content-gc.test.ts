@@ -4,13 +4,12 @@
  * after a BundleDeployment is deleted); content in use is kept; removed content is fetched again
  * when a BundleDeployment needs it after all.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FsContentStore } from '../../src/cache/fs-content-store.ts';
-import { BD_TYPE, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { BD_TYPE, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 
-let t: TestController;
-let files: FileServer;
 let store: FsContentStore;
 
 const cm = (name: string, v: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  v: "${v}"\n`;
@@ -24,15 +23,10 @@ async function serve(path: string, v: string): Promise<string> {
 
 const spec = (ns: string, path: string, pin: string) => ({ installNamespace: ns, format: 'plain' as const, sources: [{ kind: 'http' as const, http: { url: files.url(path), sha256: pin } }] });
 
-beforeAll(async () => {
-  // periodic gc every 1.5 s so the test can see it; the default is 10 minutes
-  t = await startTestController({ gcIntervalMs: 1500 });
-  files = await startFileServer();
+// periodic gc every 1.5 s so the test can see it; the default is 10 minutes
+const { t, files } = controllerWithFiles({ gcIntervalMs: 1500 });
+beforeAll(() => {
   store = new FsContentStore({ root: t.cacheDir });
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
 });
 
 describe('content-store gc', () => {

@@ -24,6 +24,7 @@ import { kubeconfigPath } from '../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { sigkill as kill } from '../support/hoist-process.ts';
 import { FIXTURES, isolatePlain, ownedUids } from '../support/upgrade-fixtures.ts';
+import { sleep } from '../support/wait.ts';
 
 const KILLS_PER_PHASE = 10;
 const MAX_KILL_DELAY_MS = 1500;
@@ -70,7 +71,7 @@ async function startHoist(): Promise<{ child: ChildProcess; output: () => string
 async function crashOnce(phase: string): Promise<void> {
   const delayMs = Math.floor(Math.random() * MAX_KILL_DELAY_MS);
   const h = await startHoist();
-  await new Promise((r) => setTimeout(r, delayMs));
+  await sleep(delayMs);
   const out = h.output();
   kills.push({ phase, delayMs, appliedBeforeKill: out.split('"msg":"applied"').length - 1, reconciledBeforeKill: out.includes('"msg":"reconciled"') });
   await kill(h.child);
@@ -100,7 +101,7 @@ async function converge(generation: number): Promise<BundleDeployment> {
       return bd;
     }
     if (Date.now() > deadline) throw new Error(`never converged at generation ${generation}:\n${describeStatus(bd)}\n${h.output().slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 
@@ -158,7 +159,7 @@ afterAll(async () => {
     await client.delete(BD_TYPE, bdName, undefined).catch(() => undefined);
     const h = await startHoist().catch(() => undefined);
     const deadline = Date.now() + 30_000;
-    while (h && (await getBD().catch(() => undefined)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (h && (await getBD().catch(() => undefined)) && Date.now() < deadline) await sleep(200);
     if (h) await kill(h.child);
   }
   for (const ns of [installNs, controllerNs]) await client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);

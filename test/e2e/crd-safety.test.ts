@@ -7,25 +7,15 @@
  * stricter CRD then refuses a new resource shaped like the existing one (the change really was
  * breaking).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, startTestController, type TestController } from '../support/controller.ts';
+import { cond } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { crdOf, untilServed } from '../support/crds.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 
-let t: TestController;
-let files: FileServer;
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 function widgetCRD(group: string, required: string[]): KubeObject {
   return crdOf(group, 'Widget', {

@@ -9,33 +9,21 @@
  * - status stays honest: a correction the API server refuses leaves `Installed=True` reason
  *   `Drifted` and `Progressing=True` `Retrying`, naming the object, until a retry lands.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DriftIgnoreRule } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../../src/kube/api-error.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { configMap, kubectl, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
 const WEBHOOK = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' } as const;
 const REPLICAS: DriftIgnoreRule = { target: { group: 'apps', kind: 'Deployment', name: 'web' }, jsonPointers: ['/spec/replicas'] };
 
-let t: TestController;
-let files: FileServer;
-const cleanup: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  for (const c of cleanup) await c().catch(() => undefined);
-  await t?.stop();
-  await files?.close();
-});
-
+const { t, files, cleanup } = controllerWithFiles();
 
 function web(labels: Record<string, string> = {}): KubeObject {
   return {
@@ -81,7 +69,7 @@ describe('driftIgnore', () => {
   it("sets an ignored field on create, then leaves it to another manager (SSA, merge patch, even kubectl patch) while reverting a hand edit of other fields", async () => {
     const ns = `dign-${t.runId}`;
     const name = `dign-${t.runId}`;
-    cleanup.push(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const src = await serveBundle(files, '/dign.tgz', [web(), configMap('web-config', { color: 'blue' })]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src], driftIgnore: [REPLICAS] });
     const bd = await t.waitFor(name, isDone, 'installed', 90_000);
@@ -129,7 +117,7 @@ describe('driftIgnore', () => {
   it('without a rule the field is Hoist\'s: a merge patch is reverted by the drift watch, an SSA without force is refused with a conflict', async () => {
     const ns = `dnor-${t.runId}`;
     const name = `dnor-${t.runId}`;
-    cleanup.push(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const src = await serveBundle(files, '/dnor.tgz', [web()]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src] });
     await t.waitFor(name, isDone, 'installed', 90_000);
@@ -149,7 +137,7 @@ describe('driftIgnore', () => {
     const ns = `dhon-${t.runId}`;
     const name = `dhon-${t.runId}`;
     const guard = { 'hoist.test/guard': t.runId };
-    cleanup.push(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const src = await serveBundle(files, '/dhon.tgz', [web(guard)]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src] });
     await t.waitFor(name, isDone, 'installed', 90_000);
@@ -175,7 +163,7 @@ describe('driftIgnore', () => {
         },
       ],
     } as unknown as KubeObject);
-    cleanup.push(() => t.client.delete(WEBHOOK, hook, undefined));
+    cleanup(() => t.client.delete(WEBHOOK, hook, undefined));
 
     await t.patchSpec(name, { paused: false });
     const drifted = await t.waitFor(name, (b) => cond(b, 'Paused')?.status === 'False' && cond(b, 'Installed')?.reason === 'Drifted', 'Drifted', 30_000);

@@ -19,16 +19,15 @@ import { renderPlain } from '../../src/processors/plain.ts';
 import { loadRegistryV1Bundle } from '../../src/processors/registry-v1/bundle.ts';
 import { supportedInstallModes } from '../../src/processors/registry-v1/csv.ts';
 import { renderRegistryV1Bundle } from '../../src/processors/registry-v1/render.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { kubeconfigPath } from '../support/env.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 
 const run = promisify(execFile);
 const FIXTURES = join(import.meta.dirname, '../../testdata/fixtures');
 const REPO = join(import.meta.dirname, '../..');
 
-let t: TestController;
-let files: FileServer;
 let work: string;
 
 async function treeFiles(dir: string): Promise<Record<string, Buffer>> {
@@ -64,14 +63,11 @@ async function ensureNamespace(name: string): Promise<void> {
   if (!(await t.client.get({ apiVersion: 'v1', kind: 'Namespace' }, name))) await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 }
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   work = await mkdtemp(join(tmpdir(), 'hoist-e2e-formats-'));
 });
 afterAll(async () => {
-  await t?.stop();
-  await files?.close();
   if (work) await rm(work, { recursive: true, force: true });
 });
 

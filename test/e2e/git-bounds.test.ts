@@ -21,6 +21,7 @@ import { kubeconfigPath } from '../support/env.ts';
 import { createHostileRepos, type HostileRepos } from '../support/git-hostile.ts';
 import { startGitServer, type GitServer } from '../support/git-server.ts';
 import { startHoistRun } from '../support/hoist-process.ts';
+import { sleep } from '../support/wait.ts';
 
 /** this run's BDs carry its label; the controller started here reconciles only those */
 const run = randomBytes(4).toString('hex');
@@ -72,7 +73,7 @@ describe('hostile git repositories cannot stop other BundleDeployments', () => {
     await createBD(`bomb-${run}`, 'bounds.git', { commit: tips.bomb });
     await createBD(`biglink-${run}`, 'bounds.git', { commit: tips.biglink });
     await createBD(`refs-${run}`, 'refs.git', { branch: 'main' });
-    await new Promise((r) => setTimeout(r, 5_000));
+    await sleep(5_000);
     await createBD(`healthy-${run}`, 'bounds.git', { commit: tips.main });
 
     const healthy = await until(async () => {

@@ -5,29 +5,18 @@
  * Event naming the object and fields) and by the drift watch — while a field another controller
  * owns (a stand-in for an HPA writing spec.replicas) is left alone.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { configMap, kubectl, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
 
-let t: TestController;
-let files: FileServer;
-const namespaces: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-  for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
-});
-
+const { t, files, cleanup } = controllerWithFiles();
 
 /** a Deployment that sets no replicas: an autoscaler may own them */
 function web(): KubeObject {
@@ -69,7 +58,7 @@ async function driftEvents(uid: string, since: string): Promise<string[]> {
 describe('hand edits', () => {
   it('kept while paused, reverted within seconds of resume with an Event naming them; reverted by the drift watch when not paused; an autoscaler-owned field is left alone', async () => {
     const ns = `hand-${t.runId}`;
-    namespaces.push(ns);
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const name = `hand-${t.runId}`;
     const src = await serveBundle(files, '/hand.tgz', [web(), configMap('web-config', { color: 'blue' })]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src] });

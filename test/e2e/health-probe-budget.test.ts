@@ -4,26 +4,17 @@
  * controller reading none of them (no GET, no LIST: the probe runs on watch events), and writing
  * only its status and the drift correction of the ten edited objects.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { AuditReader } from '../support/audit.ts';
 import { auditLogPath } from '../support/env.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 
 const N = 1000;
-let t: TestController;
-let files: FileServer;
 
-beforeAll(async () => {
-  t = await startTestController({ workers: 2 });
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles({ workers: 2 });
 
 // runs on the suite's own control plane, which writes an audit log; against an existing cluster or
 // K3s (USE_EXISTING_CLUSTER, HOIST_TEST_K3S) there is no audit log to count requests in

@@ -3,22 +3,13 @@
  * version and `.Capabilities.APIVersions` what it serves, so a chart's `kubeVersion` constraint
  * and version-dependent templates see the real cluster, not helm's compiled-in default.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 
-let t: TestController;
-let files: FileServer;
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 describe('helm .Capabilities', () => {
   it('a chart constrained to this cluster version renders with its version and served APIs', async () => {

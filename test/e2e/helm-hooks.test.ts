@@ -28,13 +28,14 @@ import { LABEL_HOOK_OF, LABEL_OWNER_NAME, type BundleDeployment, type BundleDepl
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit, type AuditEvent } from '../support/audit.ts';
-import { cond, describeStatus, isFailed, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
+import { cond, describeStatus, isFailed, isSucceeded } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { isReconciled } from '../support/controller-log.ts';
-import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
+import { deleteBundleDeployment } from '../support/e2e-bundles.ts';
 import { auditLogPath, isLocalControlPlane, kubeconfigPath } from '../support/env.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
 import { hasCondition, Timeline } from '../support/timeline.ts';
 import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
+import { sleep, waitUntil } from '../support/wait.ts';
 
 const run = promisify(execFile);
 const FIXTURES = fileURLToPath(new URL('../../testdata/fixtures/helm/', import.meta.url));
@@ -49,11 +50,8 @@ const hooksOf = (bd: BundleDeployment | undefined, revision: number): HookRun[] 
 /** "<event> <Kind> <name> <result>[ deleted]", in the order recorded */
 const runs = (hooks: readonly HookRun[] | undefined): string[] => (hooks ?? []).map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' deleted' : ''}`);
 
-let t: TestController;
-let files: FileServer;
 let audit: string;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const offset = (): Promise<number> => auditOffset(audit);
 const hoist = (ua: string): boolean => ua === `hoist/test-${t.runId}`;
 const anyone = (): boolean => true;
@@ -84,14 +82,9 @@ async function writesIn(ns: string, agent: (ua: string) => boolean, from: number
 const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(isCreate).map(auditRef);
 const deletes = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.verb === 'delete' && (e.responseStatus?.code ?? 0) < 300);
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   audit = auditLogPath();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
 });
 
 // the audit log and kwok's stages exist on the suite's own control plane only

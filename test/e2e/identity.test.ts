@@ -17,35 +17,24 @@ import { startController } from '../../src/cli/controller.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { AuditReader, type AuditEvent } from '../support/audit.ts';
 import { BD_TYPE, cond, describeStatus, isDone, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
-import { CM, configMap, deleteBundleDeployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { CM, configMap, deleteBundleDeployment, serveBundle } from '../support/e2e-bundles.ts';
 import { auditLogPath, kubeconfigPath } from '../support/env.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const NS = { apiVersion: 'v1', kind: 'Namespace' } as const;
 const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
 const CLUSTER_ROLE = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' } as const;
 const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' } as const;
 
-let t: TestController;
-let files: FileServer;
-const cleanup: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-  for (const f of cleanup.reverse()) await f().catch(() => undefined);
-});
+const { t, files, cleanup } = controllerWithFiles();
 
 const unique = (base: string): string => `${base}-${t.runId}`;
 
 async function namespace(base: string): Promise<string> {
   const name = unique(base);
   await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-  cleanup.push(() => t.client.delete(NS, name, undefined));
+  cleanup(() => t.client.delete(NS, name, undefined));
   return name;
 }
 
@@ -78,8 +67,8 @@ async function grantClusterWide(saNamespace: string, sa: string, rules: unknown[
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
     subjects: [{ kind: 'ServiceAccount', name: sa, namespace: saNamespace }],
   } as KubeObject);
-  cleanup.push(() => t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, name, undefined));
-  cleanup.push(() => t.client.delete(CLUSTER_ROLE, name, undefined));
+  cleanup(() => t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, name, undefined));
+  cleanup(() => t.client.delete(CLUSTER_ROLE, name, undefined));
 }
 
 const clusterRole = (name: string): KubeObject => ({ ...CLUSTER_ROLE, metadata: { name }, rules: [] }) as KubeObject;
@@ -107,7 +96,7 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     const other = await namespace('other');
     const user = await namespaceAdmin(tenant, 'installer');
     const role = unique('escape');
-    cleanup.push(() => t.client.delete(CLUSTER_ROLE, role, undefined));
+    cleanup(() => t.client.delete(CLUSTER_ROLE, role, undefined));
     const v1 = await serveBundle(files, '/tenant-v1.tgz', [configMap('app', { version: 'v1' })]);
     const v2 = await serveBundle(files, '/tenant-v2.tgz', [configMap('app', { version: 'v2' }), clusterRole(role), inNamespace(configMap('planted', { x: 'y' }), other)]);
     const name = unique('tenant-app');
@@ -194,7 +183,7 @@ describe('hoist run --default-service-account', () => {
     const tenant = await namespace('defaulted');
     await namespaceAdmin(tenant, 'hoist-default');
     const role = unique('default-escape');
-    cleanup.push(() => t.client.delete(CLUSTER_ROLE, role, undefined));
+    cleanup(() => t.client.delete(CLUSTER_ROLE, role, undefined));
     const body = await serveBundle(files, '/defaulted.tgz', [configMap('app', { v: '1' }), clusterRole(role)]);
     const name = `${unique('defaulted')}`;
     await d.create(name, { installNamespace: tenant, format: 'plain', sources: [body] });
@@ -217,7 +206,7 @@ describe('hoist run --default-service-account', () => {
 describe('deletes only what is provably ours', () => {
   it('a namespace holding a foreign object survives prune and uninstall; the BD’s own objects in it are deleted; an otherwise empty one is deleted', async () => {
     const [pruned, kept, empty] = [unique('ns-pruned'), unique('ns-kept'), unique('ns-empty')];
-    for (const n of [pruned, kept, empty]) cleanup.push(() => t.client.delete(NS, n, undefined));
+    for (const n of [pruned, kept, empty]) cleanup(() => t.client.delete(NS, n, undefined));
     const nsObj = (n: string): KubeObject => ({ ...NS, metadata: { name: n } }) as KubeObject;
     const v1 = await serveBundle(files, '/ns-v1.tgz', [nsObj(pruned), inNamespace(configMap('mine', { a: '1' }), pruned), nsObj(kept), inNamespace(configMap('mine', { a: '1' }), kept), nsObj(empty), inNamespace(configMap('mine', { a: '1' }), empty)]);
     const v2 = await serveBundle(files, '/ns-v2.tgz', [nsObj(kept), inNamespace(configMap('mine', { a: '1' }), kept), nsObj(empty), inNamespace(configMap('mine', { a: '1' }), empty)]);
@@ -245,7 +234,7 @@ describe('deletes only what is provably ours', () => {
 
   it('collisionProtection None cannot take another lineage’s CRD; the refusal names its owner', async () => {
     const group = `${t.runId}.identity.hoist.test`;
-    cleanup.push(() => t.client.delete(CRD, `widgets.${group}`, undefined));
+    cleanup(() => t.client.delete(CRD, `widgets.${group}`, undefined));
     const body = await serveBundle(files, '/crd.tgz', [crd(group)]);
     const owner = unique('crd-owner');
     await t.create(owner, { format: 'plain', sources: [body] });

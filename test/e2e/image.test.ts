@@ -28,10 +28,11 @@ import { RegistryClient } from '../../src/sources/image/client.ts';
 import { pushImage, writeLayer } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
 import { BD_TYPE, cond, describeStatus, isDone } from '../support/controller.ts';
-import { deleteBundleDeployment, waitUntil } from '../support/e2e-bundles.ts';
+import { deleteBundleDeployment } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { buildImage, podman, podmanEnv, podmanLogs, startPodmanService, useForTestcontainers, type PodmanEnv, type PodmanService } from '../support/podman.ts';
 import { freePort, startRegistry, type TestRegistry } from '../support/registry.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 const CHART = new URL('../../charts/hoist/', import.meta.url).pathname;

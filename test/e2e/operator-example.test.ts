@@ -19,17 +19,17 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { operatorCRD, OPERATOR_CRD_NAME } from '../../examples/operator/crd.ts';
 import { OperatorController } from '../../examples/operator/operator-controller.ts';
 import { OP_API_VERSION, OP_KIND, type Operator, type OperatorStatus } from '../../examples/operator/types.ts';
-import { BD_TYPE, cond, startTestController, TEST_LABEL, type TestController } from '../support/controller.ts';
+import { BD_TYPE, cond, TEST_LABEL } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { untilServed } from '../support/crds.ts';
-import { kubectl, waitUntil } from '../support/e2e-bundles.ts';
-import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { kubectl } from '../support/e2e-bundles.ts';
+import { tarGz } from '../support/http-files.ts';
 import { FIXTURES, isolatePlain, ownedUids } from '../support/upgrade-fixtures.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const OP = { apiVersion: OP_API_VERSION, kind: OP_KIND } as const;
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 
-let t: TestController;
-let files: FileServer;
 let ops: OperatorController;
 let name: string;
 let ns: string;
@@ -85,9 +85,8 @@ function expectSameUids(before: Map<string, string>, after: Map<string, string>)
   for (const [id, uid] of before) expect(after.get(id), `${id} keeps its uid`).toBe(uid);
 }
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   await t.client.apply(operatorCRD(), { fieldManager: 'hoist-test', force: true });
   await untilServed(OPERATOR_CRD_NAME, { apiVersion: OP_API_VERSION, kind: OP_KIND }, [t.client, t.ctl.client]);
   ops = new OperatorController({ client: t.ctl.client, log: pino({ level: process.env.HOIST_TEST_LOG ?? 'silent' }), selector: `${TEST_LABEL}=${t.runId}` });
@@ -99,8 +98,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ops?.stop();
-  await t?.stop();
-  await files?.close();
 });
 
 describe('examples/operator on Hoist', () => {

@@ -5,32 +5,21 @@
  * under Prevent, adopted under IfNotOwned with kubectl's fields taken over, and uninstall deleting
  * only what the BundleDeployment adopted or created.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle, uidOf } from '../support/e2e-bundles.ts';
-import { BD_TYPE, cond, isDone, pastSecondOf, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { BD_TYPE, cond, isDone, pastSecondOf } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
 
-let t: TestController;
-let files: FileServer;
-const namespaces: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-  for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
-});
+const { t, files, cleanup } = controllerWithFiles();
 
 function ns(prefix: string): string {
   const name = `${prefix}-${t.runId}`;
-  namespaces.push(name);
+  cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, name, undefined));
   return name;
 }
 
@@ -49,7 +38,6 @@ function managersOf(o: KubeObject | undefined): string[] {
 
 /** BundleDeployments are cluster-scoped and test files share one API server */
 const bdName = (base: string): string => `${base}-${t.runId}`;
-
 
 describe('handover between BundleDeployments of one lineage', () => {
   it('the newer BD takes every object over in place; the older reports Conflict; deleting it deletes nothing the lineage installs', async () => {

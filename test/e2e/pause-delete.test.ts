@@ -4,30 +4,18 @@
  * unpausing reverts the edit and says so in an Event; deleting a paused BD orphans its objects;
  * deleting a BD that never installed, or one stuck in a failing state, completes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { CM, configMap, deleteBundleDeployment, serveBundle, uidOf } from '../support/e2e-bundles.ts';
-import { BD_TYPE, cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { BD_TYPE, cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { sleep } from '../support/wait.ts';
 
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
 
-let t: TestController;
-let files: FileServer;
-const namespaces: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-  for (const ns of namespaces) await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined).catch(() => undefined);
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const { t, files, cleanup } = controllerWithFiles();
 
 function unique(prefix: string): string {
   return `${prefix}-${t.runId}`;
@@ -69,7 +57,7 @@ async function templateOf(ns: string): Promise<{ color?: string; env?: string; n
 describe('paused', () => {
   it('keeps a hand edit through reconciles while reporting health; unpause reverts it with an Event; deleting a paused BD orphans its objects', async () => {
     const ns = unique('paused');
-    namespaces.push(ns);
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const name = unique('web');
     const src = await serveBundle(files, '/web.tgz', [webDeployment(), configMap('web-config', { color: 'blue' })]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src] });
@@ -149,7 +137,7 @@ describe('deletion always completes', () => {
 
   it('an installed BD whose newer spec fails to fetch: uninstalls the active revision', async () => {
     const ns = unique('failing');
-    namespaces.push(ns);
+    cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
     const name = unique('failing');
     const src = await serveBundle(files, '/failing.tgz', [configMap('keep-me-not', { a: '1' })]);
     await t.create(name, { installNamespace: ns, format: 'plain', sources: [src] });

@@ -4,10 +4,11 @@
  * API server; bad input names its stage and subject and leaves the installed revision intact.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { isolatePlain } from '../support/upgrade-fixtures.ts';
 
 const UPSTREAM = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
@@ -15,17 +16,7 @@ const UPSTREAM = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollou
 const cm = (name: string, data: Record<string, string>) =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`;
 
-let t: TestController;
-let files: FileServer;
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 describe('plain bundle over http', () => {
   it('installs argo-rollouts v1.8.4: every object exists with ownership labels, status per contract', async () => {

@@ -7,19 +7,17 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { RevisionStore } from '../../src/apply/revision-store.ts';
 import { previewBundle } from '../../src/cli/render.ts';
-import { cond, startTestController, type TestController } from '../support/controller.ts';
+import { cond } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { kubeconfigPath } from '../support/env.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { isolateGroup, isolatePlain } from '../support/upgrade-fixtures.ts';
 
 const FIXTURES = join(import.meta.dirname, '../../testdata/fixtures');
-
-let t: TestController;
-let files: FileServer;
 
 /** serves a fixture directory, each file's text rewritten (cluster-scoped names made this file's own) */
 async function serveDir(path: string, dir: string, rewrite: (text: string) => string = (x) => x): Promise<{ kind: 'http'; http: { url: string; sha256: string } }> {
@@ -32,14 +30,7 @@ async function serveDir(path: string, dir: string, rewrite: (text: string) => st
   return { kind: 'http', http: { url: files.url(path), sha256: sha256(body) } };
 }
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files } = controllerWithFiles();
 
 describe('preview equals controller', () => {
   const cases: Array<[string, () => Promise<BundleDeploymentSpec>]> = [
@@ -54,7 +45,8 @@ describe('preview equals controller', () => {
         config: { helm: { values: { fullnameOverride: `ksm-preview-${t.runId}` } } },
       }),
     ],
-    ['registry-v1', async () => ({ format: 'registry-v1', sources: [await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'), (x) => isolateGroup(x, `pv${t.runId}`))] })],
+    // the operator renamed too: its cluster roles (named after the CSV) are formats.test.ts's otherwise
+    ['registry-v1', async () => ({ format: 'registry-v1', sources: [await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'), (x) => isolateGroup(x, `pv${t.runId}`).replaceAll('argocd-operator', `argocd-operator-pv${t.runId}`))] })],
   ];
 
   it.each(cases)('%s: same objects, namespaces and content digest', async (format, specOf) => {

@@ -11,8 +11,9 @@ import { stringify } from 'yaml';
 import type { RequestVerb } from '../../src/kube/request-counter.ts';
 import { AuditReader, type AuditEvent } from '../support/audit.ts';
 import { auditLogPath } from '../support/env.ts';
-import { isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { isDone, startTestController } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { FIXTURES, isolatePlain } from '../support/upgrade-fixtures.ts';
 
 /** the upstream bundle with its API group and cluster-scoped names made unique to this file (other files install it too) */
@@ -36,22 +37,17 @@ function delta(before: Partial<Record<RequestVerb, number>>, after: Partial<Reco
   return out;
 }
 
-let t: TestController;
-let files: FileServer;
 let audit: AuditReader;
 
 /** the queue empty with nothing in flight for `quietMs`: the window lets the watch events of the controller's own last writes arrive */
 const settled = (quietMs: number): Promise<void> => t.idle({ quietMs });
 
+const { t, files, replace } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   audit = new AuditReader(auditLogPath(), `hoist/test-${t.runId}`);
 });
 afterAll(async () => {
   await t?.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, `budget-${t.runId}`, undefined).catch(() => undefined);
-  await t?.stop();
-  await files?.close();
 });
 
 // runs on the suite's own control plane, which writes an audit log; against an existing cluster or
@@ -160,10 +156,10 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
   it('a restarted controller: reconciles start once the revision index is synced, and no lookup lists revision Secrets', async () => {
     await settled(500);
     const { runId } = t;
-    await t.stop();
+    await t.ctl.stop();
     const from = await audit.offset();
     const restarted = Date.now();
-    t = await startTestController({ runId });
+    await replace(await startTestController({ runId }));
     for (const name of ['budget', 'budget-app']) await t.reconciled(name, restarted, 'the reconcile after the restart');
     await settled(500);
     const events = await audit.since(from);

@@ -14,6 +14,7 @@ import { parseReference } from '../../src/sources/image/reference.ts';
 import { isReconciled, type LogRecord } from '../support/controller-log.ts';
 import { isDone, startTestController, type TestController } from '../support/controller.ts';
 import { startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const USERS = { alice: 'alice-pw-3c1d-never-shown', bob: 'bob-pw-9e2f-never-shown' };
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
@@ -84,11 +85,7 @@ describe('a rotated pull Secret', () => {
     // the credential is rotated (another user of the same registry)
     const mark = t.log.mark();
     await writePullSecret('bob');
-    const deadline = Date.now() + 15_000;
-    while ((await valueIn(floating)) !== 'two') {
-      expect(Date.now(), 'the floating BD re-resolved after the rotation').toBeLessThan(deadline);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil('the floating BD re-resolved after the rotation', async () => (await valueIn(floating)) === 'two');
     await t.waitFor(floating, isDone, 'floating done at the new digest', 30_000);
     // the re-resolution used the new credential (requests carried Authorization)
     expect(proxy.requests.some((r) => r.path.startsWith('/v2/bundles/floating/manifests/stable') && r.authorized)).toBe(true);

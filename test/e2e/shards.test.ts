@@ -24,10 +24,11 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src
 import type { KubeObject } from '../../src/kube/types.ts';
 import { AuditReader, type AuditEvent as AnyAuditEvent } from '../support/audit.ts';
 import { BD_TYPE, isDone } from '../support/controller.ts';
-import { CM, configMap, deleteBundleDeployment, serveBundle, waitUntil } from '../support/e2e-bundles.ts';
+import { CM, configMap, deleteBundleDeployment, serveBundle } from '../support/e2e-bundles.ts';
 import { auditLogPath, kubeconfigPath } from '../support/env.ts';
 import { startHoistRun, type HoistProcess } from '../support/hoist-process.ts';
 import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 type AuditEvent = AnyAuditEvent & { user?: { username?: string } };

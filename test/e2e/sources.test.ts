@@ -23,6 +23,7 @@ import { until } from '../support/e2e-bundles.ts';
 import { git, startGitServer, type GitServer } from '../support/git-server.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../support/registry.ts';
+import { sleep } from '../support/wait.ts';
 
 const REG_USER = 'puller';
 const REG_PW = 'reg-pw-7f3a9c-never-shown';
@@ -240,7 +241,7 @@ describe('image + git + http in one BundleDeployment', () => {
     await expectNoSecrets('intruder');
     await t.client.delete({ apiVersion: bd.apiVersion, kind: bd.kind }, 'intruder', undefined);
     // gone (its retries would otherwise count in the next test)
-    for (let i = 0; i < 100 && (await t.get('intruder')); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && (await t.get('intruder')); i++) await sleep(100);
     expect(await t.get('intruder')).toBeUndefined();
   });
 
@@ -529,7 +530,7 @@ describe('bad sources name the stage and the source and touch nothing installed'
       // a bad archive is terminal: not downloaded again and again (the resolve, and at most once more
       // when the controller's own status write re-queues the BD). A window, since the check is that
       // nothing more happens: a retry loop (backoff from ms) would show within it
-      await new Promise((res) => setTimeout(res, 2000));
+      await sleep(2000);
       expect(sentPerRequest.length).toBeLessThanOrEqual(2);
       await expectUntouched();
     } finally {

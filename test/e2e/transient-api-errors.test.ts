@@ -5,79 +5,24 @@
  * answers with a 500 status whose text names no network trouble at all (as `… range is full`
  * did), so only the status code can tell that it is worth retrying.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/kube/types.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, type FileServer } from '../support/http-files.ts';
+import { guardConfigMaps as guard, startAdmissionWebhook, WEBHOOK_CONFIG as WEBHOOK, type AdmissionWebhook } from '../support/admission-webhook.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { servePinned } from '../support/upgrade-fixtures.ts';
 import { stringify } from 'yaml';
 
-let t: TestController;
-let files: FileServer;
-let webhook: Server | undefined;
-let pki: string | undefined;
+let webhook: AdmissionWebhook | undefined;
 
-/** an https admission webhook on loopback; `allow()` decides each answer */
-async function startWebhook(allow: () => boolean): Promise<{ url: string; caBundle: string }> {
-  pki = await mkdtemp(join(tmpdir(), 'hoist-webhook-'));
-  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(pki, 'key.pem'), '-out', join(pki, 'cert.pem')]);
-  const cert = await readFile(join(pki, 'cert.pem'));
-  webhook = createServer({ key: await readFile(join(pki, 'key.pem')), cert }, (req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const review = JSON.parse(body) as { request: { uid: string } };
-      const response = allow()
-        ? { uid: review.request.uid, allowed: true }
-        : { uid: review.request.uid, allowed: false, status: { code: 500, reason: 'InternalError', message: 'the quota service behind this policy is down' } };
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
-    });
-  });
-  await new Promise<void>((r) => webhook!.listen(0, '127.0.0.1', r));
-  return { url: `https://127.0.0.1:${(webhook.address() as AddressInfo).port}/validate`, caBundle: cert.toString('base64') };
-}
-const WEBHOOK = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration' };
-
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-});
+const { t, files } = controllerWithFiles();
 afterAll(async () => {
   await t?.client.delete(WEBHOOK, `hoist-test-5xx-${t.runId}`, undefined).catch(() => undefined);
   await t?.client.delete(WEBHOOK, `hoist-test-500-${t.runId}`, undefined).catch(() => undefined);
-  await new Promise((r) => webhook?.close(r));
-  if (pki) await rm(pki, { recursive: true, force: true });
-  await t?.stop();
-  await files?.close();
+  await webhook?.close();
 });
 
-/** a validating webhook on the ConfigMaps with `label` (failurePolicy Fail); by default one nothing answers (port 1), so the API server refuses their writes with a 500 */
-async function guardConfigMaps(name: string, label: Record<string, string>, clientConfig: { url: string; caBundle?: string } = { url: 'https://127.0.0.1:1/validate' }, timeoutSeconds = 1): Promise<void> {
-  await t.client.create({
-    ...WEBHOOK,
-    metadata: { name },
-    webhooks: [
-      {
-        name: 'guard.hoist.test',
-        clientConfig,
-        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }],
-        objectSelector: { matchLabels: label },
-        failurePolicy: 'Fail',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds,
-      },
-    ],
-  } as unknown as KubeObject);
-}
+const guardConfigMaps = (name: string, label: Record<string, string>, clientConfig?: { url: string; caBundle?: string }, timeoutSeconds?: number): Promise<void> => guard(t.client, name, label, clientConfig, timeoutSeconds);
 
 describe('API server errors during an upgrade (onFailure: Rollback)', () => {
   const configMap = (label: Record<string, string>, value: string) => ({ 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }) });
@@ -170,7 +115,8 @@ describe('API server errors', () => {
     const ns = `status500-${t.runId}`;
     const label = { 'hoist.test/status-500': t.runId };
     let healthy = false;
-    const { url, caBundle } = await startWebhook(() => healthy);
+    webhook = await startAdmissionWebhook(() => (healthy ? { allowed: true } : { allowed: false, status: { code: 500, reason: 'InternalError', message: 'the quota service behind this policy is down' } }));
+    const { url, caBundle } = webhook;
     await guardConfigMaps(`hoist-test-500-${t.runId}`, label, { url, caBundle }, 5);
     const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'quota', labels: label }, data: { a: '1' } }) });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });

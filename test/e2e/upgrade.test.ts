@@ -6,26 +6,15 @@
  * a field removed upstream is removed from the live object.
  */
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RequestEvent } from '../../src/kube/request-counter.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { describe, expect, it } from 'vitest';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { sha256, tarGz } from '../support/http-files.ts';
 import { FIXTURES, isolateGroup, ownedUids, plainRolloutsTarballs, readTree } from '../support/upgrade-fixtures.ts';
 
-let t: TestController;
-let files: FileServer;
 /** every request the controller sent */
-const sent: RequestEvent[] = [];
 
-beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
-  t.ctl.client.onRequest((e) => sent.push(e));
-});
-afterAll(async () => {
-  await t?.stop();
-  await files?.close();
-});
+const { t, files, sent } = controllerWithFiles();
 
 type Container = { name: string; args?: string[]; readinessProbe?: unknown };
 async function container(ns: string, name: string): Promise<Container> {

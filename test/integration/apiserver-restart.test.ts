@@ -5,23 +5,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
-import { cond, isDone, startTestController, type TestController } from '../support/controller.ts';
-import { startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
+import { cond, isDone } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { tarGz } from '../support/http-files.ts';
+import { sleep } from '../support/wait.ts';
 
 let cp: ControlPlane;
-let t: TestController;
-let files: FileServer;
 
+// a control plane of its own (it is restarted): started before, and stopped after, the controller
 beforeAll(async () => {
   cp = await startControlPlane();
-  t = await startTestController({ kubeconfig: cp.kubeconfigPath });
-  files = await startFileServer();
 });
 afterAll(async () => {
-  await t?.stop();
-  await files?.close();
   await cp?.stop();
 });
+const { t, files } = controllerWithFiles(() => ({ kubeconfig: cp.kubeconfigPath }));
 
 const bundle = (color: string) => tarGz({ 'cm.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: palette\ndata:\n  color: ${color}\n` });
 
@@ -45,7 +43,7 @@ describe('API server restart', () => {
     await t.client.delete({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart');
     const deadline = Date.now() + 30_000;
     let back: unknown;
-    while (!(back = await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (!(back = await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'palette', 'restart')) && Date.now() < deadline) await sleep(200);
     expect(back, 'deleted ConfigMap re-created').toBeDefined();
   });
 });

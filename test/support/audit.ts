@@ -4,6 +4,7 @@
  * API server completed them (blocking audit mode writes each event before responding).
  */
 import { open, stat } from 'node:fs/promises';
+import { sleep } from './wait.ts';
 
 export interface AuditEvent {
   stage: string;
@@ -37,7 +38,7 @@ export class AuditReader {
     let last = -1;
     let events: AuditEvent[] = [];
     for (;;) {
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       events = await this.read(from);
       if (events.length === last) return events;
       last = events.length;

@@ -14,6 +14,7 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src
 import type { KubeObject } from '../../src/kube/types.ts';
 import { LogCapture, reconciledSince, settledAfterChange, type LogRecord, type ReconciledRecord } from './controller-log.ts';
 import { kubeconfigPath } from './env.ts';
+import { sleep } from './wait.ts';
 
 export const BD_TYPE = { apiVersion: API_VERSION, kind: KIND } as const;
 export const TEST_LABEL = 'hoist.test/run';
@@ -94,6 +95,10 @@ export async function startTestController(
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
   const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount, maxRevisionBytes: opts.maxRevisionBytes });
+  // a test that stops the controller itself (a restart) and the file's afterAll stop it once
+  const stopController = ctl.stop.bind(ctl);
+  let stopped: Promise<void> | undefined;
+  ctl.stop = () => (stopped ??= stopController());
 
   const get = async (name: string) => (await client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
   return {
@@ -118,7 +123,7 @@ export async function startTestController(
         bd = await get(name);
         if (bd && current(bd) && pred(bd)) return bd;
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}\n${recentLines(logs, name)}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     },
     log: logs,
@@ -137,7 +142,7 @@ export async function startTestController(
         if (q.length > 0 || q.inFlight > 0) quietSince = Date.now();
         else if (Date.now() - quietSince >= quietMs) return;
         if (Date.now() > deadline) throw new Error(`controller not idle after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
     },
     async stop() {
@@ -157,7 +162,7 @@ export async function pastSecondOf(client: RestKubeClient, type: { apiVersion: s
   const created = (await client.get(type, name, namespace))?.metadata.creationTimestamp;
   if (!created) throw new Error(`${type.kind} ${name} has no creationTimestamp`);
   const wait = Date.parse(created) + 1000 - Date.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait + 5));
+  if (wait > 0) await sleep(wait + 5);
 }
 
 /** the controller's last log lines about BD `name` (and unattributed ones), for a timeout's message */

@@ -11,6 +11,7 @@ import type { KubeClient, KubeObject, TypeRef } from '../../src/kube/types.ts';
 import { BD_TYPE } from './controller.ts';
 import { kubeconfigPath } from './env.ts';
 import { sha256, tarGz, type FileServer } from './http-files.ts';
+import { sleep, waitUntil } from './wait.ts';
 
 export const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 
@@ -50,14 +51,6 @@ export function kubectl(args: readonly string[], stdin?: string): Promise<string
   });
 }
 
-export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * Polls `f` every 200 ms until it yields a value (a failed call counts as not yet): for state of a
  * controller in another process (`hoist run`), whose log and queue this process cannot watch.
@@ -68,7 +61,7 @@ export async function until<T>(f: () => Promise<T | undefined | false>, what: st
     const v = await f().catch(() => undefined);
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { sleep } from './wait.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -68,7 +69,7 @@ export async function startPodmanService(env: PodmanEnv): Promise<PodmanService>
   while (!existsSync(sock)) {
     if (child.exitCode !== null) throw new Error(`podman system service exited ${child.exitCode}: ${err}`);
     if (Date.now() > deadline) throw new Error(`podman system service did not create ${sock} in 30s: ${err}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   return {
     dockerHost: `unix://${sock}`,

@@ -17,6 +17,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sleep } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -234,7 +235,7 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
     if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+      await Promise.race([exited, sleep(3000)]);
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL');
         await exited;
@@ -289,7 +290,7 @@ async function waitReady(url: string, ca: string | undefined, child: ChildProces
     });
     if (status === 200 || status === 401) return;
     if (Date.now() > deadline) throw new Error(`docker-registry at ${url} not ready: ${await readFile(logPath, 'utf8').catch(() => '')}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

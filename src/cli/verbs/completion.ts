@@ -23,7 +23,11 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   resume: { flags: ['--kubeconfig', '--help'], names: true },
   rollback: { flags: ['--to', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   history: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--kubeconfig', '--kube-version', '--api-versions', '--help'], names: false },
+  reconcile: { flags: ['--wait', '--timeout', '--kubeconfig', '--help'], names: true },
+  retry: { flags: ['--timeout', '--kubeconfig', '--help'], names: true },
+  tree: { flags: ['--not-ready', '-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
+  events: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
+  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--default-service-account', '--override-manager', '--kube-version', '--api-versions', '--kubeconfig', '--help'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };

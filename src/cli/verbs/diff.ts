@@ -1,10 +1,11 @@
 /**
  * `hoist diff -f bd.yaml`: what the controller would change if this BundleDeployment were
- * applied, like `kubectl diff`. Renders the content as `hoist render` does (previewBundle, the controller's renderBundle), then
- * plans the apply against the cluster (diff-plan.ts: collision verdicts and a server-side
- * dry-run apply as Hoist's field manager) and prints a unified diff per object that would change,
- * be created or be pruned, then a summary on stderr — after the apply phases and the Helm hooks
- * the change would run (diff-outline.ts).
+ * applied, like `kubectl diff`. Renders the content as `hoist render` does (previewBundle, the
+ * controller's renderBundle), previews the apply through the applier's own plan
+ * (src/apply/preview.ts: revision number, collision verdicts, takeovers, driftIgnore, a
+ * server-side dry-run as the BD's ServiceAccount, prune decisions) and prints a unified diff per
+ * object that would change, be created or be pruned (diff-plan.ts), then a summary on stderr —
+ * after the apply phases and the Helm hooks the change would run (diff-outline.ts).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -13,12 +14,15 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { DEFAULT_OVERRIDE_MANAGERS as DEFAULT_OVERRIDES } from '../../apply/field-managers.ts';
+import { previewRevision } from '../../apply/preview.ts';
+import { RevisionStore } from '../../apply/revision-store.ts';
+import { Identities } from '../../reconciler/identity.ts';
 import { parseCapabilityFlags } from '../capabilities.ts';
 import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
-import { splitHooks } from '../../apply/hooks.ts';
 import { outline } from './diff-outline.ts';
-import { planDiff, type DiffEntry } from './diff-plan.ts';
+import { diffEntries, type DiffEntry } from './diff-plan.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -28,25 +32,35 @@ export const DIFF_FOUND = 1;
 export const DIFF_ERROR = 2;
 
 export const DIFF_HELP = `usage: hoist diff -f <bundledeployment.yaml> [--dir <local tree>] [-n controller-namespace] [--kubeconfig file]
+                 [--default-service-account <name>] [--override-manager <name>]...
 
 Show what the controller would change if this BundleDeployment were applied, like kubectl diff:
-renders its content as \`hoist render\` does, then for each object asks the API server for a
-server-side dry-run apply as Hoist's field manager (hoist-<lineage>, forced), with Hoist's
-ownership labels and its collision protection verdict. Prints a unified diff per object that
-would be created or changed (server fields, status and the core.rukpak.io/revision annotation
-left out), the objects of the active revision the new content lacks (pruned after a
-successful apply; CRDs and objects no longer owned are kept), and objects collision protection
-would refuse (the controller would then change nothing). A summary goes to stderr. The dry-run
-runs with your credentials, not the BundleDeployment's serviceAccount; fields hand edits added
-(kubectl edit/patch) that the controller would take over and remove still show as kept.
-Before the diffs, stderr lists the apply phases of the new content (each applied once the ones
-before it are ready) and the Helm hooks the change would run (pre/post install, or upgrade when
-the BundleDeployment is installed), in the order the controller runs them.
+renders its content as \`hoist render\` does, then plans the apply the way the controller's applier
+plans it (the revision number, Hoist's ownership labels, collision protection, spec.driftIgnore)
+and for each object asks the API server for a server-side dry-run apply as Hoist's field manager
+(hoist-<lineage>, forced), made as the BundleDeployment's serviceAccount (impersonated: your
+credentials need the right to impersonate it) as the controller makes it. Fields hand edits set
+(kubectl edit/patch/set...) are shown reverted, as the controller takes them over; fields
+driftIgnore names are left as they are. Prints a unified diff per object that would be created or
+changed (server fields, status and the core.rukpak.io/revision annotation left out), the objects
+of the active revision the new content lacks (pruned after a successful apply; CRDs, namespaces
+holding other objects and objects no longer owned are kept), and what the controller's apply would
+meet as a refusal: collision protection, the serviceAccount's missing rights, the API server
+refusing an object, an unsafe CRD change (then the controller would change nothing, or fail). A
+summary goes to stderr. Before the diffs, stderr lists the revision number, the apply phases of
+the new content (each applied once the ones before it are ready) and the Helm hooks the change
+would run (pre/post install, or upgrade when the BundleDeployment is installed), in the order the
+controller runs them.
 
   -f, --file <file>        the BundleDeployment (required)
   --dir <dir>              render this local tree instead of fetching the sources
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
+  --default-service-account <name>
+                           as hoist run's: the account that acts for a BundleDeployment
+                           naming no serviceAccount (default: the controller itself)
+  --override-manager <name>
+                           as hoist run's: another field manager whose fields are taken over
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
   --kube-version <v>       render with this Kubernetes version (helm's .Capabilities.KubeVersion)
                            instead of the cluster's, as helm template's flag
@@ -104,6 +118,8 @@ export async function diff(args: string[], io: Io): Promise<number> {
         ...NAMESPACE_OPTION,
         file: { type: 'string', short: 'f' },
         dir: { type: 'string' },
+        'default-service-account': { type: 'string' },
+        'override-manager': { type: 'string', multiple: true },
         'kube-version': { type: 'string' },
         'api-versions': { type: 'string', multiple: true },
       });
@@ -124,12 +140,19 @@ export async function diff(args: string[], io: Io): Promise<number> {
         const out = await previewBundle(bd, { client, capabilities, controllerNamespace: values.namespace, ...(values.dir ? { dir: values.dir } : {}) });
         if (out.assumed) io.err(`${out.assumed}\n`);
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
-        // hooks are run, not applied: they are announced, never diffed as managed objects
-        const { managed, hooks } = splitHooks(out.objects);
-        const installed = (await client.get({ apiVersion: bd.apiVersion, kind: bd.kind }, bd.metadata.name).catch(() => undefined)) as unknown as BundleDeployment | undefined;
-        io.err(outline(managed, hooks, installed?.status?.activeRevision ? 'upgrade' : 'install'));
-        const entries = await planDiff(client, { bd, objects: managed, contentDigest: out.contentDigest, controllerNamespace: values.namespace });
-        let found = false;
+        const installed = (await client.get({ apiVersion: bd.apiVersion, kind: bd.kind }, bd.metadata.name)) as unknown as BundleDeployment | undefined;
+        // whoever the controller would act as: the BD's ServiceAccount (or the default one), impersonated
+        const actor = new Identities(client, values['default-service-account'] || undefined).for(bd);
+        const preview = await previewRevision(
+          { client, actor: actor.client, revisions: new RevisionStore(client, values.namespace), overrideManagers: [...DEFAULT_OVERRIDES, ...(values['override-manager'] ?? []).filter((m) => m !== '')] },
+          bd,
+          installed,
+          out,
+        );
+        io.err(`revision ${preview.revision}${preview.isNew ? '' : ' (the installed one: only drift would be corrected)'}${actor.user ? `, applied as ${actor.user}` : ''}\n`);
+        io.err(outline(preview));
+        const entries = diffEntries(preview);
+        let found = preview.refusal !== undefined;
         for (const e of entries) {
           if (e.action === 'unchanged' || e.action === 'orphan') continue;
           found = true;
@@ -137,6 +160,7 @@ export async function diff(args: string[], io: Io): Promise<number> {
           io.out(await unified(tmp, e.subject.replaceAll(' ', '/'), e.live, e.merged));
         }
         io.err(summary(entries));
+        if (preview.refusal) io.err(`the controller's apply would fail: ${preview.refusal}\n`);
         return found ? DIFF_FOUND : DIFF_NONE;
       } finally {
         await rm(tmp, { recursive: true, force: true });

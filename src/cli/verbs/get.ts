@@ -4,6 +4,7 @@
  */
 import { stringify } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { dependencyVerdicts } from '../../reconciler/dependencies.ts';
 import { age, BD_TYPE, condition, connect, CONNECTION_OPTIONS, EXIT_OK, isDone, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 
 export const GET_HELP = `usage: hoist get [NAME] [-o wide|name|yaml|json] [-l selector] [--kubeconfig file]
@@ -12,7 +13,10 @@ List BundleDeployments (all, or NAME) like \`kubectl get bundledeployments\`:
   NAME, FORMAT, REVISION (active revision number), INSTALLED (reason of Installed),
   HEALTHY (status of Healthy), PROGRESSING (reason of Progressing), PAUSED,
   DONE (the status contract's done signal: Installed=True and Progressing=False at the
-  current generation; docs/status.md), AGE. -o wide adds the active content digest.
+  current generation; docs/status.md), AGE. -o wide adds the active content digest and
+  DEPENDS: each spec.dependsOn entry and its state now (ready, not found, paused, failed,
+  being deleted, not done yet, readyExpr false; the controller's verdict is in PROGRESSING,
+  DependencyNotReady while a new revision waits).
 
   -o, --output <fmt>    wide; name (one name a line); yaml or json (as the API server returns them)
   -l, --selector <sel>  label selector (without NAME)
@@ -21,7 +25,20 @@ List BundleDeployments (all, or NAME) like \`kubectl get bundledeployments\`:
 exit codes: 0 listed; 1 not found or the API server failed; 2 usage error
 `;
 
-export function getRow(bd: BundleDeployment, now: Date, wide = false): string[] {
+/** "crds=ready,operator=failed": each dependency and its state now, as the controller judges it (src/reconciler/dependencies.ts) */
+export function dependsColumn(bd: BundleDeployment, lookup: (name: string) => BundleDeployment | undefined): string {
+  const refs = bd.spec.dependsOn ?? [];
+  if (refs.length === 0) return '<none>';
+  try {
+    return dependencyVerdicts(bd, refs, lookup)
+      .map((v) => `${v.name}=${v.ready ? 'ready' : v.why?.startsWith('readyExpr') ? 'readyExpr false' : (v.why ?? 'not ready').replace(/ \(.*$/, '')}`)
+      .join(',');
+  } catch {
+    return 'dependsOn invalid (see PROGRESSING)';
+  }
+}
+
+export function getRow(bd: BundleDeployment, now: Date, wide = false, lookup: (name: string) => BundleDeployment | undefined = () => undefined): string[] {
   const row = [
     bd.metadata.name,
     bd.spec.format,
@@ -33,7 +50,7 @@ export function getRow(bd: BundleDeployment, now: Date, wide = false): string[] 
     String(isDone(bd)),
     age(bd.metadata.creationTimestamp, now),
   ];
-  if (wide) row.push(bd.status?.activeRevision?.contentDigest ?? '');
+  if (wide) row.push(bd.status?.activeRevision?.contentDigest ?? '', dependsColumn(bd, lookup));
   return row;
 }
 
@@ -63,7 +80,10 @@ export async function get(args: string[], io: Io): Promise<number> {
       else {
         const now = new Date();
         const wide = output === 'wide';
-        io.out(table([wide ? [...GET_HEADER, 'DIGEST'] : GET_HEADER, ...items.map((bd) => getRow(bd, now, wide))]));
+        const known = new Map(items.map((bd) => [bd.metadata.name, bd]));
+        // one NAME: its dependencies are read too (a missing one stays missing)
+        if (wide && name) for (const d of items[0]?.spec.dependsOn ?? []) if (!known.has(d.name)) await client.get(BD_TYPE, d.name).then((o) => o && known.set(d.name, o as unknown as BundleDeployment));
+        io.out(table([wide ? [...GET_HEADER, 'DIGEST', 'DEPENDS'] : GET_HEADER, ...items.map((bd) => getRow(bd, now, wide, (n) => known.get(n)))]));
       }
       return EXIT_OK;
     } finally {

@@ -15,6 +15,7 @@
 import path from 'node:path';
 import type { ContentTree } from '../../util/content-tree.ts';
 import { helmError } from './helm-errors.ts';
+import { ProcessCode } from '../errors.ts';
 
 export interface ChartDependency {
   /** the dependency chart's name (an alias only renames it inside the parent) */
@@ -63,7 +64,7 @@ export async function locateChart(tree: ContentTree): Promise<ChartInfo> {
   if (candidates.length === 0) {
     throw helmError(
       'no helm chart found: no Chart.yaml at the root of the content tree or in a directory directly below it',
-      'chart-not-found',
+      ProcessCode.ChartNotFound,
       'Chart.yaml',
     );
   }
@@ -71,7 +72,7 @@ export async function locateChart(tree: ContentTree): Promise<ChartInfo> {
     throw helmError(
       `more than one helm chart in the content tree (${candidates.map((c) => `${c}/Chart.yaml`).join(', ')}): ` +
         'put exactly one chart at the root or one level below it',
-      'chart-ambiguous',
+      ProcessCode.ChartAmbiguous,
       'Chart.yaml',
     );
   }
@@ -89,8 +90,8 @@ export async function readChart(tree: ContentTree, relDir: string): Promise<Char
   const meta = await readYamlMap(tree, file);
   const name = typeof meta['name'] === 'string' ? meta['name'] : '';
   const version = meta['version'] === undefined || meta['version'] === null ? '' : String(meta['version']);
-  if (name === '') throw helmError('Chart.yaml has no name', 'invalid-chart', file);
-  if (version === '') throw helmError(`Chart.yaml of chart ${name} has no version`, 'invalid-chart', file);
+  if (name === '') throw helmError('Chart.yaml has no name', ProcessCode.InvalidChart, file);
+  if (version === '') throw helmError(`Chart.yaml of chart ${name} has no version`, ProcessCode.InvalidChart, file);
   const apiVersion = typeof meta['apiVersion'] === 'string' ? meta['apiVersion'] : 'v1';
   let declared: unknown = meta['dependencies'];
   // Helm 2 style charts declare dependencies in requirements.yaml, which Helm 3 still honours.
@@ -100,10 +101,10 @@ export async function readChart(tree: ContentTree, relDir: string): Promise<Char
   }
   const dependencies: ChartDependency[] = [];
   if (declared !== undefined && declared !== null) {
-    if (!Array.isArray(declared)) throw helmError('dependencies must be a list', 'invalid-chart', file);
+    if (!Array.isArray(declared)) throw helmError('dependencies must be a list', ProcessCode.InvalidChart, file);
     for (const d of declared) {
       if (!isRecord(d) || typeof d['name'] !== 'string' || d['name'] === '') {
-        throw helmError('a dependency without a name', 'invalid-chart', file);
+        throw helmError('a dependency without a name', ProcessCode.InvalidChart, file);
       }
       dependencies.push({
         name: d['name'],
@@ -124,8 +125,8 @@ async function readYamlMap(tree: ContentTree, file: string): Promise<Record<stri
   try {
     value = parseYaml(text);
   } catch (e) {
-    throw helmError(`invalid YAML: ${((e as Error).message.split('\n')[0] ?? '').trim()}`, 'invalid-chart', file, e);
+    throw helmError(`invalid YAML: ${((e as Error).message.split('\n')[0] ?? '').trim()}`, ProcessCode.InvalidChart, file, e);
   }
-  if (!isRecord(value)) throw helmError('not a YAML map', 'invalid-chart', file);
+  if (!isRecord(value)) throw helmError('not a YAML map', ProcessCode.InvalidChart, file);
   return value;
 }

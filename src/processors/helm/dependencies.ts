@@ -19,6 +19,7 @@ import { redactUrl } from '../../util/errors.ts';
 import { chartLabel, joinRel, readChart } from './chart.ts';
 import type { ChartDependency, ChartInfo } from './chart.ts';
 import { helmError } from './helm-errors.ts';
+import { ProcessCode } from '../errors.ts';
 
 /** Runs `helm dependency list <dir>` and returns its stdout; throws a HoistError on failure. */
 export type DependencyLister = (chartDir: string) => Promise<string>;
@@ -77,7 +78,7 @@ export async function checkDependencies(tree: ContentTree, chart: ChartInfo, lis
   const problems: string[] = [];
   await visit(tree, chart, '', list, problems, 0);
   if (problems.length > 0) {
-    throw helmError(problems.join('; '), 'missing-dependency', `helm chart ${chartLabel(chart)}`);
+    throw helmError(problems.join('; '), ProcessCode.MissingDependency, `helm chart ${chartLabel(chart)}`);
   }
 }
 
@@ -111,5 +112,5 @@ async function visit(tree: ContentTree, chart: ChartInfo, where: string, list: D
 
 async function unpackedSubcharts(tree: ContentTree, relDir: string): Promise<string[]> {
   const entries = (await tree.list(joinRel(relDir, 'charts'))) ?? [];
-  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+  return entries.filter((entry) => entry.isDirectory() && !entry.name.startsWith('.')).map((entry) => entry.name);
 }

@@ -9,28 +9,16 @@
  * "process helm chart mychart-0.1.0 mychart/templates/x.yaml:3: parse error: ...".
  */
 import { HoistError } from '../../util/errors.ts';
-import { PROCESS_FAILED } from '../errors.ts';
+import { ProcessCode } from '../errors.ts';
 
-export type HelmErrorCode =
-  | 'read-error'
-  | 'chart-not-found'
-  | 'chart-ambiguous'
-  | 'invalid-chart'
-  | 'invalid-config'
-  | 'missing-dependency'
-  | 'values-schema'
-  | 'template-error'
-  | 'helm-failed'
-  | 'helm-unavailable'
-  | 'helm-timeout'
-  | 'output-too-large';
+/** the helm processor's codes: a part of the processors' vocabulary */
+export type HelmErrorCode = ProcessCode;
 
-const TRANSIENT: ReadonlySet<HelmErrorCode> = new Set(['helm-unavailable', 'helm-timeout']);
+const TRANSIENT: ReadonlySet<HelmErrorCode> = new Set([ProcessCode.HelmUnavailable, ProcessCode.HelmTimeout]);
 
 export function helmError(message: string, code: HelmErrorCode, subject?: string, cause?: unknown): HoistError {
   return new HoistError(message, {
     stage: 'process',
-    reason: PROCESS_FAILED,
     code,
     ...(subject === undefined ? {} : { subject }),
     terminal: !TRANSIENT.has(code),
@@ -53,13 +41,13 @@ export interface ParsedHelmFailure {
 /** Patterns for the ways helm names a template in its errors (engine.go, releaseutil). */
 const LOCATED: ReadonlyArray<{ re: RegExp; code: HelmErrorCode }> = [
   // parse error at (mychart/templates/x.yaml:3): function "nosuchfn" not defined
-  { re: /^parse error at \(([^():]+):(\d+)\)/, code: 'template-error' },
+  { re: /^parse error at \(([^():]+):(\d+)\)/, code: ProcessCode.TemplateError },
   // execution error at (mychart/templates/x.yaml:1:3): message given to `fail`
-  { re: /^execution error at \(([^():]+):(\d+):\d+\)/, code: 'template-error' },
+  { re: /^execution error at \(([^():]+):(\d+):\d+\)/, code: ProcessCode.TemplateError },
   // template: mychart/templates/x.yaml:1:13: executing "mychart/templates/x.yaml" at <.Values.x.y>: nil pointer ...
-  { re: /^template: ([^:]+):(\d+)(?::\d+)?:/, code: 'template-error' },
+  { re: /^template: ([^:]+):(\d+)(?::\d+)?:/, code: ProcessCode.TemplateError },
   // YAML parse error on mychart/templates/x.yaml: error converting YAML to JSON: yaml: line 5: ...
-  { re: /^YAML parse error on ([^:]+):/, code: 'template-error' },
+  { re: /^YAML parse error on ([^:]+):/, code: ProcessCode.TemplateError },
 ];
 
 /** Turns helm's stderr into a code, a one-paragraph message and the template it names. Pure. */
@@ -77,10 +65,10 @@ export function parseHelmStderr(stderr: string): ParsedHelmFailure {
   const head = first.replace(/^[A-Z ]+FAILED: /, '');
   const message = [head, ...rest].join('\n').trim() || 'helm failed without a message';
   if (/^values don't meet the specifications of the schema/.test(head)) {
-    return { code: 'values-schema', message };
+    return { code: ProcessCode.ValuesSchema, message };
   }
   // release "Bad_Name": invalid release name, must match regex ...
-  if (/^release name "/.test(head)) return { code: 'invalid-config', message };
+  if (/^release name "/.test(head)) return { code: ProcessCode.InvalidConfig, message };
   for (const { re, code } of LOCATED) {
     const m = re.exec(head);
     if (m) {
@@ -89,7 +77,7 @@ export function parseHelmStderr(stderr: string): ParsedHelmFailure {
       return { code, message, location: line === undefined ? { file } : { file, line } };
     }
   }
-  return { code: 'helm-failed', message };
+  return { code: ProcessCode.HelmFailed, message };
 }
 
 /** The HoistError for a helm run that exited non-zero. `chart` is "name-version". */

@@ -17,7 +17,7 @@ import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { HoistError } from '../../util/errors.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
-import { combineProcessErrors, PROCESS_FAILED } from '../errors.ts';
+import { combineProcessErrors } from '../errors.ts';
 import { duplicateErrors } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { chartLabel, locateChart } from './chart.ts';
@@ -32,6 +32,7 @@ import { scrubPaths } from '../tree-paths.ts';
 import { readValuesFiles, redact, secretStrings, valuesFromLayers } from './values.ts';
 import type { JsonObject } from '../yaml/values.ts';
 import type { HelmRunResult } from './run-helm.ts';
+import { ProcessCode } from '../errors.ts';
 
 export interface HelmProcessorOptions {
   /**
@@ -95,7 +96,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       try {
         binary = (resolveBinary as () => string)();
       } catch (e) {
-        throw helmError(`helm binary unavailable: ${(e as Error).message}`, 'helm-unavailable', undefined, e);
+        throw helmError(`helm binary unavailable: ${(e as Error).message}`, ProcessCode.HelmUnavailable, undefined, e);
       }
     }
     return binary;
@@ -106,11 +107,11 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     try {
       result = await runHelm(helm(), args, { home, timeoutMs, maxOutputBytes });
     } catch (e) {
-      throw helmError(`cannot run helm: ${describeFsError(e)}`, 'helm-unavailable', subject, e);
+      throw helmError(`cannot run helm: ${describeFsError(e)}`, ProcessCode.HelmUnavailable, subject, e);
     }
-    if (result.timedOut) throw helmError(`${what} did not finish within ${timeoutMs / 1000}s`, 'helm-timeout', subject);
+    if (result.timedOut) throw helmError(`${what} did not finish within ${timeoutMs / 1000}s`, ProcessCode.HelmTimeout, subject);
     if (result.outputTooLarge) {
-      throw helmError(`${WHO}: ${what} rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, 'output-too-large', subject);
+      throw helmError(`${WHO}: ${what} rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, ProcessCode.OutputTooLarge, subject);
     }
     return result;
   }
@@ -123,10 +124,10 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     // helm reads the chart directory itself and follows every link in it (.Files.Get, templates,
     // subcharts): it gets the chart only once all of it obeys the rule the other processors read
     // by (links may end anywhere in the content tree, as for them)
-    await verifyTree(tree, { stage: 'process', reason: PROCESS_FAILED, who: WHO, limits: BUNDLE_LIMITS, under: chart.relDir });
+    await verifyTree(tree, { stage: 'process', who: WHO, limits: BUNDLE_LIMITS, under: chart.relDir });
     await checkSchemaReferences(bundle, chart.relDir);
     const namespace = ctx.installNamespace;
-    if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', 'invalid-config', subject);
+    if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', ProcessCode.InvalidConfig, subject);
     const values = (config?.helm?.values ?? {}) as JsonObject;
     const files = await readValuesFiles(bundle, chart, config?.helm?.valuesFiles ?? []);
     const releaseName = config?.helm?.releaseName || ctx.name;

@@ -21,6 +21,7 @@ import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, setKey, type JsonObject, type JsonValue } from '../yaml/values.ts';
 import { relativePathProblem } from '../tree-paths.ts';
 import { joinRel, type ChartInfo } from './chart.ts';
+import { ProcessCode } from '../errors.ts';
 import { helmError } from './helm-errors.ts';
 
 export interface ValuesLayer {
@@ -64,11 +65,11 @@ function valuesDocument(text: string, from: string, secret: boolean, budget: Yam
     if (!secret || !isHoistError(e)) throw e;
     // the parser's message may quote the text: say where only
     const line = /:(\d+)$/.exec(e.subject ?? '')?.[1];
-    throw helmError(`${from} is not valid YAML${line ? ` (line ${line})` : ''}`, 'invalid-config', from);
+    throw helmError(`${from} is not valid YAML${line ? ` (line ${line})` : ''}`, ProcessCode.InvalidConfig, from);
   }
-  if (parsed.documents.length > 1) throw helmError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, 'invalid-config', from);
+  if (parsed.documents.length > 1) throw helmError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, ProcessCode.InvalidConfig, from);
   const value = parsed.documents[0]?.value ?? {};
-  if (!isJsonObject(value)) throw helmError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, 'invalid-config', from);
+  if (!isJsonObject(value)) throw helmError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, ProcessCode.InvalidConfig, from);
   return { values: value, warnings: secret ? [] : parsed.warnings };
 }
 
@@ -81,7 +82,7 @@ export async function readValuesFiles(bundle: ContentTree, chart: Pick<ChartInfo
     const from = `config.helm.valuesFiles[${i}] ${file}`;
     const problem = relativePathProblem(file);
     if (problem) {
-      errors.push(helmError(`${from} ${problem}`, 'invalid-config', from));
+      errors.push(helmError(`${from} ${problem}`, ProcessCode.InvalidConfig, from));
       continue;
     }
     try {
@@ -96,7 +97,7 @@ export async function readValuesFiles(bundle: ContentTree, chart: Pick<ChartInfo
     }
   }
   if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw helmError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, 'invalid-config', errors[0]!.subject);
+  if (errors.length > 1) throw helmError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, ProcessCode.InvalidConfig, errors[0]!.subject);
   return { layers, warnings };
 }
 
@@ -128,11 +129,11 @@ export function targetPathKeys(path: string, from = 'targetPath'): string[] {
     } else if (/[A-Za-z0-9_/-]/.test(c)) {
       key += c;
     } else {
-      throw helmError(`${from}: targetPath ${JSON.stringify(path)} has ${JSON.stringify(c)}; keys are letters, digits, '_', '-', '/' and '\\.' (list indexes are not supported)`, 'invalid-config', from);
+      throw helmError(`${from}: targetPath ${JSON.stringify(path)} has ${JSON.stringify(c)}; keys are letters, digits, '_', '-', '/' and '\\.' (list indexes are not supported)`, ProcessCode.InvalidConfig, from);
     }
   }
   keys.push(key);
-  if (keys.some((k) => k === '')) throw helmError(`${from}: targetPath ${JSON.stringify(path)} has an empty key`, 'invalid-config', from);
+  if (keys.some((k) => k === '')) throw helmError(`${from}: targetPath ${JSON.stringify(path)} has an empty key`, ProcessCode.InvalidConfig, from);
   return keys;
 }
 
@@ -154,7 +155,7 @@ export function setValue(text: string, from = 'value'): JsonValue {
     // Go's ParseInt range; beyond ±2^53 JSON numbers here would round: refused, not changed
     if (!Number.isSafeInteger(n)) {
       if (BigInt(text) > 2n ** 63n - 1n || BigInt(text) < -(2n ** 63n)) return text;
-      throw helmError(`${from}: the integer value is beyond ±2^53, which Hoist cannot pass on exactly; quote it to pass it as a string`, 'invalid-config', from);
+      throw helmError(`${from}: the integer value is beyond ±2^53, which Hoist cannot pass on exactly; quote it to pass it as a string`, ProcessCode.InvalidConfig, from);
     }
     return n;
   }

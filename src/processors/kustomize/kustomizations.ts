@@ -15,6 +15,7 @@ import type { ContentTree } from '../../util/content-tree.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, type JsonObject } from '../yaml/values.ts';
+import { ProcessCode } from '../errors.ts';
 import { kustomizeError, type KustomizeErrorCode } from './kustomize-errors.ts';
 
 /** the names kustomize looks for in a directory, in its order */
@@ -59,17 +60,17 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     const file = await kustomizationFile(bundle, d);
     if (!file) {
       const where = d === '' ? 'the bundle root' : JSON.stringify(d);
-      problems.push(kustomizeError(`${where} has no kustomization (${KUSTOMIZATION_FILES.join(', ')})${from ? `; referred to by ${from}` : ''}`, 'kustomization-not-found', d || '.'));
+      problems.push(kustomizeError(`${where} has no kustomization (${KUSTOMIZATION_FILES.join(', ')})${from ? `; referred to by ${from}` : ''}`, ProcessCode.KustomizationNotFound, d || '.'));
       return;
     }
     const docs = parseYamlStream(await bundle.readText(file), file).documents;
     const k = docs[0]?.value;
     if (!isJsonObject(k)) {
-      problems.push(kustomizeError(`${file} is not a kustomization (not a map)`, 'invalid-kustomization', file));
+      problems.push(kustomizeError(`${file} is not a kustomization (not a map)`, ProcessCode.InvalidKustomization, file));
       return;
     }
     if ((Array.isArray(k.helmCharts) && k.helmCharts.length > 0) || k.helmGlobals !== undefined) {
-      problems.push(kustomizeError(`${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`, 'unsupported-kustomization', file));
+      problems.push(kustomizeError(`${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`, ProcessCode.UnsupportedKustomization, file));
     }
     // files kustomize loads by path, which it would also fetch from a URL
     const loaded = [
@@ -80,26 +81,26 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     for (const { field, entry } of loaded) {
       // an inline config or patch (several lines) is not a location
       if (!entry.includes('\n') && looksRemote(entry)) {
-        problems.push(kustomizeError(`${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, 'remote-base', `${file} ${field} ${entry}`));
+        problems.push(kustomizeError(`${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, ProcessCode.RemoteBase, `${file} ${field} ${entry}`));
       }
     }
     for (const field of ['resources', 'bases', 'components']) {
       for (const entry of stringList(k, field)) {
         const subject = `${file} ${field} ${entry}`;
         if (looksRemote(entry)) {
-          problems.push(kustomizeError(`${file}: remote base ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, 'remote-base', subject));
+          problems.push(kustomizeError(`${file}: remote base ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, ProcessCode.RemoteBase, subject));
           continue;
         }
         const target = joinInTree(d, entry);
         if (target === undefined) {
-          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} leaves the bundle`, 'remote-base', subject));
+          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} leaves the bundle`, ProcessCode.RemoteBase, subject));
           continue;
         }
         if (await bundle.list(target)) {
           await visit(target, file);
         } else if (!(await bundle.resolveFile(target))) {
           // kustomize would try a missing entry as a remote base: refused before it can
-          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} is not a file or directory of the bundle (remote bases are not fetched)`, 'remote-base', subject));
+          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} is not a file or directory of the bundle (remote bases are not fetched)`, ProcessCode.RemoteBase, subject));
         }
       }
     }

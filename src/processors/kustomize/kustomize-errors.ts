@@ -1,26 +1,18 @@
 /**
- * How the kustomize processor fails: HoistErrors of stage 'process', reason ProcessFailed; a bad
+ * How the kustomize processor fails: HoistErrors of stage 'process' (reason ProcessFailed); a bad
  * kustomization is terminal, kustomize not finishing (timeout, could not start) transient.
  * kustomize's stderr becomes the message without its "Error: " prefix.
  */
 import { HoistError } from '../../util/errors.ts';
-import { PROCESS_FAILED } from '../errors.ts';
+import { ProcessCode } from '../errors.ts';
 
-export type KustomizeErrorCode =
-  | 'kustomization-not-found'
-  | 'invalid-kustomization'
-  | 'unsupported-kustomization'
-  | 'remote-base'
-  | 'invalid-config'
-  | 'kustomize-failed'
-  | 'kustomize-unavailable'
-  | 'kustomize-timeout'
-  | 'output-too-large';
+/** the kustomize processor's codes: a part of the processors' vocabulary */
+export type KustomizeErrorCode = ProcessCode;
 
-const TRANSIENT: ReadonlySet<KustomizeErrorCode> = new Set(['kustomize-unavailable', 'kustomize-timeout']);
+const TRANSIENT: ReadonlySet<KustomizeErrorCode> = new Set([ProcessCode.KustomizeUnavailable, ProcessCode.KustomizeTimeout]);
 
 export function kustomizeError(message: string, code: KustomizeErrorCode, subject?: string, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'process', reason: PROCESS_FAILED, code, ...(subject === undefined ? {} : { subject }), terminal: !TRANSIENT.has(code), ...(cause === undefined ? {} : { cause }) });
+  return new HoistError(message, { stage: 'process', code, ...(subject === undefined ? {} : { subject }), terminal: !TRANSIENT.has(code), ...(cause === undefined ? {} : { cause }) });
 }
 
 /** kustomize's stderr as a message: its text on one line, without the "Error: " prefix */
@@ -31,5 +23,5 @@ export function kustomizeFailure(stderr: string, subject: string): HoistError {
     .filter((l) => l !== '')
     .join(' ')
     .replace(/^Error: /, '');
-  return kustomizeError(text || 'kustomize build failed without a message', 'kustomize-failed', subject);
+  return kustomizeError(text || 'kustomize build failed without a message', ProcessCode.KustomizeFailed, subject);
 }

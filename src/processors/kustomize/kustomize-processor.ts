@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
-import { combineProcessErrors, PROCESS_FAILED } from '../errors.ts';
+import { combineProcessErrors, ProcessCode } from '../errors.ts';
 import { duplicateErrors, readManifestText } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { CLOSED_PROXY, runSealed, type SealedRunResult } from '../run-sealed.ts';
@@ -62,7 +62,7 @@ function buildDirOf(config: BundleDeploymentSpec['config']): string {
   const raw = (config?.kustomize?.path ?? '').replace(/\/+$/, '').replace(/^\.\/?/, '');
   if (raw === '') return '';
   const problem = relativePathProblem(raw);
-  if (problem) throw kustomizeError(`config.kustomize.path ${JSON.stringify(raw)} ${problem}`, 'invalid-config', 'config.kustomize.path');
+  if (problem) throw kustomizeError(`config.kustomize.path ${JSON.stringify(raw)} ${problem}`, ProcessCode.InvalidConfig, 'config.kustomize.path');
   return path.posix.normalize(raw);
 }
 
@@ -76,7 +76,7 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
       try {
         binary = (options.kustomizeBinary as () => string)();
       } catch (e) {
-        throw kustomizeError(`kustomize binary unavailable: ${(e as Error).message}`, 'kustomize-unavailable', undefined, e);
+        throw kustomizeError(`kustomize binary unavailable: ${(e as Error).message}`, ProcessCode.KustomizeUnavailable, undefined, e);
       }
     }
     return binary;
@@ -87,7 +87,7 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
     const subject = `kustomize build ${dir || '.'}`;
     // kustomize reads bases anywhere in the tree and follows links as the kernel does: it gets
     // the tree only once all of it obeys the rule the other processors read by
-    await verifyTree(tree, { stage: 'process', reason: PROCESS_FAILED, who: WHO, limits: BUNDLE_LIMITS });
+    await verifyTree(tree, { stage: 'process', who: WHO, limits: BUNDLE_LIMITS });
     const bundle = openBundle(tree, WHO);
     await checkKustomizations(bundle, dir);
 
@@ -109,10 +109,10 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
       try {
         result = await runSealed(kustomize(), kustomizeBuildArgs(target), { home, timeoutMs, maxOutputBytes, env: kustomizeEnv(home) });
       } catch (e) {
-        throw kustomizeError(`cannot run kustomize: ${describeFsError(e)}`, 'kustomize-unavailable', subject, e);
+        throw kustomizeError(`cannot run kustomize: ${describeFsError(e)}`, ProcessCode.KustomizeUnavailable, subject, e);
       }
-      if (result.timedOut) throw kustomizeError(`kustomize build did not finish within ${timeoutMs / 1000}s`, 'kustomize-timeout', subject);
-      if (result.outputTooLarge) throw kustomizeError(`${WHO}: kustomize build rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, 'output-too-large', subject);
+      if (result.timedOut) throw kustomizeError(`kustomize build did not finish within ${timeoutMs / 1000}s`, ProcessCode.KustomizeTimeout, subject);
+      if (result.outputTooLarge) throw kustomizeError(`${WHO}: kustomize build rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, ProcessCode.OutputTooLarge, subject);
       if (result.code !== 0) throw kustomizeFailure(scrub(result.stderr), subject);
 
       const read = readManifestText(result.stdout, subject);

@@ -21,6 +21,7 @@ import { isJsonObject } from '../yaml/values.ts';
 import type { JsonObject, JsonValue } from '../yaml/values.ts';
 import { readClusterServiceVersion } from './csv.ts';
 import type { ClusterServiceVersion } from './csv.ts';
+import { ProcessCode } from '../errors.ts';
 
 export const ANNOTATIONS_FILE = 'metadata/annotations.yaml';
 export const PROPERTIES_FILE = 'metadata/properties.yaml';
@@ -49,7 +50,7 @@ function singleObject(text: string, file: string): JsonObject {
   const { documents } = parseManifestStream(text, file);
   const doc = documents[0];
   if (documents.length !== 1 || doc === undefined || !isJsonObject(doc.value)) {
-    throw processError('expected a single YAML object', 'invalid-bundle', file);
+    throw processError('expected a single YAML object', ProcessCode.InvalidBundle, file);
   }
   return doc.value;
 }
@@ -57,16 +58,16 @@ function singleObject(text: string, file: string): JsonObject {
 async function readAnnotations(tree: ContentTree): Promise<Record<string, string>> {
   const text = await readText(tree, ANNOTATIONS_FILE);
   if (text === undefined) {
-    throw processError(`not a registry+v1 bundle: ${ANNOTATIONS_FILE} is missing`, 'invalid-bundle', ANNOTATIONS_FILE);
+    throw processError(`not a registry+v1 bundle: ${ANNOTATIONS_FILE} is missing`, ProcessCode.InvalidBundle, ANNOTATIONS_FILE);
   }
   const annotations = singleObject(text, ANNOTATIONS_FILE)['annotations'];
   if (!isJsonObject(annotations)) {
-    throw processError('expected an "annotations" map', 'invalid-bundle', ANNOTATIONS_FILE);
+    throw processError('expected an "annotations" map', ProcessCode.InvalidBundle, ANNOTATIONS_FILE);
   }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations)) {
     // OLM decodes these into map[string]string: a YAML `true` or number would be an error there
-    if (typeof v !== 'string') throw processError(`annotation ${k} must be a string`, 'invalid-bundle', ANNOTATIONS_FILE);
+    if (typeof v !== 'string') throw processError(`annotation ${k} must be a string`, ProcessCode.InvalidBundle, ANNOTATIONS_FILE);
     out[k] = v;
   }
   return out;
@@ -88,15 +89,15 @@ async function mergeProperties(tree: ContentTree, csv: ClusterServiceVersion, cs
       if (!Array.isArray(parsed)) throw new Error('not a list');
       existing = parsed as JsonValue[];
     } catch (e) {
-      throw processError(`annotation olm.properties is not a JSON list of properties: ${(e as Error).message}`, 'invalid-bundle', csvFile, e);
+      throw processError(`annotation olm.properties is not a JSON list of properties: ${(e as Error).message}`, ProcessCode.InvalidBundle, csvFile, e);
     }
   }
   const props = singleObject(text, PROPERTIES_FILE)['properties'];
   if (props !== undefined && props !== null && !Array.isArray(props)) {
-    throw processError('"properties" must be a list', 'invalid-bundle', PROPERTIES_FILE);
+    throw processError('"properties" must be a list', ProcessCode.InvalidBundle, PROPERTIES_FILE);
   }
   const all = [...existing, ...((props as JsonValue[] | null | undefined) ?? [])].map((p, i) => {
-    if (!isJsonObject(p)) throw processError(`property ${i} must be an object with type and value`, 'invalid-bundle', PROPERTIES_FILE);
+    if (!isJsonObject(p)) throw processError(`property ${i} must be an object with type and value`, ProcessCode.InvalidBundle, PROPERTIES_FILE);
     return { type: p['type'] ?? '', value: p['value'] ?? null };
   });
   csv.annotations['olm.properties'] = `[${all.map((p) => `{"type":${JSON.stringify(p.type)},"value":${sortedJson(p.value)}}`).join(',')}]`;
@@ -119,12 +120,12 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
   const annotations = await readAnnotations(tree);
   const mediaType = annotations[MEDIATYPE_ANNOTATION];
   if (mediaType !== undefined && mediaType !== 'registry+v1') {
-    throw processError(`bundle media type is "${mediaType}", not registry+v1`, 'invalid-bundle', ANNOTATIONS_FILE);
+    throw processError(`bundle media type is "${mediaType}", not registry+v1`, ProcessCode.InvalidBundle, ANNOTATIONS_FILE);
   }
 
   const entries = await tree.list(MANIFESTS_DIR);
   if (entries === undefined) {
-    throw processError(`not a registry+v1 bundle: ${MANIFESTS_DIR}/ is missing or not a directory`, 'invalid-bundle', MANIFESTS_DIR);
+    throw processError(`not a registry+v1 bundle: ${MANIFESTS_DIR}/ is missing or not a directory`, ProcessCode.InvalidBundle, MANIFESTS_DIR);
   }
 
   const errors: HoistError[] = [];
@@ -135,7 +136,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
     // editor and OS litter (.DS_Store, .swp) is not part of a bundle
     if (entry.name.startsWith('.')) continue;
     if (entry.isDirectory()) {
-      errors.push(processError(`subdirectories are not allowed in ${MANIFESTS_DIR}/`, 'invalid-bundle', rel));
+      errors.push(processError(`subdirectories are not allowed in ${MANIFESTS_DIR}/`, ProcessCode.InvalidBundle, rel));
       continue;
     }
     try {
@@ -151,11 +152,11 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
 
   const csvs = objects.filter((o) => o.object.kind === 'ClusterServiceVersion');
   if (csvs.length === 0 && errors.length === 0) {
-    errors.push(processError(`no ClusterServiceVersion found in ${MANIFESTS_DIR}/`, 'invalid-bundle', MANIFESTS_DIR));
+    errors.push(processError(`no ClusterServiceVersion found in ${MANIFESTS_DIR}/`, ProcessCode.InvalidBundle, MANIFESTS_DIR));
   }
   if (csvs.length > 1) {
     errors.push(
-      processError(`more than one ClusterServiceVersion: ${csvs.map((c) => `${c.file}:${c.line ?? 1}`).join(', ')}`, 'invalid-bundle', csvs[1]?.file),
+      processError(`more than one ClusterServiceVersion: ${csvs.map((c) => `${c.file}:${c.line ?? 1}`).join(', ')}`, ProcessCode.InvalidBundle, csvs[1]?.file),
     );
   }
   const crds = objects.filter((o) => o.object.kind === 'CustomResourceDefinition');
@@ -165,7 +166,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
       errors.push(
         processError(
           `CustomResourceDefinition ${crd.object.metadata.name} uses ${crd.object.apiVersion}; registry+v1 bundles must use ${CRD_API_VERSION}`,
-          'unsupported-api',
+          ProcessCode.UnsupportedApi,
           `${crd.file}:${crd.line ?? 1}`,
         ),
       );
@@ -176,7 +177,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
 
   const packageName = annotations[PACKAGE_ANNOTATION] ?? '';
   if (packageName === '') {
-    errors.push(processError(`package name is empty: annotation ${PACKAGE_ANNOTATION} is required`, 'invalid-bundle', ANNOTATIONS_FILE));
+    errors.push(processError(`package name is empty: annotation ${PACKAGE_ANNOTATION} is required`, ProcessCode.InvalidBundle, ANNOTATIONS_FILE));
   }
 
   let csv: ClusterServiceVersion | undefined;
@@ -195,7 +196,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
   if (failure) throw failure;
   if (csv === undefined || csvSource === undefined) {
     // unreachable: a missing CSV is reported above
-    throw processError(`no ClusterServiceVersion found in ${MANIFESTS_DIR}/`, 'invalid-bundle', MANIFESTS_DIR);
+    throw processError(`no ClusterServiceVersion found in ${MANIFESTS_DIR}/`, ProcessCode.InvalidBundle, MANIFESTS_DIR);
   }
   return { packageName, csv, csvFile: csvSource.file, crds, others };
 }

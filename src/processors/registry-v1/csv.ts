@@ -8,6 +8,7 @@ import type { HoistError } from '../../util/errors.ts';
 import { processError } from '../errors.ts';
 import { isJsonObject } from '../yaml/values.ts';
 import type { JsonObject, JsonValue } from '../yaml/values.ts';
+import { ProcessCode } from '../errors.ts';
 
 export type InstallModeType = 'OwnNamespace' | 'SingleNamespace' | 'MultiNamespace' | 'AllNamespaces';
 export type WebhookType = 'ValidatingAdmissionWebhook' | 'MutatingAdmissionWebhook' | 'ConversionWebhook';
@@ -78,7 +79,7 @@ class Reader {
   constructor(readonly subject: string) {}
 
   problem(field: string, message: string): void {
-    this.errors.push(processError(`ClusterServiceVersion ${field}: ${message}`, 'invalid-bundle', this.subject));
+    this.errors.push(processError(`ClusterServiceVersion ${field}: ${message}`, ProcessCode.InvalidBundle, this.subject));
   }
 
   object(v: JsonValue | undefined, field: string): JsonObject | undefined {
@@ -250,7 +251,7 @@ export function readClusterServiceVersion(obj: JsonObject, subject: string): Clu
     if (r.errors.length === 1) throw first;
     throw processError(
       `ClusterServiceVersion does not parse: ${r.errors.map((e) => e.message.replace(/^ClusterServiceVersion /, '')).join('; ')}`,
-      'invalid-bundle',
+      ProcessCode.InvalidBundle,
       subject,
     );
   }

@@ -15,6 +15,7 @@
 import { processError } from '../errors.ts';
 import { supportedInstallModes } from './csv.ts';
 import type { ClusterServiceVersion, InstallModeType } from './csv.ts';
+import { ProcessCode } from '../errors.ts';
 
 export type InstallMode = InstallModeType;
 
@@ -39,21 +40,21 @@ export function isDns1123Label(s: string): boolean {
 /** The requested target namespaces; [] means "not set" (AllNamespaces). */
 function requestedTargets(watch: WatchConfig): string[] {
   if (watch.watchNamespaces !== undefined && watch.watchNamespace !== undefined) {
-    throw processError('config.registryV1: set watchNamespace or watchNamespaces, not both', 'invalid-config');
+    throw processError('config.registryV1: set watchNamespace or watchNamespaces, not both', ProcessCode.InvalidConfig);
   }
   if (watch.watchNamespaces !== undefined) {
     if (watch.watchNamespaces.length === 0)
-      throw processError('config.registryV1.watchNamespaces must not be empty (leave it unset for AllNamespaces)', 'invalid-config');
+      throw processError('config.registryV1.watchNamespaces must not be empty (leave it unset for AllNamespaces)', ProcessCode.InvalidConfig);
     const bad = watch.watchNamespaces.filter((ns) => !isDns1123Label(ns));
     if (bad.length > 0)
-      throw processError(`config.registryV1.watchNamespaces: ${bad.map((b) => `"${b}"`).join(', ')} is not a valid namespace name`, 'invalid-config');
+      throw processError(`config.registryV1.watchNamespaces: ${bad.map((b) => `"${b}"`).join(', ')} is not a valid namespace name`, ProcessCode.InvalidConfig);
     const dup = watch.watchNamespaces.find((ns, i) => watch.watchNamespaces?.indexOf(ns) !== i);
-    if (dup !== undefined) throw processError(`config.registryV1.watchNamespaces lists "${dup}" twice`, 'invalid-config');
+    if (dup !== undefined) throw processError(`config.registryV1.watchNamespaces lists "${dup}" twice`, ProcessCode.InvalidConfig);
     return [...watch.watchNamespaces];
   }
   const ns = watch.watchNamespace;
   if (ns === undefined || ns === '') return [];
-  if (!isDns1123Label(ns)) throw processError(`config.registryV1.watchNamespace "${ns}" is not a valid namespace name`, 'invalid-config');
+  if (!isDns1123Label(ns)) throw processError(`config.registryV1.watchNamespace "${ns}" is not a valid namespace name`, ProcessCode.InvalidConfig);
   return [ns];
 }
 
@@ -92,7 +93,7 @@ export function resolveInstallMode(csv: ClusterServiceVersion, csvFile: string, 
     throw processError(
       `ClusterServiceVersion ${csv.name} does not support ${what}; it supports ${modes.length ? modes.join(', ') : 'none'}` +
         (hints.length ? ` (${hints.join('; ')})` : ''),
-      'unsupported-install-mode',
+      ProcessCode.UnsupportedInstallMode,
       csvFile,
     );
   }

@@ -34,6 +34,7 @@ import type { RenderOptions } from './generators.ts';
 import { isDns1123Label, resolveInstallMode } from './install-mode.ts';
 import type { InstallMode } from './install-mode.ts';
 import { validateBundle } from './validate.ts';
+import { ProcessCode } from '../errors.ts';
 
 export interface RegistryV1RenderOptions {
   installNamespace: string;
@@ -61,14 +62,14 @@ export interface RegistryV1RenderResult extends ProcessResult {
 export function renderRegistryV1Bundle(bundle: RegistryV1Bundle, options: RegistryV1RenderOptions): RegistryV1RenderResult {
   const { installNamespace } = options;
   if (!installNamespace) {
-    throw processError('registry-v1 bundles need spec.installNamespace', 'invalid-config');
+    throw processError('registry-v1 bundles need spec.installNamespace', ProcessCode.InvalidConfig);
   }
   if (!isDns1123Label(installNamespace)) {
-    throw processError(`installNamespace "${installNamespace}" is not a valid namespace name`, 'invalid-config');
+    throw processError(`installNamespace "${installNamespace}" is not a valid namespace name`, ProcessCode.InvalidConfig);
   }
   const problems = validateBundle(bundle);
   if (problems.length > 0) {
-    throw combineProcessErrors(problems.map((p) => processError(p, 'invalid-bundle', bundle.csvFile))) as HoistError;
+    throw combineProcessErrors(problems.map((p) => processError(p, ProcessCode.InvalidBundle, bundle.csvFile))) as HoistError;
   }
   const { mode, targetNamespaces } = resolveInstallMode(bundle.csv, bundle.csvFile, installNamespace, options);
   const provider = options.certificateProvider === null ? undefined : (options.certificateProvider ?? certManagerProvider);
@@ -81,7 +82,7 @@ export function renderRegistryV1Bundle(bundle: RegistryV1Bundle, options: Regist
 
   const crds = crdsWithConversion(bundle, opts);
   if (crds.problems.length > 0) {
-    throw combineProcessErrors(crds.problems.map((p) => processError(p, 'invalid-bundle', bundle.csvFile))) as HoistError;
+    throw combineProcessErrors(crds.problems.map((p) => processError(p, ProcessCode.InvalidBundle, bundle.csvFile))) as HoistError;
   }
   const objects: KubeObject[] = [
     ...serviceAccounts(bundle, opts),
@@ -123,7 +124,7 @@ function unservedApis(bundle: RegistryV1Bundle, objects: KubeObject[], served: r
       processError(
         `${describeObject(o)}: the cluster does not serve ${o.apiVersion}` +
           (o.apiVersion.startsWith('cert-manager.io/') ? ' (webhook certificates need cert-manager installed)' : ''),
-        'unsupported-api',
+        ProcessCode.UnsupportedApi,
         sourceOf(bundle, o),
       ),
     );

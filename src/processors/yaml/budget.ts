@@ -20,6 +20,7 @@
 import { processError } from '../errors.ts';
 import { MAX_DEPTH } from './node-tree.ts';
 import type { YNode } from './node-tree.ts';
+import { ProcessCode } from '../errors.ts';
 
 export const YAML_MAX_NODES_PER_DOCUMENT = 1_000_000;
 export const YAML_MAX_NODES_PER_BUNDLE = 4_000_000;
@@ -37,7 +38,7 @@ export function yamlBudget(perDocument = YAML_MAX_NODES_PER_DOCUMENT, perBundle 
 }
 
 /** the code of a budget refusal: terminal, and the reference reader is not tried after it */
-export const YAML_BUDGET_CODE = 'yaml-alias-budget';
+export const YAML_BUDGET_CODE = ProcessCode.YamlAliasBudget;
 
 /**
  * Nodes the document rooted at `root` becomes with every alias expanded (a null item or value

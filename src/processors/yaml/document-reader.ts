@@ -11,6 +11,7 @@ import type * as YamlPackage from 'yaml';
 import { processError } from '../errors.ts';
 import type { YNode } from './node-tree.ts';
 import { shortTag } from './scalars.ts';
+import { ProcessCode } from '../errors.ts';
 
 // Loaded on first use (synchronously, as this reader is): most manifests never need it, and the
 // package costs ~10 MiB of resident memory (issue 10).
@@ -37,7 +38,7 @@ export function yamlPackageTree(text: string, file: string): YNode[] {
     const err = doc.errors[0];
     if (err) {
       const line = err.linePos?.[0].line ?? lines.linePos(err.pos[0]).line;
-      throw processError(`invalid YAML: ${firstLine(err.message)}`, 'parse-error', `${file}:${line}`, err);
+      throw processError(`invalid YAML: ${firstLine(err.message)}`, ProcessCode.ParseError, `${file}:${line}`, err);
     }
     if (doc.contents === null) continue;
     roots.push(fromYamlNode(doc.contents as YamlNode, { doc, seen: new Map(), file, lines }));
@@ -79,7 +80,7 @@ function fromYamlNode(node: YamlNode, c: Conversion): YNode {
     for (const pair of node.items) out.pairs.push([child(pair.key), child(pair.value)]);
     return out;
   }
-  throw processError('unsupported YAML node', 'parse-error', `${c.file}:${c.lines.linePos(pos).line}`);
+  throw processError('unsupported YAML node', ProcessCode.ParseError, `${c.file}:${c.lines.linePos(pos).line}`);
 }
 
 function firstLine(s: string): string {

@@ -6,6 +6,7 @@
  */
 import { processError } from '../errors.ts';
 import type { JsonValue, ParsedDocument } from './values.ts';
+import { ProcessCode } from '../errors.ts';
 
 interface ReviverContext {
   source?: string;
@@ -37,7 +38,7 @@ export function parseJsonStream(text: string, file: string): ParsedDocument[] {
       const msg = e instanceof Error ? e.message : String(e);
       const pos = /position (\d+)/.exec(msg)?.[1];
       const errLine = pos === undefined ? line : line + countNewlines(chunk.slice(0, Number(pos)));
-      throw processError(`invalid JSON: ${msg.replace(/ \(line \d+ column \d+\)/, '')}`, 'parse-error', `${file}:${errLine}`, e);
+      throw processError(`invalid JSON: ${msg.replace(/ \(line \d+ column \d+\)/, '')}`, ProcessCode.ParseError, `${file}:${errLine}`, e);
     }
     if (value !== null) documents.push({ value, line });
     line += countNewlines(chunk);

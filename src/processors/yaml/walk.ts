@@ -15,6 +15,7 @@ import { formatGoFloat32, resolveYamlScalar } from './scalars.ts';
 import type { Resolved } from './scalars.ts';
 import { isJsonObject, setKey } from './values.ts';
 import type { JsonObject, JsonValue, ParsedDocument, ParsedStream } from './values.ts';
+import { ProcessCode } from '../errors.ts';
 
 interface Walk {
   lineAt: (pos: number) => number;
@@ -61,7 +62,7 @@ function lineIndex(text: string): (pos: number) => number {
 
 function fail(walk: Walk, node: YNode | null | undefined, message: string): never {
   const subject = node ? `${walk.file}:${walk.lineAt(node.pos)}` : walk.file;
-  throw processError(message, 'parse-error', subject);
+  throw processError(message, ProcessCode.ParseError, subject);
 }
 
 function tooDeep(walk: Walk, node: YNode): never {

@@ -6,22 +6,25 @@
  */
 import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { isCRD } from '../../apply/object-id.ts';
+import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
 import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
-import type { Transition } from '../../../api/v1alpha2/types.ts';
+import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
 import type { ApplyReport, StepGate } from '../../apply/applier.ts';
-import { asHoistError, HoistError } from '../../util/errors.ts';
+import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { actor, applyTarget, inventory, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { dependenciesReady } from './dependencies.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
 import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
 import { driftNotCorrected, failedBeforeApply, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 /** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
 const OBSERVE_WRITES_MS = 2000;
@@ -31,17 +34,21 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const { d } = ctx;
   const { status, spec } = s;
   const active = status.activeRevision;
-  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision });
+  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision, retry: s.request !== undefined });
   if (decision.kind === 'held-back' && active) {
-    const objects = await ctx.objects.of(s.name, active);
-    const report = await d.applier.apply(applyTarget(ctx, s.bd, spec, active.number), objects);
-    s.changed = countChanged(report.results);
-    driftCorrectedEvent(ctx, s, report.results);
-    await observeHealth(ctx, s, objects);
+    await keepActive(ctx, s, active);
     s.note = `revision ${status.attemptedRevision?.number} held back after rollback`;
     return false;
   }
   const isNew = decision.kind === 'new';
+  // spec.dependsOn holds a new revision before anything of it is stored or applied; one already
+  // on its way in (a phase waiting, hooks run) is not held back half-way
+  const underWay = status.transition?.contentDigest === rendered.contentDigest;
+  if (isNew && !underWay && !dependenciesReady(ctx, s)) {
+    if (active) await keepActive(ctx, s, active);
+    else await observeHealth(ctx, s);
+    return false;
+  }
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
   // the size cap is checked before a number is taken or anything is written: a revision over it
@@ -74,7 +81,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const action = active ? 'upgrade' : 'install';
   let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
   if (t && rendered.hooks.length > 0) {
-    await d.applier.ensureInstallNamespace(target, rendered.objects).catch((e: unknown) => hooksBroke(s, number, e));
+    await d.applier.ensureInstallNamespace(target, rendered.objects, s.signal).catch((e: unknown) => hooksBroke(s, number, e));
     const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) => hooksBroke(s, number, e));
     if (failed) {
       await failedRevision(ctx, s, failed, rev, rendered.objects);
@@ -83,7 +90,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   }
 
   try {
-    const report = await s.time('apply', d.applier.apply(target, rendered.objects, isNew ? { gate: phaseGate(ctx, s) } : {}));
+    const report = await s.time('apply', d.applier.apply(target, rendered.objects, { ...(isNew ? { gate: phaseGate(ctx, s) } : {}), signal: s.signal }));
     if (report.pending) {
       t ??= transitionOf(s, rev, action);
       return await waitForPhase(ctx, s, t, report.pending, rendered);
@@ -96,7 +103,9 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
     if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
   } catch (e) {
-    const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'apply-failed', terminal: false });
+    // stopped (shutdown, leadership lost), not failed: whoever reconciles next applies it again
+    if (e instanceof CancelledError) throw e;
+    const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.ApplyFailed, terminal: false });
     // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
     if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
     else await driftNotCorrected(ctx, s, err, rendered.objects);
@@ -117,28 +126,37 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     ...(previous?.appliedAt ? { appliedAt: previous.appliedAt } : {}),
     ...(previous?.healthyAt ? { healthyAt: previous.healthyAt } : {}),
     ...(s.appliedDigest ? { appliedDigest: s.appliedDigest } : {}),
+    inventory: inventory(ctx, s.bd, number, rendered.objects),
   };
   s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
   return true;
+}
+
+/**
+ * The rendered revision is not applied (held back after a rollback, or waiting for its
+ * dependencies): the installed one is kept as it is — its drift corrected, its health observed.
+ */
+async function keepActive(ctx: StepContext, s: ReconcileState, active: ActiveRevision): Promise<void> {
+  const objects = await ctx.objects.of(s.name, active);
+  const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, s.spec, active.number), objects, { signal: s.signal });
+  s.changed = countChanged(report.results);
+  driftCorrectedEvent(ctx, s, report.results);
+  await observeHealth(ctx, s, objects);
 }
 
 /** a new revision applied completely: prune what left the bundle, make it the active revision */
 async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number, t: Transition | undefined): Promise<void> {
   const { d } = ctx;
   const { status, spec } = s;
-  const before = status.activeRevision;
-  // and what a revision abandoned half-way through its phases (the spec moved on) had applied
-  const abandoned = status.transition && status.transition.revision !== number ? status.transition : undefined;
-  const previous = [
-    ...(before ? await ctx.objects.of(s.name, before).catch(() => []) : []),
-    ...(abandoned ? await ctx.objects.of(s.name, { number: abandoned.revision, contentDigest: abandoned.contentDigest }).catch(() => []) : []),
-  ];
+  // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
+  const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
   const pruned = await s.time(
     'prune',
-    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) }),
+    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal }),
   ).catch((e: unknown) => {
+    if (e instanceof CancelledError) throw e;
     // the new revision is applied; what failed is removing what left the bundle: say so, retry
-    const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'delete-failed', terminal: false });
+    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
     s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
     s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
     throw err;
@@ -146,7 +164,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
-  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString() };
+  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString(), inventory: inventory(ctx, s.bd, number, rendered.objects) };
   status.attemptedRevision = undefined;
   // with hooks, the transition stays until its post hooks ran (rollout.ts)
   if (t && rendered.hooks.length > 0) {
@@ -167,20 +185,15 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
  */
 function storeFailed(s: ReconcileState, number: number | undefined, e: unknown): never {
   const what = number === undefined ? 'the new revision could not be numbered' : `revision ${number} could not be stored`;
-  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'revision-store', subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
+  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.RevisionStore, subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
   throw err;
 }
 
-/** a stored revision with this content keeps its number (restart, roll back by spec) */
+/** a stored revision with this content keeps its number (restart, roll back by spec): the rule `hoist diff` numbers by */
 async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<number> {
   if (rendered.stored) return rendered.stored.number;
-  const stored = await ctx.d.revisions.list(s.name);
-  const same = stored.find((r) => r.contentDigest === rendered.contentDigest);
-  if (same) return same.number;
-  const { status } = s;
-  const known = [...stored.map((r) => r.number), ...(status.revisions ?? []).map((r) => r.number), status.activeRevision?.number ?? 0, status.attemptedRevision?.number ?? 0];
-  return Math.max(0, ...known) + 1;
+  return revisionNumberFor(rendered.contentDigest, await ctx.d.revisions.list(s.name), s.status);
 }
 
 /** drift correction on an unchanged revision: name what was changed back (e.g. after unpause) */
@@ -206,7 +219,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd) });
+  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal });
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }
@@ -236,7 +249,7 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
   if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${t.revision}`, terminal: true });
+    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${t.revision}`, terminal: true });
     await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
     return false;
   }
@@ -252,7 +265,8 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
 
 /** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
 function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
-  const err = asHoistError(e, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject: `revision ${number} hooks`, terminal: false });
+  if (e instanceof CancelledError) throw e;
+  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.HookFailed, subject: `revision ${number} hooks`, terminal: false });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
   throw err;
 }

@@ -3,11 +3,13 @@
  * outlives one reconcile (rendered and loaded revision objects), and the small helpers that name
  * who acts for a BD and where its objects are. Steps receive it with the per-reconcile state.
  */
+import type { Clock } from '../../util/clock.ts';
 import type { Semaphore } from '../../util/concurrency.ts';
 import type { Logger } from 'pino';
 import type { DefaultedSpec } from '../../../api/v1alpha2/defaults.ts';
-import { lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
-import type { Applier, ApplyTarget } from '../../apply/applier.ts';
+import type { BundleDeployment, Inventory } from '../../../api/v1alpha2/types.ts';
+import type { Applier } from '../../apply/applier.ts';
+import { applyTargetOf, type ApplyTarget } from '../../apply/plan.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
@@ -17,10 +19,27 @@ import type { Source } from '../../sources/source.ts';
 import type { EventRecorder } from '../events.ts';
 import type { Identities } from '../identity.ts';
 import type { ManagedObjects } from '../managed-objects.ts';
+import { inventoryOf, revisionSecretsOf } from '../inventory.ts';
 import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../secret-watch.ts';
+
+/*
+ * What the pipeline asks of each stage implementation: the smallest part of each class the steps
+ * call, so the reconciler runs as well over in-memory fakes (test/support/fakes/) as over the
+ * real ones manager.ts wires.
+ */
+/** the SSA applier (src/apply/applier.ts) */
+export type PipelineApplier = Pick<Applier, 'apply' | 'ensureInstallNamespace' | 'writtenUid' | 'forget'>;
+/** the Helm hook runner (src/apply/hooks.ts) */
+export type PipelineHooks = Pick<HookRunner, 'run'>;
+/** the revision Secrets (src/apply/revision-store.ts) */
+export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'list' | 'findByInputs' | 'load' | 'prune'>;
+/** the managed-object watches: health, health-check verdicts, observed writes (managed-objects.ts) */
+export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'settled' | 'probeError' | 'health' | 'checkVerdicts' | 'observedWrites'>;
+/** who acts for a BD (identity.ts) */
+export type PipelineIdentities = Pick<Identities, 'for' | 'defaultServiceAccount'>;
 
 export interface ReconcilerDeps {
   client: KubeClient;
@@ -30,24 +49,27 @@ export interface ReconcilerDeps {
   store: ContentStore;
   sourceFor(kind: string): Source;
   processorFor(format: string): Processor;
-  applier: Applier;
+  applier: PipelineApplier;
   /** runs Helm hooks (src/apply/hooks.ts) */
-  hooks: HookRunner;
+  hooks: PipelineHooks;
   /** bounds fetch + render (memory, disk, CPU) below the number of workers, which mostly wait on the API server */
   renders: Semaphore;
   /** bounds source resolves that may make requests (every BD's, each source apart); never held with `renders` */
   resolves: Semaphore;
   /** who acts for each BD: its ServiceAccount (impersonated) or the controller */
-  identities: Identities;
-  revisions: RevisionStore;
-  managed: ManagedObjects;
+  identities: PipelineIdentities;
+  revisions: PipelineRevisions;
+  managed: PipelineManaged;
   events: EventRecorder;
   /** the informer cache of BundleDeployments */
   getBundleDeployment(name: string): BundleDeployment | undefined;
   listBundleDeployments(): BundleDeployment[];
   /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
   lineageMembers(lineage: string): BundleDeployment[];
-  now?: () => Date;
+  /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
+  clock?: Clock;
+  /** the cached BundleDeployments whose spec.dependsOn names `name` (an index) */
+  dependentsOf(name: string): BundleDeployment[];
   /** Hoist's own metrics (optional: tests and `hoist render` run without) */
   metrics?: HoistMetrics;
   /** which referenced Secrets changed since a BD's last resolve */
@@ -73,19 +95,14 @@ export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeOb
   return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
 }
 
-/** what the applier needs to apply revision `revision` of bd */
+/** status.activeRevision.inventory of revision `revision` of bd (the inventory names its revision Secrets when it is truncated) */
+export function inventory(ctx: StepContext, bd: BundleDeployment, revision: number, objects: readonly KubeObject[]): Inventory {
+  return inventoryOf(objects, revisionSecretsOf(ctx.d.controllerNamespace, bd.metadata.name, revision));
+}
+
+/** what the applier needs to apply revision `revision` of bd (the target `hoist diff` plans with too) */
 export function applyTarget(ctx: StepContext, bd: BundleDeployment, spec: DefaultedSpec, revision: number): ApplyTarget {
-  const recorded = bd.status?.activeRevision?.number === revision ? bd.status.activeRevision.appliedDigest : undefined;
-  return {
-    name: bd.metadata.name,
-    lineage: lineageOf(bd),
-    revision,
-    protection: spec.collisionProtection,
-    installNamespace: spec.installNamespace,
-    actor: actor(ctx, bd),
-    ...(recorded ? { appliedDigest: recorded } : {}),
-    ...(spec.driftIgnore?.length ? { driftIgnore: spec.driftIgnore } : {}),
-  };
+  return applyTargetOf(bd, spec, revision, actor(ctx, bd));
 }
 
 /** the kinds among objects that the API server serves (skipped optional objects' kinds are not) */

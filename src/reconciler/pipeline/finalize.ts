@@ -11,11 +11,29 @@ import { deleteOwned } from '../../apply/prune.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { countChanged } from '../../apply/result.ts';
 import { isNotFound } from '../../kube/api-error.ts';
-import { asHoistError, HoistError } from '../../util/errors.ts';
+import { systemClock } from '../../util/clock.ts';
+import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
+import { reaches } from '../dependency-graph.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
+import { ReconcileCode } from '../errors.ts';
+
+/**
+ * The BundleDeployments that depend on bd (spec.dependsOn) and still exist: bd is uninstalled
+ * after them. One that bd itself depends on (a cycle) is not waited for: the two would wait for
+ * each other forever. Sorted; from the informer cache.
+ */
+export function dependentsRemaining(ctx: StepContext, bd: BundleDeployment): string[] {
+  const name = bd.metadata.name;
+  const dependsOn = (n: string) => ctx.d.getBundleDeployment(n)?.spec.dependsOn?.map((r) => r.name);
+  return ctx.d
+    .dependentsOf(name)
+    .map((o) => o.metadata.name)
+    .filter((o) => o !== name && !reaches(name, o, dependsOn))
+    .sort();
+}
 
 /** true when the finalizer was removed (or already was) */
-export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<boolean> {
+export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: AbortSignal): Promise<boolean> {
   const { d } = ctx;
   const name = bd.metadata.name;
   if (!bd.metadata.finalizers?.includes(FINALIZER)) return true;
@@ -38,12 +56,12 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
     // Helm's delete hooks: pre-delete before anything is deleted, post-delete after; a failed
     // one stops the uninstall (as `helm uninstall` fails), retried with backoff
     const hooks = active ? await ctx.objects.hooksOf(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
-    await deleteHooks(ctx, bd, 'pre-delete', hooks, active?.number ?? 0);
+    await deleteHooks(ctx, bd, 'pre-delete', hooks, active?.number ?? 0, signal);
     const results =
       doomed.length === 0
         ? []
-        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, writtenUid: writtenUid(ctx, bd) }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
-    await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0);
+        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, writtenUid: writtenUid(ctx, bd), signal }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+    await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0, signal);
     d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
   }
   await d.revisions.prune(name);
@@ -60,22 +78,24 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment): Promise<
 }
 
 /** runs the delete hooks of `event` for the uninstall; a failed one blocks it (uninstallBlocked) */
-async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-delete' | 'post-delete', hooks: readonly KubeObject[], revision: number): Promise<void> {
+async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-delete' | 'post-delete', hooks: readonly KubeObject[], revision: number, signal: AbortSignal | undefined): Promise<void> {
   if (hooksFor(hooks, event).length === 0) return;
   const spec = withDefaults(bd.spec);
   const result = await ctx.d.hooks
-    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.now?.() ?? new Date()).getTime() + spec.progressDeadlineMs })
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.clock ?? systemClock).now() + spec.progressDeadlineMs, signal })
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;
-    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: 'PruneFailed', code: 'hook-failed', subject, terminal: false }));
+    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.HookFailed, subject, terminal: false }));
   }
   ctx.d.events.event(bd, 'Normal', 'HooksRan', `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`);
 }
 
 /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
 function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): never {
-  const err = asHoistError(e, { stage: 'apply', reason: 'PruneFailed', code: 'uninstall-failed', terminal: false });
+  // stopped, not blocked: the finalizer stays and whoever reconciles next goes on
+  if (e instanceof CancelledError) throw e;
+  const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.UninstallFailed, terminal: false });
   const message = `uninstall of revision ${bd.status?.activeRevision?.number ?? '?'} failed, the finalizer stays until it succeeds (removing ${FINALIZER} by hand orphans the objects): ${err.describe()}`;
   ctx.d.log.warn({ bd: bd.metadata.name, err: err.message }, 'uninstall failed');
   ctx.d.events.event(bd, 'Warning', 'UninstallFailed', message);

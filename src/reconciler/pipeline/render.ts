@@ -19,6 +19,7 @@ import { readValuesFrom, valuesFromRefs } from '../values-from.ts';
 import type { Rendered } from '../revision-objects.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 export async function renderRevision(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const rendered = await renderOrReuse(ctx, s, resolved);
@@ -100,7 +101,7 @@ export async function storedRevision(revisions: Pick<RevisionStore, 'findByInput
     const objects = await revisions.load(name, stored);
     return objects ? { contentDigest: stored.contentDigest, objects, stored } : undefined;
   } catch (e) {
-    throw asHoistError(e, { stage: 'fetch', reason: 'FetchFailed', code: 'revision-store', subject, terminal: false });
+    throw asHoistError(e, { stage: 'fetch', code: ReconcileCode.RevisionStore, subject, terminal: false });
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Resolve: every source to an immutable identity (digest, commit, sha256). A recorded resolution
  * of this generation is reused without a network call unless pollInterval elapsed or the source's
- * Secret rotated (floating refs only). A resolve that may make a request runs inside the resolve
+ * Secret rotated, a webhook push named it or a reconcile was requested (floating refs only). A
+ * resolve that may make a request runs inside the resolve
  * semaphore (`deps.resolves`, as many slots as `--max-concurrent-renders`, shared by every BD);
  * it holds no other slot meanwhile. Sets Resolved.
  */
@@ -19,7 +20,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
   d.identities.for(s.bd);
   const rotated = new Set([...(ctx.pendingRotations.get(s.name) ?? []), ...(d.secrets?.takeRotated(s.name) ?? [])]);
   if (rotated.size > 0) ctx.pendingRotations.set(s.name, rotated);
-  const pushed = d.pushes?.takePushed(s.name) ?? false;
+  // a verified webhook push, or a reconcile requested (core.rukpak.io/requested-at), re-checks floating refs now
+  const pushed = (d.pushes?.takePushed(s.name) ?? false) || s.request !== undefined;
   const now = s.now().getTime();
   const resolved = await s.time(
     'resolve',

@@ -13,6 +13,7 @@ import { observeHealth } from './health.ts';
 import { failedRevision } from './recover.ts';
 import { endTransition, runHooks } from './transition.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 export async function rollOut(ctx: StepContext, s: ReconcileState, objects: readonly KubeObject[]): Promise<void> {
   const { status, spec } = s;
@@ -21,6 +22,11 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   const healthy = await observeHealth(ctx, s, objects);
   const poll: ReconcileResult = spec.pollIntervalMs !== undefined ? { requeueAfter: spec.pollIntervalMs } : {};
   s.result = poll;
+  // a requested reconcile tries a revision blocked at its progressDeadline once more: another deadline from now
+  if (s.request !== undefined && active.healthyAt === undefined && getCondition(status.conditions, 'Progressing')?.reason === 'Blocked') {
+    active.appliedAt = s.now().toISOString();
+    s.note = 'blocked revision retried on request';
+  }
   const decision = decideRollout({
     generation: s.generation,
     healthy,
@@ -68,7 +74,7 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
     if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
     return;
   }
-  const err = new HoistError(why, { stage: 'observe', reason: 'ApplyFailed', code: 'progress-deadline', subject: `revision ${active.number}`, terminal: true });
+  const err = new HoistError(why, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${active.number}`, terminal: true });
   await failedRevision(ctx, s, err, active, await ctx.objects.of(s.name, active));
   s.result = poll;
 }

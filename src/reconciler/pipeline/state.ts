@@ -22,6 +22,12 @@ export interface ReconcileState {
   readonly signal: AbortSignal | undefined;
   set(c: ConditionInput): void;
   readonly time: Stopwatch;
+  /**
+   * a core.rukpak.io/requested-at value not handled yet: floating refs are re-resolved and a
+   * RolledBack or Blocked revision of this spec is tried once more; echoed in
+   * status.lastHandledRequest when the reconcile ends without an error to retry
+   */
+  request?: string;
 
   // filled in by the steps, in order
   /** the revision this reconcile applies; isNew when its content is not the active revision's */

@@ -12,6 +12,7 @@ import { HoistError } from '../../util/errors.ts';
 import { recordRevision } from '../revision-history.ts';
 import { actor, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
+import { ReconcileCode } from '../errors.ts';
 
 export type TransitionAction = NonNullable<Transition['action']>;
 
@@ -53,7 +54,7 @@ export async function runHooks(ctx: StepContext, s: ReconcileState, t: Transitio
   if (!result.failed) return undefined;
   const { run, subject } = result.failed;
   ctx.d.events.event(s.bd, 'Warning', 'HookFailed', `revision ${t.revision}: ${subject} failed: ${run.message ?? ''}`);
-  return new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: 'ApplyFailed', code: 'hook-failed', subject, terminal: true });
+  return new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', code: ReconcileCode.HookFailed, subject, terminal: true });
 }
 
 /** the transition is over: its hook runs go to the revision's entry in status.revisions */

@@ -20,6 +20,7 @@ import { posix } from 'node:path';
 import { DEFAULT_MAX_LINKS, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { HoistError } from '../../util/errors.ts';
 import { classifyFetchFailure, GitCommandError, runGit, type GitRunOptions } from './git-cli.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface CheckoutLimits {
   /** most entries (files, symlinks, submodule placeholders) in the directory */
@@ -52,8 +53,8 @@ export interface CheckoutRequest {
   indexFile: string;
 }
 
-function fetchError(message: string, code: string, subject: string, terminal: boolean): HoistError {
-  return new HoistError(message, { stage: 'fetch', reason: 'FetchFailed', code, subject, terminal });
+function fetchError(message: string, code: SourceCode, subject: string, terminal: boolean): HoistError {
+  return sourceError(message, { stage: 'fetch', code, subject, terminal });
 }
 
 /** Parses one `git ls-tree -r -l` record (without its NUL). */
@@ -148,19 +149,19 @@ async function listTree(req: CheckoutRequest, treeOid: string): Promise<ListingS
   const summary: ListingSummary = { entries: 0, bytes: 0, symlinks: [] };
   const stream = new LsTreeStream((e) => {
     if (++summary.entries > limits.maxFiles) {
-      throw fetchError(`directory has more than ${limits.maxFiles} entries (the limit)`, 'too-many-files', subject, true);
+      throw fetchError(`directory has more than ${limits.maxFiles} entries (the limit)`, SourceCode.TooManyFiles, subject, true);
     }
-    if (!isSafeTreePath(e.path)) throw fetchError(`unsafe path in tree: ${JSON.stringify(e.path)}`, 'unsafe-path', subject, true);
+    if (!isSafeTreePath(e.path)) throw fetchError(`unsafe path in tree: ${JSON.stringify(e.path)}`, SourceCode.UnsafePath, subject, true);
     summary.bytes += e.size;
     if (summary.bytes > limits.maxBytes) {
-      throw fetchError(`directory holds more than ${formatBytes(limits.maxBytes)} (the limit), at ${JSON.stringify(e.path)}`, 'too-large', subject, true);
+      throw fetchError(`directory holds more than ${formatBytes(limits.maxBytes)} (the limit), at ${JSON.stringify(e.path)}`, SourceCode.TooLarge, subject, true);
     }
     if (e.mode !== '120000') return;
     if (e.size > MAX_SYMLINK_TARGET_BYTES) {
-      throw fetchError(`symlink ${e.path}: its target is ${e.size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, 'symlink-target-too-large', subject, true);
+      throw fetchError(`symlink ${e.path}: its target is ${e.size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, SourceCode.SymlinkTargetTooLarge, subject, true);
     }
     if (summary.symlinks.length >= maxLinks) {
-      throw fetchError(`directory has more than ${maxLinks} symlinks (the limit per tree), at ${JSON.stringify(e.path)}`, 'too-many-links', subject, true);
+      throw fetchError(`directory has more than ${maxLinks} symlinks (the limit per tree), at ${JSON.stringify(e.path)}`, SourceCode.TooManyLinks, subject, true);
     }
     summary.symlinks.push(e);
   });
@@ -177,7 +178,7 @@ async function listTree(req: CheckoutRequest, treeOid: string): Promise<ListingS
 function gitFailure(e: unknown, req: CheckoutRequest): unknown {
   if (e instanceof GitCommandError) return classifyFetchFailure(e, 'fetch', req.subject, false, req.run.timeoutMs);
   if (e instanceof HoistError) return e;
-  return fetchError(`unexpected git output: ${(e as Error).message}`, 'protocol-error', req.subject, false);
+  return fetchError(`unexpected git output: ${(e as Error).message}`, SourceCode.ProtocolError, req.subject, false);
 }
 
 /**
@@ -209,7 +210,7 @@ async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: Checkout
       const paths = byOid.get(order[next] ?? '') ?? [];
       if (oid !== order[next] || type !== 'blob' || !Number.isSafeInteger(size)) throw new Error(`cat-file: unexpected header for ${order[next] ?? '?'}`);
       if (size > MAX_SYMLINK_TARGET_BYTES) {
-        throw fetchError(`symlink ${paths[0] ?? ''}: its target is ${size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, 'symlink-target-too-large', req.subject, true);
+        throw fetchError(`symlink ${paths[0] ?? ''}: its target is ${size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, SourceCode.SymlinkTargetTooLarge, req.subject, true);
       }
       if (buf.length < nl + 1 + size + 1) return; // the rest of this blob is still coming
       const target = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
@@ -217,7 +218,7 @@ async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: Checkout
       next++;
       for (const path of paths) {
         if (!symlinkStaysInside(path, target)) {
-          throw fetchError(`symlink ${path} points outside the directory (${JSON.stringify(target)})`, 'symlink-escape', req.subject, true);
+          throw fetchError(`symlink ${path} points outside the directory (${JSON.stringify(target)})`, SourceCode.SymlinkEscape, req.subject, true);
         }
       }
     }
@@ -227,7 +228,7 @@ async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: Checkout
   } catch (e) {
     throw gitFailure(e, req);
   }
-  if (next !== order.length) throw fetchError('cat-file ended before every symlink target was read', 'protocol-error', req.subject, false);
+  if (next !== order.length) throw fetchError('cat-file ended before every symlink target was read', SourceCode.ProtocolError, req.subject, false);
 }
 
 /**
@@ -246,15 +247,15 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<ListingSu
   });
   const [commitLine = '', dirLine = ''] = check.stdout.toString('utf8').split('\n');
   if (commitLine.endsWith(' missing')) {
-    throw fetchError(`commit ${commit} was not received from the repository`, 'unknown-ref', subject, true);
+    throw fetchError(`commit ${commit} was not received from the repository`, SourceCode.UnknownRef, subject, true);
   }
   if (!commitLine.includes(' commit ')) {
-    throw fetchError(`object ${commit} is not a commit`, 'not-a-commit', subject, true);
+    throw fetchError(`object ${commit} is not a commit`, SourceCode.NotACommit, subject, true);
   }
   const dirType = dirLine.split(' ')[1];
   if (dirType !== 'tree') {
     const what = dirLine.endsWith('missing') ? 'does not exist' : 'is not a directory';
-    throw fetchError(`directory "${directory}" ${what} in commit ${commit}`, 'directory-missing', subject, true);
+    throw fetchError(`directory "${directory}" ${what} in commit ${commit}`, SourceCode.DirectoryMissing, subject, true);
   }
   const treeOid = dirLine.split(' ')[0] ?? '';
   const listing = await listTree(req, treeOid);
@@ -266,6 +267,6 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<ListingSu
   } catch (e) {
     throw gitFailure(e, req);
   }
-  await verifyTree(req.target, { stage: 'fetch', reason: 'FetchFailed', who: `git ${subject}`, maxLinks: req.limits.maxLinks ?? DEFAULT_MAX_LINKS, ...(run.signal ? { signal: run.signal } : {}) });
+  await verifyTree(req.target, { stage: 'fetch', who: `git ${subject}`, maxLinks: req.limits.maxLinks ?? DEFAULT_MAX_LINKS, ...(run.signal ? { signal: run.signal } : {}) });
   return listing;
 }

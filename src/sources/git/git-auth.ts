@@ -12,6 +12,7 @@
  */
 import type { Credentials } from '../source.ts';
 import { HoistError, type Stage } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface GitAuth {
   /** full Authorization header value, or undefined for anonymous access */
@@ -33,7 +34,7 @@ export function gitAuthFrom(credentials: Credentials | undefined, stage: Stage, 
   const password = nonEmpty(data.password);
   const token = nonEmpty(data.token);
   const invalid = (message: string): HoistError =>
-    new HoistError(message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: 'invalid-credentials', subject, terminal: true });
+    sourceError(message, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
   let user: string | undefined;
   let secret: string | undefined;
   if (token !== undefined) {

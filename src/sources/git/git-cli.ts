@@ -9,9 +9,10 @@
  */
 import { spawn } from 'node:child_process';
 import { formatBytes } from '../../util/content-tree.ts';
-import { HoistError, type Stage } from '../../util/errors.ts';
+import { HoistError, type Stage, FailureReason } from '../../util/errors.ts';
 import { UNKNOWN_AUTHORITY_HINT } from '../http/transport.ts';
 import { redactSecrets } from './git-auth.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** curl's words (GnuTLS and OpenSSL builds) for a chain that ends at a CA nobody configured */
 const UNKNOWN_AUTHORITY = /server certificate verification failed|unable to get local issuer certificate|self[- ]signed certificate|unable to get issuer certificate|certificate signer not found|issuer is not known/i;
@@ -262,30 +263,30 @@ export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: 
   const reason = stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
   const s = e.stderr;
   const summary = stderrSummary(s);
-  const make = (message: string, code: string, terminal: boolean): HoistError =>
-    new HoistError(message, { stage, reason, code, subject, terminal, cause: e });
-  if (e.aborted) return new HoistError('aborted', { stage, reason: 'Aborted', code: 'aborted', subject, terminal: false, cause: e });
-  if (e.timedOut) return make(`git fetch timed out after ${timeoutMs} ms`, 'timeout', false);
+  const make = (message: string, code: SourceCode, terminal: boolean): HoistError =>
+    sourceError(message, { stage, reason, code, subject, terminal, cause: e });
+  if (e.aborted) return sourceError(SourceCode.Aborted, { stage, reason: FailureReason.Aborted, code: SourceCode.Aborted, subject, terminal: false, cause: e });
+  if (e.timedOut) return make(`git fetch timed out after ${timeoutMs} ms`, SourceCode.Timeout, false);
   if (e.outputLimit !== undefined) {
-    return make(`${e.message} (the limit of ${formatBytes(e.outputLimit)} of output per git command)`, 'output-too-large', true);
+    return make(`${e.message} (the limit of ${formatBytes(e.outputLimit)} of output per git command)`, SourceCode.OutputTooLarge, true);
   }
   if (/could not read (Username|Password)|Authentication failed|returned error: 40[13]\b|terminal prompts disabled/i.test(s)) {
-    return make(withAuth ? 'credentials rejected by the repository' : 'repository requires credentials; set auth.secretRef', 'auth-failed', true);
+    return make(withAuth ? 'credentials rejected by the repository' : 'repository requires credentials; set auth.secretRef', SourceCode.AuthFailed, true);
   }
-  if (/repository '.*' not found|returned error: 404\b/i.test(s)) return make('repository not found', 'not-found', true);
+  if (/repository '.*' not found|returned error: 404\b/i.test(s)) return make('repository not found', SourceCode.NotFound, true);
   if (/not our ref|unadvertised object|couldn't find remote ref|no such remote ref|bad object/i.test(s)) {
-    return make(`ref not found: ${summary}`, 'unknown-ref', true);
+    return make(`ref not found: ${summary}`, SourceCode.UnknownRef, true);
   }
   if (UNKNOWN_AUTHORITY.test(s)) {
     // the same words as the other sources' (transport.ts), not curl's trust-store file names
-    return make(`tls verification failed: certificate signed by unknown authority; ${UNKNOWN_AUTHORITY_HINT}`, 'tls-verify-failed', true);
+    return make(`tls verification failed: certificate signed by unknown authority; ${UNKNOWN_AUTHORITY_HINT}`, SourceCode.TlsVerifyFailed, true);
   }
   if (/SSL certificate|certificate verify|server certificate|SSL:|certificate file|CAfile/i.test(s)) {
     // curl names the CA file: the controller's temp directory or trust store, never shown
-    return make(`tls verification failed: ${summary.replace(/\s*\b(cafile|crlfile|capath|certificate file):?\s*\S+/gi, '').replace(/[.:]$/, '')}`, 'tls-verify-failed', true);
+    return make(`tls verification failed: ${summary.replace(/\s*\b(cafile|crlfile|capath|certificate file):?\s*\S+/gi, '').replace(/[.:]$/, '')}`, SourceCode.TlsVerifyFailed, true);
   }
   if (/returned error: 3\d\d\b/i.test(s)) {
-    return make('repository redirected; credentials are not followed across redirects, set spec.git.repository to the final url', 'redirect', true);
+    return make('repository redirected; credentials are not followed across redirects, set spec.git.repository to the final url', SourceCode.Redirect, true);
   }
-  return make(`git fetch failed: ${summary || `exit ${e.exitCode}`}`, 'network', false);
+  return make(`git fetch failed: ${summary || `exit ${e.exitCode}`}`, SourceCode.Network, false);
 }

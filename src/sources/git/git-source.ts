@@ -51,6 +51,7 @@ import { gitAuthFrom, type GitAuth } from './git-auth.ts';
 import { GitCommandError, classifyFetchFailure, runGit, type GitRunOptions } from './git-cli.ts';
 import { fetchWithPackLimit, PACK_CONFIG } from './pack-limit.ts';
 import { DEFAULT_MAX_ADVERTISEMENT_BYTES, fetchRefAdvertisement, type AdvertisedRef, type RefAdvertisement, type RefWants } from './ref-advertisement.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface GitSourceOptions {
   /** parent of the private temp repositories used while fetching; default os.tmpdir() */
@@ -91,9 +92,6 @@ export function gitContentKey(commit: string, directory: string): string {
   return `git:${commit.toLowerCase()}:${directory}`;
 }
 
-function reasonFor(stage: Stage): string {
-  return stage === 'resolve' ? 'ResolveFailed' : stage === 'fetch' ? 'FetchFailed' : 'InvalidSpec';
-}
 
 /** "manifests/", "./manifests", "/manifests" → "manifests"; "" and "." → "". Refuses "..". */
 export function normalizeDirectory(directory: string | undefined): string | undefined {
@@ -113,33 +111,33 @@ function refLabel(ref: GitTarget['ref']): string {
 /** Validates `spec.git`; every problem here is terminal (the spec must change). */
 export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
   const git = spec.git;
-  const bad = (message: string, code: string, subject?: string): HoistError =>
-    new HoistError(message, { stage, reason: reasonFor(stage), code, subject, terminal: true });
-  if (spec.kind !== 'git' || !git) throw bad('source is not of kind git', 'invalid-spec');
+  const bad = (message: string, code: SourceCode, subject?: string): HoistError =>
+    sourceError(message, { stage, code, subject, terminal: true });
+  if (spec.kind !== 'git' || !git) throw bad('source is not of kind git', SourceCode.InvalidSpec);
   let url: URL;
   try {
     url = new URL(git.repository);
   } catch {
-    throw bad('repository is not a valid url', 'unsupported-url', redactUrl(git.repository));
+    throw bad('repository is not a valid url', SourceCode.UnsupportedUrl, redactUrl(git.repository));
   }
   const displayUrl = redactUrl(git.repository);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw bad(`only http(s) repositories are supported, not ${url.protocol.replace(/:$/, '')}`, 'unsupported-url', displayUrl);
+    throw bad(`only http(s) repositories are supported, not ${url.protocol.replace(/:$/, '')}`, SourceCode.UnsupportedUrl, displayUrl);
   }
   if (url.username !== '' || url.password !== '') {
     // Credentials in the URL would end up in status, logs and `ps`; they belong in a Secret.
-    throw bad('repository url must not contain credentials; use auth.secretRef', 'credentials-in-url', displayUrl);
+    throw bad('repository url must not contain credentials; use auth.secretRef', SourceCode.CredentialsInUrl, displayUrl);
   }
   const set = (['commit', 'tag', 'branch', 'semver'] as const).filter((k) => (git.ref?.[k] ?? '') !== '');
-  if (set.length !== 1) throw bad('ref must set exactly one of commit, tag, branch, semver', 'invalid-ref', displayUrl);
+  if (set.length !== 1) throw bad('ref must set exactly one of commit, tag, branch, semver', SourceCode.InvalidRef, displayUrl);
   const kind = set[0] as GitTarget['ref']['kind'];
   const value = (git.ref[kind] ?? '').trim();
   const subject = `${displayUrl} ${kind} ${value}`;
-  if (kind === 'commit' && !HEX40.test(value)) throw bad('commit must be 40 hex characters', 'invalid-ref', subject);
+  if (kind === 'commit' && !HEX40.test(value)) throw bad('commit must be 40 hex characters', SourceCode.InvalidRef, subject);
   const rangeProblem = kind === 'semver' ? semverRangeProblem(value) : undefined;
-  if (rangeProblem) throw bad(`semver ${rangeProblem}`, 'invalid-ref', subject);
+  if (rangeProblem) throw bad(`semver ${rangeProblem}`, SourceCode.InvalidRef, subject);
   const directory = normalizeDirectory(git.directory);
-  if (directory === undefined) throw bad(`directory ${JSON.stringify(git.directory)} must be a relative path inside the repository`, 'invalid-directory', subject);
+  if (directory === undefined) throw bad(`directory ${JSON.stringify(git.directory)} must be a relative path inside the repository`, SourceCode.InvalidDirectory, subject);
   return {
     repository: git.repository,
     displayUrl,
@@ -215,10 +213,9 @@ export class GitSource implements Source {
     const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { names: [name] }));
     const ref = adv.refs.get(name);
     if (!ref) {
-      throw new HoistError(`${target.ref.kind} ${JSON.stringify(target.ref.value)} not found in repository`, {
+      throw sourceError(`${target.ref.kind} ${JSON.stringify(target.ref.value)} not found in repository`, {
         stage: 'resolve',
-        reason: 'ResolveFailed',
-        code: 'unknown-ref',
+        code: SourceCode.UnknownRef,
         subject,
         terminal: true,
       });
@@ -237,7 +234,7 @@ export class GitSource implements Source {
     const tags = new Map([...adv.refs.values()].map((r) => [r.name.slice(TAGS.length), r]));
     const chosen = highestMatching(tags.keys(), target.ref.value);
     if (!chosen) {
-      throw new HoistError(`no tag of ${tags.size} is a version semver ${JSON.stringify(target.ref.value)} admits`, { stage: 'resolve', reason: 'ResolveFailed', code: 'no-matching-version', subject, terminal: false });
+      throw sourceError(`no tag of ${tags.size} is a version semver ${JSON.stringify(target.ref.value)} admits`, { stage: 'resolve', code: SourceCode.NoMatchingVersion, subject, terminal: false });
     }
     const commit = commitOf(tags.get(chosen.tag)!);
     const status: ResolvedSourceStatus = { kind: 'git', commit, ref: `${TAGS}${chosen.tag}`, resolvedAt: new Date().toISOString() };
@@ -254,7 +251,7 @@ export class GitSource implements Source {
     const commit = resolved.status.commit?.toLowerCase() ?? '';
     const subject = `${target.displayUrl} commit ${commit}`;
     if (!HEX40.test(commit)) {
-      throw new HoistError('resolved source has no commit', { stage: 'fetch', reason: 'FetchFailed', code: 'invalid-ref', subject, terminal: true });
+      throw sourceError('resolved source has no commit', { stage: 'fetch', code: SourceCode.InvalidRef, subject, terminal: true });
     }
     const auth = this.auth(target, ctx, 'fetch', subject);
     return withDeadline(ctx.signal, this.fetchTimeoutMs, 'fetch', subject, (signal) =>
@@ -393,10 +390,9 @@ export class GitSource implements Source {
     try {
       await runGit(['--git-dir', gitDir, 'cat-file', '-e', `${commit}^{commit}`], run);
     } catch {
-      throw new HoistError(`commit ${commit} not found on any branch or tag`, {
+      throw sourceError(`commit ${commit} not found on any branch or tag`, {
         stage: 'fetch',
-        reason: 'FetchFailed',
-        code: 'unknown-ref',
+        code: SourceCode.UnknownRef,
         subject,
         terminal: true,
       });

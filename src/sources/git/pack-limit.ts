@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { formatBytes } from '../../util/content-tree.ts';
 import { HoistError } from '../../util/errors.ts';
 import { runGit, type GitRunOptions } from './git-cli.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** git configuration that keeps every fetched pack as one file (never loose objects) */
 export const PACK_CONFIG: ReadonlyArray<readonly [string, string]> = [['fetch.unpackLimit', '1']];
@@ -41,10 +42,9 @@ export async function objectStoreBytes(gitDir: string): Promise<number> {
  */
 export async function fetchWithPackLimit(args: readonly string[], gitDir: string, maxBytes: number, subject: string, run: Omit<GitRunOptions, 'input' | 'env'>): Promise<void> {
   const tooLarge = (bytes: number): HoistError =>
-    new HoistError(`the fetched objects take ${bytes} bytes, more than the limit of ${formatBytes(maxBytes)} per fetch (git packs)`, {
+    sourceError(`the fetched objects take ${bytes} bytes, more than the limit of ${formatBytes(maxBytes)} per fetch (git packs)`, {
       stage: 'fetch',
-      reason: 'FetchFailed',
-      code: 'pack-too-large',
+      code: SourceCode.PackTooLarge,
       subject,
       terminal: true,
     });

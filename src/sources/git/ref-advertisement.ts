@@ -14,9 +14,10 @@
 import { setImmediate } from 'node:timers/promises';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, retryCannotHelp } from '../../util/http-status.ts';
-import { consumeCapped, reasonFor, type HttpTransport, type SourceStage } from '../http/transport.ts';
+import { consumeCapped, type HttpTransport, type SourceStage } from '../http/transport.ts';
 import type { GitAuth } from './git-auth.ts';
 import { redactSecrets } from './git-auth.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** A ref as advertised: its own object id and, for annotated tags, the commit it peels to. */
 export interface AdvertisedRef {
@@ -190,18 +191,18 @@ export function parseAdvertisement(body: Buffer): { refs: Map<string, Advertised
   return { refs: stream.refs, capabilities: stream.capabilities };
 }
 
-function fail(opts: AdvertisementOptions, message: string, code: string, terminal: boolean): HoistError {
-  return new HoistError(message, { stage: opts.stage, reason: reasonFor(opts.stage), code, subject: opts.subject, terminal });
+function fail(opts: AdvertisementOptions, message: string, code: SourceCode, terminal: boolean): HoistError {
+  return sourceError(message, { stage: opts.stage, code, subject: opts.subject, terminal });
 }
 
 function statusError(status: number, opts: AdvertisementOptions, withAuth: boolean): HoistError {
   const answer = classifyStatus(status);
   if (answer === 'unauthorized' || answer === 'forbidden') {
-    return fail(opts, withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`, 'auth-failed', true);
+    return fail(opts, withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`, SourceCode.AuthFailed, true);
   }
-  if (answer === 'not-found') return fail(opts, 'repository not found (http 404)', 'not-found', true);
+  if (answer === 'not-found') return fail(opts, 'repository not found (http 404)', SourceCode.NotFound, true);
   // 5xx, 429 and anything odd are the server's trouble; try again later.
-  return fail(opts, `unexpected http ${status} from the repository`, 'http-status', retryCannotHelp(status));
+  return fail(opts, `unexpected http ${status} from the repository`, SourceCode.HttpStatus, retryCannotHelp(status));
 }
 
 /**
@@ -228,10 +229,10 @@ export async function fetchRefAdvertisement(repository: string, opts: Advertisem
   const type = String(res.headers['content-type'] ?? '');
   if (!type.startsWith(ADVERTISEMENT_TYPE)) {
     await res.body.dump().catch(() => undefined);
-    throw fail(opts, `server does not speak git smart http (content-type "${type}")`, 'not-smart-http', true);
+    throw fail(opts, `server does not speak git smart http (content-type "${type}")`, SourceCode.NotSmartHttp, true);
   }
   const stream = new AdvertisementStream(opts.wants ?? {});
-  const malformed = (e: unknown): HoistError => fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, 'protocol-error', false);
+  const malformed = (e: unknown): HoistError => fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, SourceCode.ProtocolError, false);
   let sinceYield = 0;
   await consumeCapped(res, maxBytes, 'ref advertisement', opts.stage, opts.subject, opts.signal, async (chunk) => {
     try {

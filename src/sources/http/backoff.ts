@@ -1,6 +1,6 @@
 /**
  * The one retry schedule of the sources: exponential backoff with jitter, capped, honouring
- * `Retry-After`, and an abortable sleep that rejects with the signal's reason (the deadline).
+ * `Retry-After` (the waits themselves: src/util/sleep.ts).
  */
 
 export interface RetryOptions {
@@ -26,23 +26,4 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   const t = Date.parse(v);
   if (Number.isNaN(t)) return undefined;
   return Math.max(0, t - now);
-}
-
-/** Resolves after `ms`; rejects with the signal's reason when it fires first. */
-export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -5,7 +5,8 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HoistError } from '../../util/errors.ts';
+import { FailureReason } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** `host[:port]` (lowercase) → PEM */
 export type HostCAs = ReadonlyMap<string, string>;
@@ -19,7 +20,7 @@ export async function readCaDir(dir: string): Promise<HostCAs> {
     const host = entry.name.slice(0, -'.crt'.length).toLowerCase();
     const pem = await readFile(join(dir, entry.name), 'utf8');
     if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw new HoistError(`${entry.name} in the CA directory ${dir} holds no PEM certificate`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-ca-dir', subject: dir, terminal: true });
+      throw sourceError(`${entry.name} in the CA directory ${dir} holds no PEM certificate`, { stage: 'spec', reason: FailureReason.InvalidConfig, code: SourceCode.InvalidCaDir, subject: dir, terminal: true });
     }
     cas.set(host, pem);
   }

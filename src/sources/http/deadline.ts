@@ -4,7 +4,8 @@
  * a server trickling one byte a second cannot extend it. Every request, body stream, unpacker and
  * git process of the operation listens to this one signal, so the worker is free at the deadline.
  */
-import { HoistError, type Stage } from '../../util/errors.ts';
+import { type Stage } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** default overall deadline of one resolve or one fetch */
 export const DEFAULT_FETCH_TIMEOUT_MS = 10 * 60_000;
@@ -33,10 +34,9 @@ function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<St
   parent?.addEventListener('abort', onParent, { once: true });
   const timer = setTimeout(() => {
     ctl.abort(
-      new HoistError(`${stage} exceeded its deadline of ${formatMs(ms)}`, {
+      sourceError(`${stage} exceeded its deadline of ${formatMs(ms)}`, {
         stage,
-        reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-        code: 'deadline-exceeded',
+        code: SourceCode.DeadlineExceeded,
         subject,
         terminal: false,
       }),

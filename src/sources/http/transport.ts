@@ -25,6 +25,7 @@ import type { Dispatcher } from 'undici';
 import { EnvHttpProxyAgent } from '../../util/undici.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { caForUrl, type HostCAs } from './ca-dir.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export type SourceStage = Extract<Stage, 'resolve' | 'fetch'>;
 
@@ -77,9 +78,6 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** distinct per-source CA bundles kept open at once */
 const MAX_WITH_CA = 32;
 
-export function reasonFor(stage: SourceStage): string {
-  return stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
-}
 
 /** `Basic base64(user:password)`, the one place it is built */
 export function basicAuth(username: string, password: string): string {
@@ -188,19 +186,19 @@ export class HttpTransport {
   async send(req: SendRequest): Promise<SendResponse> {
     const start = typeof req.url === 'string' ? new URL(req.url) : new URL(req.url.toString());
     const subject = req.subject ?? redactUrl(start.toString());
-    const fail = (message: string, code: string, terminal: boolean): HoistError =>
-      new HoistError(message, { stage: req.stage, reason: reasonFor(req.stage), code, subject, terminal });
+    const fail = (message: string, code: SourceCode, terminal: boolean): HoistError =>
+      sourceError(message, { stage: req.stage, code, subject, terminal });
     const credentialOrigin = req.credentialOrigin ?? start.origin;
     const follow = req.followRedirects ?? (req.method === 'GET' || req.method === 'HEAD');
     let current = start;
     for (let hop = 0; ; hop++) {
-      if (current.protocol !== 'https:' && current.protocol !== 'http:') throw fail(`unsupported scheme ${current.protocol}`, 'bad-url', true);
+      if (current.protocol !== 'https:' && current.protocol !== 'http:') throw fail(`unsupported scheme ${current.protocol}`, SourceCode.BadUrl, true);
       const headers: Record<string, string> = { 'user-agent': this.userAgent };
       for (const [k, v] of Object.entries(req.headers ?? {})) if (k.toLowerCase() !== 'authorization') headers[k.toLowerCase()] = v;
       const withCredential = req.authorization !== undefined && current.origin === credentialOrigin;
       if (withCredential) {
         if (current.protocol !== 'https:' && !this.isInsecure(current.host)) {
-          throw fail(`credentials are sent only over https, not to ${redactUrl(current.toString())}`, 'insecure-credentials', true);
+          throw fail(`credentials are sent only over https, not to ${redactUrl(current.toString())}`, SourceCode.InsecureCredentials, true);
         }
         headers.authorization = req.authorization!;
       }
@@ -222,16 +220,16 @@ export class HttpTransport {
         return { status: res.statusCode, headers: res.headers, body: res.body, url: current };
       }
       await res.body.dump().catch(() => undefined);
-      if (hop >= this.maxRedirects) throw fail(`more than ${this.maxRedirects} redirects`, 'too-many-redirects', true);
+      if (hop >= this.maxRedirects) throw fail(`more than ${this.maxRedirects} redirects`, SourceCode.TooManyRedirects, true);
       let next: URL;
       try {
         next = new URL(location, current);
       } catch {
-        throw fail('redirect to an invalid location', 'bad-redirect', true);
+        throw fail('redirect to an invalid location', SourceCode.BadRedirect, true);
       }
-      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw fail(`refusing redirect to ${next.protocol}`, 'insecure-redirect', true);
+      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw fail(`refusing redirect to ${next.protocol}`, SourceCode.InsecureRedirect, true);
       if (current.protocol === 'https:' && next.protocol === 'http:' && !this.isInsecure(next.host)) {
-        throw fail(`refusing redirect from https to http (${redactUrl(next.toString())})`, 'insecure-redirect', true);
+        throw fail(`refusing redirect from https to http (${redactUrl(next.toString())})`, SourceCode.InsecureRedirect, true);
       }
       next.username = '';
       next.password = '';
@@ -260,10 +258,9 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   // the server's chain ends at a CA nobody configured: say so, not Node's command-line hint
   const unknownAuthority = code !== undefined && UNKNOWN_AUTHORITY.has(code);
   const detail = unknownAuthority ? `certificate signed by unknown authority (${code}); ${UNKNOWN_AUTHORITY_HINT}` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
-  return new HoistError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
+  return sourceError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
     stage,
-    reason: reasonFor(stage),
-    code: tls ? 'tls-verify-failed' : 'network',
+    code: tls ? SourceCode.TlsVerifyFailed : SourceCode.Network,
     subject,
     terminal: tls,
   });
@@ -281,7 +278,7 @@ async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: stri
   for await (const chunk of body) {
     total += chunk.length;
     if (total > maxBytes) {
-      throw new HoistError(`${what} is larger than the ${maxBytes} bytes allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
+      throw sourceError(`${what} is larger than the ${maxBytes} bytes allowed`, { stage, code: SourceCode.TooLarge, subject, terminal: true });
     }
     yield chunk;
   }
@@ -313,7 +310,7 @@ export async function consumeCapped(
   const declared = Number(headerValue(res.headers, 'content-length') ?? '-1');
   if (declared > maxBytes) {
     discard(res.body);
-    throw new HoistError(`${what} is ${declared} bytes, more than the ${maxBytes} allowed`, { stage, reason: reasonFor(stage), code: 'too-large', subject, terminal: true });
+    throw sourceError(`${what} is ${declared} bytes, more than the ${maxBytes} allowed`, { stage, code: SourceCode.TooLarge, subject, terminal: true });
   }
   try {
     for await (const chunk of capped(res.body as AsyncIterable<Buffer>, maxBytes, what, stage, subject)) await onChunk(chunk);

@@ -8,6 +8,7 @@ import { createHash, type Hash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { errorText, imageError, type ImageStage } from './errors.ts';
 import type { Descriptor } from './manifest.ts';
+import { SourceCode } from '../errors.ts';
 
 /**
  * A blob's bytes, verified while they stream. Iterate it (once) to read; the final `next()`
@@ -70,7 +71,7 @@ export class BlobStream implements AsyncIterable<Uint8Array> {
       this.done = true;
       throw imageError(
         this.stage,
-        'truncated',
+        SourceCode.Truncated,
         `blob ${this.descriptor.digest} ended after ${this.bytes} of ${this.descriptor.size} bytes: ${errorText(e)}`,
         this.subject,
         false,
@@ -80,11 +81,11 @@ export class BlobStream implements AsyncIterable<Uint8Array> {
     if (r.done) {
       this.done = true;
       if (this.bytes < this.descriptor.size) {
-        throw imageError(this.stage, 'truncated', `blob ${this.descriptor.digest} is truncated: ${this.bytes} of ${this.descriptor.size} bytes`, this.subject, false);
+        throw imageError(this.stage, SourceCode.Truncated, `blob ${this.descriptor.digest} is truncated: ${this.bytes} of ${this.descriptor.size} bytes`, this.subject, false);
       }
       const got = `${this.descriptor.digest.split(':')[0]}:${this.hash.digest('hex')}`;
       if (got !== this.descriptor.digest) {
-        throw imageError(this.stage, 'digest-mismatch', `blob digest mismatch: expected ${this.descriptor.digest}, got ${got}`, this.subject, true);
+        throw imageError(this.stage, SourceCode.DigestMismatch, `blob digest mismatch: expected ${this.descriptor.digest}, got ${got}`, this.subject, true);
       }
       this.verified = true;
       return { done: true, value: undefined };
@@ -92,7 +93,7 @@ export class BlobStream implements AsyncIterable<Uint8Array> {
     this.bytes += r.value.length;
     if (this.bytes > this.descriptor.size) {
       this.abort();
-      throw imageError(this.stage, 'size-mismatch', `blob ${this.descriptor.digest} is larger than the ${this.descriptor.size} bytes its manifest declares`, this.subject, true);
+      throw imageError(this.stage, SourceCode.SizeMismatch, `blob ${this.descriptor.digest} is larger than the ${this.descriptor.size} bytes its manifest declares`, this.subject, true);
     }
     this.hash.update(r.value);
     return { done: false, value: r.value };

@@ -24,9 +24,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
+import { systemClock, type Clock } from '../../util/clock.ts';
 import { HoistError, redactUrl } from '../../util/errors.ts';
 import { classifyStatus, isRetryable, retryCannotHelp } from '../../util/http-status.ts';
-import { backoffDelay, parseRetryAfter, sleep, type RetryOptions } from '../http/backoff.ts';
+import { sleep } from '../../util/sleep.ts';
+import { backoffDelay, parseRetryAfter, type RetryOptions } from '../http/backoff.ts';
 import type { HostCAs } from '../http/ca-dir.ts';
 import { basicAuth, HttpTransport, readCapped } from '../http/transport.ts';
 import { parseChallenges, pickChallenge, type AuthChallenge } from './challenge.ts';
@@ -35,6 +37,7 @@ import { BlobStream } from './blob-stream.ts';
 import { atStage, errorText, imageError, type ImageStage } from './errors.ts';
 import { MANIFEST_ACCEPT, parseManifest, type Descriptor, type ParsedManifest } from './manifest.ts';
 import { formatReference, manifestReference, type ImageReference } from './reference.ts';
+import { SourceCode } from '../errors.ts';
 
 export interface RegistryClientOptions {
   /**
@@ -53,6 +56,8 @@ export interface RegistryClientOptions {
   userAgent?: string;
   /** use this dispatcher instead of the transport's own proxy-aware agent (tests, shared pools) */
   dispatcher?: Dispatcher;
+  /** the time of retry waits, Retry-After and token expiry (default: the system clock) */
+  clock?: Clock;
 }
 
 /** Per-operation inputs: whose credentials, which pipeline stage errors belong to, cancellation. */
@@ -111,6 +116,7 @@ export class RegistryClient {
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly clock: Clock;
   /** last challenge seen per registry host: lets later requests authenticate up front */
   private readonly challenges = new Map<string, AuthChallenge>();
   private readonly tokens = new Map<string, CachedToken>();
@@ -122,6 +128,7 @@ export class RegistryClient {
     this.attempts = Math.max(1, options.retry?.attempts ?? 4);
     this.baseDelayMs = options.retry?.baseDelayMs ?? 250;
     this.maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
+    this.clock = options.clock ?? systemClock;
     const ca = options.ca === undefined ? undefined : typeof options.ca === 'string' ? [options.ca] : [...options.ca];
     this.transport = new HttpTransport({
       ...(ca ? { ca } : {}),
@@ -158,7 +165,7 @@ export class RegistryClient {
       return c;
     }
     if (answer === 'ok') return undefined;
-    throw imageError(ctx.stage, 'http-status', `registry ping answered ${res.statusCode}; is this an OCI registry?`, subject, false);
+    throw imageError(ctx.stage, SourceCode.HttpStatus, `registry ping answered ${res.statusCode}; is this an OCI registry?`, subject, false);
   }
 
   /**
@@ -175,7 +182,7 @@ export class RegistryClient {
     const size = Number(single(res.headers['content-length']) ?? '-1');
     if (ref.digest) {
       if (header && header !== ref.digest && sameAlgorithm(header, ref.digest)) {
-        throw imageError(ctx.stage, 'digest-mismatch', `registry reports digest ${header} for a manifest requested by ${ref.digest}`, subject, true);
+        throw imageError(ctx.stage, SourceCode.DigestMismatch, `registry reports digest ${header} for a manifest requested by ${ref.digest}`, subject, true);
       }
       return { digest: ref.digest, mediaType, size };
     }
@@ -201,7 +208,7 @@ export class RegistryClient {
     const declared = Number(single(res.headers['content-length']) ?? '0');
     if (declared > MAX_MANIFEST_BYTES) {
       res.body.destroy();
-      throw imageError(ctx.stage, 'manifest-too-large', `manifest is ${declared} bytes, more than the ${MAX_MANIFEST_BYTES} allowed`, subject, true);
+      throw imageError(ctx.stage, SourceCode.ManifestTooLarge, `manifest is ${declared} bytes, more than the ${MAX_MANIFEST_BYTES} allowed`, subject, true);
     }
     const algorithm = ref.digest?.startsWith('sha512:') ? 'sha512' : 'sha256';
     const hash = createHash(algorithm);
@@ -212,20 +219,20 @@ export class RegistryClient {
         total += chunk.length;
         if (total > MAX_MANIFEST_BYTES) {
           res.body.destroy();
-          throw imageError(ctx.stage, 'manifest-too-large', `manifest is larger than the ${MAX_MANIFEST_BYTES} bytes allowed`, subject, true);
+          throw imageError(ctx.stage, SourceCode.ManifestTooLarge, `manifest is larger than the ${MAX_MANIFEST_BYTES} bytes allowed`, subject, true);
         }
         hash.update(chunk);
         chunks.push(chunk);
       }
     } catch (e) {
       if (e instanceof HoistError) throw e;
-      throw imageError(ctx.stage, 'network', `reading the manifest failed: ${errorText(e)}`, subject, false, e);
+      throw imageError(ctx.stage, SourceCode.Network, `reading the manifest failed: ${errorText(e)}`, subject, false, e);
     }
     const bytes = Buffer.concat(chunks, total);
     const computed = `${algorithm}:${hash.digest('hex')}`;
     const expected = ref.digest ?? single(res.headers['docker-content-digest']);
     if (expected && sameAlgorithm(expected, computed) && expected !== computed) {
-      throw imageError(ctx.stage, 'digest-mismatch', `manifest digest mismatch: expected ${expected}, got ${computed}`, subject, true);
+      throw imageError(ctx.stage, SourceCode.DigestMismatch, `manifest digest mismatch: expected ${expected}, got ${computed}`, subject, true);
     }
     const contentType = (single(res.headers['content-type']) ?? '').split(';')[0]!.trim();
     let manifest: ParsedManifest;
@@ -271,7 +278,7 @@ export class RegistryClient {
     let authorization = await this.authorizationFor(ref, scope, ctx, false);
     for (let round = 0; ; round++) {
       const res = await this.withRetry(() => this.exchange(url, req.method, req.headers ?? {}, authorization, req.body, ctx, base), ctx, subject);
-      if (classifyStatus(res.statusCode) !== 'unauthorized' || round > 0) return res;
+      if (classifyStatus(res.statusCode) !== SourceCode.Unauthorized || round > 0) return res;
       await res.body.dump();
       let challenge = pickChallenge(parseChallenges(res.headers['www-authenticate']));
       // HEAD responses may omit the header on some registries: ask /v2/ for it
@@ -280,7 +287,7 @@ export class RegistryClient {
       this.challenges.set(ref.apiHost, challenge);
       const next = await this.authorizationFor(ref, scope, ctx, true);
       if (next === undefined) {
-        throw imageError(ctx.stage, 'credentials-required', 'registry requires authentication and no credentials match this image (auth.secretRef)', subject, true);
+        throw imageError(ctx.stage, SourceCode.CredentialsRequired, 'registry requires authentication and no credentials match this image (auth.secretRef)', subject, true);
       }
       authorization = next;
     }
@@ -294,17 +301,17 @@ export class RegistryClient {
     if (answer === 'ok') return;
     if (answer === 'unauthorized') {
       throw ctx.credential
-        ? imageError(ctx.stage, 'unauthorized', `registry rejected the credentials (401) for ${what}`, subject, true)
-        : imageError(ctx.stage, 'credentials-required', `registry requires authentication (401) for ${what}; no credentials were given`, subject, true);
+        ? imageError(ctx.stage, SourceCode.Unauthorized, `registry rejected the credentials (401) for ${what}`, subject, true)
+        : imageError(ctx.stage, SourceCode.CredentialsRequired, `registry requires authentication (401) for ${what}; no credentials were given`, subject, true);
     }
-    if (answer === 'forbidden') throw imageError(ctx.stage, 'forbidden', `access denied (403) to ${what}`, subject, true);
+    if (answer === 'forbidden') throw imageError(ctx.stage, SourceCode.Forbidden, `access denied (403) to ${what}`, subject, true);
     if (answer === 'not-found') {
       // a tag or image may be pushed later: retrying with backoff can help
       const name = what === 'manifest' ? `manifest ${manifestReference(ref)}` : what;
-      throw imageError(ctx.stage, 'not-found', `${name} not found (404)`, subject, false);
+      throw imageError(ctx.stage, SourceCode.NotFound, `${name} not found (404)`, subject, false);
     }
-    if (answer === 'throttled') throw imageError(ctx.stage, 'rate-limited', `registry rate limit (429) for ${what}`, subject, false);
-    throw imageError(ctx.stage, 'http-status', `registry answered ${s} for ${what}`, subject, retryCannotHelp(s));
+    if (answer === 'throttled') throw imageError(ctx.stage, SourceCode.RateLimited, `registry rate limit (429) for ${what}`, subject, false);
+    throw imageError(ctx.stage, SourceCode.HttpStatus, `registry answered ${s} for ${what}`, subject, retryCannotHelp(s));
   }
 
   private manifestPath(ref: ImageReference): string {
@@ -329,7 +336,7 @@ export class RegistryClient {
     const key = `${realm}|${service}|${scope}|${credentialIdentity(cred)}`;
     if (fresh) this.tokens.delete(key);
     const hit = this.tokens.get(key);
-    if (hit && hit.expiresAt > Date.now()) return `Bearer ${hit.token}`;
+    if (hit && hit.expiresAt > this.clock.now()) return `Bearer ${hit.token}`;
     // concurrent requests for one scope share a single token request
     let p = this.inflightTokens.get(key);
     if (!p) {
@@ -346,10 +353,10 @@ export class RegistryClient {
     try {
       realmUrl = new URL(realm);
     } catch {
-      throw imageError(ctx.stage, 'token', `registry advertised an invalid token realm`, subject, true);
+      throw imageError(ctx.stage, SourceCode.Token, `registry advertised an invalid token realm`, subject, true);
     }
     if (realmUrl.protocol !== 'https:' && !(realmUrl.protocol === 'http:' && this.transport.isInsecure(realmUrl.host))) {
-      throw imageError(ctx.stage, 'token', `token realm ${redactUrl(realm)} is not https (add its host to insecureHosts to allow it)`, subject, true);
+      throw imageError(ctx.stage, SourceCode.Token, `token realm ${redactUrl(realm)} is not https (add its host to insecureHosts to allow it)`, subject, true);
     }
     const cred = ctx.credential;
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -376,24 +383,24 @@ export class RegistryClient {
     if (answer === 'unauthorized' || answer === 'forbidden') {
       await res.body.dump();
       throw cred
-        ? imageError(ctx.stage, 'unauthorized', `token service rejected the credentials (${res.statusCode})`, subject, true)
-        : imageError(ctx.stage, 'credentials-required', `token service requires credentials (${res.statusCode}); none were given`, subject, true);
+        ? imageError(ctx.stage, SourceCode.Unauthorized, `token service rejected the credentials (${res.statusCode})`, subject, true)
+        : imageError(ctx.stage, SourceCode.CredentialsRequired, `token service requires credentials (${res.statusCode}); none were given`, subject, true);
     }
     if (answer !== 'ok') {
       await res.body.dump();
-      throw imageError(ctx.stage, 'token', `token service answered ${res.statusCode}`, subject, retryCannotHelp(res.statusCode));
+      throw imageError(ctx.stage, SourceCode.Token, `token service answered ${res.statusCode}`, subject, retryCannotHelp(res.statusCode));
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
     const raw = await readCapped({ status: res.statusCode, headers: res.headers, body: res.body, url: new URL(url) }, MAX_TOKEN_RESPONSE_BYTES, 'token response', ctx.stage, subject, ctx.signal);
     try {
       parsed = JSON.parse(raw.toString('utf8')) as typeof parsed;
     } catch (e) {
-      throw imageError(ctx.stage, 'token', 'token service answered with invalid JSON', subject, false, e);
+      throw imageError(ctx.stage, SourceCode.Token, 'token service answered with invalid JSON', subject, false, e);
     }
     const token = typeof parsed.token === 'string' ? parsed.token : typeof parsed.access_token === 'string' ? parsed.access_token : '';
-    if (token === '') throw imageError(ctx.stage, 'token', 'token service answered without a token', subject, false);
+    if (token === '') throw imageError(ctx.stage, SourceCode.Token, 'token service answered without a token', subject, false);
     const ttl = typeof parsed.expires_in === 'number' && parsed.expires_in > 0 ? parsed.expires_in : DEFAULT_TOKEN_TTL_S;
-    this.tokens.set(`${realm}|${service}|${scope}|${credentialIdentity(cred)}`, { token, expiresAt: Date.now() + ttl * 1000 - TOKEN_EXPIRY_MARGIN_MS });
+    this.tokens.set(`${realm}|${service}|${scope}|${credentialIdentity(cred)}`, { token, expiresAt: this.clock.now() + ttl * 1000 - TOKEN_EXPIRY_MARGIN_MS });
     return token;
   }
 
@@ -438,25 +445,27 @@ export class RegistryClient {
       } catch (e) {
         if (ctx.signal?.aborted) throw ctx.signal.reason;
         // only connection failures are retried; refusals of the transport's rules are final
-        const network = e instanceof HoistError && e.code === 'network';
+        const network = e instanceof HoistError && e.code === SourceCode.Network;
         if (!network) throw e;
-        if (attempt >= this.attempts) throw imageError(ctx.stage, 'network', `registry ${e.message}`, subject, false);
-        await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+        if (attempt >= this.attempts) throw imageError(ctx.stage, SourceCode.Network, `registry ${e.message}`, subject, false);
+        await sleep(backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal, this.clock);
+        ctx.signal?.throwIfAborted();
         continue;
       }
       if (!isRetryable(res.statusCode) || attempt >= this.attempts) return res;
-      const after = parseRetryAfter(single(res.headers['retry-after']), Date.now());
+      const after = parseRetryAfter(single(res.headers['retry-after']), this.clock.now());
       await res.body.dump();
       if (after !== undefined && after > this.maxDelayMs) {
         throw imageError(
           ctx.stage,
-          classifyStatus(res.statusCode) === 'throttled' ? 'rate-limited' : 'http-status',
+          classifyStatus(res.statusCode) === 'throttled' ? SourceCode.RateLimited : SourceCode.HttpStatus,
           `registry answered ${res.statusCode} and asked to retry after ${Math.ceil(after / 1000)}s`,
           subject,
           false,
         );
       }
-      await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal);
+      await sleep(after ?? backoffDelay(attempt, this.baseDelayMs, this.maxDelayMs), ctx.signal, this.clock);
+      ctx.signal?.throwIfAborted();
     }
   }
 }

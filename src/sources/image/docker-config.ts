@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import { HoistError } from '../../util/errors.ts';
 import type { ImageReference } from './reference.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface RegistryCredential {
   username?: string;
@@ -41,10 +42,9 @@ export interface Keyring {
 }
 
 function badSecret(why: string): HoistError {
-  return new HoistError(`registry credentials secret is invalid: ${why}`, {
+  return sourceError(`registry credentials secret is invalid: ${why}`, {
     stage: 'resolve',
-    reason: 'ResolveFailed',
-    code: 'invalid-secret',
+    code: SourceCode.InvalidSecret,
     terminal: true,
   });
 }

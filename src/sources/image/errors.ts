@@ -4,32 +4,33 @@
  * never carries credentials.
  */
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 /** the stages an OCI operation runs in; resolve (ref → digest) or fetch (download + unpack) */
 export type ImageStage = Extract<Stage, 'resolve' | 'fetch'>;
 
 export type ImageErrorCode =
-  | 'unauthorized'
-  | 'forbidden'
-  | 'credentials-required'
-  | 'not-found'
-  | 'digest-mismatch'
-  | 'size-mismatch'
-  | 'truncated'
-  | 'unsupported-media-type'
-  | 'invalid-manifest'
-  | 'manifest-too-large'
-  | 'platform-not-found'
-  | 'http-status'
-  | 'network'
-  | 'too-many-redirects'
-  | 'insecure-redirect'
-  | 'rate-limited'
-  | 'token'
-  | 'invalid-secret'
-  | 'too-many-tags'
-  | 'invalid-tag-list'
-  | 'no-matching-version';
+  | typeof SourceCode.Unauthorized
+  | typeof SourceCode.Forbidden
+  | typeof SourceCode.CredentialsRequired
+  | typeof SourceCode.NotFound
+  | typeof SourceCode.DigestMismatch
+  | typeof SourceCode.SizeMismatch
+  | typeof SourceCode.Truncated
+  | typeof SourceCode.UnsupportedMediaType
+  | typeof SourceCode.InvalidManifest
+  | typeof SourceCode.ManifestTooLarge
+  | typeof SourceCode.PlatformNotFound
+  | typeof SourceCode.HttpStatus
+  | typeof SourceCode.Network
+  | typeof SourceCode.TooManyRedirects
+  | typeof SourceCode.InsecureRedirect
+  | typeof SourceCode.RateLimited
+  | typeof SourceCode.Token
+  | typeof SourceCode.InvalidSecret
+  | typeof SourceCode.TooManyTags
+  | typeof SourceCode.InvalidTagList
+  | typeof SourceCode.NoMatchingVersion;
 
 export function imageError(
   stage: ImageStage,
@@ -39,9 +40,8 @@ export function imageError(
   terminal: boolean,
   cause?: unknown,
 ): HoistError {
-  return new HoistError(message, {
+  return sourceError(message, {
     stage,
-    reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
     code,
     subject,
     terminal,
@@ -51,15 +51,7 @@ export function imageError(
 
 /** Re-labels an error raised at another stage (e.g. a manifest parse shared by resolve and fetch). */
 export function atStage(e: HoistError, stage: ImageStage): HoistError {
-  if (e.stage === stage || e.stage === 'spec') return e;
-  return new HoistError(e.message, {
-    stage,
-    reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed',
-    code: e.code,
-    subject: e.subject,
-    terminal: e.terminal,
-    cause: e.cause,
-  });
+  return e.stage === 'spec' ? e : e.atStage(stage);
 }
 
 /** The text of any error for a message: lowercase, URLs redacted. */

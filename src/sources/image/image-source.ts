@@ -46,6 +46,7 @@ import { highestMatching, semverRangeProblem } from '../semver-select.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
 import { verifyImage } from './verify/verify-image.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface ImageSourceOptions extends RegistryClientOptions {
   /** platform picked from an index: `os/arch[/variant]` or an object; default linux/amd64 */
@@ -138,7 +139,7 @@ export class ImageSource implements Source {
   private async resolveSemver(spec: SourceSpec, ref: ImageReference, location: ImageReference, subject: string, ctx: SourceContext): Promise<ImageResolved> {
     const range = spec.image!.semver!;
     const problem = semverRangeProblem(range);
-    if (problem) throw new HoistError(`semver ${problem}`, { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject, terminal: true });
+    if (problem) throw sourceError(`semver ${problem}`, { stage: 'spec', code: SourceCode.InvalidSource, subject, terminal: true });
     const recorded = ctx.previous;
     if (recorded?.kind === 'image' && recorded.digest && recorded.ref && !ctx.recheck) {
       return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
@@ -152,7 +153,7 @@ export class ImageSource implements Source {
         throw e instanceof HoistError ? atStage(e, 'resolve') : e;
       }
       const chosen = highestMatching(tags, range);
-      if (!chosen) throw imageError('resolve', 'no-matching-version', `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`, subject, false);
+      if (!chosen) throw imageError('resolve', SourceCode.NoMatchingVersion, `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`, subject, false);
       const tagged = { ...location, tag: chosen.tag };
       // the recorded resolution stands only for the same tag: a newer tag is recorded by its name
       const sameTag = recorded?.kind === 'image' && recorded.ref?.startsWith(`${formatReference(tagged)}@`);
@@ -173,7 +174,7 @@ export class ImageSource implements Source {
     const location = parseReference(resolved.status.ref!);
     const subject = resolved.pinnedRef;
     if (!ctx.publicKeys) {
-      throw new HoistError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject, terminal: true });
+      throw sourceError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', code: SourceCode.InvalidSource, subject, terminal: true });
     }
     const keys = await ctx.publicKeys();
     const op = this.op(location, ctx, 'resolve');
@@ -246,7 +247,7 @@ export class ImageSource implements Source {
     const last = failures.at(-1)!;
     const why = locations.map((l, i) => `${formatReference(l.ref)}: ${failures[i]!.message}`).join('; ');
     throw new HoistError(`no location served the image (${why})`, {
-      stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: last.code, subject, terminal: failures.every((f) => f.terminal),
+      stage, code: last.code, subject, terminal: failures.every((f) => f.terminal),
     });
   }
 
@@ -293,13 +294,13 @@ export class ImageSource implements Source {
   private reference(spec: SourceSpec): ImageReference {
     const image: ImageSourceSpec | undefined = spec.image;
     if (spec.kind !== 'image' || !image?.ref) {
-      throw new HoistError('source of kind image needs image.ref', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', terminal: true });
+      throw sourceError('source of kind image needs image.ref', { stage: 'spec', code: SourceCode.InvalidSource, terminal: true });
     }
     const ref = parseReference(image.ref);
     if (image.semver === undefined) return ref;
     // with semver the ref names the repository only: no tag (not even the default), no digest
     if (/@|\/[^/]*:[^/]*$/.test(image.ref)) {
-      throw new HoistError('with semver, image.ref names the repository only (no tag, no digest)', { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-source', subject: image.ref, terminal: true });
+      throw sourceError('with semver, image.ref names the repository only (no tag, no digest)', { stage: 'spec', code: SourceCode.InvalidSource, subject: image.ref, terminal: true });
     }
     const { tag: _default, ...repository } = ref;
     return repository;
@@ -310,7 +311,7 @@ export class ImageSource implements Source {
     const ref = this.reference(spec);
     const digest = resolved.status.digest;
     if (!digest) {
-      throw new HoistError('resolved image source has no digest', { stage: 'fetch', reason: 'FetchFailed', code: 'not-resolved', subject: formatReference(ref), terminal: false });
+      throw sourceError('resolved image source has no digest', { stage: 'fetch', code: SourceCode.NotResolved, subject: formatReference(ref), terminal: false });
     }
     return withDigest(ref, digest);
   }
@@ -326,7 +327,7 @@ export class ImageSource implements Source {
     } catch (e) {
       if (!(e instanceof HoistError)) throw e;
       // a malformed secret: name the image it was meant for (the secret's content is never shown)
-      throw new HoistError(e.message, { stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: e.code, subject: formatReference(ref), terminal: true });
+      throw new HoistError(e.message, { stage, code: e.code, subject: formatReference(ref), terminal: true });
     }
     return { credential, stage, signal: ctx.signal };
   }

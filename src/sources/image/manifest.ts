@@ -7,6 +7,7 @@
  */
 import { HoistError } from '../../util/errors.ts';
 import { isDigest } from './reference.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export const MEDIA_TYPES = {
   ociManifest: 'application/vnd.oci.image.manifest.v1+json',
@@ -96,11 +97,11 @@ export interface ImageIndex {
 export type ParsedManifest = ImageManifest | ImageIndex;
 
 function unsupported(subject: string, what: string): HoistError {
-  return new HoistError(what, { stage: 'fetch', reason: 'FetchFailed', code: 'unsupported-media-type', subject, terminal: true });
+  return sourceError(what, { stage: 'fetch', code: SourceCode.UnsupportedMediaType, subject, terminal: true });
 }
 
 function malformed(subject: string, what: string): HoistError {
-  return new HoistError(`malformed manifest: ${what}`, { stage: 'fetch', reason: 'FetchFailed', code: 'invalid-manifest', subject, terminal: true });
+  return sourceError(`malformed manifest: ${what}`, { stage: 'fetch', code: SourceCode.InvalidManifest, subject, terminal: true });
 }
 
 function descriptor(v: unknown, subject: string, where: string): Descriptor {
@@ -179,10 +180,9 @@ export function selectPlatform(index: ImageIndex, want: Platform, subject: strin
   const chosen = exact ?? (want.variant === undefined ? candidates[0] : candidates.find((d) => d.platform?.variant === undefined));
   if (!chosen) {
     const offered = index.manifests.filter((d) => d.platform).map((d) => formatPlatform(d.platform as Platform));
-    throw new HoistError(`no manifest for platform ${formatPlatform(want)} in the index (offered: ${offered.join(', ') || 'none'})`, {
+    throw sourceError(`no manifest for platform ${formatPlatform(want)} in the index (offered: ${offered.join(', ') || 'none'})`, {
       stage: 'fetch',
-      reason: 'FetchFailed',
-      code: 'platform-not-found',
+      code: SourceCode.PlatformNotFound,
       subject,
       terminal: true,
     });
@@ -239,10 +239,9 @@ export function layerPlan(m: ImageManifest, subject: string, selector?: LayerSel
   if (selector) {
     const chosen = m.layers.find((l) => l.mediaType === selector.mediaType);
     if (!chosen) {
-      throw new HoistError(`no layer of media type "${selector.mediaType}" (layerSelector); the artifact has ${m.layers.map((l) => `"${l.mediaType}"`).join(', ') || 'no layers'}`, {
+      throw sourceError(`no layer of media type "${selector.mediaType}" (layerSelector); the artifact has ${m.layers.map((l) => `"${l.mediaType}"`).join(', ') || 'no layers'}`, {
         stage: 'fetch',
-        reason: 'FetchFailed',
-        code: 'layer-not-found',
+        code: SourceCode.LayerNotFound,
         subject,
         terminal: true,
       });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createZstdDecompress } from 'node:zlib';
-import { HoistError } from '../../util/errors.ts';
+import { HoistError, FailureReason } from '../../util/errors.ts';
 import { verifyTree } from '../../util/content-tree.ts';
 import { DEFAULT_UNPACK_LIMITS, unpackTar, type UnpackLimits } from '../../util/unpack-tar.ts';
 import { imageError } from './errors.ts';
@@ -33,6 +33,7 @@ import {
   type Platform,
 } from './manifest.ts';
 import { formatReference, withDigest, type ImageReference } from './reference.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface PullOptions {
   platform?: Platform;
@@ -70,7 +71,7 @@ async function platformManifest(
   const chosen = selectPlatform(top.manifest, platform, formatReference(ref));
   const inner = await client.getManifest(withDigest(ref, chosen.digest), ctx);
   if (inner.manifest.kind !== 'manifest') {
-    throw imageError(ctx.stage, 'unsupported-media-type', `index entry ${chosen.digest} for ${formatPlatform(platform)} is not an image manifest`, formatReference(ref), true);
+    throw imageError(ctx.stage, SourceCode.UnsupportedMediaType, `index entry ${chosen.digest} for ${formatPlatform(platform)} is not an image manifest`, formatReference(ref), true);
   }
   return { manifest: inner.manifest, digest: inner.digest, platform: formatPlatform(chosen.platform ?? platform) };
 }
@@ -147,10 +148,10 @@ export async function pullImage(
       }
       blob.abort();
       const message = e instanceof Error ? e.message.toLowerCase() : String(e);
-      throw new HoistError(`layer ${descriptor.digest} (${descriptor.mediaType}) is not valid ${compression === 'none' ? 'tar' : compression} data: ${message}`, {
+      throw sourceError(`layer ${descriptor.digest} (${descriptor.mediaType}) is not valid ${compression === 'none' ? 'tar' : compression} data: ${message}`, {
         stage: 'fetch',
-        reason: 'UnpackFailed',
-        code: 'bad-archive',
+        reason: FailureReason.UnpackFailed,
+        code: SourceCode.BadArchive,
         subject,
         terminal: true,
         cause: e,
@@ -160,7 +161,7 @@ export async function pullImage(
   if (helm) await liftChart(target, dest);
   // the rule for the image as a whole: a later layer can make an earlier layer's link leave the
   // tree (turning a directory into a link), which no single layer's check can see
-  await verifyTree(dest, { stage: 'fetch', reason: 'UnpackFailed', who: `image ${subject}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  await verifyTree(dest, { stage: 'fetch', reason: FailureReason.UnpackFailed, who: `image ${subject}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   const result: PullResult = {
     digest: top.digest,
     manifestDigest,
@@ -234,7 +235,7 @@ async function copyBlob(blob: BlobStream, file: string, maxBytes: number, subjec
       written += chunk.byteLength;
       if (written > maxBytes) {
         blob.abort();
-        throw new HoistError(`layer ${blob.descriptor.digest} is larger than the limit of ${maxBytes} bytes per file`, { stage: 'fetch', reason: 'UnpackFailed', code: 'too-large', subject, terminal: true });
+        throw sourceError(`layer ${blob.descriptor.digest} is larger than the limit of ${maxBytes} bytes per file`, { stage: 'fetch', reason: FailureReason.UnpackFailed, code: SourceCode.TooLarge, subject, terminal: true });
       }
       await out.write(chunk);
     }

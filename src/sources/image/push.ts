@@ -18,6 +18,7 @@ import * as tar from 'tar-stream';
 import { classifyStatus } from '../../util/http-status.ts';
 import type { OperationContext, RegistryClient } from './client.ts';
 import { imageError } from './errors.ts';
+import { SourceCode } from '../errors.ts';
 import { DEFAULT_PLATFORM, MEDIA_TYPES, type Compression, type Descriptor, type Platform } from './manifest.ts';
 import { formatReference, withDigest, type ImageReference } from './reference.ts';
 
@@ -151,7 +152,7 @@ export async function pushBlob(
   await start.body.dump();
   client.check(start, ref, ctx, 'blob upload');
   const location = start.headers.location;
-  if (typeof location !== 'string') throw imageError(ctx.stage, 'http-status', 'blob upload answered without a Location', subject, false);
+  if (typeof location !== 'string') throw imageError(ctx.stage, SourceCode.HttpStatus, 'blob upload answered without a Location', subject, false);
   const url = new URL(location, start.url);
   url.searchParams.set('digest', digest);
   const put = await client.request(

@@ -9,6 +9,7 @@
  * Pure: no I/O.
  */
 import { HoistError } from '../../util/errors.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface ImageReference {
   /** registry as users write it, normalized: `docker.io`, `quay.io`, `127.0.0.1:5000` */
@@ -35,10 +36,9 @@ export function isDigest(s: string): boolean {
 }
 
 function invalid(raw: string, why: string): HoistError {
-  return new HoistError(`invalid image reference: ${why}`, {
+  return sourceError(`invalid image reference: ${why}`, {
     stage: 'spec',
-    reason: 'InvalidSpec',
-    code: 'invalid-reference',
+    code: SourceCode.InvalidReference,
     subject: raw,
     terminal: true,
   });

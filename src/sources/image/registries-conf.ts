@@ -17,8 +17,9 @@
  * Pure: parsing and planning, no I/O.
  */
 import { parse } from 'smol-toml';
-import { HoistError } from '../../util/errors.ts';
+import { HoistError, FailureReason } from '../../util/errors.ts';
 import { formatReference, parseReference, type ImageReference } from './reference.ts';
+import { SourceCode, sourceError } from '../errors.ts';
 
 export interface RegistryLocation {
   location: string;
@@ -43,7 +44,7 @@ export interface PullLocation {
 }
 
 function confError(source: string, why: string): HoistError {
-  return new HoistError(`invalid registries.conf ${source}: ${why}`, { stage: 'spec', reason: 'InvalidConfig', code: 'invalid-registries-conf', subject: source, terminal: true });
+  return sourceError(`invalid registries.conf ${source}: ${why}`, { stage: 'spec', reason: FailureReason.InvalidConfig, code: SourceCode.InvalidRegistriesConf, subject: source, terminal: true });
 }
 
 function str(v: unknown, what: string, source: string): string {
@@ -122,8 +123,8 @@ export function pullLocations(conf: RegistriesConf | undefined, ref: ImageRefere
   const entry = conf ? matchRegistry(conf, ref) : undefined;
   if (!entry) return [{ ref, insecure: false, mirror: false }];
   if (entry.blocked) {
-    throw new HoistError(`registry ${entry.prefix} is blocked by the controller's registries.conf`, {
-      stage, reason: stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed', code: 'registry-blocked', subject: formatReference(ref), terminal: true,
+    throw sourceError(`registry ${entry.prefix} is blocked by the controller's registries.conf`, {
+      stage, code: SourceCode.RegistryBlocked, subject: formatReference(ref), terminal: true,
     });
   }
   const prefix = entry.prefix.toLowerCase();

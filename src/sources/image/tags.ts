@@ -6,6 +6,7 @@
  * A next link must stay on the registry's origin (credentials go nowhere else).
  */
 import type { OperationContext, RegistryClient } from './client.ts';
+import { SourceCode } from '../errors.ts';
 import { imageError } from './errors.ts';
 import { formatReference, type ImageReference } from './reference.ts';
 
@@ -36,25 +37,25 @@ export async function listTags(client: RegistryClient, ref: ImageReference, ctx:
   const tags: string[] = [];
   let path: string | undefined = `/v2/${ref.repository}/tags/list?n=${limits.pageSize}`;
   for (let page = 0; path !== undefined; page++) {
-    if (page >= limits.maxPages) throw imageError(ctx.stage, 'too-many-tags', `the repository lists more than ${limits.maxPages} pages of tags`, subject, true);
+    if (page >= limits.maxPages) throw imageError(ctx.stage, SourceCode.TooManyTags, `the repository lists more than ${limits.maxPages} pages of tags`, subject, true);
     const res = await client.request(ref, { method: 'GET', path, headers: { accept: 'application/json' }, scope: 'pull' }, ctx);
     if (res.statusCode < 200 || res.statusCode >= 300) await res.body.dump();
     client.check(res, ref, ctx, 'tag list');
-    const body = await readCapped(res.body, limits.maxPageBytes, () => imageError(ctx.stage, 'too-many-tags', `a page of the tag list is larger than ${limits.maxPageBytes} bytes`, subject, true));
+    const body = await readCapped(res.body, limits.maxPageBytes, () => imageError(ctx.stage, SourceCode.TooManyTags, `a page of the tag list is larger than ${limits.maxPageBytes} bytes`, subject, true));
     let doc: unknown;
     try {
       doc = JSON.parse(body.toString('utf8'));
     } catch {
-      throw imageError(ctx.stage, 'invalid-tag-list', 'the tag list is not JSON', subject, true);
+      throw imageError(ctx.stage, SourceCode.InvalidTagList, 'the tag list is not JSON', subject, true);
     }
     const list = (doc as { tags?: unknown } | null)?.tags;
-    if (list !== null && list !== undefined && !Array.isArray(list)) throw imageError(ctx.stage, 'invalid-tag-list', 'the tag list has no tags array', subject, true);
+    if (list !== null && list !== undefined && !Array.isArray(list)) throw imageError(ctx.stage, SourceCode.InvalidTagList, 'the tag list has no tags array', subject, true);
     for (const t of list ?? []) if (typeof t === 'string') tags.push(t);
-    if (tags.length > limits.maxTags) throw imageError(ctx.stage, 'too-many-tags', `the repository has more than ${limits.maxTags} tags`, subject, true);
+    if (tags.length > limits.maxTags) throw imageError(ctx.stage, SourceCode.TooManyTags, `the repository has more than ${limits.maxTags} tags`, subject, true);
     const next = nextLink(res.headers.link);
     if (next === undefined) break;
     const url = new URL(next, origin);
-    if (url.origin !== origin) throw imageError(ctx.stage, 'invalid-tag-list', `the tag list links to another origin (${url.origin})`, subject, true);
+    if (url.origin !== origin) throw imageError(ctx.stage, SourceCode.InvalidTagList, `the tag list links to another origin (${url.origin})`, subject, true);
     path = `${url.pathname}${url.search}`;
   }
   return tags;

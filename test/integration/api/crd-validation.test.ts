@@ -246,9 +246,10 @@ describe('BundleDeployment CRD on a real API server', () => {
       ],
       resolvedSources: [{ kind: 'http', sha256: HEX64, generation: 1, etag: '"abc"', resolvedAt: now }],
       contentDigest: `sha256:${HEX64}`,
-      activeRevision: { number: 1, contentDigest: `sha256:${HEX64}`, objects: 2 },
+      activeRevision: { number: 1, contentDigest: `sha256:${HEX64}`, objects: 2, inventory: { entries: [{ id: 'ns_web_apps_Deployment', v: 'apps/v1' }, { id: 'ns_web__Service', v: 'v1' }] } },
       revisions: [{ number: 1, contentDigest: `sha256:${HEX64}`, objects: 2, phase: 'Active' }],
       skippedOptional: ['monitoring.coreos.com/v1 ServiceMonitor ns/metrics'],
+      lastHandledRequest: '2026-11-28T10:00:00.123456789Z',
     };
     const updated = await client.updateStatus({ ...(bd as unknown as KubeObject), status });
     expect(updated.status).toEqual(status);
@@ -536,6 +537,16 @@ describe('BundleDeployment CRD on a real API server', () => {
   it.each(invalid)('refuses %s', async (_what, spec, fragments) => {
     const message = await refusal(spec);
     for (const fragment of fragments) expect(message).toContain(fragment);
+  });
+
+  it('accepts dependsOn with and without readyExpr, and refuses a BundleDeployment depending on itself, a bad name and a name twice', async () => {
+    const bd = await create('deps', { ...plain, dependsOn: [{ name: 'crds' }, { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" }] });
+    expect(bd.spec.dependsOn).toEqual([{ name: 'crds' }, { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" }]);
+    const self = nextName('self');
+    expect(await refusal({ ...plain, dependsOn: [{ name: self }] }, self)).toContain('spec.dependsOn must not name the BundleDeployment itself');
+    expect(await refusal({ ...plain, dependsOn: [{ name: 'Not_A_Name' }] })).toContain('dependsOn name must be a BundleDeployment name');
+    expect(await refusal({ ...plain, dependsOn: [{ name: 'a' }, { name: 'a' }] })).toContain('spec.dependsOn[1]: Duplicate value');
+    expect(await refusal({ ...plain, dependsOn: [{ name: 'a', readyExpr: '' }] })).toContain('spec.dependsOn[0].readyExpr');
   });
 
   it('refuses names longer than 63 characters, which could not be label values', async () => {

@@ -17,6 +17,7 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../
 import type { KubeClient, KubeObject } from '../../../src/kube/types.ts';
 import { untilServed } from '../../support/crds.ts';
 import { kubeconfigPath } from '../../support/env.ts';
+import { sleep } from '../../support/wait.ts';
 
 const run = randomBytes(3).toString('hex');
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
@@ -63,7 +64,7 @@ async function eventuallyCreated(as: KubeClient, obj: () => KubeObject): Promise
     } catch (e) {
       if (!(e instanceof ApiError) || Date.now() > deadline) throw e;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 
@@ -73,7 +74,7 @@ async function untilRefused(as: KubeClient, obj: () => KubeObject): Promise<ApiE
   for (;;) {
     const err = await refusal(() => create(as, obj()));
     if (err?.apiMessage.includes('hoist tenancy rule') || Date.now() > deadline) return err;
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 
@@ -135,7 +136,7 @@ describe('tenancy policy on a real API server', () => {
     while (Date.now() < deadline) {
       policy = await admin.get({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy' }, POLICY);
       if ((policy?.status as { typeChecking?: unknown } | undefined)?.typeChecking) break;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
     expect((policy?.status as { typeChecking?: { expressionWarnings?: unknown[] } }).typeChecking?.expressionWarnings ?? []).toEqual([]);
   });

@@ -14,6 +14,7 @@ import { ManagedObjects } from '../../../src/reconciler/managed-objects.ts';
 import type { DeleteOptions, KubeClient, KubeObject, TypeRef } from '../../../src/kube/types.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 import { kubeconfigPath } from '../../support/env.ts';
+import { sleep } from '../../support/wait.ts';
 
 const log = pino({ level: 'silent' });
 const run = randomBytes(3).toString('hex');
@@ -131,7 +132,7 @@ describe('Applier against the API server', () => {
     });
     /** until the watch has delivered the object with Hoist's labels */
     async function indexed(name: string, kind = 'ConfigMap'): Promise<void> {
-      for (let i = 0; i < 200 && !index.get(`/${kind}/${ns}/${name}`); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && !index.get(`/${kind}/${ns}/${name}`); i++) await sleep(10);
     }
 
     it('creates objects no watch knows without reading them first: one apply each', async () => {
@@ -288,7 +289,7 @@ describe('Applier against the API server', () => {
       const applier = new Applier(client, { log, live: index });
       await applier.apply(target('gone', { installNamespace: gone }), [cm('g', { k: '1' })]);
       await client.delete({ apiVersion: 'v1', kind: 'Namespace' }, gone, undefined);
-      while (await client.get({ apiVersion: 'v1', kind: 'Namespace' }, gone)) await new Promise((r) => setTimeout(r, 50));
+      while (await client.get({ apiVersion: 'v1', kind: 'Namespace' }, gone)) await sleep(50);
       const [res, r] = await counted(() => applier.apply(target('gone', { installNamespace: gone, revision: 2 }), [cm('g2', { k: '1' })]));
       expect(actions(res)).toEqual({ [`${gone}/g2`]: 'created' });
       // the apply (namespace missing), the namespace read and created, the apply again
@@ -311,7 +312,7 @@ function swapBeforeDelete(client: KubeClient, name: string, replace: () => Promi
         if (n === name && !swapped) {
           swapped = true;
           await target.delete(type, n, namespace);
-          while (await target.get(type, n, namespace)) await new Promise((r) => setTimeout(r, 20));
+          while (await target.get(type, n, namespace)) await sleep(20);
           await replace();
         }
         return target.delete(type, n, namespace, opts);

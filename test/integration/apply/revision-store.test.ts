@@ -10,6 +10,7 @@ import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '.
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import { kubeconfigPath } from '../../support/env.ts';
+import { sleep } from '../../support/wait.ts';
 
 const run = randomBytes(3).toString('hex');
 const ns = `revisions-${run}`;
@@ -37,7 +38,7 @@ describe('RevisionStore with a RevisionIndex', () => {
     expect(index.secretsOf('app')).toBeUndefined();
     await plain.save('app', { number: 1, contentDigest: 'sha256:one', inputs: 'in-one' }, objects('1'));
     index.start();
-    for (let i = 0; i < 500 && !index.secretsOf('app')?.length; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && !index.secretsOf('app')?.length; i++) await sleep(20);
 
     client.requests.reset();
     // written by this store: visible at once, whether or not the watch delivered it yet
@@ -62,7 +63,7 @@ describe('RevisionStore with a RevisionIndex', () => {
 
     // a Secret deleted by someone else leaves the index through the watch
     await plain.prune('app');
-    for (let i = 0; i < 500 && index.secretsOf('app')?.length; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 500 && index.secretsOf('app')?.length; i++) await sleep(20);
     expect(await indexed.list('app')).toEqual([]);
   });
 });

@@ -27,6 +27,7 @@ import type { KubeObject } from '../../../src/kube/types.ts';
 import { BD_TYPE, cond, describeStatus, isDone } from '../../support/controller.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
+import { sleep } from '../../support/wait.ts';
 
 const run = promisify(execFile);
 const CHART = new URL('../../../charts/hoist/', import.meta.url).pathname;
@@ -274,7 +275,7 @@ describe('the chart on a real API server', () => {
     const bds = cleanup.filter((o) => o.kind === BD_TYPE.kind);
     for (const o of bds) await admin.delete(o, o.metadata.name, undefined).catch(() => undefined);
     const deadline = Date.now() + 30_000;
-    for (const o of bds) while (Date.now() < deadline && (await admin.get(BD_TYPE, o.metadata.name))) await new Promise((r) => setTimeout(r, 100));
+    for (const o of bds) while (Date.now() < deadline && (await admin.get(BD_TYPE, o.metadata.name))) await sleep(100);
     for (const c of controllers) await c.stop().catch(() => undefined);
     for (const o of cleanup.reverse()) if (o.kind !== BD_TYPE.kind) await admin.delete(o, o.metadata.name, o.metadata.namespace).catch(() => undefined);
     for (const d of tmpDirs) await rm(d, { recursive: true, force: true });
@@ -349,7 +350,7 @@ describe('the chart on a real API server', () => {
       const bd = (await admin.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
       if (bd && bd.status?.observedGeneration === bd.metadata.generation && pred(bd)) return bd;
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${name}: ${what}\n${describeStatus(bd)}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   }
 
@@ -418,7 +419,7 @@ describe('the chart on a real API server', () => {
     const deadline = Date.now() + 60_000;
     while (await admin.get(BD_TYPE, `least-app-${runId}`)) {
       if (Date.now() > deadline) throw new Error('BD not deleted within 60s');
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs)).toBeUndefined();
   }, 120_000);
@@ -464,7 +465,7 @@ describe('the chart on a real API server', () => {
     const deadline = Date.now() + 60_000;
     while (await admin.get(BD_TYPE, `imp-app-${runId}`)) {
       if (Date.now() > deadline) throw new Error('BD not deleted within 60s');
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', tenant)).toBeUndefined();
     expect(await admin.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'app', tenant)).toBeUndefined();

@@ -11,26 +11,21 @@ import { parseAllDocuments } from 'yaml';
 import { toolPath } from '../../../src/devcluster/tools.ts';
 import { startManagerServer, type ManagerServer } from '../../../src/kube/manager-server.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
-import { isDone, startTestController, type TestController } from '../../support/controller.ts';
-import { startFileServer, type FileServer } from '../../support/http-files.ts';
+import { isDone } from '../../support/controller.ts';
+import { controllerWithFiles } from '../../support/controller-fixture.ts';
 import { cm, servePinned } from '../../support/upgrade-fixtures.ts';
 
 const run = promisify(execFile);
 const CHART = new URL('../../../charts/hoist/', import.meta.url).pathname;
 
-let t: TestController;
-let files: FileServer;
 let server: ManagerServer;
 
+const { t, files } = controllerWithFiles();
 beforeAll(async () => {
-  t = await startTestController();
-  files = await startFileServer();
   server = await startManagerServer({ port: 0, host: '127.0.0.1', registry: t.ctl.registry });
 });
 afterAll(async () => {
   await server?.close();
-  await t?.stop();
-  await files?.close();
 });
 
 /** metric names in a PromQL expression: identifiers of Hoist's and controller-runtime's families */

@@ -6,6 +6,7 @@ import type { KubeClient, KubeObject, WatchOptions } from '../../../src/kube/typ
 import { untilServed } from '../../support/crds.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
+import { sleep, waitUntil } from '../../support/wait.ts';
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const NS = { apiVersion: 'v1', kind: 'Namespace' };
@@ -21,13 +22,6 @@ function recorder(informer: Informer) {
   return log;
 }
 
-async function until(cond: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('informer against a real api server', () => {
   let cfg: ClusterConfig;
@@ -61,12 +55,12 @@ describe('informer against a real api server', () => {
     await informer.waitForSync();
     expect(names('a')).toEqual(['idx-pre']);
     await client.create({ ...cm('idx-b', '1'), metadata: { name: 'idx-b', namespace: ns, labels: { team: 'b' } } });
-    await until(() => names('b').length === 1, 20_000, 'idx-b indexed');
+    await waitUntil('idx-b indexed', () => names('b').length === 1);
     await client.patch(CM, 'idx-pre', ns, { metadata: { labels: { team: 'b' } } }, 'merge');
-    await until(() => names('b').length === 2, 20_000, 'idx-pre moved to b');
+    await waitUntil('idx-pre moved to b', () => names('b').length === 2);
     expect(names('a')).toEqual([]);
     await client.delete(CM, 'idx-b', ns);
-    await until(() => names('b').length === 1, 20_000, 'idx-b gone');
+    await waitUntil('idx-b gone', () => names('b').length === 1);
     expect(names('b')).toEqual(['idx-pre']);
     expect(informer.byIndex('team', 'nobody')).toEqual([]);
     await informer.stop();
@@ -86,7 +80,7 @@ describe('informer against a real api server', () => {
     await client.create(cm('x', '1'));
     await client.apply(cm('x', '2'), { fieldManager: 'test', force: true });
     await client.delete(CM, 'x', ns);
-    await until(() => log.length === 4, 20_000, 'events');
+    await waitUntil('events', () => log.length === 4);
     expect(log).toEqual(['add pre', 'add x', 'update x 2', 'delete x']);
     expect(informer.getByName('pre', ns)?.metadata.managedFields).toBeUndefined();
     expect(informer.keys()).toEqual([`${ns}/pre`]);
@@ -119,7 +113,7 @@ describe('informer against a real api server', () => {
     await informer.waitForSync();
     const lbl = (o: KubeObject): KubeObject => ({ ...o, metadata: { ...o.metadata, labels: { test: 'cut' } } });
     await client.create(lbl(cm('c1', '1')));
-    await until(() => log.length === 1, 20_000, 'first add');
+    await waitUntil('first add', () => log.length === 1);
     const watchesBefore = informer.watches;
 
     for (let round = 0; round < 3; round++) {
@@ -129,7 +123,7 @@ describe('informer against a real api server', () => {
       await client.create(lbl(cm(`n${round}`, '1')));
       await client.delete(CM, `n${round}`, ns);
     }
-    await until(() => log.length === 10, 20_000, 'events after reconnects');
+    await waitUntil('events after reconnects', () => log.length === 10);
     // the three updates may be coalesced by nothing: each is a separate watch event
     expect(log).toEqual([
       'add c1',
@@ -152,10 +146,10 @@ describe('informer against a real api server', () => {
       const log = recorder(informer);
       informer.start();
       await informer.waitForSync();
-      await until(() => informer.watches === 1, 5000, 'watch open');
+      await waitUntil('watch open', () => informer.watches === 1);
       own.freezeAll();
       await client.create({ ...cm('f1', '1'), metadata: { name: 'f1', namespace: ns, labels: { test: 'freeze' } } });
-      await until(() => log.length === 1, 20_000, 'event after watchdog restart');
+      await waitUntil('event after watchdog restart', () => log.length === 1);
       expect(log).toEqual(['add f1']);
       expect(informer.watches).toBeGreaterThan(1);
       expect(informer.relists).toBe(1);
@@ -204,12 +198,12 @@ describe('informer against a real api server', () => {
       proxy.cutAll();
       await client.apply(w('g1', '2'), { fieldManager: 't', force: true });
       await client.create(w('g2', '1'));
-      await until(() => informer.relists === 2, 20_000, 'relist');
-      await until(() => log.length === 3, 20_000, 'events after relist');
+      await waitUntil('relist', () => informer.relists === 2);
+      await waitUntil('events after relist', () => log.length === 3);
       expect(log.slice(1).sort()).toEqual(['add g2', 'update g1 2']);
       // and it keeps watching after the relist
       await client.delete(W, 'g1', ns);
-      await until(() => log.length === 4, 20_000, 'delete after relist');
+      await waitUntil('delete after relist', () => log.length === 4);
       expect(log[3]).toBe('delete g1');
       await informer.stop();
     } finally {
@@ -225,10 +219,10 @@ describe('informer against a real api server', () => {
     await proxy.down();
     const mk = (n: string): KubeObject => ({ ...cm(n, '1'), metadata: { name: n, namespace: ns, labels: { test: 'down' } } });
     await client.create(mk('d1'));
-    await new Promise((r) => setTimeout(r, 1500)); // several refused attempts
+    await sleep(1500); // several refused attempts
     await client.create(mk('d2'));
     await proxy.up();
-    await until(() => log.length === 2, 20_000, 'events after outage');
+    await waitUntil('events after outage', () => log.length === 2);
     expect(log).toEqual(['add d1', 'add d2']);
     await informer.stop();
   });
@@ -237,7 +231,7 @@ describe('informer against a real api server', () => {
     const informer = new Informer({ client: createKubeClient({ ...cfg, server: 'https://127.0.0.1:1' }), type: CM, backoffInitialMs: 50 });
     informer.start();
     const waiting = informer.waitForSync();
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     await informer.stop();
     await expect(waiting).rejects.toThrow(/stopped before it synced/);
   });

@@ -4,18 +4,12 @@ import { createKubeClient, loadKubeConfig, type ClusterConfig, type RestKubeClie
 import { LeaderElector, type Lease } from '../../../src/kube/leader-election.ts';
 import { kubeconfigPath } from '../../support/env.ts';
 import { startTcpProxy } from './tcp-proxy.ts';
+import { sleep, waitUntil } from '../../support/wait.ts';
 
 const NS = { apiVersion: 'v1', kind: 'Namespace' };
 const LEASE = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
 const FAST = { leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200 };
 
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('leader election on a Lease', () => {
   let cfg: ClusterConfig;
@@ -54,10 +48,10 @@ describe('leader election on a Lease', () => {
     const stopA = new AbortController();
     const stopB = new AbortController();
     const runA = a.run(stopA.signal);
-    await until(() => a.isLeader(), 5000, 'a to lead');
+    await waitUntil('a to lead', () => a.isLeader());
     const runB = b.run(stopB.signal);
     // b keeps standing by for well over a lease duration while a renews
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleep(3000);
     expect(a.isLeader()).toBe(true);
     expect(b.isLeader()).toBe(false);
     expect(b.state).toBe('candidate');
@@ -65,13 +59,23 @@ describe('leader election on a Lease', () => {
     const lease = await client.get<Lease>(LEASE, 'one', ns);
     expect(lease?.spec?.holderIdentity).toBe('a');
 
-    const released = performance.now();
+    // every holder the Lease records from here on, in order
+    const holders: string[] = [];
+    const watching = new AbortController();
+    const history = (async () => {
+      for await (const ev of client.watch<Lease>(LEASE, { namespace: ns, fieldSelector: 'metadata.name=one', resourceVersion: lease!.metadata.resourceVersion!, signal: watching.signal })) {
+        if (ev.type !== 'BOOKMARK') holders.push(ev.object.spec?.holderIdentity ?? '');
+      }
+    })().catch(() => undefined);
     stopA.abort();
     await runA;
     expect(events).toEqual(['a started', 'a signal', 'a stopped']);
-    await until(() => b.isLeader(), 5000, 'b to take over');
-    // released, not expired: b took over within a few retry periods, not a lease duration
-    expect(performance.now() - released).toBeLessThan(FAST.leaseDurationMs);
+    await waitUntil('b to take over', () => b.isLeader());
+    await waitUntil('the watch to see b hold the Lease', () => holders.includes('b'));
+    watching.abort();
+    await history;
+    // released, not expired: a's last write gave the Lease up (no holder), and b took the free Lease
+    expect(holders.slice(0, holders.indexOf('b')).at(-1)).toBe('');
     expect((await client.get<Lease>(LEASE, 'one', ns))?.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
     stopB.abort();
     await runB;
@@ -88,14 +92,14 @@ describe('leader election on a Lease', () => {
     const stop = new AbortController();
     try {
       const runA = a.run(stop.signal);
-      await until(() => a.isLeader(), 5000, 'a to lead');
+      await waitUntil('a to lead', () => a.isLeader());
       const runB = b.run(stop.signal);
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       await proxy.down(); // a's API server connection is gone: it cannot renew
       await runA; // run resolves once leadership is lost
       const lostAt = events.length;
       expect(events).toEqual(['a started', 'a signal', 'a stopped']);
-      await until(() => b.isLeader(), 10_000, 'b to take over after expiry');
+      await waitUntil('b to take over after expiry', () => b.isLeader());
       // b only took over after a had already stopped leading
       expect(events.slice(lostAt)).toEqual(['b started']);
       stop.abort();

@@ -27,6 +27,7 @@ import { git, startGitServer, type GitServer } from '../../support/git-server.ts
 import { sha256, startFileServer, tarGz, type FileServer } from '../../support/http-files.ts';
 import { makePki, startRegistry, type TestPki, type TestRegistry } from '../../support/registry.ts';
 import { failure } from '../../support/failure.ts';
+import { sleep } from '../../support/wait.ts';
 
 const USER = 'tenant-a';
 const PW = 'tenant-a-pw-never-shown';
@@ -364,13 +365,11 @@ describe('a trickling server does not hold a worker past the deadline', () => {
     ['image resolve', (url: string) => image({ timeoutMs: 1500 }).resolve(imageSpec(`${hostOf(url)}/a/b:v1`), {})],
   ])('%s: fails at the deadline, naming it, and the connection is closed', async (what, run) => {
     const t = await trickle();
-    const started = Date.now();
+    // the trickle would go on for minutes: failing at all, with this code and message, is the deadline's doing
     const e = await failure(run(t.url));
     expect(e).toMatchObject({ code: 'deadline-exceeded', terminal: false });
     expect(e.message).toMatch(/exceeded its deadline of 1500ms/);
-    // generous: the point is "not minutes", not a timing
-    expect(Date.now() - started).toBeLessThan(15_000);
-    for (let i = 0; i < 100 && t.open() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && t.open() > 0; i++) await sleep(50);
     expect([what, t.open()]).toEqual([what, 0]);
   });
 

@@ -77,6 +77,7 @@ describe('bundleDeploymentCRD', () => {
   it('declares every field of the TypeScript spec and status types', () => {
     const spec = {
       paused: false,
+      dependsOn: [{ name: 'crds', readyExpr: 'true' }],
       installNamespace: 'ns',
       format: 'helm',
       sources: [
@@ -132,7 +133,7 @@ describe('bundleDeploymentCRD', () => {
         { kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' },
       ],
       contentDigest: 'd',
-      activeRevision: { number: 1, contentDigest: 'd', objects: 1 },
+      activeRevision: { number: 1, contentDigest: 'd', objects: 1, appliedDigest: 'a', appliedAt: 't', healthyAt: 't', inventory: { entries: [{ id: 'ns_n_apps_Deployment', v: 'apps/v1' }], truncated: true, total: 2, revisionSecrets: { namespace: 'ns', labelSelector: 's' } } },
       attemptedRevision: { number: 2, contentDigest: 'd', objects: 1, reason: 'ApplyFailed' },
       transition: {
         revision: 2,
@@ -145,6 +146,7 @@ describe('bundleDeploymentCRD', () => {
       },
       revisions: [{ number: 1, contentDigest: 'd', objects: 1, phase: 'Active', hooks: [{ event: 'pre-install', kind: 'Job', name: 'j', namespace: 'ns', result: 'Failed', message: 'm', startedAt: 't', completedAt: 't', deleted: false }] }],
       skippedOptional: ['x'],
+      lastHandledRequest: 'r',
     } satisfies Required<BundleDeploymentStatus>;
 
     const declared = new Set([...nodes(root)].map(([p]) => p));

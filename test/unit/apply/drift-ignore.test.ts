@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DriftIgnoreRule } from '../../../api/v1alpha2/types.ts';
-import { ignoredPointers, pointerSegments, selects, splitFields, withoutIgnored } from '../../../src/apply/drift-ignore.ts';
+import { ignoredPointers, pointerSegments, selects, splitFields, withoutIgnored, withValuesOf } from '../../../src/apply/drift-ignore.ts';
 import { takeOverManagedFields, type ManagedFieldsEntry } from '../../../src/apply/field-managers.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
@@ -131,5 +131,17 @@ describe('takeOverManagedFields with drift-ignore rules', () => {
     const onlyReplicas: ManagedFieldsEntry = { ...kubectlPatch, fieldsV1: { 'f:spec': { 'f:replicas': {} } } };
     const released = { ...hoist, fieldsV1: splitFields(hoist.fieldsV1!, deployment(), ['/spec/replicas']).rest };
     expect(takeOverManagedFields([released, onlyReplicas], 'hoist-web', 'apps/v1', new Set(['kubectl-patch']), hold)).toBeUndefined();
+  });
+});
+
+describe('withValuesOf', () => {
+  const obj = (spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' }, spec }) as KubeObject;
+  it.each<[string, KubeObject, KubeObject, string[], Record<string, unknown>]>([
+    ['a field the apply would remove keeps its live value', obj({ paused: false }), obj({ paused: false, replicas: 5 }), ['/spec/replicas'], { paused: false, replicas: 5 }],
+    ['a field the live object lacks is not there', obj({ replicas: 2 }), obj({}), ['/spec/replicas'], {}],
+    ['a field inside a list element found by index', obj({ c: [{ name: 'a', image: 'x:2' }] }), obj({ c: [{ name: 'a', image: 'x:1' }] }), ['/spec/c/0/image'], { c: [{ name: 'a', image: 'x:1' }] }],
+    ['a pointer whose parent the object lacks is left out', obj({}), obj({ template: { x: 1 } }), ['/spec/template/x'], {}],
+  ])('%s', (_, target, source, pointers, want) => {
+    expect(withValuesOf(target, source, pointers).spec).toEqual(want);
   });
 });

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defaultContentRoot, entryName, FsContentStore } from '../../../src/cache/fs-content-store.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
+import { sleep } from '../../support/wait.ts';
 
 let root: string;
 beforeEach(async () => {
@@ -11,12 +13,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
-
-/** a clock the test moves by hand */
-function clock(start = Date.parse('2025-01-01T00:00:00Z')): { now: () => Date; advance: (ms: number) => void } {
-  let t = start;
-  return { now: () => new Date(t), advance: (ms) => (t += ms) };
-}
 
 const writeFileOf = (name: string, body: string) => async (dir: string) => {
   await writeFile(join(dir, name), body);
@@ -71,7 +67,7 @@ describe('FsContentStore', () => {
       await writeFile(join(d, 'f'), 'x');
     };
     const all = Promise.all([store.put('k', w), store.put('k', w), store.put('k', w)]);
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     release();
     const dirs = await all;
     expect(runs).toBe(1);
@@ -127,14 +123,14 @@ describe('FsContentStore', () => {
   });
 
   it('the budget bounds the store on every write: LRU entries are evicted, recently handed-out ones kept', async () => {
-    const c = clock();
-    const store = new FsContentStore({ root, maxBytes: 250, now: c.now });
+    const c = new FakeClock();
+    const store = new FsContentStore({ root, maxBytes: 250, clock: c });
     await store.put('a', writeFileOf('f', 'x'.repeat(100)));
-    c.advance(11 * 60_000);
+    await c.advance(11 * 60_000);
     await store.put('b', writeFileOf('f', 'x'.repeat(100)));
-    c.advance(11 * 60_000);
+    await c.advance(11 * 60_000);
     await store.open('a'); // a is handed out again: a reconcile may be reading it
-    c.advance(60_000);
+    await c.advance(60_000);
     await store.put('c', writeFileOf('f', 'x'.repeat(100)));
     // 300 bytes would not fit in 250: b, the least recently used entry not in use, made room
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'c']);
@@ -142,30 +138,30 @@ describe('FsContentStore', () => {
   });
 
   it('refuses content larger than the whole budget (terminal), and content that cannot fit beside content in use (transient)', async () => {
-    const c = clock();
-    const store = new FsContentStore({ root, maxBytes: 250, now: c.now });
+    const c = new FakeClock();
+    const store = new FsContentStore({ root, maxBytes: 250, clock: c });
     await expect(store.put('huge', writeFileOf('f', 'x'.repeat(300)))).rejects.toMatchObject({ code: 'cache-budget', terminal: true });
     await store.put('a', writeFileOf('f', 'x'.repeat(100)));
-    c.advance(1000);
+    await c.advance(1000);
     await store.put('b', writeFileOf('f', 'x'.repeat(100)));
     await expect(store.put('c', writeFileOf('f', 'x'.repeat(100)))).rejects.toMatchObject({ code: 'cache-full', terminal: false });
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'b']);
     expect(await readdir(join(root, 'tmp'))).toEqual([]);
     // once a and b are no longer in use, c fits
-    c.advance(11 * 60_000);
+    await c.advance(11 * 60_000);
     await store.put('c', writeFileOf('f', 'x'.repeat(100)));
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['b', 'c']);
   });
 
   it('enforceBudget (during gc) evicts least-recently-used entries outside keep', async () => {
-    const c = clock();
-    const store = new FsContentStore({ root, now: c.now });
+    const c = new FakeClock();
+    const store = new FsContentStore({ root, clock: c });
     for (const k of ['a', 'b', 'c', 'd']) {
       await store.put(k, writeFileOf('f', 'x'.repeat(100)));
-      c.advance(120_000);
+      await c.advance(120_000);
     }
     await store.open('a'); // a becomes the most recently used
-    c.advance(120_000);
+    await c.advance(120_000);
     // 400 bytes, budget 250: b is kept, so c and d (c is older than d) go
     expect(await store.enforceBudget(new Set(['b']), 250)).toEqual(['c', 'd']);
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'b']);

@@ -16,6 +16,10 @@ import { bashCompletion, zshCompletion, completion } from '../../../src/cli/verb
 import { get } from '../../../src/cli/verbs/get.ts';
 import { pause } from '../../../src/cli/verbs/pause.ts';
 import { diff } from '../../../src/cli/verbs/diff.ts';
+import { events, byTime, type EventObject } from '../../../src/cli/verbs/events.ts';
+import { handled, outcome, reconcile, requestToken, retry } from '../../../src/cli/verbs/reconcile.ts';
+import { tree } from '../../../src/cli/verbs/tree.ts';
+import { dependsColumn } from '../../../src/cli/verbs/get.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const COMMIT = 'b'.repeat(40);
@@ -111,12 +115,60 @@ describe('formatting', () => {
   });
 });
 
+describe('reconcile and retry', () => {
+  const bd = (status: BundleDeployment['status'], generation = 2) => ({ metadata: { name: 'x', generation }, spec: { format: 'plain', sources: [] }, status }) as unknown as BundleDeployment;
+  const c = (type: string, status: string, reason: string, message = 'm') => ({ type, status, reason, message, observedGeneration: 2, lastTransitionTime: 't' }) as never;
+  it('tokens are new every time, the time first', () => {
+    const now = new Date('2026-11-28T10:00:00.123Z');
+    const [a, b] = [requestToken(now), requestToken(now)];
+    expect(a).toMatch(/^2026-11-28T10:00:00\.123Z-[0-9a-f]{6}$/);
+    expect(a).not.toBe(b);
+  });
+  it('waits for the token echoed and done at the current generation', () => {
+    const done = [c('Installed', 'True', 'Installed'), c('Progressing', 'False', 'Succeeded')];
+    expect(handled(bd({ observedGeneration: 2, lastHandledRequest: 't1', conditions: done }), 't1')).toBe(true);
+    expect(handled(bd({ observedGeneration: 2, lastHandledRequest: 't0', conditions: done }), 't1')).toBe(false);
+    expect(handled(bd({ observedGeneration: 2, lastHandledRequest: 't1', conditions: [c('Installed', 'True', 'Installed'), c('Progressing', 'True', 'RollingOut')] }), 't1')).toBe(false);
+    expect(handled(bd({ observedGeneration: 1, lastHandledRequest: 't1', conditions: done }), 't1')).toBe(false);
+  });
+  it('says how it came out: Succeeded is success, anything else names Progressing and Installed', () => {
+    expect(outcome(bd({ conditions: [c('Installed', 'True', 'Installed'), c('Progressing', 'False', 'Succeeded', 'revision 2 is installed and healthy')] }))).toEqual({ ok: true, text: 'Progressing=False/Succeeded: revision 2 is installed and healthy' });
+    const failed = outcome(bd({ conditions: [c('Installed', 'True', 'Installed', 'revision 1: 1 objects (revision 2 rolled back)'), c('Progressing', 'False', 'RolledBack', 'revision 2 rolled back to 1: denied')] }));
+    expect(failed.ok).toBe(false);
+    expect(failed.text).toBe('Progressing=False/RolledBack: revision 2 rolled back to 1: denied\n  Installed=True/Installed: revision 1: 1 objects (revision 2 rolled back)');
+  });
+});
+
+describe('get -o wide: DEPENDS', () => {
+  const c = (type: string, status: string, reason: string) => ({ type, status, reason, message: '', observedGeneration: 1, lastTransitionTime: 't' });
+  const bd = (name: string, extra: Partial<BundleDeployment['spec']> = {}, progressing = 'Succeeded') =>
+    ({ metadata: { name, generation: 1 }, spec: { format: 'plain', sources: [], ...extra }, status: { observedGeneration: 1, conditions: [c('Installed', 'True', 'Installed'), c('Progressing', 'False', progressing)] } }) as unknown as BundleDeployment;
+  const known = new Map([['crds', bd('crds')], ['operator', bd('operator', {}, 'RolledBack')], ['paused', bd('paused', { paused: true })]]);
+  it.each([
+    [[], '<none>'],
+    [[{ name: 'crds' }, { name: 'operator' }], 'crds=ready,operator=failed'],
+    [[{ name: 'ghost' }, { name: 'paused' }], 'ghost=not found,paused=paused'],
+    [[{ name: 'crds', readyExpr: 'dep.metadata.generation > 5' }], 'crds=readyExpr false'],
+    [[{ name: 'crds', readyExpr: 'dep.(' }], 'dependsOn invalid (see PROGRESSING)'],
+  ])('%j → %s', (dependsOn, want) => {
+    expect(dependsColumn(bd('app', { dependsOn }), (n) => known.get(n))).toBe(want);
+  });
+});
+
+describe('events', () => {
+  it('orders Events by when they were last seen, whichever field says it', () => {
+    const e = (name: string, t: Partial<EventObject>) => ({ apiVersion: 'v1', kind: 'Event', metadata: { name }, involvedObject: {}, ...t }) as EventObject;
+    const list = [e('c', { lastTimestamp: '2026-01-01T00:00:03Z' }), e('a', { eventTime: '2026-01-01T00:00:01.5Z' }), e('none', {}), e('b', { series: { lastObservedTime: '2026-01-01T00:00:02Z' }, lastTimestamp: '2026-01-01T00:00:00Z' })];
+    expect(byTime(list).map((x) => x.metadata.name)).toEqual(['a', 'b', 'c', 'none']);
+  });
+});
+
 describe('completion', () => {
   it.each([
     ['bash', bashCompletion(), '/bin/bash'],
     ['zsh', zshCompletion(), '/bin/zsh'],
   ])('the %s script parses and names every verb', (_shell, script, shell) => {
-    for (const verb of ['get', 'pause', 'resume', 'rollback', 'history', 'diff', 'completion']) expect(script).toContain(verb);
+    for (const verb of ['get', 'pause', 'resume', 'rollback', 'history', 'reconcile', 'retry', 'tree', 'events', 'diff', 'completion']) expect(script).toContain(verb);
     if (!existsSync(shell)) return; // the parser check needs the shell; the content checks above still ran
     execFileSync(shell, ['-n'], { input: script });
   });
@@ -145,6 +197,11 @@ describe('usage errors exit 2 before any connection', () => {
     ['pause', pause, ['x', '--bogus'], "Unknown option '--bogus'"],
     ['rollback', rollback, ['x', '--to', 'two'], '--to takes a revision number'],
     ['diff', diff, [], '-f <bundledeployment.yaml> is required'],
+    ['reconcile', reconcile, [], 'reconcile takes exactly one BundleDeployment NAME'],
+    ['reconcile', reconcile, ['x', '--wait', '--timeout', 'soon'], '--timeout "soon" is not a duration'],
+    ['retry', retry, ['x', 'y'], 'retry takes exactly one BundleDeployment NAME'],
+    ['tree', tree, ['x', '-o', 'wide'], 'unknown output format'],
+    ['events', events, [], 'events takes exactly one BundleDeployment NAME'],
   ] as const)('%s %j', async (_verb, fn, args, message) => {
     const io = collect();
     expect(await fn([...args], io)).toBe(2);
@@ -175,7 +232,7 @@ describe('hoist as a process (main.ts dispatch)', () => {
   it('lists the user verbs and exit codes in its usage, and dispatches each verb', async () => {
     const usage = await started().usage;
     expect(usage.status).toBe(0);
-    for (const verb of ['get [NAME]', 'pause NAME --reason', 'resume NAME', 'rollback NAME --to', 'history NAME', 'diff -f', 'completion bash|zsh', 'exit codes:']) expect(usage.stderr).toContain(verb);
+    for (const verb of ['get [NAME]', 'pause NAME --reason', 'resume NAME', 'rollback NAME --to', 'history NAME', 'reconcile NAME [--wait]', 'retry NAME', 'tree NAME', 'events NAME', 'diff -f', 'completion bash|zsh', 'exit codes:']) expect(usage.stderr).toContain(verb);
     expect((await started().history).stdout).toContain('usage: hoist history NAME');
     expect((await started().completion).stdout).toBe(bashCompletion());
   });

@@ -4,8 +4,7 @@ import { Controller } from '../../../src/kube/controller.ts';
 import type { ElectorState } from '../../../src/kube/leader-election.ts';
 import { startManagerServer } from '../../../src/kube/manager-server.ts';
 import { handleShutdown } from '../../../src/kube/shutdown.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { waitUntil } from '../../support/wait.ts';
 
 describe('manager server', () => {
   it('serves healthz, readiness from informers and leader election, and metrics', async () => {
@@ -39,18 +38,24 @@ describe('manager server', () => {
   it('shuts down on a signal: not ready, in-flight reconcile finishes, lease released, then done', async () => {
     const registry = new Registry();
     const order: string[] = [];
+    // the reconcile runs until the test lets it end: in flight while the shutdown begins
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
     const c = new Controller({
       name: 'drain',
       registry,
       reconcile: async (key) => {
         order.push(`start ${key}`);
-        await sleep(100);
+        started();
+        await gate;
         order.push(`end ${key}`);
       },
     });
     c.start();
     c.enqueue('a');
-    await sleep(10);
+    await running;
     const srv = await startManagerServer({ port: 0, host: '127.0.0.1', registry });
     const port = srv.port;
     const abort = new AbortController();
@@ -77,9 +82,11 @@ describe('manager server', () => {
     });
     try {
       process.emit('SIGUSR2', 'SIGUSR2');
-      await sleep(20);
+      await waitUntil('the shutdown marked the server not ready', () => order.includes('not ready'), 60_000, 10);
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
-      await until(() => finished !== undefined);
+      expect(finished).toBeUndefined(); // the reconcile is still running: the shutdown waits for it
+      release();
+      await waitUntil('the shutdown finished', () => finished !== undefined, 60_000, 10);
       expect(finished).toBe(true);
       expect(order).toEqual(['start a', 'not ready', 'end a', 'lease released', 'informers stopped']);
     } finally {
@@ -87,11 +94,3 @@ describe('manager server', () => {
     }
   });
 });
-
-async function until(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(10);
-  }
-}

@@ -1,11 +1,23 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { Backoff } from '../../../src/kube/backoff.ts';
 import { Controller, TerminalError } from '../../../src/kube/controller.ts';
 import { ItemExponentialRateLimiter, MaxOfRateLimiter, TokenBucketRateLimiter } from '../../../src/kube/rate-limiter.ts';
 import { WorkQueue } from '../../../src/kube/workqueue.ts';
+import type { Clock } from '../../../src/util/clock.ts';
 import { HoistError } from '../../../src/util/errors.ts';
+import { FakeClock, settle } from '../../support/fake-clock.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** resolves after ms on `clock`, or when the signal fires */
+function wait(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clock.clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
 describe('WorkQueue', () => {
   it('processes a key queued twice once', async () => {
@@ -30,56 +42,61 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(0); // not handed out while 'a' is in flight
     let second: string | undefined;
     void q.get().then((k) => (second = k));
-    await sleep(5);
+    await settle();
     expect(second).toBeUndefined();
     q.done(first!);
-    await sleep(0);
+    await settle();
     expect(second).toBe('a');
     q.done('a');
     expect(q.length).toBe(0); // the two re-adds collapsed into one
   });
 
   it('never runs the same key concurrently under a controller with many workers', async () => {
+    const clock = new FakeClock();
     let running = 0;
     let maxSameKey = 0;
     let calls = 0;
     const c = new Controller({
       name: 'concurrency',
       workers: 8,
+      clock,
       reconcile: async () => {
         calls++;
         running++;
         maxSameKey = Math.max(maxSameKey, running);
-        await sleep(10);
+        await wait(clock, 10);
         running--;
       },
     });
     c.start();
+    // an add every ms for 20 ms, each reconcile taking 10 ms
     for (let i = 0; i < 20; i++) {
       c.enqueue('same');
-      await sleep(1);
+      await clock.advance(1);
     }
-    await sleep(50);
-    await c.stop(1000);
+    await clock.advance(50);
+    expect(await c.stop(1000)).toBe(true);
     expect(maxSameKey).toBe(1);
-    // re-adds during processing collapse: far fewer reconciles than adds, at least two
-    expect(calls).toBeGreaterThanOrEqual(2);
-    expect(calls).toBeLessThan(20);
+    // the adds during a reconcile collapse into one more: at 0, at 10 (adds 1-9) and at 20 (adds 10-19)
+    expect(calls).toBe(3);
   });
 
   it('delays with addAfter and keeps the earliest time for a waiting key', async () => {
-    const q = new WorkQueue();
+    const clock = new FakeClock();
+    const q = new WorkQueue({ clock });
     q.addAfter('a', 200);
     q.addAfter('a', 20);
     q.addAfter('a', 500);
-    const t0 = performance.now();
+    await clock.advance(19);
+    expect(q.length).toBe(0);
+    await clock.advance(1);
+    expect(q.length).toBe(1);
     expect(await q.get()).toBe('a');
-    const waited = performance.now() - t0;
-    expect(waited).toBeGreaterThanOrEqual(15);
-    expect(waited).toBeLessThan(150);
     q.done('a');
-    await sleep(250);
-    expect(q.length).toBe(0); // the later timers were superseded, not added again
+    // the later times were superseded, not kept: nothing is added again
+    expect(clock.pending).toBe(0);
+    await clock.advance(1000);
+    expect(q.length).toBe(0);
   });
 
   it('grows per-item backoff exponentially up to the cap and resets on forget', () => {
@@ -95,43 +112,57 @@ describe('WorkQueue', () => {
     expect(rl.when('c')).toBe(1000);
   });
 
-  it('rate limits overall with a token bucket', () => {
-    let now = 0;
-    const tb = new TokenBucketRateLimiter(10, 3, () => now);
+  it('grows the informer backoff by doubling up to the cap, with at most the jitter added, and resets', () => {
+    const exact = new Backoff(800, 30_000, 0);
+    expect(Array.from({ length: 8 }, () => exact.next())).toEqual([800, 1600, 3200, 6400, 12_800, 25_600, 30_000, 30_000]);
+    expect(exact.attempts).toBe(8);
+    exact.reset();
+    expect(exact.next()).toBe(800);
+    const jittered = new Backoff(800, 30_000, 0.2);
+    for (const base of [800, 1600, 3200, 6400, 12_800, 25_600, 30_000]) {
+      const d = jittered.next();
+      expect(d).toBeGreaterThanOrEqual(base);
+      expect(d).toBeLessThanOrEqual(base * 1.2);
+    }
+  });
+
+  it('rate limits overall with a token bucket', async () => {
+    const clock = new FakeClock();
+    const tb = new TokenBucketRateLimiter(10, 3, clock);
     expect([tb.when('a'), tb.when('b'), tb.when('c')]).toEqual([0, 0, 0]);
     // bucket empty: each further reservation waits one more token interval (100ms at 10 qps)
     expect(tb.when('d')).toBeCloseTo(100);
     expect(tb.when('e')).toBeCloseTo(200);
-    now += 1000; // refills 10 tokens, capped at burst 3, minus the 2 reserved
+    await clock.advance(1000); // refills 10 tokens, capped at burst 3, minus the 2 reserved
     expect(tb.when('f')).toBe(0);
-    const both = new MaxOfRateLimiter(new ItemExponentialRateLimiter(5, 1000), new TokenBucketRateLimiter(10, 1, () => now));
+    const both = new MaxOfRateLimiter(new ItemExponentialRateLimiter(5, 1000), new TokenBucketRateLimiter(10, 1, clock));
     expect(both.when('x')).toBe(5);
     expect(both.when('x')).toBeCloseTo(100);
   });
 
   it('requeues failures with growing backoff through addRateLimited', async () => {
-    const q = new WorkQueue({ rateLimiter: new ItemExponentialRateLimiter(10, 10_000) });
-    const gaps: number[] = [];
-    let last = performance.now();
+    const clock = new FakeClock();
+    const start = clock.now();
+    const q = new WorkQueue({ clock, rateLimiter: new ItemExponentialRateLimiter(10, 10_000) });
+    const handedOutAt: number[] = [];
     q.add('a');
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < 5; i++) {
       const k = await q.get();
-      const now = performance.now();
-      gaps.push(now - last);
-      last = now;
+      handedOutAt.push(clock.now() - start);
       q.addRateLimited(k!);
       q.done(k!);
+      expect(q.length).toBe(0); // waiting for its backoff, not queued
+      await clock.fireNext();
     }
-    expect(q.numRequeues('a')).toBe(4);
-    // 10, 20, 40 ms between attempts (first gap is the immediate add)
-    expect(gaps[1]).toBeGreaterThanOrEqual(8);
-    expect(gaps[2]).toBeGreaterThanOrEqual(18);
-    expect(gaps[3]).toBeGreaterThanOrEqual(38);
+    expect(q.numRequeues('a')).toBe(5);
+    // 10, 20, 40, 80 ms between attempts
+    expect(handedOutAt).toEqual([0, 10, 30, 70, 150]);
     q.shutDown();
   });
 
   it('shuts down: getters are released, adds are ignored, drain waits for in-flight work', async () => {
-    const q = new WorkQueue();
+    const clock = new FakeClock();
+    const q = new WorkQueue({ clock });
     const waiting = q.get();
     q.add('a');
     expect(await waiting).toBe('a');
@@ -142,7 +173,8 @@ describe('WorkQueue', () => {
     expect(await q.get()).toBeUndefined();
     q.add('d');
     expect(q.length).toBe(0);
-    await sleep(20);
+    expect(clock.pending).toBe(0); // the delayed add was dropped with its timer
+    await clock.advance(20);
     expect(drained).toBe(false); // 'a' still in flight
     q.done('a');
     await drain;
@@ -169,12 +201,14 @@ describe('WorkQueue', () => {
 
 describe('Controller', () => {
   it('requeues thrown errors with backoff, drops terminal errors, forgets on success', async () => {
+    const clock = new FakeClock();
     const registry = new Registry();
     const attempts = new Map<string, number>();
     const c = new Controller({
       name: 'outcomes',
       workers: 2,
       registry,
+      clock,
       rateLimiter: new ItemExponentialRateLimiter(1, 50),
       reconcile: async (key) => {
         const n = (attempts.get(key) ?? 0) + 1;
@@ -188,7 +222,7 @@ describe('Controller', () => {
     });
     c.start();
     for (const k of ['ok', 'flaky', 'terminal', 'hoist-terminal', 'later']) c.enqueue(k);
-    await sleep(150);
+    await clock.advance(150);
     expect(await c.stop(1000)).toBe(true);
     expect(Object.fromEntries(attempts)).toEqual({ ok: 1, flaky: 3, terminal: 1, 'hoist-terminal': 1, later: 2 });
     expect(c.queue.numRequeues('flaky')).toBe(0); // forgotten after the success
@@ -201,34 +235,56 @@ describe('Controller', () => {
     expect(text).toContain('controller_runtime_reconcile_time_seconds_count{controller="outcomes"} 8');
   });
 
-  it('lets in-flight reconciles finish on stop, and aborts them after the deadline', async () => {
-    const finished: string[] = [];
+  it("retries a failing key after the rate limiter's doubling delays, on its clock", async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    const attemptsAt: number[] = [];
+    // the default rate limiter, as the BundleDeployment controller has it: 5 ms doubling per key
     const c = new Controller({
-      name: 'drain',
-      workers: 2,
-      reconcile: async (key, signal) => {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, key === 'slow' ? 5000 : 30);
-          signal.addEventListener('abort', () => {
-            clearTimeout(t);
-            resolve();
-          });
-        });
-        finished.push(`${key}${signal.aborted ? ' aborted' : ''}`);
+      name: 'backoff',
+      clock,
+      reconcile: async () => {
+        attemptsAt.push(clock.now() - start);
+        throw new Error('still failing');
       },
     });
     c.start();
-    c.enqueue('quick');
-    await sleep(5);
+    c.enqueue('a');
+    await clock.advance(3_000);
+    const gaps = attemptsAt.slice(1).map((at, i) => at - attemptsAt[i]!);
+    expect(gaps).toEqual([5, 10, 20, 40, 80, 160, 320, 640, 1280]);
+    expect(c.queue.numRequeues('a')).toBe(10);
+    // the next retry is due twice as long again after the last attempt
+    expect(clock.now() - start + clock.nextDue()!).toBe(attemptsAt.at(-1)! + 2560);
     expect(await c.stop(1000)).toBe(true);
+  });
+
+  it('lets in-flight reconciles finish on stop, and aborts them after the deadline', async () => {
+    const clock = new FakeClock();
+    const finished: string[] = [];
+    const reconcile = async (key: string, signal: AbortSignal) => {
+      await wait(clock, key === 'slow' ? 5000 : 30, signal);
+      finished.push(`${key}${signal.aborted ? ' aborted' : ''}`);
+    };
+    const c = new Controller({ name: 'drain', workers: 2, clock, reconcile });
+    c.start();
+    c.enqueue('quick');
+    await clock.advance(5);
+    const stopped = c.stop(1000);
+    await clock.advance(25); // the reconcile's 30 ms are up, well within the deadline
+    expect(await stopped).toBe(true);
     expect(finished).toEqual(['quick']);
 
-    const c2 = new Controller({ name: 'deadline', reconcile: c['reconcileFn'] });
+    const c2 = new Controller({ name: 'deadline', clock, reconcile });
     c2.start();
     c2.enqueue('slow');
     c2.enqueue('never-started');
-    await sleep(5);
-    expect(await c2.stop(50)).toBe(false);
+    await clock.advance(5);
+    const stopped2 = c2.stop(50);
+    await clock.advance(49);
+    expect(finished).toEqual(['quick']); // still draining
+    await clock.advance(1);
+    expect(await stopped2).toBe(false);
     expect(finished).toEqual(['quick', 'slow aborted']);
   });
 });

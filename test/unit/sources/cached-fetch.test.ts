@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { fetchThroughStore } from '../../../src/sources/cached-fetch.ts';
 import { HoistError } from '../../../src/util/errors.ts';
+import { sleep } from '../../support/wait.ts';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -29,14 +30,14 @@ describe('fetchThroughStore with concurrent misses', () => {
       throw new HoistError('tls verification failed: certificate signed by unknown authority', { stage: 'fetch', reason: 'FetchFailed', code: 'tls-verify-failed', subject: 'a', terminal: true });
     });
     // B starts only once A's download is under way (under load A could otherwise come second and join B's)
-    while (!downloads.includes('a')) await new Promise((r) => setTimeout(r, 5));
+    while (!downloads.includes('a')) await sleep(5);
     const b = fetchAs('b', async (dir) => {
       downloads.push('b');
       await writeFile(join(dir, 'cm.yaml'), 'kind: ConfigMap\n');
     });
     // time for B to join A's in-flight write; should B come after A's failure instead, it downloads
     // on its own all the same, so the outcome below does not depend on this wait
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     release();
     await expect(a).rejects.toThrow('unknown authority');
     expect(await readFile(join(await b, 'cm.yaml'), 'utf8')).toBe('kind: ConfigMap\n');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mapLimit, Semaphore } from '../../../src/util/concurrency.ts';
+import { sleep } from '../../support/wait.ts';
 
 describe('Semaphore', () => {
   it.each([1, 2, 4])('lets at most %i run at once, in arrival order, and frees the slot when one throws', async (size) => {
@@ -46,7 +47,7 @@ describe('mapLimit', () => {
     let most = 0;
     const out = await mapLimit([5, 1, 3, 2], 2, async (x) => {
       most = Math.max(most, ++running);
-      await new Promise((r) => setTimeout(r, x));
+      await sleep(x);
       running--;
       return x * 10;
     });

@@ -11,7 +11,7 @@ import { HoistError } from '../../../src/util/errors.ts';
 import { failure } from '../../support/failure.ts';
 
 let root: string;
-const ctx = { stage: 'fetch' as const, reason: 'FetchFailed', who: 'git test' };
+const ctx = { stage: 'fetch' as const, who: 'git test' };
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'hoist-ct-budget-'));
@@ -48,7 +48,7 @@ describe('verifyTree budget', () => {
   });
 
   it('stops with the signal reason: no link is resolved after an abort', async () => {
-    const reason = new HoistError('fetch exceeded its deadline of 10m', { stage: 'fetch', reason: 'FetchFailed', code: 'deadline-exceeded', terminal: false });
+    const reason = new HoistError('fetch exceeded its deadline of 10m', { stage: 'fetch', code: 'deadline-exceeded', terminal: false });
     const ctl = new AbortController();
     ctl.abort(reason);
     await expect(verifyTree(root, { ...ctx, signal: ctl.signal })).rejects.toBe(reason);

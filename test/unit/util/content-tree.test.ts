@@ -25,7 +25,7 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-const ctx = { stage: 'process' as const, reason: 'ProcessFailed', who: 'test processor' };
+const ctx = { stage: 'process' as const, who: 'test processor' };
 const tree = (limits = { maxFileBytes: 1024, maxTotalBytes: 4096 }): ContentTree => new ContentTree(root, { ...ctx, limits });
 
 describe('links that stay inside the tree', () => {

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Provider, PushEvent } from '../../../src/webhook/push-event.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions } from '../../../src/webhook/receiver.ts';
 import { signGeneric } from '../../../src/webhook/signatures.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 
 const SECRETS: Record<Provider, Buffer> = { github: Buffer.from('gh-secret-never-logged'), gitlab: Buffer.from('gl-secret-never-logged'), generic: Buffer.from('gen-secret-never-logged') };
 const REPO = 'http://git.example/org/app.git';
@@ -96,17 +97,17 @@ describe('webhook receiver', () => {
   });
 
   it('generic: signed {url, branch}; a timestamp outside the window is refused like a bad signature; a repeat is ignored', async () => {
-    let now = 1_800_000_000_000;
-    const s = await start({ now: () => now, timestampWindowMs: 60_000 });
+    const clock = new FakeClock(1_800_000_000_000);
+    const s = await start({ clock, timestampWindowMs: 60_000 });
     const b = JSON.stringify({ url: REPO, branch: 'main' });
-    const ts = now / 1000;
+    const ts = clock.now() / 1000;
     const h = { 'x-hoist-signature': signGeneric(b, ts, SECRETS.generic), 'x-hoist-timestamp': String(ts) };
     expect(await s.post('/hooks/generic', b, h)).toEqual({ status: 202, body: 'accepted\n' });
     expect(await s.post('/hooks/generic', b, h)).toEqual({ status: 202, body: 'accepted\n' });
     // X-Hoist-Delivery is not signed: the same signed timestamp and body under any id is a repeat
     expect(await s.post('/hooks/generic', b, { ...h, 'x-hoist-delivery': 'fresh' })).toEqual({ status: 202, body: 'accepted\n' });
     expect(s.pushes).toEqual([{ repositories: [REPO], branch: 'main' }]);
-    now += 61_000;
+    await clock.advance(61_000);
     const stale = { 'x-hoist-signature': signGeneric(`${b} `, ts, SECRETS.generic), 'x-hoist-timestamp': String(ts) };
     expect(await s.post('/hooks/generic', `${b} `, stale)).toEqual({ status: 401, body: 'unauthorized\n' });
     expect(s.pushes).toHaveLength(1);

@@ -19,6 +19,7 @@
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { HoistError } from '../../../util/errors.ts';
 import { verifyEd25519 } from './ed25519.ts';
+import { SourceCode, sourceError } from '../../errors.ts';
 
 export const COSIGN_SIMPLESIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json';
 export const COSIGN_SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
@@ -53,7 +54,11 @@ export interface VerifiedSignature {
  * Why verification failed, in the order a person should look: no signature at all, signatures
  * but none by a trusted key, a trusted signature over something else, or an unreadable payload.
  */
-export type VerificationCode = 'signature-not-found' | 'signature-untrusted' | 'signature-digest-mismatch' | 'signature-payload-invalid';
+export type VerificationCode =
+  | typeof SourceCode.SignatureNotFound
+  | typeof SourceCode.SignatureUntrusted
+  | typeof SourceCode.SignatureDigestMismatch
+  | typeof SourceCode.SignaturePayloadInvalid;
 
 export class VerificationFailure extends Error {
   constructor(
@@ -89,7 +94,7 @@ export function parsePublicKeys(pem: string, label: string): TrustedKey[] {
 }
 
 function badKey(label: string, why: string): HoistError {
-  return new HoistError(`${label} ${why}`, { stage: 'spec', reason: 'ResolveFailed', code: 'bad-public-key', subject: label, terminal: true });
+  return sourceError(`${label} ${why}`, { stage: 'spec', code: SourceCode.BadPublicKey, subject: label, terminal: true });
 }
 
 /** True when `signature` (base64) is `key`'s signature over `payload`, the way cosign signs. */
@@ -117,16 +122,16 @@ export function checkPayload(payload: Buffer, digest: string): void {
   try {
     doc = JSON.parse(payload.toString('utf8'));
   } catch {
-    throw new VerificationFailure('signature-payload-invalid', 'the signed payload is not JSON');
+    throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload is not JSON');
   }
   const critical = (doc as { critical?: { type?: unknown; image?: { 'docker-manifest-digest'?: unknown } } } | null)?.critical;
-  if (typeof critical !== 'object' || critical === null) throw new VerificationFailure('signature-payload-invalid', 'the signed payload has no "critical" section');
+  if (typeof critical !== 'object' || critical === null) throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload has no "critical" section');
   if (critical.type !== COSIGN_PAYLOAD_TYPE) {
-    throw new VerificationFailure('signature-payload-invalid', `the signed payload's critical.type is ${JSON.stringify(critical.type ?? null)}, not "${COSIGN_PAYLOAD_TYPE}"`);
+    throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, `the signed payload's critical.type is ${JSON.stringify(critical.type ?? null)}, not "${COSIGN_PAYLOAD_TYPE}"`);
   }
   const signed = critical.image?.['docker-manifest-digest'];
-  if (typeof signed !== 'string') throw new VerificationFailure('signature-payload-invalid', 'the signed payload names no critical.image.docker-manifest-digest');
-  if (signed !== digest) throw new VerificationFailure('signature-digest-mismatch', `a trusted key signed ${signed}, not the resolved manifest ${digest}`);
+  if (typeof signed !== 'string') throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload names no critical.image.docker-manifest-digest');
+  if (signed !== digest) throw new VerificationFailure(SourceCode.SignatureDigestMismatch, `a trusted key signed ${signed}, not the resolved manifest ${digest}`);
 }
 
 /**
@@ -135,15 +140,20 @@ export function checkPayload(payload: Buffer, digest: string): void {
  * unreadable trusted payload, which beats signatures by unknown keys, which beats no signature.
  */
 export function verifyCandidates(candidates: readonly SignatureCandidate[], digest: string, keys: readonly TrustedKey[]): VerifiedSignature {
-  if (candidates.length === 0) throw new VerificationFailure('signature-not-found', `no cosign signature found for ${digest}`);
-  const rank: Record<VerificationCode, number> = { 'signature-not-found': 0, 'signature-untrusted': 1, 'signature-payload-invalid': 2, 'signature-digest-mismatch': 3 };
+  if (candidates.length === 0) throw new VerificationFailure(SourceCode.SignatureNotFound, `no cosign signature found for ${digest}`);
+  const rank: Record<VerificationCode, number> = {
+    [SourceCode.SignatureNotFound]: 0,
+    [SourceCode.SignatureUntrusted]: 1,
+    [SourceCode.SignaturePayloadInvalid]: 2,
+    [SourceCode.SignatureDigestMismatch]: 3,
+  };
   let worst: VerificationFailure | undefined;
   for (const c of candidates) {
     const key = c.signature === undefined ? undefined : keys.find((k) => signatureMatches(c.payload, c.signature!, k.key));
     let failure: VerificationFailure;
     if (!key) {
       const names = keys.map((k) => k.label).join(', ');
-      failure = new VerificationFailure('signature-untrusted', `${candidates.length} signature(s) found, none made by a trusted key (${names})`);
+      failure = new VerificationFailure(SourceCode.SignatureUntrusted, `${candidates.length} signature(s) found, none made by a trusted key (${names})`);
     } else {
       try {
         checkPayload(c.payload, digest);

@@ -17,6 +17,7 @@ import type { OperationContext, RegistryClient } from '../client.ts';
 import type { Descriptor } from '../manifest.ts';
 import { formatReference, type ImageReference } from '../reference.ts';
 import { COSIGN_SIGNATURE_ANNOTATION, COSIGN_SIMPLESIGNING, type SignatureCandidate } from './cosign.ts';
+import { SourceCode, sourceError } from '../../errors.ts';
 
 export const COSIGN_ARTIFACT_TYPE = 'application/vnd.dev.cosign.artifact.sig.v1+json';
 const MAX_PAYLOAD_BYTES = 1024 * 1024;
@@ -45,7 +46,7 @@ async function referrers(client: RegistryClient, ref: ImageReference, digest: st
     scope: 'pull',
   }, op);
   let index: unknown;
-  if (classifyStatus(res.statusCode) === 'not-found') {
+  if (classifyStatus(res.statusCode) === SourceCode.NotFound) {
     // no referrers API (distribution v2): the referrers tag schema keeps the index at `sha256-<hex>`
     await res.body.dump();
     const fallback = await optional(client.getManifest({ ...ref, digest: undefined, tag: digest.replace(':', '-') }, op));
@@ -58,7 +59,7 @@ async function referrers(client: RegistryClient, ref: ImageReference, digest: st
     try {
       index = JSON.parse(text);
     } catch {
-      throw new HoistError('the referrers API answered with something other than JSON', { stage: op.stage, reason: 'ResolveFailed', code: 'invalid-manifest', subject: formatReference(ref), terminal: false });
+      throw sourceError('the referrers API answered with something other than JSON', { stage: op.stage, code: SourceCode.InvalidManifest, subject: formatReference(ref), terminal: false });
     }
   }
   const manifests = (index as { manifests?: unknown } | null)?.manifests;
@@ -88,7 +89,7 @@ async function readReferrers(body: AsyncIterable<Buffer>, subject: string, op: O
   let total = 0;
   for await (const chunk of body) {
     total += chunk.length;
-    if (total > MAX_REFERRERS_BYTES) throw new HoistError(`the referrers list is larger than ${MAX_REFERRERS_BYTES} bytes`, { stage: op.stage, reason: 'ResolveFailed', code: 'manifest-too-large', subject, terminal: true });
+    if (total > MAX_REFERRERS_BYTES) throw sourceError(`the referrers list is larger than ${MAX_REFERRERS_BYTES} bytes`, { stage: op.stage, code: SourceCode.ManifestTooLarge, subject, terminal: true });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -99,7 +100,7 @@ async function optional<T>(p: Promise<T>): Promise<T | undefined> {
   try {
     return await p;
   } catch (e) {
-    if (e instanceof HoistError && e.code === 'not-found') return undefined;
+    if (e instanceof HoistError && e.code === SourceCode.NotFound) return undefined;
     throw e;
   }
 }

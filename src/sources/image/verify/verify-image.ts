@@ -7,12 +7,13 @@
  * `status.resolvedSources[].verification` and the content is installed.
  */
 import type { ImageVerification, SourceVerification } from '../../../../api/v1alpha2/types.ts';
-import { HoistError } from '../../../util/errors.ts';
+import { FailureReason } from '../../../util/errors.ts';
 import type { PublicKeySet } from '../../source.ts';
 import type { OperationContext, RegistryClient } from '../client.ts';
 import type { ImageReference } from '../reference.ts';
 import { parsePublicKeys, VerificationFailure, verifyCandidates, type TrustedKey } from './cosign.ts';
 import { findSignatures } from './signatures.ts';
+import { SourceCode, sourceError } from '../../errors.ts';
 
 export async function verifyImage(
   client: RegistryClient,
@@ -32,9 +33,9 @@ export async function verifyImage(
   } catch (e) {
     if (!(e instanceof VerificationFailure)) throw e;
     if (policy === 'Warn') return { provider: 'cosign', policy, result: 'Failed', digest, reason: e.code, message: e.message.slice(0, 1000) };
-    throw new HoistError(`cosign verification failed (${e.code}): ${e.message}; nothing was unpacked`, {
+    throw sourceError(`cosign verification failed (${e.code}): ${e.message}; nothing was unpacked`, {
       stage: 'resolve',
-      reason: 'VerificationFailed',
+      reason: FailureReason.VerificationFailed,
       code: e.code,
       subject,
       terminal: true,
@@ -45,7 +46,7 @@ export async function verifyImage(
 function trustedKeys(set: PublicKeySet): TrustedKey[] {
   const keys = set.entries.flatMap((e) => parsePublicKeys(e.pem, `${set.from} key ${e.name}`));
   if (keys.length === 0) {
-    throw new HoistError(`${set.from} has no *.pub entry holding a PEM public key`, { stage: 'spec', reason: 'ResolveFailed', code: 'bad-public-key', subject: set.from, terminal: true });
+    throw sourceError(`${set.from} has no *.pub entry holding a PEM public key`, { stage: 'spec', code: SourceCode.BadPublicKey, subject: set.from, terminal: true });
   }
   return keys;
 }

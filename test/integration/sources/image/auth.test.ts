@@ -18,6 +18,7 @@ import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 import { freePort, skopeo, startCountingProxy, startRegistry, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
 import { failure } from '../../../support/failure.ts';
+import { sleep } from '../../../support/wait.ts';
 
 const PASSWORD = 'p4ss-w0rd-never-shown';
 const USERS = { alice: PASSWORD, bob: 'bobs-secret' };
@@ -259,7 +260,7 @@ describe('token refresh', () => {
     const dir = await src.fetch(spec(ref), resolved, await store(), ctx);
     expect(await readFile(join(dir, 'hello.yaml'), 'utf8')).toBe('refresh: true\n');
     expect(issuer.counts.issued - before).toBe(1);
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     await src.authorize(spec(ref), resolved, ctx);
     expect(issuer.counts.issued - before).toBe(2);
   });

@@ -18,6 +18,8 @@ import { parseReference } from '../../../../src/sources/image/reference.ts';
 import { HoistError } from '../../../../src/util/errors.ts';
 import { expectNoControllerPaths } from '../../../support/controller-paths.ts';
 import { startCountingProxy, startRegistry, skopeo, type CountingProxy, type TestRegistry } from '../../../support/registry.ts';
+import { FakeClock } from '../../../support/fake-clock.ts';
+import { waitUntil } from '../../../support/wait.ts';
 
 const CHART_DIR = join(import.meta.dirname, '../../../../testdata/fixtures/helm/argo-rollouts-2.40.10');
 
@@ -373,11 +375,16 @@ describe('image source failures are condition-ready HoistErrors and publish noth
     const ref = `${proxy.host}/acme/app:v1`;
     proxy.reset();
     proxy.tamper = (m) => (m === 'HEAD' ? { kind: 'status', status: 503, headers: { 'retry-after': '1' }, times: 1 } : undefined);
-    const t0 = Date.now();
+    const clock = new FakeClock();
     try {
-      const r = await source().resolve(spec(ref), {});
+      const resolving = source({ clock }).resolve(spec(ref), {});
+      // the retry waits on the client's clock for exactly what Retry-After asked, not its own backoff
+      await waitUntil('the 503 answered and the retry scheduled', () => clock.pending > 0);
+      expect(clock.nextDue()).toBe(1000);
+      expect(proxy.requests).toHaveLength(1);
+      await clock.advance(1000);
+      const r = await resolving;
       expect(r.status.digest).toMatch(/^sha256:/);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
       expect(proxy.requests.map((x) => x.status)).toEqual([503, 200]);
       proxy.reset();
       proxy.tamper = (m) => (m === 'HEAD' ? { kind: 'status', status: 429, headers: { 'retry-after': '3600' }, times: 5 } : undefined);

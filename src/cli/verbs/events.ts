@@ -1,0 +1,111 @@
+/**
+ * `hoist events NAME`: the Events that tell what happened to a BundleDeployment, in time order:
+ * its own (installed, rolled back, drift corrected, hooks, paused...) and those of the objects of
+ * its active revision that are not ready — with, for a workload, those of its pods and their
+ * ReplicaSets (a pod that cannot be scheduled or pulled says so only there). One LIST of Events
+ * per namespace involved. Read-only.
+ */
+import { stringify } from 'yaml';
+import type { KubeObject } from '../../kube/types.ts';
+import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
+import { activeObjects, inspect, subjectOf } from './live-objects.ts';
+
+export const EVENTS_HELP = `usage: hoist events NAME [-o yaml|json] [-n controller-namespace] [--kubeconfig file]
+
+The Events of a BundleDeployment and of the objects of its active revision that are not ready
+(for a Deployment, StatefulSet or DaemonSet also its pods' and ReplicaSets'), oldest first:
+LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (COUNT when an Event repeated).
+
+  -o, --output <fmt>       yaml or json (the Events as the API server returns them)
+  -n, --namespace <ns>     the controller's namespace, where revisions are stored
+                           (default $HOIST_NAMESPACE or hoist-system)
+  --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+
+exit codes: 0 listed; 1 not found or the API server failed; 2 usage error
+`;
+
+export interface EventObject extends KubeObject {
+  involvedObject: { kind?: string; name?: string; namespace?: string; uid?: string };
+  reason?: string;
+  message?: string;
+  type?: string;
+  count?: number;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+  series?: { lastObservedTime?: string; count?: number };
+}
+
+const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
+
+/** when an Event was last seen: its series, lastTimestamp, eventTime, firstTimestamp or creation */
+export function lastSeen(e: EventObject): string | undefined {
+  return e.series?.lastObservedTime ?? e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? e.metadata.creationTimestamp;
+}
+
+/** oldest first; Events without a time last, in the order given */
+export function byTime(events: readonly EventObject[]): EventObject[] {
+  const t = (e: EventObject) => Date.parse(lastSeen(e) ?? '') || Infinity;
+  return events.map((e, i) => ({ e, i })).sort((a, b) => t(a.e) - t(b.e) || a.i - b.i).map(({ e }) => e);
+}
+
+const key = (kind: string | undefined, namespace: string | undefined, name: string | undefined) => `${kind}/${namespace ?? ''}/${name}`;
+
+export async function events(args: string[], io: Io): Promise<number> {
+  return runVerb('events', EVENTS_HELP, io, async () => {
+    const { values, positionals } = parse(args, { ...CONNECTION_OPTIONS, ...NAMESPACE_OPTION, output: { type: 'string', short: 'o' } });
+    if (values.help) {
+      io.out(EVENTS_HELP);
+      return EXIT_OK;
+    }
+    const name = oneName(positionals, 'events');
+    if (values.output && !['yaml', 'json'].includes(values.output)) throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
+    const client = connect(values.kubeconfig);
+    try {
+      const bd = await readBD(client, name);
+      // the BD's own: cluster-scoped, so in "default" (where kubectl describe looks); of this BD, not an earlier one of the same name
+      const own = ((await client.list(EVENT, { namespace: 'default', fieldSelector: `involvedObject.kind=BundleDeployment,involvedObject.name=${name}` })).items as EventObject[]).filter(
+        (e) => !e.involvedObject.uid || !bd.metadata.uid || e.involvedObject.uid === bd.metadata.uid,
+      );
+      // the objects that are not ready, and the pods (and their ReplicaSets) of those that are workloads
+      const wanted = new Set<string>();
+      if (bd.status?.activeRevision) {
+        const { objects } = await activeObjects(client, values.namespace, bd);
+        for (const o of (await inspect(client, bd, objects)).filter((x) => x.health !== 'Ready')) {
+          wanted.add(key(o.kind, o.namespace ?? 'default', o.name));
+          if (!o.namespace) continue;
+          for (const pod of o.pods ?? []) {
+            wanted.add(key('Pod', o.namespace, pod.metadata.name));
+            for (const ref of (pod.metadata.ownerReferences ?? []) as Array<{ kind?: string; name?: string }>) wanted.add(key(ref.kind, o.namespace, ref.name));
+          }
+        }
+      }
+      const namespaces = new Set([...wanted].map((k) => k.split('/')[1]!));
+      const theirs: EventObject[] = [];
+      for (const ns of namespaces) {
+        const list = (await client.list(EVENT, { namespace: ns })).items as EventObject[];
+        theirs.push(...list.filter((e) => wanted.has(key(e.involvedObject.kind, e.involvedObject.namespace ?? ns, e.involvedObject.name))));
+      }
+      const all = byTime([...own, ...theirs]);
+      if (values.output === 'json') io.out(`${JSON.stringify(all, null, 2)}\n`);
+      else if (values.output === 'yaml') io.out(stringify(all, { lineWidth: 0 }));
+      else if (all.length === 0) io.err(`No events for bundledeployment ${name} or its objects that are not ready\n`);
+      else {
+        const now = new Date();
+        const repeated = all.some((e) => (e.series?.count ?? e.count ?? 1) > 1);
+        const rows = all.map((e) => [
+          age(lastSeen(e), now),
+          e.type ?? '',
+          e.reason ?? '',
+          subjectOf({ kind: e.involvedObject.kind ?? '', ...(e.involvedObject.namespace && e.involvedObject.kind !== 'BundleDeployment' ? { namespace: e.involvedObject.namespace } : {}), name: e.involvedObject.name ?? '' }),
+          ...(repeated ? [String(e.series?.count ?? e.count ?? 1)] : []),
+          (e.message ?? '').replace(/\s*\n\s*/g, ' '),
+        ]);
+        io.out(table([['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', ...(repeated ? ['COUNT'] : []), 'MESSAGE'], ...rows]));
+      }
+      return EXIT_OK;
+    } finally {
+      await client.close();
+    }
+  });
+}

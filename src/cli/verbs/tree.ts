@@ -1,0 +1,69 @@
+/**
+ * `hoist tree NAME`: what a BundleDeployment owns and what is wrong with it (after `flux tree`):
+ * every object of its active revision in apply order, with the phase it belongs to, its owner
+ * (the live object's owner-name label), its health and, when it is not ready, why — readiness,
+ * failing health checks, the conditions that say so, its pods. Objects come from the revision
+ * store, so a revision whose status inventory is truncated is listed whole. Read-only.
+ */
+import { stringify } from 'yaml';
+import { connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
+import { activeObjects, inspect, subjectOf, type LiveObject } from './live-objects.ts';
+
+export const TREE_HELP = `usage: hoist tree NAME [--not-ready] [-o yaml|json] [-n controller-namespace] [--kubeconfig file]
+
+Every object of a BundleDeployment's active revision, in the order it is applied: PHASE (the
+apply phase, and wave when set), OBJECT (kind, namespace/name), OWNER (the live object's
+core.rukpak.io/owner-name label: another BundleDeployment after a handover, empty when none),
+HEALTH (Ready, InProgress, Failed, Missing, Unknown when it cannot be read) and REASON: why it
+is not ready (built-in readiness, failing spec.healthChecks, its conditions that are not True,
+and for a Deployment, StatefulSet or DaemonSet its pods' problem). Objects are read from the
+revision store and then live, as the caller.
+
+  --not-ready              list only objects that are not Ready
+  -o, --output <fmt>       yaml or json
+  -n, --namespace <ns>     the controller's namespace, where revisions are stored
+                           (default $HOIST_NAMESPACE or hoist-system)
+  --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+
+exit codes: 0 listed (whatever their health); 1 not found, no active revision, or the API
+server failed; 2 usage error
+`;
+
+/** one object as -o yaml|json prints it (the live object and its pods left out) */
+function plain(o: LiveObject): Omit<LiveObject, 'live' | 'pods'> {
+  const { live: _live, pods: _pods, ...rest } = o;
+  return rest;
+}
+
+export async function tree(args: string[], io: Io): Promise<number> {
+  return runVerb('tree', TREE_HELP, io, async () => {
+    const { values, positionals } = parse(args, { ...CONNECTION_OPTIONS, ...NAMESPACE_OPTION, output: { type: 'string', short: 'o' }, 'not-ready': { type: 'boolean' } });
+    if (values.help) {
+      io.out(TREE_HELP);
+      return EXIT_OK;
+    }
+    const name = oneName(positionals, 'tree');
+    if (values.output && !['yaml', 'json'].includes(values.output)) throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
+    const client = connect(values.kubeconfig);
+    try {
+      const bd = await readBD(client, name);
+      const { active, objects } = await activeObjects(client, values.namespace, bd);
+      const all = await inspect(client, bd, objects);
+      const notReady = all.filter((o) => o.health !== 'Ready');
+      const shown = values['not-ready'] ? notReady : all;
+      if (values.output === 'json') io.out(`${JSON.stringify(shown.map(plain), null, 2)}\n`);
+      else if (values.output === 'yaml') io.out(stringify(shown.map(plain), { lineWidth: 0 }));
+      else {
+        const t = bd.status?.transition;
+        io.out(`BundleDeployment ${name}: revision ${active.number} (${active.contentDigest}), ${all.length} objects, ${notReady.length ? `${notReady.length} not ready` : 'all ready'}${t && t.revision !== active.number ? `; revision ${t.revision} on its way in` : ''}\n`);
+        if (shown.length) {
+          const rows = shown.map((o) => [o.wave ? `${o.phase} wave ${o.wave}` : o.phase, subjectOf(o), o.owner || '<none>', o.health, o.reason ?? '']);
+          io.out(table([['PHASE', 'OBJECT', 'OWNER', 'HEALTH', 'REASON'], ...rows]));
+        }
+      }
+      return EXIT_OK;
+    } finally {
+      await client.close();
+    }
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * The reconciler's error vocabulary: failures of the pipeline's own steps (revision bookkeeping,
+ * progress deadline, rollback, uninstall, references a BundleDeployment makes to Secrets and
+ * ConfigMaps). Failures of sources, processors and the applier carry their own layer's codes.
+ */
+import { HoistError, type FailureReason, type Stage } from '../util/errors.ts';
+
+export const ReconcileCode = {
+  ApplyFailed: 'apply-failed',
+  BadReadyExpr: 'bad-ready-expr',
+  BadSpec: 'bad-spec',
+  CaInvalid: 'ca-invalid',
+  CaKeyMissing: 'ca-key-missing',
+  CaNotFound: 'ca-not-found',
+  ConfigMapForbidden: 'configmap-forbidden',
+  ConfigMapNotFound: 'configmap-not-found',
+  DeleteFailed: 'delete-failed',
+  HookFailed: 'hook-failed',
+  Internal: 'internal',
+  NoServiceAccountNamespace: 'no-service-account-namespace',
+  ProgressDeadline: 'progress-deadline',
+  ReadyExprLimit: 'ready-expr-limit',
+  RevisionMissing: 'revision-missing',
+  RevisionStore: 'revision-store',
+  RollbackFailed: 'rollback-failed',
+  SecretForbidden: 'secret-forbidden',
+  SecretNotFound: 'secret-not-found',
+  UninstallFailed: 'uninstall-failed',
+  Unknown: 'unknown',
+  ValuesKeyMissing: 'values-key-missing',
+} as const;
+export type ReconcileCode = (typeof ReconcileCode)[keyof typeof ReconcileCode];
+
+/** The code for a referenced Secret or ConfigMap the acting identity may not read, or that is missing. */
+export function referenceCode(kind: 'Secret' | 'ConfigMap', problem: 'forbidden' | 'missing'): ReconcileCode {
+  if (kind === 'Secret') return problem === 'forbidden' ? ReconcileCode.SecretForbidden : ReconcileCode.SecretNotFound;
+  return problem === 'forbidden' ? ReconcileCode.ConfigMapForbidden : ReconcileCode.ConfigMapNotFound;
+}
+
+export function reconcileError(message: string, code: ReconcileCode, init: { stage: Stage; subject?: string | undefined; terminal: boolean; reason?: FailureReason; cause?: unknown }): HoistError {
+  return new HoistError(message, { stage: init.stage, code, subject: init.subject, terminal: init.terminal, ...(init.reason ? { reason: init.reason } : {}), cause: init.cause });
+}
