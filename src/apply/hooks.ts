@@ -6,7 +6,10 @@
  * event, deleting it under `hook-failed` and the hooks before it under `hook-succeeded`; when all
  * succeeded, those with `hook-succeeded` are deleted. Hooks are not managed objects: they carry
  * `core.rukpak.io/hook-of`, not Hoist's owner label, so drift correction never re-creates them
- * and prune never deletes them. Every call is made as the BundleDeployment's identity.
+ * and prune never deletes them. Every call is made as the BundleDeployment's identity. A hook
+ * recorded as still running in this transition (its wait was cut short by the reconcile's time
+ * budget or a restart) is not created again: the run waits on the live object when it is still
+ * this BundleDeployment's hook of this revision.
  */
 import type { Logger } from 'pino';
 import { ANNOTATION_REVISION, LABEL_HOOK_OF, type HookEvent, type HookRun } from '../../api/v1alpha2/types.ts';
@@ -43,7 +46,7 @@ export interface HookTarget {
 }
 
 export interface HookRunOptions {
-  /** runs of this transition so far: a hook of this event that already succeeded is not run again */
+  /** runs of this transition so far: a hook of this event that already succeeded is not run again, one still running is waited on */
   done?: readonly HookRun[];
   /** epoch ms: a hook not complete by then has failed (the transition's progressDeadline) */
   deadline: number;
@@ -140,24 +143,33 @@ export class HookRunner {
       }
       const subject = `${event} hook ${describeObject(obj)}`;
       const policies = hookDeletePolicies(obj);
-      const run: HookRun = { event, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), result: 'Running', startedAt: this.stamp() };
-      if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts);
+      // a wait cut short (the reconcile's time budget, a restart) goes on with the hook it created
+      const waiting = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Running');
+      const resumed = waiting ? await this.stillOurs(target, obj, opts.signal) : undefined;
+      const run: HookRun =
+        resumed && waiting ? waiting : { event, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), result: 'Running', startedAt: this.stamp() };
       let live: KubeObject;
-      try {
-        live = await target.actor.create(obj, { signal: opts.signal });
-      } catch (e) {
-        if (opts.signal?.aborted) throw e;
-        const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
-        // the API server refusing the object is the chart's; no response is worth a retry
-        if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
-        const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
-        entries.push({ run: fail });
-        opts.onRun?.(fail);
-        await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
-        return result({ run: fail, subject });
+      if (resumed) {
+        live = resumed;
+        this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook still running: waiting on');
+      } else {
+        if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts);
+        try {
+          live = await target.actor.create(obj, { signal: opts.signal });
+        } catch (e) {
+          if (opts.signal?.aborted) throw e;
+          const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
+          // the API server refusing the object is the chart's; no response is worth a retry
+          if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
+          const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
+          entries.push({ run: fail });
+          opts.onRun?.(fail);
+          await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
+          return result({ run: fail, subject });
+        }
+        opts.onRun?.(run);
+        this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
       }
-      opts.onRun?.(run);
-      this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
       const outcome: Outcome = waitsForCompletion(obj) ? await this.waitFor(target, live, opts) : { result: 'Succeeded' };
       const done: HookRun = outcome.result === 'Succeeded' ? { ...run, result: 'Succeeded', completedAt: this.stamp() } : { ...run, result: 'Failed', message: outcome.message, completedAt: this.stamp() };
       this.opts.log.info({ bd: target.name, hook: subject, result: done.result, ...(done.message ? { why: done.message } : {}) }, 'hook finished');
@@ -165,7 +177,7 @@ export class HookRunner {
       if (done.result === 'Failed') {
         // as Helm: the hooks before it go by hook-succeeded, this one by hook-failed
         await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
-        await this.deleteByPolicy(target, [entry], ApplyCode.HookFailed, opts.signal);
+        await this.deleteByPolicy(target, [entry], 'hook-failed', opts.signal);
         entries.push({ run: done, created: entry });
         opts.onRun?.(entry.run);
         return result({ run: entry.run, subject });
@@ -189,6 +201,13 @@ export class HookRunner {
     obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_REVISION]: String(target.revision) };
     dropServerFields(obj);
     return obj;
+  }
+
+  /** the live object of a hook recorded as running: when it is this BD's, of this revision (its label and annotation) */
+  private async stillOurs(target: HookTarget, obj: KubeObject, signal: AbortSignal | undefined): Promise<KubeObject | undefined> {
+    const live = await target.actor.get(obj, obj.metadata.name, obj.metadata.namespace, { signal });
+    if (!live || live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) return undefined;
+    return live.metadata.annotations?.[ANNOTATION_REVISION] === String(target.revision) ? live : undefined;
   }
 
   /** before-hook-creation: an earlier object of this hook (ours by its hook-of label) is deleted and waited gone */

@@ -26,6 +26,31 @@ export interface ContentOrigin {
  */
 export type OriginAccess = 'miss' | 'proven' | 'same-location' | 'elsewhere';
 
+/**
+ * Bytes on the store's disk that are not an entry yet, counted against the store's size budget
+ * while they exist: a download in flight (charged by the writer as it writes, before each file's
+ * data) and a tree composed from several sources. Released when the write ends, however it ends.
+ */
+export interface SpaceAllowance {
+  /**
+   * Counts `bytes` more, evicting least-recently-used entries not in use to make room. Throws a
+   * HoistError naming the budget (hoist run --cache-max-size): terminal `cache-budget` when this
+   * allowance alone outgrows the whole budget, transient `cache-full` when entries in use and
+   * other writes in flight leave no room (nothing is counted then).
+   */
+  charge(bytes: number): Promise<void>;
+  /** bytes counted so far */
+  readonly charged: number;
+}
+
+/** a directory on the store's disk for work outside entries (a composed tree), with its allowance */
+export interface Scratch {
+  dir: string;
+  space: SpaceAllowance;
+  /** removes the directory and releases what was charged */
+  dispose(): Promise<void>;
+}
+
 export interface ContentStore {
   has(key: string): Promise<boolean>;
   /** directory of the content; undefined when absent */
@@ -33,8 +58,9 @@ export interface ContentStore {
   /**
    * Runs `write` into a fresh temp directory at most once per key at a time (concurrent callers
    * share the same in-flight promise), then renames it into place. Returns the final directory.
+   * `write` charges what it writes to `space` (a writer that does not is counted when it lands).
    */
-  put(key: string, write: (tmpDir: string) => Promise<void>, origin?: ContentOrigin): Promise<string>;
+  put(key: string, write: (tmpDir: string, space: SpaceAllowance) => Promise<void>, origin?: ContentOrigin): Promise<string>;
   /** how the entry for `key` relates to `origin` (see OriginAccess) */
   access(key: string, origin: ContentOrigin): Promise<OriginAccess>;
   /**
@@ -42,7 +68,7 @@ export interface ContentStore {
    * directory that is discarded (a download whose digest check is the proof); without, the caller
    * has already proven access (an authenticated request at the same location).
    */
-  addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string) => Promise<void>): Promise<void>;
+  addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string, space: SpaceAllowance) => Promise<void>): Promise<void>;
   /** removes every entry whose key is not in `keep`; returns the keys removed */
   gc(keep: ReadonlySet<string>): Promise<string[]>;
   /** Optional: evicts least-recently-used entries not in `keep` until the store fits its size budget */
@@ -53,5 +79,7 @@ export interface ContentStore {
    * directory is renamed into place, or discarded when the key is already present. Either way the
    * download proved `origin`, which is recorded.
    */
-  putComputed(write: (tmpDir: string) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }>;
+  putComputed(write: (tmpDir: string, space: SpaceAllowance) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }>;
+  /** a fresh directory on the store's disk whose bytes the caller charges to its allowance; `what` names it in refusals (default "composed sources") */
+  scratch(what?: string): Promise<Scratch>;
 }

@@ -23,19 +23,24 @@
  * under the store's own key, so no URL query or credential is written in the clear and the record
  * survives restarts. `access` compares a requester's origin against them.
  *
- * Size budget (`maxBytes`): enforced when an entry is committed. Least-recently-used entries are
- * evicted to make room, except entries being written and entries handed out in the last
- * LEASE_MS (a reconcile may still be reading them); content larger than the whole budget is
- * refused (terminal), and content that cannot fit because everything left is in use is refused
- * for now (transient). `enforceBudget(keep)` applies the same budget during gc.
+ * Size budget (`maxBytes`): it covers the entries and every byte written towards the store that
+ * is not an entry yet — downloads in flight (their writers charge each file before writing it:
+ * `SpaceAllowance`) and trees composed in `scratch()` directories. Whenever a charge or a commit
+ * would go over it, least-recently-used entries are evicted to make room, except entries being
+ * written and entries handed out in the last LEASE_MS (a reconcile may still be reading them);
+ * what cannot fit is refused: terminal when one write alone is larger than the whole budget,
+ * transient when what is in use leaves no room. A write's charges are released when it ends, on
+ * every path, and its temp directory removed. `enforceBudget(keep)` applies the budget during gc.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, lstat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../util/clock.ts';
+import { formatBytes } from '../util/content-tree.ts';
 import { HoistError } from '../util/errors.ts';
-import type { ContentOrigin, ContentStore, OriginAccess } from './content-store.ts';
+import { treeBytes } from '../util/tree-bytes.ts';
+import type { ContentOrigin, ContentStore, OriginAccess, Scratch, SpaceAllowance } from './content-store.ts';
 import { CacheCode, cacheError } from './errors.ts';
 
 export interface FsContentStoreOptions {
@@ -89,6 +94,26 @@ const TOUCH_INTERVAL_MS = 60_000;
 // entries handed out this recently are not evicted by the budget: a reconcile may be reading them
 const LEASE_MS = 10 * 60_000;
 
+/** one write's share of the budget; `release` gives it back (idempotent) */
+class Allowance implements SpaceAllowance {
+  charged = 0;
+  constructor(
+    private readonly store: { chargeTo(a: Allowance, bytes: number): Promise<void>; releaseFrom(a: Allowance): void },
+    /** names the write in refusals: a content key, or what the scratch space is for */
+    readonly subject: string,
+    /** the write, as a refusal describes it: "this download", "the composed sources" */
+    readonly what = 'this download',
+  ) {}
+
+  charge(bytes: number): Promise<void> {
+    return this.store.chargeTo(this, bytes);
+  }
+
+  release(): void {
+    this.store.releaseFrom(this);
+  }
+}
+
 export class FsContentStore implements ContentStore {
   readonly root: string;
   readonly maxBytes: number | undefined;
@@ -102,6 +127,10 @@ export class FsContentStore implements ContentStore {
   private readonly metaLocks = new Map<string, Promise<unknown>>();
   private originKey: Buffer | undefined;
   private ready: Promise<void> | undefined;
+  /** bytes charged by writes in flight (downloads, composed trees), all together */
+  private reserved = 0;
+  /** bytes of the entries as last measured; undefined: measure at the next charge that needs it */
+  private committed: number | undefined;
 
   constructor(options: FsContentStoreOptions = {}) {
     this.root = options.root ?? defaultContentRoot();
@@ -138,17 +167,76 @@ export class FsContentStore implements ContentStore {
     return here.some((o) => o.credential === mine.credential || o.credential === 'anonymous') ? 'proven' : 'same-location';
   }
 
-  async addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string) => Promise<void>): Promise<void> {
+  async addOrigin(key: string, origin: ContentOrigin, verify?: (scratchDir: string, space: SpaceAllowance) => Promise<void>): Promise<void> {
     await this.init();
     if (verify) {
       const tmp = await this.makeTemp();
+      const space = new Allowance(this, key);
       try {
-        await verify(join(tmp, 'content'));
+        await verify(join(tmp, 'content'), space);
       } finally {
         await rm(tmp, { recursive: true, force: true });
+        space.release();
       }
     }
     await this.recordOrigin(key, this.storedOrigin(origin));
+  }
+
+  /** A directory in the store's temp area (same disk, cleaned on start after a crash) and its allowance. */
+  async scratch(what = 'composed sources'): Promise<Scratch> {
+    await this.init();
+    const tmp = await this.makeTemp();
+    const space = new Allowance(this, what, `the ${what}`);
+    return {
+      dir: join(tmp, 'content'),
+      space,
+      dispose: async () => {
+        try {
+          await rm(tmp, { recursive: true, force: true });
+        } finally {
+          space.release();
+        }
+      },
+    };
+  }
+
+  /** counts `bytes` more for `a`, making room or refusing (see SpaceAllowance.charge) */
+  async chargeTo(a: Allowance, bytes: number): Promise<void> {
+    if (!(bytes > 0)) return;
+    const max = this.maxBytes;
+    if (max !== undefined && a.charged + bytes > max) {
+      throw cacheError(`${a.what} would take more than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size): ${formatBytes(a.charged + bytes)} so far`, CacheCode.CacheBudget, a.subject, true);
+    }
+    a.charged += bytes;
+    this.reserved += bytes;
+    if (max === undefined || (this.committed !== undefined && this.committed + this.reserved <= max)) return;
+    const { total } = await this.evict(max - this.reserved, this.leasedNow());
+    this.committed = total;
+    if (total + this.reserved > max) {
+      a.charged -= bytes;
+      this.reserved -= bytes;
+      throw this.fullError(a.subject, bytes, total, max);
+    }
+  }
+
+  releaseFrom(a: Allowance): void {
+    this.reserved -= a.charged;
+    a.charged = 0;
+  }
+
+  private fullError(subject: string, bytes: number, entries: number, max: number): HoistError {
+    return cacheError(
+      `content store is full: ${formatBytes(entries)} of entries in use and ${formatBytes(this.reserved)} of downloads and composed sources in flight leave no room for ${formatBytes(bytes)} more within its budget of ${formatBytes(max)} (hoist run --cache-max-size)`,
+      CacheCode.CacheFull,
+      subject,
+      false,
+    );
+  }
+
+  /** entries handed out in the last LEASE_MS, and `also` */
+  private leasedNow(also?: string): (key: string) => boolean {
+    const now = this.now().getTime();
+    return (k) => k === also || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
   }
 
   /**
@@ -156,7 +244,7 @@ export class FsContentStore implements ContentStore {
    * Concurrent calls for one key share one in-flight write. A writer that throws leaves nothing
    * behind and the error goes to every waiting caller.
    */
-  put(key: string, write: (tmpDir: string) => Promise<void>, origin?: ContentOrigin): Promise<string> {
+  put(key: string, write: (tmpDir: string, space: SpaceAllowance) => Promise<void>, origin?: ContentOrigin): Promise<string> {
     const running = this.inFlight.get(key);
     if (running) return running;
     const p = this.doPut(key, write, origin).finally(() => this.inFlight.delete(key));
@@ -170,16 +258,20 @@ export class FsContentStore implements ContentStore {
    * directory is then renamed into place, or discarded when that key is already present; either
    * way `origin` is recorded (the download proved it).
    */
-  async putComputed(write: (tmpDir: string) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }> {
+  async putComputed(write: (tmpDir: string, space: SpaceAllowance) => Promise<string>, origin?: ContentOrigin): Promise<{ key: string; dir: string }> {
     await this.init();
     const tmp = await this.makeTemp();
+    const space = new Allowance(this, 'a download');
     let renamed = false;
     try {
-      const key = await write(join(tmp, 'content'));
+      const key = await write(join(tmp, 'content'), space);
+      // the bytes move from in flight to the entry: commit counts them again
+      space.release();
       const c = await this.commit(key, tmp, origin);
       renamed = c.renamed;
       return { key, dir: c.dir };
     } finally {
+      space.release();
       if (!renamed) await rm(tmp, { recursive: true, force: true });
     }
   }
@@ -224,18 +316,14 @@ export class FsContentStore implements ContentStore {
     return { removed, total };
   }
 
-  /** Makes room for `size` more bytes under the budget, or refuses the entry. */
+  /** Makes room for `size` more bytes of entry under the budget (beside the writes in flight), or refuses the entry. */
   private async makeRoom(key: string, size: number): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
-    const fail = (message: string, code: CacheCode, terminal: boolean): HoistError => cacheError(message, code, key, terminal);
-    if (size > max) throw fail(`content of ${size} bytes is larger than the whole content-store budget of ${max} bytes (--cache-max-size)`, CacheCode.CacheBudget, true);
-    const now = this.now().getTime();
-    const leased = (k: string): boolean => k === key || now - (this.leases.get(k) ?? Number.NEGATIVE_INFINITY) < LEASE_MS;
-    const { total } = await this.evict(max - size, leased);
-    if (total + size > max) {
-      throw fail(`content store is full: ${total} of ${max} bytes are in use by recent fetches, ${size} more do not fit (--cache-max-size)`, CacheCode.CacheFull, false);
-    }
+    if (size > max) throw cacheError(`content of ${formatBytes(size)} is larger than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size)`, CacheCode.CacheBudget, key, true);
+    const { total } = await this.evict(max - size - this.reserved, this.leasedNow(key));
+    this.committed = total;
+    if (total + size + this.reserved > max) throw this.fullError(key, size, total, max);
   }
 
   /** Metadata of every complete entry. */
@@ -252,6 +340,8 @@ export class FsContentStore implements ContentStore {
   /** Removes one entry; a missing key is not an error. */
   async remove(key: string): Promise<boolean> {
     await this.init();
+    // measured again when a charge needs it
+    this.committed = undefined;
     const trash = join(this.tmpDir, `${TEMP_PREFIX}rm-${randomBytes(6).toString('hex')}`);
     try {
       // rename first: the entry disappears atomically, the slow recursive delete happens out of sight
@@ -297,21 +387,25 @@ export class FsContentStore implements ContentStore {
     return tmp;
   }
 
-  private async doPut(key: string, write: (tmpDir: string) => Promise<void>, origin: ContentOrigin | undefined): Promise<string> {
+  private async doPut(key: string, write: (tmpDir: string, space: SpaceAllowance) => Promise<void>, origin: ContentOrigin | undefined): Promise<string> {
     await this.init();
     if (await this.readMeta(key)) {
       this.leases.set(key, this.now().getTime());
       return this.contentDir(key);
     }
     const tmp = await this.makeTemp();
+    const space = new Allowance(this, key);
     let renamed = false;
     try {
-      await write(join(tmp, 'content'));
+      await write(join(tmp, 'content'), space);
+      // the bytes move from in flight to the entry: commit counts them again
+      space.release();
       // just checked above: a key that appeared meanwhile is caught by the rename
       const c = await this.commit(key, tmp, origin, false);
       renamed = c.renamed;
       return c.dir;
     } finally {
+      space.release();
       // discards a failed or superseded write; after our own rename nothing is left to remove
       if (!renamed) await rm(tmp, { recursive: true, force: true });
     }
@@ -331,7 +425,7 @@ export class FsContentStore implements ContentStore {
       if (stored) await this.recordOrigin(key, stored);
       return { dir: this.contentDir(key), renamed: false };
     }
-    const size = await treeSize(join(tmp, 'content'));
+    const size = await treeBytes(join(tmp, 'content'));
     await this.makeRoom(key, size);
     const meta: ContentEntryMeta = { key, size, createdAt: now, lastUsed: now, origins: stored ? [stored] : [] };
     await writeFile(join(tmp, 'meta.json'), JSON.stringify(meta));
@@ -339,6 +433,7 @@ export class FsContentStore implements ContentStore {
     for (let attempt = 0; ; attempt++) {
       try {
         await rename(tmp, final);
+        if (this.committed !== undefined) this.committed += size;
         return { dir: this.contentDir(key), renamed: true };
       } catch (e) {
         const code = errCode(e);
@@ -441,21 +536,6 @@ async function loadOriginKey(path: string): Promise<Buffer> {
   const key = await readFile(path);
   if (key.length < 32) throw new Error(`content store key ${path} is damaged; remove it (the store's access records are then re-proven)`);
   return key;
-}
-
-/** Sum of regular-file sizes under dir; does not follow symlinks. */
-async function treeSize(dir: string): Promise<number> {
-  let total = 0;
-  const stack = [dir];
-  while (stack.length > 0) {
-    const d = stack.pop()!;
-    for (const ent of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, ent.name);
-      if (ent.isDirectory()) stack.push(p);
-      else if (ent.isFile()) total += (await lstat(p)).size;
-    }
-  }
-  return total;
 }
 
 function processAlive(pid: number): boolean {

@@ -11,6 +11,7 @@ import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
+import type { Clock } from '../util/clock.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
@@ -49,6 +50,10 @@ export interface ControllerOptions {
   cacheMaxBytes?: number;
   /** the largest revision stored, compressed, in bytes (--max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time budget of one reconcile in ms (--reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** the clock of the reconcile budget's timer (default: the system clock); tests fire the budget alone */
+  budgetClock?: Clock;
 }
 
 export interface RunningController {
@@ -131,6 +136,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,
     maxRevisionBytes: opts.maxRevisionBytes,
+    reconcileTimeoutMs: opts.reconcileTimeoutMs,
+    budgetClock: opts.budgetClock,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

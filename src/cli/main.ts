@@ -28,12 +28,19 @@ commands:
              --selector <labels>   reconcile only BundleDeployments matching this label selector
                                    (as well as the shard's)
              --cache-dir <dir>     content cache (default $HOIST_CACHE/content or ~/.cache/hoist/content)
-             --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited); set it below the disk it lives on
+             --cache-max-size <q>  content cache budget, e.g. 1536Mi or 2G (default unlimited): stored
+                                   content, downloads in flight and composed sources together; set
+                                   it below the disk it lives on, with room for file-system overhead
              --max-revision-size <q>
                                    the largest revision stored, gzip-compressed, in revision Secrets
                                    (default 8Mi: ten Secrets); a larger one is refused before
                                    anything is stored or applied
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
+             --reconcile-timeout <d>
+                                   time budget of one reconcile of one BundleDeployment (default 5m):
+                                   past it the reconcile stops before its next apply (a fetch,
+                                   render or hook wait under way is aborted), the BundleDeployment
+                                   says so in Progressing, and it is retried with backoff
              --registries-conf <file>  containers' registries.conf v2: blocked and insecure (plain http)
                                    registries, mirrors tried in order for digest references
              --ca-dir <dir>        one PEM per host (host:port.crt or host.crt), trusted for that host
@@ -122,6 +129,7 @@ async function main(argv: string[]): Promise<number> {
           'cache-max-size': { type: 'string' },
           'max-revision-size': { type: 'string', default: '8Mi' },
           'fetch-timeout': { type: 'string', default: '10m' },
+          'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
@@ -147,6 +155,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
         maxRevisionBytes: parseByteSize(values['max-revision-size'], '--max-revision-size'),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
+        reconcileTimeoutMs: positiveDuration(parseDuration(values['reconcile-timeout'], '--reconcile-timeout'), '--reconcile-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
@@ -196,6 +205,11 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
     }
   }
+}
+
+function positiveDuration(ms: number, flag: string): number {
+  if (ms <= 0) throw new Error(`${flag} must be longer than zero`);
+  return ms;
 }
 
 function positiveInt(text: string, flag: string): number {

@@ -36,6 +36,8 @@ export interface RunOptions {
   maxRevisionBytes?: number;
   /** overall deadline of one source resolve or fetch (--fetch-timeout) */
   fetchTimeoutMs?: number;
+  /** the time budget of one reconcile (--reconcile-timeout) */
+  reconcileTimeoutMs?: number;
   defaultServiceAccount?: string;
   /** field managers taken over on every apply besides the kubectl ones (--override-manager) */
   overrideManagers?: string[];
@@ -81,6 +83,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),
     ...(opts.maxRevisionBytes !== undefined ? { maxRevisionBytes: opts.maxRevisionBytes } : {}),
+    ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
     sources: await sourceOptions(opts),
     defaultServiceAccount: opts.defaultServiceAccount,
     overrideManagers: opts.overrideManagers,

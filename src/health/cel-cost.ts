@@ -3,7 +3,9 @@
  * library has no cost limit of its own), in the spirit of the Kubernetes API server's: every
  * node costs 1, a comprehension (`all`, `exists`, `exists_one`, `map`, `filter`) costs its range's
  * size times its body, so nested comprehensions multiply, and string work (concatenation,
- * `contains`, `split`, ...) costs the length of the strings it reads.
+ * `contains`, `split`, ...) costs the length of the strings it reads. `matches` costs the text's
+ * length times the instructions of the pattern's RE2 program (cel-regex.ts): its own for a literal
+ * pattern, the largest allowed (MAX_REGEX_PROGRAM) for a pattern read from the object.
  *
  * Sizes of what the expression reads from the object are one number per kind, `DataSizes`: the
  * longest list or map and the longest string. Before any evaluation the estimate uses assumed
@@ -15,6 +17,7 @@
  * Pure.
  */
 import type { ASTNode } from '@marcbachmann/cel-js';
+import { compileRegex, MAX_REGEX_PROGRAM } from './cel-regex.ts';
 
 /** the most an expression may cost, estimated before compiling and measured before evaluating */
 export const CEL_COST_LIMIT = 1_000_000;
@@ -34,7 +37,7 @@ export const MAX_DATA_DEPTH = 100;
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 /** functions whose work grows with the strings they read */
-const STRING_WORK = new Set(['contains', 'startsWith', 'endsWith', 'matches', 'indexOf', 'lastIndexOf', 'split', 'join', 'lowerAscii', 'upperAscii', 'trim', 'substring', 'replace']);
+const STRING_WORK = new Set(['contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', 'split', 'join', 'lowerAscii', 'upperAscii', 'trim', 'substring', 'replace']);
 
 type Size = DataSizes;
 type Env = ReadonlyMap<string, Size>;
@@ -68,6 +71,11 @@ class Estimator {
           const [v, value, body] = args as [ASTNode, ASTNode, ASTNode];
           const inner = v.op === 'id' ? new Map(env).set(v.args, this.size(value, env)) : env;
           return 1 + this.cost(value, env) + this.cost(body, inner);
+        }
+        if (name === 'matches' && args.length === 1) {
+          // RE2 steps through the text once per instruction of the compiled program at most
+          const pattern = args[0]!;
+          return 1 + this.size(receiver, env).str * regexProgramSize(pattern) + this.cost(receiver, env) + this.cost(pattern, env);
         }
         const work = STRING_WORK.has(name) ? [receiver, ...args].reduce((s, a) => s + this.size(a, env).str, 0) : 0;
         return 1 + work + this.cost(receiver, env) + args.reduce((s, a) => s + this.cost(a, env), 0);
@@ -140,6 +148,16 @@ class Estimator {
     if (range.op === 'list') return range.args.reduce((s, a) => max(s, this.size(a, env)), one);
     if (range.op === 'rcall' && range.args[0] === 'filter') return this.element(range.args[1], env);
     return this.data;
+  }
+}
+
+/** a literal pattern's program size (a bad one is refused when parsed; here it costs the most) */
+function regexProgramSize(pattern: ASTNode): number {
+  if (pattern.op !== 'value' || typeof pattern.args !== 'string') return MAX_REGEX_PROGRAM;
+  try {
+    return compileRegex(pattern.args).programSize;
+  } catch {
+    return MAX_REGEX_PROGRAM;
   }
 }
 

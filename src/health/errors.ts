@@ -13,3 +13,13 @@ export type HealthCode = (typeof HealthCode)[keyof typeof HealthCode];
 export function healthCheckError(check: string, what: string, code: HealthCode = HealthCode.BadHealthCheck, cause?: unknown): HoistError {
   return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', code, subject: `health check ${check}`, terminal: true, cause });
 }
+
+/**
+ * CEL evaluation error codes of `matches()` on RE2 (cel-regex.ts): the CEL library's own form
+ * (snake case), kept in a failing check's message in place of the library's text.
+ */
+export const CelRegexCode = {
+  InvalidRegularExpression: 'invalid_regular_expression',
+  RegularExpressionTooLarge: 'regular_expression_too_large',
+} as const;
+export type CelRegexCode = (typeof CelRegexCode)[keyof typeof CelRegexCode];

@@ -2,21 +2,21 @@
  * `spec.healthChecks` (DESIGN §6): which installed objects a check selects and whether an object
  * passes it. Pure: compiling a check parses its expression once (a bad expression is a terminal
  * spec error naming the check), evaluating it reads only the object it is given. CEL comes from
- * @marcbachmann/cel-js, JSONPath from jsonpath-plus (its safe evaluator; no `eval`).
+ * @marcbachmann/cel-js with `matches()` on RE2 (cel-env.ts), JSONPath from jsonpath-plus (its
+ * safe evaluator; no `eval`).
  */
 import { DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD, DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS, DEFAULT_HEALTH_CHECK_PERIOD_SECONDS } from '../../api/v1alpha2/defaults.ts';
 import { createRequire } from 'node:module';
-import type * as CelJs from '@marcbachmann/cel-js';
 import type * as JsonPathPlus from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
+import { parseCel } from './cel-env.ts';
 import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData, type DataSizes } from './cel-cost.ts';
 import { HealthCode, healthCheckError } from './errors.ts';
 
 // Loaded (synchronously) by the first probe that uses them: most bundles have no custom checks,
 // and the two cost ~8 MiB of resident memory in every controller (issue 10).
 const require = createRequire(import.meta.url);
-const parseCel: typeof CelJs.parse = (source) => (require('@marcbachmann/cel-js') as typeof CelJs).parse(source);
 const JSONPath: typeof JsonPathPlus.JSONPath = ((opts: Parameters<typeof JsonPathPlus.JSONPath>[0]) =>
   (require('jsonpath-plus') as typeof JsonPathPlus).JSONPath(opts)) as typeof JsonPathPlus.JSONPath;
 

@@ -5,7 +5,7 @@
  * any point (crash, SIGKILL): revisions are stored before they are applied, objects are applied
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
-import { ANNOTATION_REQUESTED_AT, FINALIZER, lineageOf, MAX_REQUEST_TOKEN_LENGTH, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
+import { ANNOTATION_REQUESTED_AT, FINALIZER, LABEL_LINEAGE, lineageOf, MAX_REQUEST_TOKEN_LENGTH, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
@@ -13,7 +13,7 @@ import { asHoistError, CancelledError } from '../util/errors.ts';
 import { ReconcileCode } from './errors.ts';
 import { getCondition, setCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
-import { lineageWinner } from './lineage.ts';
+import { labelledNamesakes, lineageWinner } from './lineage.ts';
 import { recordStages } from './metrics.ts';
 import { OwnWrites } from './own-writes.ts';
 import { applyRevision } from './pipeline/apply.ts';
@@ -27,6 +27,7 @@ import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
 import { decideStatusWrite } from './status-writes.ts';
+import { DEFAULT_RECONCILE_TIMEOUT_MS, ReconcileBudget } from './reconcile-budget.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
 
@@ -69,14 +70,23 @@ export class BundleDeploymentReconciler {
     finalizing?.catch(() => {}); // awaited below
 
     const started = Date.now();
-    const s = newState(bd, this.now, signal);
+    const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.budgetClock ?? this.d.clock ?? systemClock, signal);
+    const s = newState(bd, this.now, budget.signal);
     s.request = this.requestOf(bd);
     let cancelled = false;
     try {
-      await this.pipeline(s, finalizing);
+      await this.pipeline(s, finalizing, budget);
       // handled: what it asked for was done, and this status says how it came out
       if (s.request !== undefined) s.status.lastHandledRequest = s.request;
     } catch (e) {
+      // stopped at the budget: whatever a step threw while stopping, the budget is the cause
+      if (budget.exceeded) {
+        const err = budget.exceeded;
+        s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${err.describe()}; retrying with backoff` });
+        s.note = 'over the reconcile budget';
+        this.d.log.warn({ bd: name, stage: err.stage, budgetMs: budget.ms }, 'reconcile stopped at its time budget');
+        throw err;
+      }
       if (e instanceof CancelledError) {
         // stopped (shutdown, leadership lost), not failed: nothing to report, whoever runs next goes on
         cancelled = true;
@@ -87,6 +97,7 @@ export class BundleDeploymentReconciler {
       this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
       throw err;
     } finally {
+      budget.dispose();
       this.contentUse.reconciled(name);
       await finalizing;
       // status is written even when a step failed: the failure is what the user must see; a
@@ -106,11 +117,16 @@ export class BundleDeploymentReconciler {
   }
 
   /** the steps, in order; each returns early by returning from here */
-  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined): Promise<void> {
+  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined, budget: ReconcileBudget): Promise<void> {
     const ctx = this.ctx;
-    const winner = lineageWinner(s.bd, this.d.lineageMembers(lineageOf(s.bd)));
+    const lineage = lineageOf(s.bd);
+    const namesakes = labelledNamesakes(s.bd, this.d.lineageMembers(lineage));
+    const winner = namesakes.length > 0 ? undefined : lineageWinner(s.bd, this.d.lineageMembers(lineage));
     if (winner !== s.name) {
-      const msg = `lineage ${lineageOf(s.bd)} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`;
+      const msg =
+        winner !== undefined
+          ? `lineage ${lineage} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`
+          : `lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${namesakes.join(', ')}): this BundleDeployment has no such label, so its name does not make it a member and it applies nothing; to join, set the label (the tenancy policy asks for use on lineages.core.rukpak.io ${lineage})`;
       s.set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });
       s.set({ type: 'Progressing', status: 'False', reason: 'Conflict', message: msg });
       s.set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
@@ -128,14 +144,19 @@ export class BundleDeploymentReconciler {
 
     let rendered;
     try {
+      budget.stage = 'resolve';
       const resolved = await resolveSources(ctx, s);
       this.contentUse.record(s.name, resolved.map((r) => r.key));
+      budget.stage = 'fetch';
       rendered = await renderRevision(ctx, s, resolved);
     } catch (e) {
-      await failedBeforeApply(ctx, s, e);
+      await failedBeforeApply(ctx, s, budget.exceeded ?? e);
       return;
     }
     await finalizing;
+    // the last point where stopping leaves what is installed as it was
+    if (budget.exceeded) return failedBeforeApply(ctx, s, budget.exceeded);
+    budget.stage = 'apply';
     if (!(await applyRevision(ctx, s, rendered))) return;
     await rollOut(ctx, s, rendered.objects);
   }

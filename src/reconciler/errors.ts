@@ -20,6 +20,7 @@ export const ReconcileCode = {
   NoServiceAccountNamespace: 'no-service-account-namespace',
   ProgressDeadline: 'progress-deadline',
   ReadyExprLimit: 'ready-expr-limit',
+  ReconcileTimeout: 'reconcile-timeout',
   RevisionMissing: 'revision-missing',
   RevisionStore: 'revision-store',
   RollbackFailed: 'rollback-failed',

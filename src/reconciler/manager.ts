@@ -48,6 +48,10 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   gcIntervalMs?: number;
   /** the largest revision stored, compressed, in bytes (hoist run --max-revision-size; default 8 MiB) */
   maxRevisionBytes?: number;
+  /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** the clock of the reconcile budget's timer (default: clock); tests fire the budget alone */
+  budgetClock?: Clock;
   /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
   clock?: Clock;
 }
@@ -118,6 +122,8 @@ export class BundleDeploymentManager {
       getBundleDeployment: (name) => this.bds.getByName(name),
       listBundleDeployments: () => this.bds.list(),
       lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage),
+      ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
+      ...(opts.budgetClock ? { budgetClock: opts.budgetClock } : {}),
       dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,

@@ -5,18 +5,16 @@
  * limit is refused when it is compiled (a terminal spec error), and before each evaluation the
  * estimate with the two objects' own sizes decides whether it runs at all. Messages name the
  * expression, never a value read from either object. Compiled expressions are kept by source.
+ * `matches()` runs on RE2, as in the health checks (src/health/cel-env.ts).
  */
-import { createRequire } from 'node:module';
-import type * as CelJs from '@marcbachmann/cel-js';
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
+import { parseCel } from '../health/cel-env.ts';
 import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData } from '../health/cel-cost.ts';
 import { celErrorCode } from '../health/probes.ts';
 import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
 
-// loaded by the first readyExpr: most controllers have none (cel-js costs resident memory, issue 10)
-const require = createRequire(import.meta.url);
-const parseCel: typeof CelJs.parse = (source) => (require('@marcbachmann/cel-js') as typeof CelJs).parse(source);
+// the health checks' CEL environment: matches() on RE2, cel-js loaded by the first expression (issue 10)
 
 export interface ReadyExpr {
   readonly source: string;

@@ -91,7 +91,8 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
       }),
     ),
   );
-  const tree = await composeTree(parts, undefined, input.signal);
+  // composed on the store's disk, counted against its budget (--cache-max-size)
+  const tree = await composeTree(parts, { signal: input.signal, scratch: () => deps.store.scratch() });
   try {
     // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
     const [apiVersions, kubeVersion] = spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);

@@ -14,7 +14,7 @@
  * fails, a caller that only joined it tries its own (another BD's credentials or CA failing must
  * not fail this one).
  */
-import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
+import type { ContentOrigin, ContentStore, SpaceAllowance } from '../cache/content-store.ts';
 import { SourceCode, sourceError } from './errors.ts';
 
 /** how a fetch was served: from the store as is, after proving access, or by a download */
@@ -24,8 +24,8 @@ export interface StoreFetch {
   store: ContentStore;
   key: string;
   origin: ContentOrigin;
-  /** downloads into `dir`, failing unless the content matches `key` */
-  download(dir: string): Promise<void>;
+  /** downloads into `dir`, failing unless the content matches `key`; charges what it writes to `space` */
+  download(dir: string, space: SpaceAllowance): Promise<void>;
   /** the cheapest request proving `origin`'s credential may read the content at its location */
   prove(): Promise<void>;
   subject: string;
@@ -45,9 +45,9 @@ export async function fetchThroughStore(f: StoreFetch): Promise<string> {
       try {
         dir = await f.store.put(
           f.key,
-          (dir) => {
+          (dir, space) => {
             ran = true;
-            return f.download(dir);
+            return f.download(dir, space);
           },
           f.origin,
         );

@@ -23,7 +23,7 @@ import { STATUS_CODES } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
-import type { ContentOrigin, ContentStore } from '../cache/content-store.ts';
+import type { ContentOrigin, ContentStore, SpaceAllowance } from '../cache/content-store.ts';
 import { HoistError, redactUrl } from '../util/errors.ts';
 import { classifyStatus, retryCannotHelp } from '../util/http-status.ts';
 import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
@@ -100,7 +100,7 @@ export class HttpSource implements Source {
       }
       if (res.status !== 200) throw await statusError(res, url, 'resolve');
       const store = this.options.store;
-      const write = async (dir: string): Promise<string> => httpContentKey(await this.unpackBody(res, dir, subject, signal, 'resolve'));
+      const write = async (dir: string, space?: SpaceAllowance): Promise<string> => httpContentKey(await this.unpackBody(res, dir, subject, signal, 'resolve', space));
       const key = store ? (await store.putComputed(write, origin(url, auth))).key : await inScratch(write);
       const status: ResolvedSourceStatus = { kind: 'http', sha256: key.slice('sha256:'.length), resolvedAt: (this.options.now?.() ?? new Date()).toISOString() };
       const etag = headerValue(res.headers, 'etag');
@@ -133,10 +133,10 @@ export class HttpSource implements Source {
         origin: origin(url, auth),
         subject,
         ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-        download: async (tmp) => {
+        download: async (tmp, space) => {
           const res = await this.get(t, 'GET', url, auth, {}, signal, 'fetch');
           if (res.status !== 200) throw await statusError(res, url, 'fetch');
-          const actual = await this.unpackBody(res, tmp, subject, signal, 'fetch');
+          const actual = await this.unpackBody(res, tmp, subject, signal, 'fetch', space);
           if (actual !== expected) {
             throw sourceError(
               resolved.pinned
@@ -163,8 +163,8 @@ export class HttpSource implements Source {
     discard(res.body);
   }
 
-  /** Streams the body through sha256 into the unpacker; returns the hex digest of the bytes served. */
-  private async unpackBody(res: SendResponse, dir: string, subject: string, signal: AbortSignal, stage: SourceStage): Promise<string> {
+  /** Streams the body through sha256 into the unpacker (charging `space` as it writes); returns the hex digest of the bytes served. */
+  private async unpackBody(res: SendResponse, dir: string, subject: string, signal: AbortSignal, stage: SourceStage, space?: SpaceAllowance): Promise<string> {
     const hash = createHash('sha256');
     const tapped = async function* (): AsyncGenerator<Buffer> {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
@@ -174,7 +174,7 @@ export class HttpSource implements Source {
     };
     try {
       // maxArchiveBytes caps the download itself, before decompression
-      await unpackTar(tapped(), dir, { limits: this.options.unpackLimits, subject, signal });
+      await unpackTar(tapped(), dir, { limits: this.options.unpackLimits, subject, signal, ...(space ? { charge: (n: number) => space.charge(n) } : {}) });
     } catch (e) {
       throw e instanceof HoistError ? e : networkError(e, stage, subject, signal);
     }

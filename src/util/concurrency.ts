@@ -5,9 +5,11 @@ export class Semaphore {
 
   constructor(readonly size: number) {}
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
+  /** runs `fn` holding a slot; a wait for the slot ends, rejected with the signal's reason, when `signal` fires */
+  async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     if (this.active < this.size) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else await this.wait(signal);
     try {
       return await fn();
     } finally {
@@ -16,6 +18,23 @@ export class Semaphore {
       if (next) next();
       else this.active--;
     }
+  }
+
+  private wait(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const granted = (): void => {
+        signal?.removeEventListener('abort', aborted);
+        resolve();
+      };
+      const aborted = (): void => {
+        // not handed a slot yet: leave the queue (the slot goes to the next waiter)
+        const i = this.waiting.indexOf(granted);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal!.reason);
+      };
+      this.waiting.push(granted);
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
   }
 }
 

@@ -36,6 +36,8 @@ export class TreeWriter {
     private readonly whiteouts: boolean,
     private readonly subject: string | undefined,
     private readonly allowLinks: boolean,
+    /** counts a file's bytes against the disk budget before they are written (see UnpackOptions.charge) */
+    private readonly charge?: (bytes: number) => Promise<void>,
   ) {}
 
   async entry(entry: TarEntry): Promise<void> {
@@ -144,6 +146,7 @@ export class TreeWriter {
     const size = entry.header.size ?? 0;
     // refuse from the header, before reading a byte of the data
     this.checkSize(name, size);
+    await this.charge?.(size);
     await this.parents(rel, name);
     const abs = join(this.dest, rel);
     // O_EXCL|O_NOFOLLOW: never write through a link planted at this path. Whatever is there

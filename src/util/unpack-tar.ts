@@ -67,6 +67,11 @@ export interface UnpackOptions {
   /** names the archive in errors, e.g. a redacted URL or a layer digest */
   subject?: string;
   signal?: AbortSignal;
+  /**
+   * Counts each file's bytes (from its header) before they are written, and refuses by throwing:
+   * the content store's budget for a download in flight. Its error ends the unpack unchanged.
+   */
+  charge?: (bytes: number) => Promise<void>;
 }
 
 export interface UnpackResult {
@@ -159,7 +164,7 @@ export async function unpackTar(
   stages.push(new ByteLimit(limits.maxArchiveBytes, subject));
 
   const extract = tar.extract();
-  const writer = new TreeWriter(dest, limits, options.whiteouts === true, subject, options.allowLinks !== false);
+  const writer = new TreeWriter(dest, limits, options.whiteouts === true, subject, options.allowLinks !== false, options.charge);
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onOuterAbort, { once: true });

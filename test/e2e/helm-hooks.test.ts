@@ -80,7 +80,9 @@ async function writesIn(ns: string, agent: (ua: string) => boolean, from: number
   );
 }
 const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(isCreate).map(auditRef);
-const deletes = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.verb === 'delete' && (e.responseStatus?.code ?? 0) < 300);
+// the deletes each tool decided on, whatever the answer: a TTL-0 hook Job may be gone already
+// (the TTL controller raced the tool's hook-succeeded delete), which either tool meets as a 404
+const deletes = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.verb === 'delete');
 
 const { t, files } = controllerWithFiles();
 beforeAll(async () => {

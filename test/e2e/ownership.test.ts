@@ -1,6 +1,7 @@
 /**
  * Ownership end to end through the real controller (DESIGN §4): handover between two
- * BundleDeployments of one lineage (objects keep their UIDs), refusal of another lineage's
+ * BundleDeployments of one lineage (objects keep their UIDs), a BundleDeployment named after a
+ * labelled lineage by a user without `use` on it joining nothing (issue 23), refusal of another lineage's
  * objects (ConflictingOwner, nothing changed), and objects created by `kubectl apply`: refused
  * under Prevent, adopted under IfNotOwned with kubectl's fields taken over, and uninstall deleting
  * only what the BundleDeployment adopted or created.
@@ -8,9 +9,13 @@
 import { describe, expect, it } from 'vitest';
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
+import { tenancyPolicy } from '../../api/v1alpha2/tenancy-policy.ts';
+import { applyTenancyPolicy, whoAmI } from '../../src/cli/controller.ts';
+import { ApiError } from '../../src/kube/api-error.ts';
 import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle, uidOf } from '../support/e2e-bundles.ts';
-import { BD_TYPE, cond, isDone, pastSecondOf } from '../support/controller.ts';
+import { BD_TYPE, cond, isDone, pastSecondOf, TEST_LABEL } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { waitUntil } from '../support/wait.ts';
 
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
 
@@ -112,6 +117,87 @@ describe('handover between BundleDeployments of one lineage', () => {
     await deleteBundleDeployment(t.client, bdName('back-v1'));
     expect(await uidOf(t.client, CM, 'app-config', namespace)).toBeUndefined();
   }, 90_000);
+});
+
+// Issue 23: the tenancy policy lets a user set the lineage label L only with `use` on
+// lineages.core.rukpak.io L; a BundleDeployment without the label is the lineage named after
+// itself, and a name needs no permission. A user without `use` names a BundleDeployment L.
+describe('a BundleDeployment named after a labelled lineage', () => {
+  it('joins nothing without use on the lineage: it applies nothing, the labelled member keeps applying and its objects stay its own', async () => {
+    const namespace = ns('named');
+    await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    await t.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'installer', namespace } });
+    const scope = { 'hoist.test/tenancy': t.runId };
+    const alice = `alice-${t.runId}`;
+    const rbac = (kind: string, name: string, rules: unknown[], subject: Record<string, string>, where?: string) => [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name, ...(where ? { namespace: where } : {}) }, rules },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: `${kind}Binding`, metadata: { name, ...(where ? { namespace: where } : {}) }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name }, subjects: [subject] },
+    ];
+    const grants = [
+      ...rbac('Role', 'installer', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }], { kind: 'ServiceAccount', name: 'installer', namespace }, namespace),
+      // alice may create BundleDeployments and act as installer in her namespace; she has no use on any lineage
+      ...rbac('ClusterRole', alice, [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list', 'watch', 'create'] }], { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }),
+      ...rbac('Role', alice, [{ apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['installer'], verbs: ['impersonate'] }], { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }, namespace),
+    ];
+    const policyName = `hoist-tenancy-${t.runId}`;
+    const [policy, binding] = tenancyPolicy({ name: policyName, controllerUser: await whoAmI(t.client) });
+    binding.spec.matchResources = { objectSelector: { matchLabels: scope } };
+    await applyTenancyPolicy(t.client, [policy, binding]);
+    const clusterObjects = [binding, policy, ...grants.filter((g) => !g.metadata.namespace)] as KubeObject[];
+    try {
+      for (const g of grants) await t.client.create(g as KubeObject);
+
+      // the labelled lineage, by its administrator
+      const lineage = bdName('shop');
+      const v1 = await serveBundle(files, '/named-v1.tgz', [configMap('app-config', { owner: 'team-b' })]);
+      await t.create(bdName('shop-v1'), { installNamespace: namespace, format: 'plain', sources: [v1], serviceAccount: { name: 'installer' } }, { [LABEL_LINEAGE]: lineage, ...scope });
+      await t.waitFor(bdName('shop-v1'), isDone, 'the labelled member installed');
+      const uid = await uidOf(t.client, CM, 'app-config', namespace);
+      await pastSecondOf(t.client, BD_TYPE, bdName('shop-v1')); // what alice creates is strictly newer
+
+      const asAlice = t.client.impersonate(alice);
+      const evil = await serveBundle(files, '/named-evil.tgz', [configMap('app-config', { owner: 'alice' })]);
+      const aliceBD = (name: string, labels: Record<string, string>) =>
+        ({ ...BD_TYPE, metadata: { name, labels: { [TEST_LABEL]: t.runId, ...scope, ...labels } }, spec: { installNamespace: namespace, format: 'plain', sources: [evil], serviceAccount: { name: 'installer' } } }) as unknown as KubeObject;
+      // through the label she is refused at admission (once the policy and her grants are in force)
+      await waitUntil('the tenancy policy refuses alice the lineage label', async () => {
+        const err = await asAlice.create(aliceBD(bdName('shop-label'), { [LABEL_LINEAGE]: lineage })).then(
+          async () => {
+            await deleteBundleDeployment(t.client, bdName('shop-label'));
+            return undefined;
+          },
+          (e: unknown) => e,
+        );
+        return err instanceof ApiError && err.apiMessage.includes(`hoist tenancy rule lineage: user ${alice} may not join lineage ${lineage}`);
+      });
+
+      // by name, the API server admits it: a name needs no permission
+      const at = Date.now();
+      await asAlice.create(aliceBD(lineage, {}));
+      const refused = await t.waitFor(lineage, (b) => cond(b, 'Installed')?.reason === 'Conflict', 'the namesake is refused');
+      expect(cond(refused, 'Installed')).toMatchObject({ status: 'False', reason: 'Conflict' });
+      expect(cond(refused, 'Installed')!.message).toContain(`lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${bdName('shop-v1')})`);
+      expect(cond(refused, 'Installed')!.message).toContain(`use on lineages.core.rukpak.io ${lineage}`);
+      expect(refused.status?.activeRevision).toBeUndefined();
+
+      // the labelled member, reconciled since, still applies; its object is untouched
+      await t.reconciled(bdName('shop-v1'), at, 'the labelled member looked at its lineage again');
+      const member = await t.waitFor(bdName('shop-v1'), isDone, 'the labelled member still installed');
+      expect(cond(member, 'Installed')?.status).toBe('True');
+      await t.idle();
+      const live = (await t.client.get(CM, 'app-config', namespace)) as KubeObject & { data: Record<string, string> };
+      expect(live.metadata.uid).toBe(uid);
+      expect(live.data).toEqual({ owner: 'team-b' });
+      expect(live.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bdName('shop-v1'));
+
+      // deleting the namesake deletes nothing of the lineage's
+      await deleteBundleDeployment(t.client, lineage);
+      expect(await uidOf(t.client, CM, 'app-config', namespace)).toBe(uid);
+      await deleteBundleDeployment(t.client, bdName('shop-v1'));
+    } finally {
+      for (const o of clusterObjects) await t.client.delete(o, o.metadata.name, undefined).catch(() => undefined);
+    }
+  }, 120_000);
 });
 
 describe('a BundleDeployment of another lineage', () => {

@@ -61,3 +61,22 @@ hoist.rukpak.io/shard: {{ . | quote }}
 {{- define "hoist.webhookSecret" -}}
 {{- default (printf "%s-webhook" (include "hoist.fullname" .)) .Values.webhook.secretName -}}
 {{- end -}}
+
+{{/*
+rbac.clusterAdmin=false: the core group's top-level resources the controller may write for
+BundleDeployments without a ServiceAccount. Named one by one: "*" would hold every subresource too.
+*/}}
+{{- define "hoist.rbac.coreResources" -}}
+["configmaps", "endpoints", "limitranges", "namespaces", "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates", "replicationcontrollers", "resourcequotas", "secrets", "serviceaccounts", "services"]
+{{- end -}}
+
+{{/*
+rbac.clusterAdmin=false: the built-in API groups whose every resource (subresources included) the
+controller may write, and rbac.extraApiGroups. Not the core group (its subresources hold exec,
+attach, port-forward, proxies and token requests), authentication/authorization (reviews),
+coordination (other controllers' Leases), internal.apiserver, storagemigration.
+*/}}
+{{- define "hoist.rbac.builtinGroups" -}}
+{{- $groups := list "admissionregistration.k8s.io" "apiextensions.k8s.io" "apiregistration.k8s.io" "apps" "autoscaling" "batch" "certificates.k8s.io" "discovery.k8s.io" "flowcontrol.apiserver.k8s.io" "networking.k8s.io" "node.k8s.io" "policy" "rbac.authorization.k8s.io" "resource.k8s.io" "scheduling.k8s.io" "storage.k8s.io" -}}
+{{- concat $groups (.Values.rbac.extraApiGroups | default list) | uniq | toJson -}}
+{{- end -}}

@@ -16,7 +16,7 @@ exit codes: 0 printed; 2 usage error
 
 /** verb → its flags; verbs taking a BundleDeployment NAME complete names */
 export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
-  run: { flags: ['--kubeconfig', '--namespace', '--install-crd', '--metrics-bind-address', '--leader-elect', '--workers', '--shard', '--selector', '--cache-dir', '--cache-max-size', '--max-revision-size', '--fetch-timeout', '--registries-conf', '--ca-dir', '--default-service-account', '--override-manager'], names: false },
+  run: { flags: ['--kubeconfig', '--namespace', '--install-crd', '--metrics-bind-address', '--leader-elect', '--workers', '--shard', '--selector', '--cache-dir', '--cache-max-size', '--max-revision-size', '--fetch-timeout', '--reconcile-timeout', '--registries-conf', '--ca-dir', '--default-service-account', '--override-manager'], names: false },
   render: { flags: ['-f', '--dir', '--kubeconfig', '-o', '--kube-version', '--api-versions', '-n', '--namespace'], names: false },
   get: { flags: ['-o', '--output', '-l', '--selector', '--kubeconfig', '--help'], names: true },
   pause: { flags: ['--reason', '--kubeconfig', '--help'], names: true },

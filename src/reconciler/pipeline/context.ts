@@ -66,6 +66,10 @@ export interface ReconcilerDeps {
   listBundleDeployments(): BundleDeployment[];
   /** the cached BundleDeployments of one lineage (an index: no scan of every BD per reconcile) */
   lineageMembers(lineage: string): BundleDeployment[];
+  /** the time budget of one reconcile in ms (hoist run --reconcile-timeout; default 5 min) */
+  reconcileTimeoutMs?: number;
+  /** the clock of the reconcile budget's timer (default: clock); tests fire the budget alone */
+  budgetClock?: Clock;
   /** the time of status timestamps, progressDeadline and health-check timing (default: the system clock) */
   clock?: Clock;
   /** the cached BundleDeployments whose spec.dependsOn names `name` (an index) */

@@ -14,6 +14,7 @@ import { isNotFound } from '../../kube/api-error.ts';
 import { systemClock } from '../../util/clock.ts';
 import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
 import { reaches } from '../dependency-graph.ts';
+import { lineageMembers } from '../lineage.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
 import { ReconcileCode } from '../errors.ts';
 
@@ -106,7 +107,8 @@ function uninstallBlocked(ctx: StepContext, bd: BundleDeployment, e: unknown): n
 /** ids of the objects the other (undeleted) members of bd's lineage have installed */
 async function installedByLineage(ctx: StepContext, bd: BundleDeployment): Promise<Set<string>> {
   const lineage = lineageOf(bd);
-  const others = ctx.d.lineageMembers(lineage).filter((o) => o.metadata.name !== bd.metadata.name && !o.metadata.deletionTimestamp);
+  // an unlabelled namesake of a labelled lineage is no member: it keeps nothing of the lineage's
+  const others = lineageMembers(ctx.d.lineageMembers(lineage)).filter((o) => o.metadata.name !== bd.metadata.name && !o.metadata.deletionTimestamp);
   const ids = new Set<string>();
   for (const other of others) {
     const active = other.status?.activeRevision;

@@ -3,8 +3,6 @@
  * reused from a stored revision with the same inputs (no fetch, no render), or fetched and
  * rendered by renderBundle, the one render path `hoist render` uses too. Sets Unpacked.
  */
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { splitHooks } from '../../apply/hooks.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { KubeObject } from '../../kube/types.ts';
@@ -12,6 +10,7 @@ import type { Resolved } from '../../sources/source.ts';
 import { asHoistError } from '../../util/errors.ts';
 import { hashOf } from '../../util/hash.ts';
 import type { ValuesFromText } from '../../processors/processor.ts';
+import { treeBytes } from '../../util/tree-bytes.ts';
 import { readCredentials, refScope, secretRefOf } from '../credentials.ts';
 import { renderBundle } from '../render-bundle.ts';
 import { readSourceCA } from '../source-ca.ts';
@@ -74,7 +73,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
         if (served === 'downloaded') void treeBytes(dir).then((n) => bytes.inc({ kind }, n), () => undefined);
       },
     },
-  ));
+  ), s.signal);
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
 }
@@ -114,13 +113,4 @@ function split(all: KubeObject[]): Pick<Rendered, 'objects' | 'hooks'> {
 function remember(ctx: StepContext, name: string, r: Rendered): Rendered {
   ctx.objects.rememberRendered(name, r);
   return r;
-}
-
-/** total size of the regular files under a directory (fetch metrics, on a store miss only) */
-async function treeBytes(dir: string): Promise<number> {
-  let sum = 0;
-  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) sum += (await stat(join(e.parentPath, e.name))).size;
-  }
-  return sum;
 }

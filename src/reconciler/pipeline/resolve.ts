@@ -45,7 +45,7 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         // a resolve that may ask the network holds a slot of the resolve semaphore: a BD's up to 8
         // sources, and many BDs at once, cannot read advertisements or indexes beyond its size;
         // a recorded resolution reused without a request waits for nothing
-        const r = !previous || recheck ? await d.resolves.run(resolve) : await resolve();
+        const r = !previous || recheck ? await d.resolves.run(resolve, s.signal) : await resolve();
         r.status.resolvedAt = recheck || !previous ? s.now().toISOString() : previous.resolvedAt;
         r.status.generation = s.generation;
         return r;

@@ -51,6 +51,8 @@ export interface CheckoutRequest {
   run: Omit<GitRunOptions, 'input' | 'env'>;
   /** a private path for the temporary index file */
   indexFile: string;
+  /** counts the listing's bytes against the content store's budget before anything is written */
+  charge?: (bytes: number) => Promise<void>;
 }
 
 function fetchError(message: string, code: SourceCode, subject: string, terminal: boolean): HoistError {
@@ -260,6 +262,8 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<ListingSu
   const treeOid = dirLine.split(' ')[0] ?? '';
   const listing = await listTree(req, treeOid);
   await checkSymlinkTargets(listing.symlinks, req);
+  // git writes the files itself: the listing's total is charged before it starts
+  await req.charge?.(listing.bytes);
   const indexEnv = { GIT_INDEX_FILE: req.indexFile };
   try {
     await runGit(['--git-dir', gitDir, 'read-tree', treeOid], { ...run, env: indexEnv });

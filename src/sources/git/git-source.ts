@@ -32,11 +32,10 @@
  * ./checkout.ts.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { ResolvedSourceStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
-import type { ContentStore } from '../../cache/content-store.ts';
+import type { ContentStore, Scratch, SpaceAllowance } from '../../cache/content-store.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { fetchThroughStore } from '../cached-fetch.ts';
 import { credentialsForUrl } from '../credential-hosts.ts';
@@ -54,7 +53,10 @@ import { DEFAULT_MAX_ADVERTISEMENT_BYTES, fetchRefAdvertisement, type Advertised
 import { SourceCode, sourceError } from '../errors.ts';
 
 export interface GitSourceOptions {
-  /** parent of the private temp repositories used while fetching; default os.tmpdir() */
+  /**
+   * parent of the private temp repositories used while fetching. Default: a scratch directory of
+   * the content store (its disk), the fetched objects counted against its budget as they arrive
+   */
   workRoot?: string;
   /** overall deadline of one resolve (the ref advertisement); default 60 s */
   resolveTimeoutMs?: number;
@@ -161,7 +163,8 @@ function commitOf(ref: AdvertisedRef): string {
 
 export class GitSource implements Source {
   readonly kind = 'git' as const;
-  private readonly workRoot: string;
+  /** an explicit parent for temp repositories (uncounted); undefined: the store's scratch */
+  private readonly workRoot: string | undefined;
   private readonly resolveTimeoutMs: number;
   private readonly fetchTimeoutMs: number;
   private readonly limits: CheckoutLimits;
@@ -173,7 +176,7 @@ export class GitSource implements Source {
   private readonly transports = new Map<string, HttpTransport>();
 
   constructor(opts: GitSourceOptions = {}) {
-    this.workRoot = opts.workRoot ?? tmpdir();
+    this.workRoot = opts.workRoot;
     this.resolveTimeoutMs = opts.resolveTimeoutMs ?? 60_000;
     this.fetchTimeoutMs = opts.fetchTimeoutMs ?? 600_000;
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
@@ -261,7 +264,7 @@ export class GitSource implements Source {
         origin: { location: target.repository, credential: auth.header, display: target.displayUrl },
         subject,
         ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-        download: (tmpDir) => this.fetchInto(target, commit, tmpDir, auth, subject, signal),
+        download: (tmpDir, space) => this.fetchInto(target, commit, tmpDir, auth, subject, signal, space, () => store.scratch('fetched git objects')),
         prove: async () => {
           await this.advertise(target, auth, 'fetch', subject, signal, {});
         },
@@ -292,9 +295,25 @@ export class GitSource implements Source {
     return fetchRefAdvertisement(target.repository, { auth, transport: this.transport(auth.ca), stage, subject, signal, wants, maxBytes: this.maxAdvertisementBytes });
   }
 
-  /** Fetches `commit` into a private temp repository and checks `directory` out into `out`. */
-  private async fetchInto(target: GitTarget, commit: string, out: string, auth: GitAuth, subject: string, signal: AbortSignal): Promise<void> {
-    const work = await mkdtemp(join(this.workRoot, 'hoist-git-'));
+  /**
+   * Fetches `commit` into a private temp repository and checks `directory` out into `out`: the
+   * checkout charged to `space`, the repository's objects to its scratch directory's allowance
+   * (the store's, unless workRoot names another place).
+   */
+  private async fetchInto(target: GitTarget, commit: string, out: string, auth: GitAuth, subject: string, signal: AbortSignal, space: SpaceAllowance, scratch: () => Promise<Scratch>): Promise<void> {
+    const dir = this.workRoot === undefined ? await scratch() : { dir: await mkdtemp(join(this.workRoot, 'hoist-git-')), space: undefined };
+    const work = dir.dir;
+    // the object store grows while git fetches: each measurement charges what it grew by
+    let packCharged = 0;
+    const onPack = async (bytes: number): Promise<void> => {
+      const more = bytes - packCharged;
+      if (more <= 0 || !dir.space) return;
+      packCharged = bytes;
+      await dir.space.charge(more).catch((e: unknown) => {
+        packCharged -= more;
+        throw e;
+      });
+    };
     try {
       const home = join(work, 'home');
       await mkdir(home, { mode: 0o700 });
@@ -323,7 +342,7 @@ export class GitSource implements Source {
         ...(signal ? { signal } : {}),
       };
       await runGit(['init', '--quiet', '--bare', gitDir], run);
-      await this.fetchCommit(target, commit, gitDir, run, auth, subject, signal);
+      await this.fetchCommit(target, commit, gitDir, run, auth, subject, signal, onPack);
       await checkoutDirectory({
         gitDir,
         commit,
@@ -333,9 +352,11 @@ export class GitSource implements Source {
         subject,
         run,
         indexFile: join(work, 'index'),
+        charge: (n: number) => space.charge(n),
       });
     } finally {
-      await rm(work, { recursive: true, force: true });
+      if ('dispose' in dir) await dir.dispose();
+      else await rm(work, { recursive: true, force: true });
     }
   }
 
@@ -353,6 +374,7 @@ export class GitSource implements Source {
     auth: GitAuth,
     subject: string,
     signal: AbortSignal,
+    onPack: (bytes: number) => Promise<void>,
   ): Promise<void> {
     const fetchArgs = (depth: boolean, refspecs: readonly string[]): string[] => [
       '--git-dir',
@@ -368,7 +390,7 @@ export class GitSource implements Source {
     ];
     const withAuth = auth.header !== undefined;
     try {
-      await fetchWithPackLimit(fetchArgs(true, [`+${commit}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run);
+      await fetchWithPackLimit(fetchArgs(true, [`+${commit}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run, onPack);
       return;
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
@@ -379,10 +401,10 @@ export class GitSource implements Source {
     try {
       if (pointing.length > 0) {
         const name = pointing.find((n) => n.startsWith('refs/heads/')) ?? pointing[0] ?? '';
-        await fetchWithPackLimit(fetchArgs(true, [`+${name}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run);
+        await fetchWithPackLimit(fetchArgs(true, [`+${name}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run, onPack);
         return;
       }
-      await fetchWithPackLimit(fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']), gitDir, this.maxPackBytes, subject, run);
+      await fetchWithPackLimit(fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']), gitDir, this.maxPackBytes, subject, run, onPack);
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
       throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);

@@ -6,6 +6,8 @@
  * store is measured every PACK_WATCH_MS and the git process group is killed once it passes the
  * limit. After the fetch it is measured once more, so whether a pack is refused does not depend
  * on timing; only how far the disk overshoots before the kill does (what arrives in 100 ms).
+ * Each measurement is also handed to `measured` (the content store's budget, which may refuse:
+ * git is then killed the same way and the refusal is the error).
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -40,7 +42,14 @@ export async function objectStoreBytes(gitDir: string): Promise<number> {
  * object store larger than `maxBytes`, killing git as soon as the watch sees it. Other failures
  * are git's, as runGit reports them; the caller's signal still applies.
  */
-export async function fetchWithPackLimit(args: readonly string[], gitDir: string, maxBytes: number, subject: string, run: Omit<GitRunOptions, 'input' | 'env'>): Promise<void> {
+export async function fetchWithPackLimit(
+  args: readonly string[],
+  gitDir: string,
+  maxBytes: number,
+  subject: string,
+  run: Omit<GitRunOptions, 'input' | 'env'>,
+  measured?: (bytes: number) => Promise<void>,
+): Promise<void> {
   const tooLarge = (bytes: number): HoistError =>
     sourceError(`the fetched objects take ${bytes} bytes, more than the limit of ${formatBytes(maxBytes)} per fetch (git packs)`, {
       stage: 'fetch',
@@ -53,27 +62,37 @@ export async function fetchWithPackLimit(args: readonly string[], gitDir: string
   if (run.signal?.aborted) onParent();
   run.signal?.addEventListener('abort', onParent, { once: true });
   let over: number | undefined;
-  let measuring = false;
+  let refused: unknown;
+  let measuring: Promise<void> | undefined;
   const watch = setInterval(() => {
     if (measuring) return;
-    measuring = true;
-    void objectStoreBytes(gitDir).then((bytes) => {
-      measuring = false;
+    measuring = (async () => {
+      const bytes = await objectStoreBytes(gitDir);
       if (bytes > maxBytes && over === undefined) {
         over = bytes;
         ctl.abort();
+        return;
       }
-    });
+      await measured?.(bytes).catch((e: unknown) => {
+        refused ??= e;
+        ctl.abort();
+      });
+    })().finally(() => (measuring = undefined));
   }, PACK_WATCH_MS);
   try {
     await runGit(args, { ...run, signal: ctl.signal });
   } catch (e) {
+    await measuring;
     if (over !== undefined) throw tooLarge(over);
+    if (refused !== undefined) throw refused;
     throw e;
   } finally {
     clearInterval(watch);
     run.signal?.removeEventListener('abort', onParent);
   }
+  await measuring;
+  if (refused !== undefined) throw refused;
   const bytes = await objectStoreBytes(gitDir);
   if (bytes > maxBytes) throw tooLarge(bytes);
+  await measured?.(bytes);
 }

@@ -4,6 +4,7 @@
  * a server trickling one byte a second cannot extend it. Every request, body stream, unpacker and
  * git process of the operation listens to this one signal, so the worker is free at the deadline.
  */
+import { formatDuration } from '../../util/duration.ts';
 import { type Stage } from '../../util/errors.ts';
 import { SourceCode, sourceError } from '../errors.ts';
 
@@ -14,13 +15,6 @@ interface Deadline {
   signal: AbortSignal;
   /** clears the timer; call when the operation ends */
   done(): void;
-}
-
-/** `ms` formatted for messages: "90s", "10m", "250ms" */
-function formatMs(ms: number): string {
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
 }
 
 /**
@@ -34,7 +28,7 @@ function deadline(parent: AbortSignal | undefined, ms: number, stage: Extract<St
   parent?.addEventListener('abort', onParent, { once: true });
   const timer = setTimeout(() => {
     ctl.abort(
-      sourceError(`${stage} exceeded its deadline of ${formatMs(ms)}`, {
+      sourceError(`${stage} exceeded its deadline of ${formatDuration(ms)}`, {
         stage,
         code: SourceCode.DeadlineExceeded,
         subject,

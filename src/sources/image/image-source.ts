@@ -216,9 +216,9 @@ export class ImageSource implements Source {
           origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
           subject,
           ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-          download: async (tmp) => {
+          download: async (tmp, space) => {
             const layerSelector = spec.image?.layerSelector;
-            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), ...(layerSelector ? { layerSelector } : {}) });
+            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), ...(layerSelector ? { layerSelector } : {}), charge: (n) => space.charge(n) });
             this.onPull?.(result, formatReference(loc.ref));
           },
           prove: async () => {

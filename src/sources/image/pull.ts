@@ -41,6 +41,8 @@ export interface PullOptions {
   layerSelector?: LayerSelector;
   /** limits for the whole image (all layers together) */
   limits?: Partial<UnpackLimits>;
+  /** counts each file's bytes against the content store's budget before it is written */
+  charge?: (bytes: number) => Promise<void>;
 }
 
 export interface PullResult {
@@ -108,7 +110,14 @@ export async function pullImage(
     const { descriptor, compression } = step;
     const blob = await client.openBlob(ref, descriptor, ctx);
     if (step.operation === 'copy') {
-      const written = await copyBlob(blob, join(dest, copiedName(step)), limits.maxFileBytes, subject);
+      // the blob's size is known (and held to by the blob stream): counted before it is written
+      try {
+        await options.charge?.(descriptor.size);
+      } catch (e) {
+        blob.abort();
+        throw e;
+      }
+      const written = await copyBlob(blob, join(dest, copiedName(step)), Math.min(limits.maxFileBytes, limits.maxTotalBytes), subject);
       files += 1;
       bytes += written;
       downloaded += blob.bytesRead;
@@ -122,6 +131,7 @@ export async function pullImage(
         allowLinks: !helm,
         subject,
         signal: ctx.signal,
+        ...(options.charge ? { charge: options.charge } : {}),
         limits: {
           maxTotalBytes: Math.max(0, limits.maxTotalBytes - bytes),
           maxFiles: Math.max(0, limits.maxFiles - files),

@@ -90,6 +90,36 @@ describe('HookRunner against the API server', () => {
     expect((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'config', ns))?.metadata.uid).not.toBe(uid);
   });
 
+  // issue 23: the reconcile's time budget stops a wait for a hook; the retry waits on the same hook
+  it('a wait cut short goes on with the hook it created: no second create, the same object', async () => {
+    const runner = new HookRunner({ log });
+    const hooks = [job('long-migrate', annotated('pre-upgrade', 0, 'before-hook-creation'))];
+    const stop = new AbortController();
+    const runs: HookRun[] = [];
+    const cut = await runner
+      .run(target('resume'), 'pre-upgrade', hooks, {
+        deadline: deadline(),
+        signal: stop.signal,
+        onRun: (x) => {
+          runs.push(x);
+          if (x.result === 'Running') stop.abort(new Error('reconcile budget'));
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(String(cut)).toContain('stopped while waiting for it');
+    expect(runs.map((x) => x.result)).toEqual(['Running']);
+    const uid = (await client.get({ apiVersion: 'batch/v1', kind: 'Job' }, 'long-migrate', ns))?.metadata.uid;
+    expect(uid).toBeDefined();
+
+    client.requests.reset();
+    const resumed = await runner.run(target('resume'), 'pre-upgrade', hooks, { deadline: deadline(), done: runs });
+    expect(resumed.failed).toBeUndefined();
+    expect(resumed.runs).toMatchObject([{ name: 'long-migrate', result: 'Succeeded', startedAt: runs[0]!.startedAt }]);
+    expect(client.requests.snapshot()).not.toHaveProperty('create');
+    expect(client.requests.snapshot()).not.toHaveProperty('delete');
+    expect((await client.get({ apiVersion: 'batch/v1', kind: 'Job' }, 'long-migrate', ns))?.metadata.uid).toBe(uid);
+  });
+
   it('never deletes an object of the same name that is not this BundleDeployment\'s hook', async () => {
     await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'foreign', namespace: ns }, data: { mine: 'yes' } });
     const runner = new HookRunner({ log });

@@ -21,6 +21,7 @@ import { TENANCY_POLICY_PATH } from '../../../api/v1alpha2/tenancy-policy.ts';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { installCRD, startController, type RunningController } from '../../../src/cli/controller.ts';
 import { toolPath } from '../../../src/devcluster/tools.ts';
+import { parseByteSize } from '../../../src/util/byte-size.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import { LeaderElector } from '../../../src/kube/leader-election.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
@@ -47,6 +48,74 @@ async function render(release: string, namespace: string, set: Record<string, un
     .map((d) => d.toJS() as KubeObject | null)
     .filter((o): o is KubeObject => o !== null);
 }
+
+interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  verbs: string[];
+}
+/** whether RBAC rules allow a request, matched as the API server's RBAC authorizer matches them ("*", "*\/sub") */
+function rulesAllow(rules: PolicyRule[], req: Request): boolean {
+  const combined = req.subresource ? `${req.resource}/${req.subresource}` : req.resource;
+  return rules.some(
+    (r) =>
+      (r.verbs.includes('*') || r.verbs.includes(req.verb)) &&
+      (r.apiGroups ?? []).some((g) => g === '*' || g === req.group) &&
+      (r.resources ?? []).some((x) => x === '*' || x === combined || (req.subresource !== undefined && x === `*/${req.subresource}`)) &&
+      !r.resourceNames?.length,
+  );
+}
+interface Request {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource?: string;
+}
+/** "verb resource[/subresource][.group]", as kubectl auth can-i names them */
+function request(text: string): Request {
+  const [verb, name] = text.split(' ') as [string, string];
+  const dot = name.indexOf('.');
+  const [resource, subresource] = (dot < 0 ? name : name.slice(0, dot)).split('/') as [string, string | undefined];
+  return { verb, group: dot < 0 ? '' : name.slice(dot + 1), resource, ...(subresource ? { subresource } : {}) };
+}
+/** what the controller's ServiceAccount must not be able to do once rbac.clusterAdmin is false (issue 23) */
+const FORBIDDEN_TO_CONTROLLER = [
+  'create serviceaccounts/token',
+  'create pods/exec',
+  'get pods/exec',
+  'create pods/attach',
+  'get pods/attach',
+  'create pods/portforward',
+  'get pods/portforward',
+  'patch pods/ephemeralcontainers',
+  'get nodes/proxy',
+  'create pods/proxy',
+  'get services/proxy',
+  'escalate clusterroles.rbac.authorization.k8s.io',
+  'bind clusterroles.rbac.authorization.k8s.io',
+  'escalate roles.rbac.authorization.k8s.io',
+  'bind roles.rbac.authorization.k8s.io',
+  'impersonate users',
+  'impersonate groups',
+  'impersonate uids.authentication.k8s.io',
+  'impersonate userextras.authentication.k8s.io',
+  'deletecollection configmaps',
+].map(request);
+/** what it needs for itself and for bundles without a ServiceAccount */
+const NEEDED_BY_CONTROLLER = [
+  'impersonate serviceaccounts',
+  'list widgets.example.com',
+  'watch secrets',
+  'create configmaps',
+  'patch serviceaccounts',
+  'create namespaces',
+  'delete deployments.apps',
+  'create roles.rbac.authorization.k8s.io',
+  'get customresourcedefinitions.apiextensions.k8s.io',
+  'update bundledeployments/status.core.rukpak.io',
+].map(request);
+const describeRequest = (r: Request) => `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.group ? `.${r.group}` : ''}`;
 
 const find = (objs: KubeObject[], kind: string, name?: string) => objs.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
 const kinds = (objs: KubeObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`).sort();
@@ -101,7 +170,7 @@ describe('helm template', () => {
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--max-revision-size=8Mi']);
+    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--reconcile-timeout=5m', '--max-revision-size=8Mi']);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
@@ -131,6 +200,7 @@ describe('helm template', () => {
       'metrics.port': 9090,
       cache: { sizeLimit: '', medium: 'Memory', maxSize: '' },
       fetchTimeout: '90s',
+      reconcileTimeout: '2m',
       maxRevisionSize: '4Mi',
       extraArgs: ['--install-crd'],
       nodeSelector: { 'kubernetes.io/os': 'linux' },
@@ -153,13 +223,34 @@ describe('helm template', () => {
     expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
     expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
     // no cache budget when maxSize is empty
-    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--max-revision-size=4Mi', '--install-crd']);
+    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--reconcile-timeout=2m', '--max-revision-size=4Mi', '--install-crd']);
     expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
     expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
     const rules = (find(objs, 'ClusterRole') as unknown as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }).rules;
     expect(rules).toContainEqual({ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'] });
-    expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] });
+    expect(rules).toContainEqual({ apiGroups: ['*'], resources: ['*'], verbs: ['list', 'watch'] });
+  });
+
+  it('rbac.clusterAdmin=false: no token requests, exec, attach, port-forward, proxies, escalate, bind or impersonation beyond ServiceAccounts (issue 23)', async () => {
+    const objs = await render('least', 'ops', { 'rbac.clusterAdmin': false });
+    expect(find(objs, 'ClusterRoleBinding', 'least-hoist-cluster-admin')).toBeUndefined();
+    const rules = (find(objs, 'ClusterRole') as unknown as { rules: PolicyRule[] }).rules;
+    const nsRules = (find(objs, 'Role') as unknown as { rules: PolicyRule[] }).rules;
+    for (const req of FORBIDDEN_TO_CONTROLLER) expect(rulesAllow([...rules, ...nsRules], req), describeRequest(req)).toBe(false);
+    for (const req of NEEDED_BY_CONTROLLER) expect(rulesAllow(rules, req), describeRequest(req)).toBe(true);
+    // no wildcard write on the core group, in any rule
+    for (const r of rules) {
+      const core = r.apiGroups?.includes('') || r.apiGroups?.includes('*');
+      if (core && r.resources?.includes('*')) expect(r.verbs, JSON.stringify(r)).toEqual(['list', 'watch']);
+    }
+    // the custom resources of bundles without a ServiceAccount: their groups are granted by name
+    const withGroup = (find(await render('least', 'ops', { 'rbac.clusterAdmin': false, 'rbac.extraApiGroups': ['cert-manager.io'] }), 'ClusterRole') as unknown as { rules: PolicyRule[] }).rules;
+    expect(rulesAllow(rules, request('create certificates.cert-manager.io'))).toBe(false);
+    expect(rulesAllow(withGroup, request('create certificates.cert-manager.io'))).toBe(true);
+    for (const req of FORBIDDEN_TO_CONTROLLER) expect(rulesAllow(withGroup, req), describeRequest(req)).toBe(false);
+    await expect(render('bad', 'ns', { 'rbac.extraApiGroups': [''] })).rejects.toThrow(/extraApiGroups/);
+    await expect(render('bad', 'ns', { 'rbac.extraApiGroups': ['*'] })).rejects.toThrow(/extraApiGroups/);
   });
 
   it('mounts a registries.conf ConfigMap and a CA directory, passing --registries-conf and --ca-dir', async () => {
@@ -244,6 +335,14 @@ describe('helm template', () => {
     await expect(render('bad', 'ns', { shards: ['a', 'a'] })).rejects.toThrow(/shards/);
   });
 
+  it('the defaults keep the headroom rule of values.yaml: cache.maxSize at most three quarters of cache.sizeLimit', () => {
+    const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { cache: { sizeLimit: string; maxSize: string } };
+    const maxSize = parseByteSize(values.cache.maxSize);
+    const sizeLimit = parseByteSize(values.cache.sizeLimit);
+    expect(maxSize).toBeLessThanOrEqual(sizeLimit * 0.75);
+    expect(readFileSync(join(CHART, 'values.yaml'), 'utf8')).toContain('keep maxSize at most three quarters of sizeLimit');
+  });
+
   it('refuses bad values: schema types, unknown keys, several replicas without leader election', async () => {
     await expect(render('bad', 'ns', { 'rbac.impersonationOnly': true })).rejects.toThrow(/impersonationOnly needs rbac.clusterAdmin=false/);
     await expect(render('bad', 'ns', { defaultServiceAccount: 'Not A Name' })).rejects.toThrow(/defaultServiceAccount/);
@@ -252,6 +351,7 @@ describe('helm template', () => {
     await expect(render('bad', 'ns', { 'image.digest': 'latest' })).rejects.toThrow(/digest/);
     await expect(render('bad', 'ns', { 'cache.maxSize': '2 GB' })).rejects.toThrow(/maxSize/);
     await expect(render('bad', 'ns', { fetchTimeout: 'ten minutes' })).rejects.toThrow(/fetchTimeout/);
+    await expect(render('bad', 'ns', { reconcileTimeout: '5 min' })).rejects.toThrow(/reconcileTimeout/);
     await expect(render('bad', 'ns', { maxRevisionSize: '8 MiB' })).rejects.toThrow(/maxRevisionSize/);
     await expect(render('bad', 'ns', { tenancyPolicy: { enabled: 'yes' } })).rejects.toThrow(/tenancyPolicy/);
     await expect(render('bad', 'ns', { replicaCount: 2, 'leaderElection.enabled': false })).rejects.toThrow(/needs leaderElection.enabled/);
@@ -422,6 +522,33 @@ describe('the chart on a real API server', () => {
       await sleep(100);
     }
     expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs)).toBeUndefined();
+  }, 120_000);
+
+  it('rbac.clusterAdmin=false on the API server: kubectl auth can-i as the chart\'s ServiceAccount says no to token requests, exec, attach, port-forward, proxies, escalate, bind and impersonating users (issue 23)', async () => {
+    const { namespace, sa } = await install('nocan', { 'rbac.clusterAdmin': false });
+    const kubeconfig = await serviceAccountKubeconfig(namespace, sa);
+    /** `kubectl auth can-i` as the ServiceAccount itself (a SelfSubjectAccessReview with its own token) */
+    const canI = async (req: Request): Promise<string> => {
+      const resource = req.group ? `${req.resource}.${req.group}` : req.resource;
+      const args = ['--kubeconfig', kubeconfig, 'auth', 'can-i', req.verb, resource, '-n', 'kube-system'];
+      if (req.subresource) args.push(`--subresource=${req.subresource}`);
+      return run(toolPath('kubectl'), args).then(
+        (r) => r.stdout.trim(),
+        (e: { stdout?: string }) => (e.stdout ?? '').trim(),
+      );
+    };
+    // RBAC takes a new binding into account through its watch: wait until what it needs is granted
+    const deadline = Date.now() + 60_000;
+    for (const req of NEEDED_BY_CONTROLLER) {
+      while ((await canI(req)) !== 'yes') {
+        if (Date.now() > deadline) throw new Error(`${describeRequest(req)}: never allowed`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    const answers = await Promise.all(FORBIDDEN_TO_CONTROLLER.map(async (req) => [describeRequest(req), await canI(req)]));
+    expect(answers.filter(([, a]) => a !== 'no')).toEqual([]);
+    // and for real: a token for another account is refused
+    await expect(run(toolPath('kubectl'), ['--kubeconfig', kubeconfig, '-n', 'kube-system', 'create', 'token', 'default'])).rejects.toThrow(/forbidden/i);
   }, 120_000);
 
   it('rbac.impersonationOnly: the controller writes nothing itself; a BD installs and uninstalls only as its ServiceAccount, and one without is refused', async () => {

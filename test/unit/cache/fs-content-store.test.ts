@@ -153,6 +153,93 @@ describe('FsContentStore', () => {
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['b', 'c']);
   });
 
+  // issue 23: bytes written towards the store count while they are written, not only once they land
+  describe('downloads in flight and scratch space count against the budget', () => {
+    it('a second download in flight is refused while the first holds the room, naming the budget; nothing is left in tmp', async () => {
+      const store = new FsContentStore({ root, maxBytes: 1000 });
+      const first = Promise.withResolvers<void>();
+      const charged = Promise.withResolvers<void>();
+      const holding = store.put('a', async (dir, space) => {
+        await space.charge(700);
+        await writeFile(join(dir, 'f'), 'x'.repeat(700));
+        charged.resolve();
+        await first.promise;
+      });
+      await charged.promise;
+      const err = await store.put('b', async (_dir, space) => space.charge(700)).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'cache-full', terminal: false, stage: 'fetch' });
+      expect((err as Error).message).toMatch(/^content store is full: 0 bytes of entries in use and 700 bytes of downloads and composed sources in flight leave no room for 700 bytes more within its budget of 1000 bytes \(hoist run --cache-max-size\)$/);
+      // the refused write left nothing behind; the first one lands
+      first.resolve();
+      await holding;
+      expect((await store.list()).map((m) => m.key)).toEqual(['a']);
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+      // and its charge became the entry: 700 counted once, so 300 more fit and 301 do not
+      await store.put('c', async (dir, space) => {
+        await space.charge(300);
+        await writeFile(join(dir, 'f'), 'x'.repeat(300));
+      });
+      await expect(store.put('d', async (_dir, space) => space.charge(1))).rejects.toMatchObject({ code: 'cache-full' });
+    });
+
+    it('one write larger than the whole budget is refused terminally, as soon as it is charged', async () => {
+      const store = new FsContentStore({ root, maxBytes: 1000 });
+      let wrote = false;
+      const err = await store
+        .put('huge', async (_dir, space) => {
+          await space.charge(600);
+          await space.charge(600);
+          wrote = true;
+        })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'cache-budget', terminal: true });
+      expect((err as Error).message).toBe('this download would take more than the whole content-store budget of 1000 bytes (hoist run --cache-max-size): 1200 bytes so far');
+      expect(wrote).toBe(false);
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    });
+
+    it('a charge evicts least-recently-used entries not in use to make room', async () => {
+      const c = new FakeClock();
+      const store = new FsContentStore({ root, maxBytes: 1000, clock: c });
+      await store.put('old', writeFileOf('f', 'x'.repeat(600)));
+      await c.advance(11 * 60_000);
+      await store.put('new', async (dir, space) => {
+        await space.charge(600);
+        await writeFile(join(dir, 'f'), 'x'.repeat(600));
+      });
+      expect((await store.list()).map((m) => m.key)).toEqual(['new']);
+    });
+
+    it('scratch space is counted until disposed; putComputed and a verifying addOrigin charge too', async () => {
+      const store = new FsContentStore({ root, maxBytes: 1000 });
+      const scratch = await store.scratch();
+      await scratch.space.charge(900);
+      await expect(store.putComputed(async (_dir, space) => (await space.charge(200), 'k'))).rejects.toMatchObject({ code: 'cache-full' });
+      await scratch.dispose();
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+      const { key } = await store.putComputed(async (dir, space) => {
+        await space.charge(200);
+        await writeFile(join(dir, 'f'), 'x'.repeat(200));
+        return 'k';
+      });
+      expect(key).toBe('k');
+      // a verifying download for another origin is charged while it runs, and released after
+      const elsewhere = { location: 'https://b.example/x', credential: undefined, display: 'https://b.example/x' };
+      await expect(store.addOrigin('k', elsewhere, async (_dir, space) => space.charge(900))).rejects.toMatchObject({ code: 'cache-full' });
+      await store.addOrigin('k', elsewhere, async (_dir, space) => space.charge(800));
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    });
+
+    it('without a budget, charges only count', async () => {
+      const store = new FsContentStore({ root });
+      await store.put('k', async (dir, space) => {
+        await space.charge(10 ** 12);
+        expect(space.charged).toBe(10 ** 12);
+        await writeFile(join(dir, 'f'), 'x');
+      });
+    });
+  });
+
   it('enforceBudget (during gc) evicts least-recently-used entries outside keep', async () => {
     const c = new FakeClock();
     const store = new FsContentStore({ root, clock: c });

@@ -152,4 +152,12 @@ describe('readyExpr cost bound (as the cel health checks)', () => {
     // the same expression on small objects runs
     expect(expr.evaluate(bd('operator', { labels: { a: '1' } }), bd('app', { labels: { b: '2' } })).ok).toBe(true);
   });
+
+  it('matches() runs on RE2, as in the health checks: a catastrophic-backtracking pattern on a long value is answered', () => {
+    // a backtracking engine takes 2^200 steps here and would not finish within the test's timeout
+    const expr = compileReadyExpr('operator', "dep.metadata.labels.v.matches('^(a+)+$')");
+    const dep = bd('operator', { labels: { v: `${'a'.repeat(200)}b` } });
+    expect(expr.evaluate(dep, bd('app')).ok).toBe(false);
+    expect(expr.evaluate(bd('operator', { labels: { v: 'aaa' } }), bd('app')).ok).toBe(true);
+  });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, RevisionStatus } from '../../../api/v1alpha2/types.ts';
-import { lineageWinner } from '../../../src/reconciler/lineage.ts';
+import { labelledNamesakes, lineageMembers, lineageWinner } from '../../../src/reconciler/lineage.ts';
 import { MAX_HISTORY_STATUS, keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../../../src/reconciler/revision-history.ts';
 
 const rev = (number: number, phase: RevisionStatus['phase']): RevisionStatus => ({ number, contentDigest: `sha256:${number}`, phase });
@@ -60,5 +60,36 @@ describe('lineage arbitration', () => {
     expect(lineageWinner(v1, [v1, bd('op-a', '2026-01-01T00:00:00Z')])).toBe('op-v1');
     const other = { ...bd('x', '2026-03-01T00:00:00Z'), metadata: { name: 'x', creationTimestamp: '2026-03-01T00:00:00Z' } };
     expect(lineageWinner(v1, [v1, other])).toBe('op-v1');
+  });
+
+  // issue 23: the label is authorized by the tenancy policy (use on lineages.core.rukpak.io op), a name is not
+  describe('an unlabelled BundleDeployment named after a labelled lineage', () => {
+    const unlabelled = (name: string, created: string, extra: Partial<BundleDeployment['spec']> = {}): BundleDeployment => {
+      const b = bd(name, created, extra);
+      return { ...b, metadata: { name, creationTimestamp: created } };
+    };
+    const v1 = bd('op-v1', '2026-01-01T00:00:00Z');
+    const squatter = unlabelled('op', '2026-02-01T00:00:00Z');
+    const founder = unlabelled('op', '2025-12-01T00:00:00Z');
+
+    it.each([
+      // [what, the BD, the BDs of lineage "op", labelled namesakes, members that may act]
+      ['a newer namesake of a labelled lineage', squatter, [v1, squatter], ['op-v1'], ['op-v1']],
+      ['an older namesake (the lineage named after it), once a labelled member joins', founder, [founder, v1], ['op-v1'], ['op-v1']],
+      ['a namesake of a lineage whose labelled member is paused', squatter, [bd('op-v1', '2026-01-01T00:00:00Z', { paused: true }), squatter], ['op-v1'], ['op-v1']],
+      ['an unlabelled BundleDeployment alone in its lineage', squatter, [squatter], [], ['op']],
+      ['a labelled member', v1, [v1, squatter], [], ['op-v1']],
+    ] as const)('%s', (_what, subject, all, namesakes, members) => {
+      expect(labelledNamesakes(subject, all)).toEqual(namesakes);
+      expect(lineageMembers(all).map((m) => m.metadata.name)).toEqual(members);
+    });
+
+    it('never wins, nor freezes the labelled member (it used to, being newest)', () => {
+      expect(lineageWinner(v1, [v1, squatter])).toBe('op-v1');
+      const v2 = bd('op-v2', '2026-03-01T00:00:00Z');
+      expect(lineageWinner(v1, [v1, squatter, v2])).toBe('op-v2');
+      // alone, it is its own lineage, and applies
+      expect(lineageWinner(squatter, [squatter])).toBe('op');
+    });
   });
 });

@@ -3,6 +3,25 @@ import { mapLimit, Semaphore } from '../../../src/util/concurrency.ts';
 import { sleep } from '../../support/wait.ts';
 
 describe('Semaphore', () => {
+  it('a waiter whose signal fires leaves the queue, rejected with its reason; the slot goes to the next waiter', async () => {
+    const slot = new Semaphore(1);
+    const holder = Promise.withResolvers<void>();
+    const held = slot.run(() => holder.promise);
+    const ac = new AbortController();
+    const order: string[] = [];
+    const aborted = slot.run(async () => void order.push('aborted one ran'), ac.signal);
+    const next = slot.run(async () => void order.push('next ran'));
+    ac.abort(new Error('budget'));
+    await expect(aborted).rejects.toThrow('budget');
+    holder.resolve();
+    await held;
+    await next;
+    expect(order).toEqual(['next ran']);
+    // an already-aborted signal never takes a slot
+    await expect(slot.run(async () => 1, AbortSignal.abort(new Error('late')))).rejects.toThrow('late');
+    expect(await slot.run(async () => 2)).toBe(2);
+  });
+
   it.each([1, 2, 4])('lets at most %i run at once, in arrival order, and frees the slot when one throws', async (size) => {
     const slots = new Semaphore(size);
     let running = 0;

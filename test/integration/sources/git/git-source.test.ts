@@ -166,6 +166,23 @@ describe('fetch', () => {
     expect(fx.publicServer.requests).toHaveLength(0);
   });
 
+  // issue 23: the temp repository lives in the store's scratch space, and what git fetches into it
+  // counts against --cache-max-size while it arrives, beside the checkout
+  it('the fetched objects count against the store budget: a fetch they do not fit in is refused naming it, and nothing is left behind', async () => {
+    const root = join(storeRoot, `budget-${Math.random().toString(36).slice(2)}`);
+    const s = spec(pub(), { commit: fx.c1 }, 'manifests/app');
+    const src = new GitSource();
+    // the checkout alone (three small manifests) fits in 200 bytes; with the objects fetched it does not
+    const err = await hoistError(src.fetch(s, await src.resolve(s, {}), new FsContentStore({ root, maxBytes: 200 }), {}));
+    expect(err).toMatchObject({ stage: 'fetch', code: 'cache-budget', terminal: true, subject: 'fetched git objects' });
+    expect(err.message).toMatch(/^the fetched git objects would take more than the whole content-store budget of 200 bytes \(hoist run --cache-max-size\): \d+ bytes so far$/);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    // with room for both, the same fetch lands
+    const dir = await src.fetch(s, await src.resolve(s, {}), new FsContentStore({ root, maxBytes: 1024 * 1024 }), {});
+    expect(await listTree(dir)).toEqual(['deploy.yaml', 'nested/cm.yaml', 'svc.yaml']);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+  });
+
   it('fetches the root of a branch tip and a peeled annotated tag', async () => {
     const store = newStore();
     const src = new GitSource();
