@@ -1,5 +1,5 @@
 # The Hoist controller image. Build it with `npm run image` (scripts/image.sh): that stages the
-# build context — a root file system with Node 24, helm, git and the shared libraries they link,
+# build context — a root file system with Node 24, helm, kustomize, git and the shared libraries they link,
 # the compiled controller and its production dependencies — and runs `podman build` on this file.
 # No base image: nothing is pulled, and the image holds no shell and no package manager.
 FROM scratch
@@ -13,6 +13,7 @@ ENV PATH=/usr/local/bin:/usr/bin \
     NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     HOIST_HELM=/usr/local/bin/helm \
+    HOIST_KUSTOMIZE=/usr/local/bin/kustomize \
     HOIST_CACHE=/var/cache/hoist \
     HOME=/tmp
 USER 65532:65532

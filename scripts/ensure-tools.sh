@@ -2,7 +2,8 @@
 # Builds (once per machine) the Go-built binaries Hoist's tests, demo and benchmarks run:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, and for the local control plane's
 # real node the kubelet and kube-proxy, from k8s.io/kubernetes, etcd
-# from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3 and kwok (fake nodes, so workloads
+# from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3, kustomize from
+# sigs.k8s.io/kustomize/kustomize/v5 and kwok (fake nodes, so workloads
 # become ready without a container runtime) from sigs.k8s.io/kwok, and cosign (tests sign images
 # with it; the controller never runs it) from github.com/sigstore/cosign/v2, all at pinned versions.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
@@ -28,6 +29,7 @@ want=()
 [ -x "$BIN/kube-proxy-$K8S_VERSION" ] || want+=(kube-proxy)
 [ -x "$BIN/etcd-$ETCD_VERSION" ] || want+=(etcd)
 [ -x "$BIN/helm-$HELM_VERSION" ] || want+=(helm)
+[ -x "$BIN/kustomize-$KUSTOMIZE_VERSION" ] || want+=(kustomize)
 [ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 [ -x "$BIN/cosign-$COSIGN_VERSION" ] || want+=(cosign)
 only=${1:-}
@@ -122,31 +124,28 @@ GO
   mv "$BIN/.etcd-$ETCD_VERSION.tmp" "$BIN/etcd-$ETCD_VERSION"
 fi
 
-if needs helm; then
-  say "building helm $HELM_VERSION from helm.sh/helm/v3"
-  dir=$CACHE/build/helm-$HELM_VERSION
+# go_tool NAME VERSION MODULE PACKAGE GO LDFLAGS: builds PACKAGE of MODULE@VERSION into
+# $BIN/NAME-VERSION, from a module of its own under $CACHE/build (GO: its go directive)
+go_tool() {
+  local name=$1 version=$2 module=$3 pkg=$4 gover=$5 ldflags=$6
+  say "building $name $version from $module"
+  local dir=$CACHE/build/$name-$version
   mkdir -p "$dir"; cd "$dir"
   if [ ! -f go.mod ]; then
-    printf 'module hoist.local/helmbuild\n\ngo 1.24\n' > go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > tools.go
-    go get "helm.sh/helm/v3@$HELM_VERSION" >/dev/null
+    printf 'module hoist.local/%sbuild\n\ngo %s\n' "$name" "$gover" > go.mod
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    go get "$module@$version" >/dev/null
     go mod tidy -e >/dev/null 2>&1 || true
   fi
-  go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$BIN/.helm-$HELM_VERSION.tmp" helm.sh/helm/v3/cmd/helm
-  mv "$BIN/.helm-$HELM_VERSION.tmp" "$BIN/helm-$HELM_VERSION"
-fi
+  go build -trimpath -ldflags "-s -w $ldflags" -o "$BIN/.$name-$version.tmp" "$pkg"
+  mv "$BIN/.$name-$version.tmp" "$BIN/$name-$version"
+}
+
+needs helm && go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm 1.24 "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+# the version kustomize reports (`kustomize version`) comes from its provenance package
+needs kustomize && go_tool kustomize "$KUSTOMIZE_VERSION" sigs.k8s.io/kustomize/kustomize/v5 sigs.k8s.io/kustomize/kustomize/v5 1.26 "-X sigs.k8s.io/kustomize/api/provenance.version=$KUSTOMIZE_VERSION"
 if needs kwok; then
-  say "building kwok $KWOK_VERSION from sigs.k8s.io/kwok"
-  dir=$CACHE/build/kwok-$KWOK_VERSION
-  mkdir -p "$dir"; cd "$dir"
-  if [ ! -f go.mod ]; then
-    printf 'module hoist.local/kwokbuild\n\ngo 1.24\n' > go.mod
-    printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' > tools.go
-    go get "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null
-    go mod tidy -e >/dev/null 2>&1 || true
-  fi
-  go build -trimpath -ldflags "-s -w" -o "$BIN/.kwok-$KWOK_VERSION.tmp" sigs.k8s.io/kwok/cmd/kwok
-  mv "$BIN/.kwok-$KWOK_VERSION.tmp" "$BIN/kwok-$KWOK_VERSION"
+  go_tool kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok 1.24 ""
   # kwok ships its stage definitions (how fake nodes and pods progress) in the module, not the binary
   stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
   for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do

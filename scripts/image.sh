@@ -3,7 +3,7 @@
 #
 # No base image is pulled (none can be, here or in an air-gapped CI): the build context is a root
 # file system staged from what the repository already has — the Node 24 binary of the `node`
-# devDependency, the helm binary scripts/ensure-tools.sh builds, git (git sources) with the shared
+# devDependency, the helm and kustomize binaries scripts/ensure-tools.sh builds, git (git sources) with the shared
 # libraries these link (ldd), the compiled controller and its production dependencies — and the
 # Dockerfile copies it onto `scratch`. No shell, no package manager.
 #
@@ -28,6 +28,8 @@ node_bin=$(readlink -f node_modules/node/bin/node)
 [ -x "$node_bin" ] || { say "node_modules/node/bin/node missing: run npm ci first"; exit 1; }
 helm_bin=${HOIST_CACHE:-$HOME/.cache/hoist}/bin/helm-$HELM_VERSION
 [ -x "$helm_bin" ] || bash scripts/ensure-tools.sh helm
+kustomize_bin=${HOIST_CACHE:-$HOME/.cache/hoist}/bin/kustomize-$KUSTOMIZE_VERSION
+[ -x "$kustomize_bin" ] || bash scripts/ensure-tools.sh kustomize
 git_bin=$(command -v git)
 git_core=$("$git_bin" --exec-path)
 
@@ -39,6 +41,7 @@ inputs_hash=$(
     sha256sum Dockerfile scripts/image.sh package.json package-lock.json tsconfig.json charts/hoist/Chart.yaml
     "$node_bin" --version
     echo "helm $HELM_VERSION $(sha256sum < "$helm_bin")"
+    echo "kustomize $KUSTOMIZE_VERSION $(sha256sum < "$kustomize_bin")"
     "$git_bin" --version
   } | sha256sum | cut -c1-16
 )
@@ -55,11 +58,12 @@ ctx=$root/.tmp/image
 rm -rf "$ctx"
 mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/usr/bin" "$ctx/rootfs/app" "$ctx/rootfs/etc/ssl/certs" "$ctx/cache" "$ctx/tmp"
 
-say "staging node $("$node_bin" --version), helm $HELM_VERSION, $("$git_bin" --version)"
+say "staging node $("$node_bin" --version), helm $HELM_VERSION, kustomize $KUSTOMIZE_VERSION, $("$git_bin" --version)"
 install -m 0755 "$node_bin" "$ctx/rootfs/usr/local/bin/node"
 # the npm binary carries its symbol table (18 MB); the image does not need it
 command -v strip >/dev/null && strip "$ctx/rootfs/usr/local/bin/node"
 install -m 0755 "$helm_bin" "$ctx/rootfs/usr/local/bin/helm"
+install -m 0755 "$kustomize_bin" "$ctx/rootfs/usr/local/bin/kustomize"
 # git runs its helpers (remote-http for http/https, and itself for index-pack) from --exec-path
 mkdir -p "$ctx/rootfs$git_core"
 install -m 0755 "$git_bin" "$ctx/rootfs$git_core/git"
@@ -68,7 +72,7 @@ install -m 0755 "$git_core/git-remote-http" "$ctx/rootfs$git_core/git-remote-htt
 for s in https ftp ftps; do ln -s git-remote-http "$ctx/rootfs$git_core/git-remote-$s"; done
 # libcurl's trust store for git over https (Node carries its own)
 [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$ctx/rootfs/etc/ssl/certs/"
-# the shared libraries of node, git and git-remote-http (helm is static), with the loader
+# the shared libraries of node, git and git-remote-http (helm and kustomize are static), with the loader
 for lib in $(ldd "$node_bin" "$git_bin" "$git_core/git-remote-http" | awk '$3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | sort -u); do
   real=$(readlink -f "$lib")
   mkdir -p "$ctx/rootfs$(dirname "$lib")"

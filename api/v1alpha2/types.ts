@@ -51,8 +51,17 @@ export interface CARef {
 export const DEFAULT_CA_KEY = 'ca.crt';
 
 export interface ImageSource {
+  /** registry/repository[:tag][@digest]; with semver the repository only */
   ref: string;
+  /** a semver range over the repository's tags: the highest match is resolved (src/sources/semver-select.ts) */
+  semver?: string;
   auth?: SourceAuth;
+  /**
+   * Flux's OCIRepository layerSelector: only the first layer of this media type, extracted as a
+   * tarball (default) or copied as one file; without it every layer of an image is unpacked (and
+   * the first layer of a Flux artifact)
+   */
+  layerSelector?: { mediaType: string; operation?: 'extract' | 'copy' };
   /** signature verification before anything is unpacked (src/sources/image/verify/) */
   verify?: ImageVerification;
 }
@@ -70,6 +79,8 @@ export interface GitRef {
   commit?: string;
   tag?: string;
   branch?: string;
+  /** a semver range over the repository's tags (src/sources/semver-select.ts) */
+  semver?: string;
 }
 export interface GitSource {
   repository: string;
@@ -106,7 +117,7 @@ export function pinnedBySpec(src: SourceSpec): boolean {
   return false;
 }
 
-export type BundleFormat = 'plain' | 'helm' | 'registry-v1';
+export type BundleFormat = 'plain' | 'helm' | 'registry-v1' | 'kustomize';
 export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
 /** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
@@ -159,6 +170,67 @@ export interface RegistryV1DeploymentConfig {
 }
 
 /**
+ * Values read from a Secret or ConfigMap key (Flux HelmRelease's valuesFrom): merged in order
+ * after valuesFiles, `values` last. Read like source credentials (DESIGN §7), watched, and never
+ * written to status, events or logs.
+ */
+export interface HelmValuesReference {
+  kind: 'Secret' | 'ConfigMap';
+  name: string;
+  /** default `values.yaml` (the CRD's default) */
+  valuesKey?: string;
+  /** dot path the key's whole text is set at as one value; unset: the key holds a values.yaml merged at the root */
+  targetPath?: string;
+  /** a missing object or key is skipped (default false) */
+  optional?: boolean;
+}
+export const DEFAULT_VALUES_KEY = 'values.yaml';
+
+export interface HelmConfig {
+  releaseName?: string;
+  /** merged last */
+  values?: Record<string, unknown>;
+  /** values files of the chart's tree, relative to the chart's directory, merged first (after the chart's values.yaml) */
+  valuesFiles?: string[];
+  valuesFrom?: HelmValuesReference[];
+}
+
+/** an `images` entry of a kustomization (kustomize's types.Image) */
+export interface KustomizeImage {
+  name: string;
+  newName?: string;
+  newTag?: string;
+  digest?: string;
+}
+
+/** a `patches` entry of a kustomization with the patch inline (kustomize's types.Patch without path) */
+export interface KustomizePatch {
+  /** a strategic merge patch or a JSON 6902 patch, as YAML or JSON text */
+  patch: string;
+  target?: {
+    group?: string;
+    version?: string;
+    kind?: string;
+    name?: string;
+    namespace?: string;
+    labelSelector?: string;
+    annotationSelector?: string;
+  };
+}
+
+/**
+ * How a `kustomize` bundle is built: `kustomize build` of `path`; the other members are the
+ * fields of a kustomization whose only resource is that directory, so they apply to its output.
+ */
+export interface KustomizeConfig {
+  /** the kustomization's directory, relative to the tree; default the root */
+  path?: string;
+  namePrefix?: string;
+  images?: KustomizeImage[];
+  patches?: KustomizePatch[];
+}
+
+/**
  * Another BundleDeployment that must be ready before this one applies a new revision (after
  * Flux's dependsOn): done and Succeeded at its current generation, or, with readyExpr, a CEL
  * expression over `dep` (that BundleDeployment) and `self` (this one) that holds.
@@ -177,7 +249,7 @@ export interface BundleDeploymentSpec {
   format: BundleFormat;
   sources: SourceSpec[];
   config?: {
-    helm?: { releaseName?: string; values?: Record<string, unknown> };
+    helm?: HelmConfig;
     registryV1?: {
       /** "" AllNamespaces, installNamespace OwnNamespace, another SingleNamespace; shorthand for watchNamespaces: [x] */
       watchNamespace?: string;
@@ -185,6 +257,7 @@ export interface BundleDeploymentSpec {
       watchNamespaces?: string[];
       deploymentConfig?: RegistryV1DeploymentConfig;
     };
+    kustomize?: KustomizeConfig;
   };
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };

@@ -109,7 +109,7 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 }
 
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
-  const { processorFor } = createProcessorRegistry({ helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm') });
+  const { processorFor } = createProcessorRegistry({ helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm'), kustomizeBinary: () => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize') });
   const cfg = loadKubeConfig(opts.kubeconfig);
   const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();

@@ -60,8 +60,19 @@ commands:
                                    (default <namespace>/hoist-webhook; re-read when it changes)
   render   print the objects a BundleDeployment would install, and their content digest
              -f <bundledeployment.yaml> [--dir <local tree>] [--kubeconfig <file>] [-o yaml|json]
+             [--kube-version <v>] [--api-versions <group/version>[,...]]...
              renders exactly as the controller does; with --kubeconfig, against that cluster's
-             API versions, Kubernetes version and scopes (without: built-in kinds' scopes only)
+             API versions, Kubernetes version and scopes (without: built-in kinds' scopes only,
+             and helm and registry-v1 assume the Kubernetes version Hoist's tools are built at,
+             K8S_VERSION of scripts/tool-versions.env, not helm's v1.20.0, and helm's default
+             API versions; stderr says what was assumed)
+             --kube-version        the Kubernetes version helm sees (.Capabilities.KubeVersion),
+                                   instead of the assumed or the cluster's, as helm template's
+             --api-versions        group/versions served besides the built-in or the cluster's
+                                   (.Capabilities.APIVersions), as helm template's
+             -n, --namespace       the controller's namespace, where config.helm.valuesFrom is
+                                   read (with your credentials) when the BundleDeployment has no
+                                   serviceAccount (default $HOIST_NAMESPACE or hoist-system)
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
              --kwok                no real node (containerd + kubelet): every pod on kwok's fake node
@@ -155,13 +166,32 @@ async function main(argv: string[]): Promise<number> {
       });
     }
     case 'render': {
-      const { values } = parseArgs({ args: rest, options: { file: { type: 'string', short: 'f' }, dir: { type: 'string' }, kubeconfig: { type: 'string' }, output: { type: 'string', short: 'o', default: 'yaml' } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          file: { type: 'string', short: 'f' },
+          dir: { type: 'string' },
+          kubeconfig: { type: 'string' },
+          output: { type: 'string', short: 'o', default: 'yaml' },
+          'kube-version': { type: 'string' },
+          'api-versions': { type: 'string', multiple: true },
+          namespace: { type: 'string', short: 'n' },
+        },
+      });
       if (!values.file) {
         process.stderr.write(USAGE);
         return 2;
       }
+      const { parseCapabilityFlags } = await import('./capabilities.ts');
+      let capabilities;
+      try {
+        capabilities = parseCapabilityFlags(values['kube-version'], values['api-versions']);
+      } catch (e) {
+        process.stderr.write(`hoist render: ${(e as Error).message}\n`);
+        return 2;
+      }
       const { render } = await import('./render.ts');
-      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, output: values.output === 'json' ? 'json' : 'yaml' });
+      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, capabilities, namespace: values.namespace, output: values.output === 'json' ? 'json' : 'yaml' });
     }
     case 'demo': {
       const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false }, kwok: { type: 'boolean', default: false } } });

@@ -18,6 +18,10 @@ import { renderBundle, type RenderedBundle } from '../reconciler/render-bundle.t
 import { createSourceRegistry } from '../sources/registry.ts';
 import type { Source } from '../sources/source.ts';
 import { isHoistError } from '../util/errors.ts';
+import type { ValuesFromText } from '../processors/processor.ts';
+import { refNamespaceOf } from '../reconciler/inputs/credentials.ts';
+import { readValuesFrom, valuesFromRefs } from '../reconciler/inputs/values-from.ts';
+import { previewCapabilities, type CapabilityFlags } from './capabilities.ts';
 
 export interface RenderOptions {
   file: string;
@@ -25,6 +29,10 @@ export interface RenderOptions {
   dir?: string;
   /** API versions from this cluster's discovery (what the controller passes to helm/registry-v1) */
   kubeconfig?: string;
+  /** --kube-version / --api-versions, as `helm template` has them */
+  capabilities?: CapabilityFlags;
+  /** the controller's namespace (config.helm.valuesFrom) */
+  namespace?: string | undefined;
   output: 'yaml' | 'json';
 }
 
@@ -64,7 +72,8 @@ export async function render(opts: RenderOptions): Promise<number> {
     return 2;
   }
   try {
-    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}) });
+    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.capabilities ? { capabilities: opts.capabilities } : {}), ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}) });
+    if (out.assumed) process.stderr.write(`${out.assumed}\n`);
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
     for (const w of out.warnings) process.stderr.write(`warning: ${w}\n`);
@@ -85,6 +94,15 @@ export interface PreviewOptions {
   kubeconfig?: string;
   /** the target cluster as a client the caller owns (and closes); instead of kubeconfig */
   client?: RestKubeClient;
+  /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
+  capabilities?: CapabilityFlags;
+  /** the controller's namespace, where config.helm.valuesFrom is read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
+  controllerNamespace?: string;
+}
+
+export interface Preview extends RenderedBundle {
+  /** what was assumed about the cluster (offline, or by flag) for helm or registry-v1, to print */
+  assumed?: string;
 }
 
 /**
@@ -92,13 +110,15 @@ export interface PreviewOptions {
  * need a cluster Secret are refused: render them with `dir`), then rendered by renderBundle, the
  * controller's own render path. With a kubeconfig the result equals the controller's revision.
  */
-export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions): Promise<RenderedBundle> {
+export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions): Promise<Preview> {
   const spec = withDefaults(bd.spec);
   const helmBinary = (): string => process.env.HOIST_HELM ?? toolPath('helm');
-  const { processorFor } = createProcessorRegistry({ helmBinary });
+  const kustomizeBinary = (): string => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize');
+  const { processorFor } = createProcessorRegistry({ helmBinary, kustomizeBinary });
   const own = !opts.client && opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
   const client = opts.client ?? own;
   const store = new FsContentStore();
+  const capabilities = previewCapabilities(opts.capabilities ?? {}, client?.discovery);
   try {
     const local = opts.dir;
     const sources = createSourceRegistry({ store });
@@ -118,19 +138,35 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );
-    return await renderBundle(
+    const helmValuesFrom = await previewValuesFrom(bd, client, opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system');
+    const out = await renderBundle(
       {
         store,
         sourceFor: (kind) => (local ? localTree(local) : sources.sourceFor(kind)),
         processorFor,
         scopes: client?.discovery ?? builtinScopes(),
-        cluster: client?.discovery,
+        cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, credentials: async () => undefined },
     );
+    // plain bundles are rendered without .Capabilities: nothing was assumed for them
+    return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
   } finally {
     await own?.close();
   }
+}
+
+/**
+ * config.helm.valuesFrom read as the controller reads it (same namespace, same order and
+ * rules), but with the caller's credentials: a preview shows only what its user may read.
+ */
+async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<ValuesFromText[]> {
+  const refs = valuesFromRefs(bd);
+  if (refs.length === 0) return [];
+  if (!client) throw new Error('config.helm.valuesFrom reads Secrets and ConfigMaps of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
+  return readValuesFrom({ namespace, reader: client }, refs);
 }
 
 /** a Source that serves a local directory as it is (hoist render --dir) */

@@ -60,3 +60,8 @@ export function builtinScopes(): Pick<Discovery, 'resourceFor'> {
     },
   };
 }
+
+/** the "group/version"s of the built-in kinds above, sorted (what an offline preview assumes is served) */
+export function builtinApiVersions(): string[] {
+  return Object.keys(BUILTIN).sort();
+}

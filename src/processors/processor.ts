@@ -12,6 +12,23 @@ export interface ProcessContext {
   kubeVersion?: string;
   /** the BundleDeployment's name, used e.g. as the default Helm release name */
   name: string;
+  /**
+   * config.helm.valuesFrom as read from the cluster, in order (the reader skipped optional ones
+   * that are missing): the processor parses and merges them. The text may be secret: it never
+   * goes into a message, a warning or a log.
+   */
+  helmValuesFrom?: readonly ValuesFromText[];
+}
+
+/** the text of one config.helm.valuesFrom entry */
+export interface ValuesFromText {
+  /** names the reference in messages, never its content: "secret ns/name key values.yaml" */
+  ref: string;
+  text: string;
+  /** set: the whole text is one value at this dot path; unset: a values.yaml merged at the root */
+  targetPath?: string;
+  /** read from a Secret: its strings are also blanked out of helm's messages */
+  secret: boolean;
 }
 
 export interface ProcessResult {

@@ -10,6 +10,7 @@ import type { Processor } from './processor.ts';
 import { registryV1Processor } from './registry-v1/render.ts';
 import { createHelmProcessor } from './helm/helm-processor.ts';
 import { ProcessCode } from './errors.ts';
+import { createKustomizeProcessor } from './kustomize/kustomize-processor.ts';
 
 export interface ProcessorRegistry {
   /** the processor for `format`; throws a terminal HoistError (code unsupported-format) when there is none */
@@ -24,6 +25,8 @@ export interface ProcessorRegistryOptions {
    * know how tools are installed. Looked up lazily, on the first helm render.
    */
   helmBinary(): string;
+  /** where the kustomize binary is, likewise; looked up on the first kustomize render */
+  kustomizeBinary(): string;
 }
 
 export function createProcessorRegistry(opts: ProcessorRegistryOptions): ProcessorRegistry {
@@ -31,6 +34,7 @@ export function createProcessorRegistry(opts: ProcessorRegistryOptions): Process
     [plainProcessor.format, plainProcessor],
     [registryV1Processor.format, registryV1Processor],
     ['helm', createHelmProcessor({ helmBinary: opts.helmBinary })],
+    ['kustomize', createKustomizeProcessor({ kustomizeBinary: opts.kustomizeBinary })],
   ]);
   const supportedFormats = (): BundleFormat[] => [...processors.keys()] as BundleFormat[];
   return {

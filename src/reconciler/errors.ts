@@ -28,6 +28,7 @@ export const ReconcileCode = {
   SecretNotFound: 'secret-not-found',
   UninstallFailed: 'uninstall-failed',
   Unknown: 'unknown',
+  ValuesKeyMissing: 'values-key-missing',
 } as const;
 export type ReconcileCode = (typeof ReconcileCode)[keyof typeof ReconcileCode];
 

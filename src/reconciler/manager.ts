@@ -22,6 +22,7 @@ import { Identities } from './identity.ts';
 import { ManagedObjects } from './watches/managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
+import { valuesFromObjects } from './inputs/values-from.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
@@ -264,7 +265,11 @@ export class BundleDeploymentManager {
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const refs = bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount));
+    const refs = [
+      ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
+      // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
+      valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+    ];
     this.secrets.track(bd.metadata.name, refs.flatMap((r) => r.secrets));
     this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
   }

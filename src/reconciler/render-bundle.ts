@@ -13,7 +13,7 @@ import { assignNamespaces } from '../apply/namespaces.ts';
 import type { ContentStore } from '../cache/content-store.ts';
 import type { Discovery, KubeObject } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
-import type { Processor } from '../processors/processor.ts';
+import type { Processor, ValuesFromText } from '../processors/processor.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
@@ -27,10 +27,19 @@ export interface RenderBundleDeps {
   /** each kind's scope: the target cluster's discovery, or the built-in kinds offline */
   scopes: Pick<Discovery, 'resourceFor'>;
   /**
-   * The target cluster, for helm's .Capabilities and registry-v1's served-API check; absent for an
-   * offline preview (the processors' defaults apply).
+   * The target cluster, for helm's .Capabilities and registry-v1's served-API check: its discovery
+   * in the controller, what `hoist render` assumes offline (--kube-version, --api-versions); absent,
+   * or a fact it returns undefined for, and the processors' defaults apply.
    */
-  cluster?: Pick<Discovery, 'apiVersions' | 'serverVersion'> | undefined;
+  cluster?: Capabilities | undefined;
+}
+
+/** what a render is told about the target cluster (a Discovery is one) */
+export interface Capabilities {
+  /** the "group/version"s served */
+  apiVersions(): Promise<string[] | undefined>;
+  /** the Kubernetes version, e.g. "v1.34.4" */
+  serverVersion(): Promise<string | undefined>;
 }
 
 export interface RenderBundleInput {
@@ -40,6 +49,8 @@ export interface RenderBundleInput {
   resolved: readonly Resolved[];
   /** the credentials of spec.sources[i], also needed on a store hit: access is proven per BD */
   credentials(index: number): Promise<Credentials | undefined>;
+  /** config.helm.valuesFrom as read from the cluster (inputs/values-from.ts), for the helm processor */
+  helmValuesFrom?: readonly ValuesFromText[];
   /** the CA of spec.sources[i] (caSecretRef / caConfigMapRef), when it names one */
   ca?(index: number): Promise<SourceCA | undefined>;
   signal?: AbortSignal | undefined;
@@ -88,7 +99,13 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     const out = await time(
       'process',
       deps.processorFor(spec.format)
-        .render(tree.root, spec.config, { name: input.name, installNamespace: spec.installNamespace, apiVersions, kubeVersion })
+        .render(tree.root, spec.config, {
+          name: input.name,
+          installNamespace: spec.installNamespace,
+          ...(apiVersions ? { apiVersions } : {}),
+          ...(kubeVersion ? { kubeVersion } : {}),
+          ...(input.helmValuesFrom?.length ? { helmValuesFrom: input.helmValuesFrom } : {}),
+        })
         .catch((e: unknown) => {
           throw namedForProcessor(e, spec.format);
         }),

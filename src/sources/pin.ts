@@ -1,6 +1,6 @@
 /**
- * A source spec pinned to what it resolved to: an image tag to its digest, a git branch or tag to
- * its commit, an http URL to its sha256. Pure. A pinned spec resolves to the same content-store
+ * A source spec pinned to what it resolved to: an image tag (or semver range) to its digest, a git
+ * branch, tag or semver range to its commit, an http URL to its sha256. Pure. A pinned spec resolves to the same content-store
  * key as the floating one did, without a network request, which is what lets a stored revision
  * be named by spec again (`hoist rollback`, DESIGN §3 "rolling back by spec").
  */
@@ -10,9 +10,11 @@ import type { BundleDeploymentSpec, ResolvedSourceStatus, SourceSpec } from '../
 export function pinSource(src: SourceSpec, resolved: ResolvedSourceStatus | undefined): SourceSpec {
   if (!resolved || resolved.kind !== src.kind) return src;
   if (src.image && resolved.digest) {
-    // the tag stays as a hint for people: a digest wins over a tag
-    const ref = src.image.ref.includes('@') ? src.image.ref : `${src.image.ref}@${resolved.digest}`;
-    return { ...src, image: { ...src.image, ref } };
+    // the tag stays as a hint for people: a digest wins over a tag; a semver range is what the
+    // digest replaces (the API refuses a range beside a digest)
+    const { semver: _range, ...image } = src.image;
+    const ref = image.ref.includes('@') ? image.ref : `${image.ref}@${resolved.digest}`;
+    return { ...src, image: { ...image, ref } };
   }
   if (src.git && resolved.commit) return { ...src, git: { ...src.git, ref: { commit: resolved.commit } } };
   if (src.http && resolved.sha256) return { ...src, http: { ...src.http, sha256: resolved.sha256 } };

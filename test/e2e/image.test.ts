@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { installCRD } from '../../src/cli/controller.ts';
-import { toolPath } from '../../src/devcluster/tools.ts';
+import { toolPath, toolVersions } from '../../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { RegistryClient } from '../../src/sources/image/client.ts';
@@ -134,7 +134,7 @@ if ('unavailable' in engine) {
   });
 
   describe('the controller image', () => {
-    it('is what the chart deploys by default: no shell, non-root, Node 24, helm', async () => {
+    it('is what the chart deploys by default: no shell, non-root, Node 24, helm, kustomize', async () => {
       console.error(`[image] ${image.ref} ready in ${image.ms} ms\n${image.log.trim()}`);
       const deployment = (await chart()).find((o) => o.kind === 'Deployment') as KubeObject & {
         spec: { template: { spec: { containers: Array<{ image: string }> } } };
@@ -162,6 +162,10 @@ if ('unavailable' in engine) {
       expect(files).toMatch(/^v24\.\d+\.\d+ false true true$/);
       const helm = await podman(env, ['run', '--rm', '--read-only', '--entrypoint', '/usr/local/bin/helm', image.ref, 'version', '--short']);
       expect(helm).toMatch(/^v3\./);
+      // the kustomize format's engine, where HOIST_KUSTOMIZE says
+      expect(inspect.Config.Env).toContain('HOIST_KUSTOMIZE=/usr/local/bin/kustomize');
+      const kustomize = await podman(env, ['run', '--rm', '--read-only', '--entrypoint', '/usr/local/bin/kustomize', image.ref, 'version']);
+      expect(kustomize.trim()).toBe(toolVersions().KUSTOMIZE_VERSION);
     });
 
     it(

@@ -18,6 +18,7 @@ import { DEFAULT_OVERRIDE_MANAGERS as DEFAULT_OVERRIDES } from '../../apply/fiel
 import { previewRevision } from '../../apply/preview.ts';
 import { RevisionStore } from '../../apply/revision-store.ts';
 import { Identities } from '../../reconciler/identity.ts';
+import { parseCapabilityFlags } from '../capabilities.ts';
 import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
 import { outline } from './diff-outline.ts';
@@ -61,6 +62,10 @@ controller runs them.
   --override-manager <name>
                            as hoist run's: another field manager whose fields are taken over
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+  --kube-version <v>       render with this Kubernetes version (helm's .Capabilities.KubeVersion)
+                           instead of the cluster's, as helm template's flag
+  --api-versions <g/v>     (repeatable, or comma-separated) group/versions helm sees as served
+                           besides the cluster's, e.g. of CRDs not installed yet
 
 exit codes: 0 no differences; 1 differences (or a refusal); 2 error (usage, render, API)
 `;
@@ -79,6 +84,15 @@ async function unified(dir: string, label: string, live: string, merged: string)
     const r = e as { code?: number; stdout?: string };
     if (r.code === 1 && typeof r.stdout === 'string') return r.stdout;
     throw e;
+  }
+}
+
+/** a flag's bad value is a usage error */
+function usage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
 }
 
@@ -106,6 +120,8 @@ export async function diff(args: string[], io: Io): Promise<number> {
         dir: { type: 'string' },
         'default-service-account': { type: 'string' },
         'override-manager': { type: 'string', multiple: true },
+        'kube-version': { type: 'string' },
+        'api-versions': { type: 'string', multiple: true },
       });
       if (values.help) {
         io.out(DIFF_HELP);
@@ -113,6 +129,7 @@ export async function diff(args: string[], io: Io): Promise<number> {
       }
       if (!values.file) throw new UsageError('-f <bundledeployment.yaml> is required');
       if (positionals.length > 0) throw new UsageError('diff takes no positional arguments');
+      const capabilities = usage(() => parseCapabilityFlags(values['kube-version'], values['api-versions']));
       const docs = parseAllDocuments(await readFile(values.file, 'utf8')).map((d) => d.toJS() as BundleDeployment | null);
       const bd = docs.find((d) => d?.kind === 'BundleDeployment');
       if (!bd) throw new Error(`${values.file} holds no BundleDeployment`);
@@ -120,7 +137,8 @@ export async function diff(args: string[], io: Io): Promise<number> {
       const tmp = await mkdtemp(join(tmpdir(), 'hoist-diff-'));
       try {
         // the controller's own render path: same objects, namespaces and content digest
-        const out = await previewBundle(bd, { client, ...(values.dir ? { dir: values.dir } : {}) });
+        const out = await previewBundle(bd, { client, capabilities, controllerNamespace: values.namespace, ...(values.dir ? { dir: values.dir } : {}) });
+        if (out.assumed) io.err(`${out.assumed}\n`);
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
         const installed = (await client.get({ apiVersion: bd.apiVersion, kind: bd.kind }, bd.metadata.name)) as unknown as BundleDeployment | undefined;
         // whoever the controller would act as: the BD's ServiceAccount (or the default one), impersonated

@@ -4,16 +4,17 @@
  * values, hooks, dependencies, errors).
  *
  * Pure in the sense of DESIGN §2: the output depends only on the tree, the config and the
- * context (release name, namespace, kube version, API versions). helm runs with a private
- * temporary HOME and no network; values reach it through a 0600 file in that directory, never on
- * the command line (where they would show in `ps`). Charts that call random or time functions are
+ * context (release name, namespace, kube version, API versions, the valuesFrom text read from
+ * the cluster). helm runs with a private temporary HOME and no network; values reach it through
+ * 0600 files in that directory, one per layer (values.ts), never on the command line (where they
+ * would show in `ps`). Charts that call random or time functions are
  * the exception helm cannot remove; they are rendered and reported in the warnings.
  */
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
-import type { HoistError } from '../../util/errors.ts';
+import { HoistError } from '../../util/errors.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
 import { combineProcessErrors } from '../errors.ts';
@@ -27,6 +28,9 @@ import { classifyHook, orderHooks } from './hooks.ts';
 import { parseHelmOutput } from './output.ts';
 import { runHelm } from './run-helm.ts';
 import { checkSchemaReferences } from './schema-refs.ts';
+import { scrubPaths } from '../tree-paths.ts';
+import { readValuesFiles, redact, secretStrings, valuesFromLayers } from './values.ts';
+import type { JsonObject } from '../yaml/values.ts';
 import type { HelmRunResult } from './run-helm.ts';
 import { ProcessCode } from '../errors.ts';
 
@@ -49,7 +53,8 @@ export interface HelmTemplateInput {
   releaseName: string;
   chartDir: string;
   namespace: string;
-  valuesFile: string;
+  /** merged by helm in this order, each over the ones before (and all over the chart's values.yaml) */
+  valuesFiles: readonly string[];
   kubeVersion?: string;
   apiVersions?: readonly string[];
 }
@@ -65,7 +70,7 @@ export function helmTemplateArgs(input: HelmTemplateInput): string[] {
     input.releaseName,
     input.chartDir,
     `--namespace=${input.namespace}`,
-    `--values=${input.valuesFile}`,
+    ...input.valuesFiles.map((f) => `--values=${f}`),
     '--include-crds',
     '--skip-tests',
   ];
@@ -78,17 +83,6 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 /** the same bound as the bytes the other processors parse per bundle */
 const DEFAULT_MAX_OUTPUT = BUNDLE_LIMITS.maxTotalBytes;
 const WHO = 'helm processor';
-
-/** Replaces absolute directories of the controller in helm's text (longest first, also their realpath forms). */
-export function scrubPaths(text: string, replacements: ReadonlyArray<readonly [string, string]>): string {
-  let out = text;
-  for (const [dir, by] of [...replacements].sort((a, b) => b[0].length - a[0].length)) {
-    if (dir === '' || dir === '/') continue;
-    const d = dir.replace(/\/+$/, '');
-    out = out.replaceAll(`${d}/`, by === '.' ? '' : `${by}/`).replaceAll(d, by);
-  }
-  return out;
-}
 
 /** Creates the helm processor. Rendering is concurrency-safe: every render has its own helm home. */
 export function createHelmProcessor(options: HelmProcessorOptions): Processor {
@@ -134,7 +128,8 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     await checkSchemaReferences(bundle, chart.relDir);
     const namespace = ctx.installNamespace;
     if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', ProcessCode.InvalidConfig, subject);
-    const values = config?.helm?.values ?? {};
+    const values = (config?.helm?.values ?? {}) as JsonObject;
+    const files = await readValuesFiles(bundle, chart, config?.helm?.valuesFiles ?? []);
     const releaseName = config?.helm?.releaseName || ctx.name;
 
     const home = await mkdtemp(path.join(options.tmpDir ?? tmpdir(), 'hoist-helm-'));
@@ -142,20 +137,24 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       await Promise.all(['cache', 'config', 'data'].map((d) => mkdir(path.join(home, d))));
       // helm names the directories it was given: messages show them relative to the tree
       const realTree = await realpath(tree).catch(() => tree);
-      const scrub = (text: string): string => scrubPaths(text, [[home, '<helm-home>'], [tree, '.'], [realTree, '.']]);
+      // the layers in helm's merge order, each a 0600 file in the private home (values.ts)
+      const layers = [...files.layers, ...valuesFromLayers(ctx.helmValuesFrom ?? []), { from: 'config.helm.values', values }];
+      // a Secret's values never reach a message, even where helm quotes a value (a schema's pattern)
+      const secrets = secretStrings(layers);
+      const scrub = (text: string): string => redact(scrubPaths(text, [[home, '<helm-home>'], [tree, '.'], [realTree, '.']]), secrets);
       await checkDependencies(bundle, chart, async (dir) => {
         const r = await run(['dependency', 'list', dir], home, subject, 'helm dependency list');
         if (r.code !== 0) throw helmFailure(scrub(r.stderr), label);
         return r.stdout;
       });
-      const valuesFile = path.join(home, 'values.json');
+      const valuesFiles = layers.map((_, i) => path.join(home, `values-${i}.json`));
       // JSON is YAML, and JSON.stringify cannot produce text helm would read differently
-      await writeFile(valuesFile, JSON.stringify(values), { mode: 0o600 });
+      await Promise.all(layers.map((l, i) => writeFile(valuesFiles[i]!, JSON.stringify(l.values), { mode: 0o600 })));
       const args = helmTemplateArgs({
         releaseName,
         chartDir: chart.dir,
         namespace,
-        valuesFile,
+        valuesFiles,
         ...(ctx.kubeVersion ? { kubeVersion: ctx.kubeVersion } : {}),
         ...(ctx.apiVersions ? { apiVersions: ctx.apiVersions } : {}),
       });
@@ -166,7 +165,8 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       if (result.code !== 0) throw helmFailure(scrub(result.stderr), label);
 
       const parsed = parseHelmOutput(result.stdout, label);
-      const errors: HoistError[] = [...parsed.errors];
+      // (without the original as cause: its message is what is being blanked)
+      const errors: HoistError[] = parsed.errors.map((e) => (secrets.length ? new HoistError(scrub(e.message), { stage: e.stage, reason: e.reason, code: e.code, ...(e.subject ? { subject: e.subject } : {}), terminal: e.terminal }) : e));
       const kept = parsed.objects.filter((o) => classifyHook(o.object).action !== 'drop');
       errors.push(...duplicateErrors(kept, namespace));
       const failure = combineProcessErrors(errors);
@@ -178,7 +178,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
         .map((l) => l.trim())
         .filter((l) => l !== '')
         .map((l) => `helm: ${l}`);
-      const warnings = [...helmWarnings, ...parsed.warnings, ...scanWarnings.map((w) => `${subject}: ${w}`), ...ordered.warnings];
+      const warnings = [...files.warnings, ...helmWarnings, ...parsed.warnings.map(scrub), ...scanWarnings.map((w) => `${subject}: ${w}`), ...ordered.warnings];
       if (ordered.objects.length === 0) warnings.push(`${subject} rendered no objects`);
       return { objects: ordered.objects, warnings };
     } finally {

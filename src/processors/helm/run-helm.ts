@@ -8,29 +8,11 @@
  * Asynchronous (never blocks the event loop); kills helm after `timeoutMs` or once stdout
  * exceeds `maxOutputBytes`.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { CLOSED_PROXY, runSealed, type SealedRunOptions, type SealedRunResult } from '../run-sealed.ts';
 
-export interface HelmRunOptions {
-  /** private scratch directory; becomes HOME and holds the HELM_*_HOME directories */
-  home: string;
-  timeoutMs: number;
-  maxOutputBytes: number;
-}
-
-export interface HelmRunResult {
-  /** exit code, null when killed */
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-  outputTooLarge: boolean;
-}
-
-/** stderr beyond this is cut: it is only used for messages */
-const MAX_STDERR_BYTES = 256 * 1024;
-/** a port nothing listens on (discard), so proxied requests are refused immediately */
-const CLOSED_PROXY = 'http://127.0.0.1:9';
+export type HelmRunOptions = Omit<SealedRunOptions, 'env'>;
+export type HelmRunResult = SealedRunResult;
 
 /** The whole environment helm runs with; nothing is inherited from the controller's process. */
 export function helmEnv(home: string): Record<string, string> {
@@ -49,50 +31,7 @@ export function helmEnv(home: string): Record<string, string> {
   };
 }
 
-/** Spawns `binary args`, resolving with its outcome; rejects only when it cannot be started. */
+/** Spawns helm with helmEnv (nothing of the controller's environment), resolving with its outcome; rejects only when it cannot be started. */
 export function runHelm(binary: string, args: readonly string[], opts: HelmRunOptions): Promise<HelmRunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, args, {
-      cwd: opts.home,
-      env: helmEnv(opts.home),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outBytes = 0;
-    let errBytes = 0;
-    let timedOut = false;
-    let outputTooLarge = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, opts.timeoutMs);
-    child.stdout.on('data', (chunk: Buffer) => {
-      outBytes += chunk.length;
-      if (outBytes > opts.maxOutputBytes) {
-        outputTooLarge = true;
-        child.kill('SIGKILL');
-        return;
-      }
-      out.push(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (errBytes < MAX_STDERR_BYTES) err.push(chunk);
-      errBytes += chunk.length;
-    });
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({
-        code,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-        timedOut,
-        outputTooLarge,
-      });
-    });
-  });
+  return runSealed(binary, args, { ...opts, env: helmEnv(opts.home) });
 }

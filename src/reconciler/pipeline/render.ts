@@ -9,10 +9,12 @@ import type { KubeObject } from '../../kube/types.ts';
 import type { Resolved } from '../../sources/source.ts';
 import { asHoistError } from '../../util/errors.ts';
 import { hashOf } from '../../util/hash.ts';
+import type { ValuesFromText } from '../../processors/processor.ts';
 import { treeBytes } from '../../util/tree-bytes.ts';
-import { readCredentials, secretRefOf } from '../inputs/credentials.ts';
+import { readCredentials, refScope, secretRefOf } from '../inputs/credentials.ts';
 import { renderBundle } from '../render-bundle.ts';
 import { readSourceCA } from '../inputs/source-ca.ts';
+import { readValuesFrom, valuesFromRefs } from '../inputs/values-from.ts';
 import type { Rendered } from '../revision-objects.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
@@ -29,6 +31,8 @@ export async function renderRevision(ctx: StepContext, s: ReconcileState, resolv
 async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const { d } = ctx;
   const { spec } = s;
+  // read on every reconcile: a changed Secret or ConfigMap is a new input, so a new revision
+  const valuesFrom = await readBDValuesFrom(ctx, s);
   const inputs = hashOf({
     format: spec.format,
     config: spec.config ?? {},
@@ -39,6 +43,8 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
       const src = spec.sources[i];
       return { key: r.key, destination: src?.destination ?? '', auth: src ? secretRefOf(src) : undefined };
     }),
+    // the values' text only inside this hash (stored with the revision, in the controller's namespace)
+    ...(valuesFrom.length ? { valuesFrom } : {}),
   });
   const memo = ctx.objects.renderedWith(s.name, inputs);
   if (memo) return memo;
@@ -52,6 +58,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
       name: s.name,
       spec,
       resolved,
+      helmValuesFrom: valuesFrom,
       signal: s.signal,
       time: s.time,
       // credentials also on a store hit: the source proves this BD's access before serving
@@ -69,6 +76,15 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   ), s.signal);
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
+}
+
+/** config.helm.valuesFrom of the BD, read as the BD's credentials are (inputs/values-from.ts) */
+async function readBDValuesFrom(ctx: StepContext, s: ReconcileState): Promise<ValuesFromText[]> {
+  const refs = valuesFromRefs(s.bd);
+  if (refs.length === 0) return [];
+  const { d } = ctx;
+  const scope = refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, 'config.helm.valuesFrom');
+  return readValuesFrom(scope, refs);
 }
 
 /**

@@ -43,6 +43,7 @@ import { withDeadline } from '../transport/deadline.ts';
 import { caForUrl, type HostCAs } from '../transport/ca-dir.ts';
 import { HttpTransport, type SourceStage } from '../transport/transport.ts';
 import type { Resolved, Source, SourceContext } from '../source.ts';
+import { highestMatching, semverRangeProblem } from '../semver-select.ts';
 import { DEFAULT_MAX_LINKS } from '../../util/content-tree.ts';
 import { checkoutDirectory, type CheckoutLimits } from './checkout.ts';
 import { gitAuthFrom, type GitAuth } from './git-auth.ts';
@@ -79,7 +80,7 @@ export interface GitTarget {
   repository: string;
   /** the URL safe to show: no userinfo, no query */
   displayUrl: string;
-  ref: { kind: 'commit' | 'tag' | 'branch'; value: string };
+  ref: { kind: 'commit' | 'tag' | 'branch' | 'semver'; value: string };
   /** normalized: no leading/trailing slash, "" for the root */
   directory: string;
 }
@@ -129,12 +130,14 @@ export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
     // Credentials in the URL would end up in status, logs and `ps`; they belong in a Secret.
     throw bad('repository url must not contain credentials; use auth.secretRef', SourceCode.CredentialsInUrl, displayUrl);
   }
-  const set = (['commit', 'tag', 'branch'] as const).filter((k) => (git.ref?.[k] ?? '') !== '');
-  if (set.length !== 1) throw bad('ref must set exactly one of commit, tag, branch', SourceCode.InvalidRef, displayUrl);
+  const set = (['commit', 'tag', 'branch', 'semver'] as const).filter((k) => (git.ref?.[k] ?? '') !== '');
+  if (set.length !== 1) throw bad('ref must set exactly one of commit, tag, branch, semver', SourceCode.InvalidRef, displayUrl);
   const kind = set[0] as GitTarget['ref']['kind'];
   const value = (git.ref[kind] ?? '').trim();
   const subject = `${displayUrl} ${kind} ${value}`;
   if (kind === 'commit' && !HEX40.test(value)) throw bad('commit must be 40 hex characters', SourceCode.InvalidRef, subject);
+  const rangeProblem = kind === 'semver' ? semverRangeProblem(value) : undefined;
+  if (rangeProblem) throw bad(`semver ${rangeProblem}`, SourceCode.InvalidRef, subject);
   const directory = normalizeDirectory(git.directory);
   if (directory === undefined) throw bad(`directory ${JSON.stringify(git.directory)} must be a relative path inside the repository`, SourceCode.InvalidDirectory, subject);
   return {
@@ -150,6 +153,8 @@ function refName(ref: GitTarget['ref']): string {
   if (ref.value.startsWith('refs/')) return ref.value;
   return ref.kind === 'branch' ? `refs/heads/${ref.value}` : `refs/tags/${ref.value}`;
 }
+
+const TAGS = 'refs/tags/';
 
 /** The commit a ref points at: annotated tags are peeled through every tag level. */
 function commitOf(ref: AdvertisedRef): string {
@@ -206,6 +211,7 @@ export class GitSource implements Source {
       // resolved once per spec generation: reuse the recorded commit without a request
       return { status: { ...recorded }, key: gitContentKey(recorded.commit, directory), pinned: false };
     }
+    if (target.ref.kind === 'semver') return this.resolveSemver(target, auth, subject, ctx);
     const name = refName(target.ref);
     const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { names: [name] }));
     const ref = adv.refs.get(name);
@@ -220,6 +226,22 @@ export class GitSource implements Source {
     const commit = commitOf(ref);
     const status: ResolvedSourceStatus = { kind: 'git', commit, ref: name, resolvedAt: new Date().toISOString() };
     return { status, key: gitContentKey(commit, directory), pinned: false };
+  }
+
+  /**
+   * The highest tag the range admits (../semver-select.ts), from one ref advertisement keeping
+   * only the tags. None matching is transient: the next poll (or a retry) may find one pushed.
+   */
+  private async resolveSemver(target: GitTarget, auth: GitAuth, subject: string, ctx: SourceContext): Promise<Resolved> {
+    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { prefix: TAGS }));
+    const tags = new Map([...adv.refs.values()].map((r) => [r.name.slice(TAGS.length), r]));
+    const chosen = highestMatching(tags.keys(), target.ref.value);
+    if (!chosen) {
+      throw sourceError(`no tag of ${tags.size} is a version semver ${JSON.stringify(target.ref.value)} admits`, { stage: 'resolve', code: SourceCode.NoMatchingVersion, subject, terminal: false });
+    }
+    const commit = commitOf(tags.get(chosen.tag)!);
+    const status: ResolvedSourceStatus = { kind: 'git', commit, ref: `${TAGS}${chosen.tag}`, resolvedAt: new Date().toISOString() };
+    return { status, key: gitContentKey(commit, target.directory), pinned: false };
   }
 
   /**

@@ -99,6 +99,8 @@ export interface RefWants {
   names?: readonly string[];
   /** also keep every ref whose id, or peeled id, is this commit */
   commit?: string;
+  /** also keep every ref whose name starts with this (refs/tags/ for a semver range) */
+  prefix?: string;
 }
 
 /**
@@ -177,7 +179,7 @@ export class AdvertisementStream {
       return;
     }
     this.last = { name, oid };
-    if (this.names === undefined || this.names.has(name) || this.wants?.commit === oid) this.refs.set(name, { name, oid });
+    if (this.names === undefined || this.names.has(name) || this.wants?.commit === oid || (this.wants?.prefix !== undefined && name.startsWith(this.wants.prefix))) this.refs.set(name, { name, oid });
   }
 }
 

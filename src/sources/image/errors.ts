@@ -27,7 +27,10 @@ export type ImageErrorCode =
   | typeof SourceCode.InsecureRedirect
   | typeof SourceCode.RateLimited
   | typeof SourceCode.Token
-  | typeof SourceCode.InvalidSecret;
+  | typeof SourceCode.InvalidSecret
+  | typeof SourceCode.TooManyTags
+  | typeof SourceCode.InvalidTagList
+  | typeof SourceCode.NoMatchingVersion;
 
 export function imageError(
   stage: ImageStage,

@@ -10,7 +10,8 @@
  *   index the two digests differ, and `ref` is the exact platform image (`skopeo inspect` it).
  *   The API has no separate field for the platform manifest, so `ref` carries it.
  * key — `oci:<digest>`; with a non-default platform `oci:<digest>:<os>-<arch>[-<variant>]`, since
- *   one index gives different content per platform.
+ *   one index gives different content per platform, and with a layerSelector `:layer-<hash of it>`,
+ *   since one manifest gives a different tree per selected layer and operation.
  * fetch — a store hit makes no request (see authorization); a miss downloads, verifies and unpacks
  *   through the store's atomic, de-duplicated `put`.
  *
@@ -27,6 +28,7 @@
  *   before returning, so a refused image is never fetched; the outcome goes into
  *   `status.verification`.
  */
+import { createHash } from 'node:crypto';
 import type { ImageSource as ImageSourceSpec, ImageVerification, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import { HoistError } from '../../util/errors.ts';
@@ -36,9 +38,11 @@ import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from '../transport/deadline.ts
 import type { Resolved, Source, SourceContext } from '../source.ts';
 import { RegistryClient, type OperationContext, type RegistryClientOptions } from './client.ts';
 import { credentialIdentity, keyringFromSecretData, type RegistryCredential } from './docker-config.ts';
-import { atStage, type ImageStage } from './errors.ts';
+import { atStage, imageError, type ImageStage } from './errors.ts';
 import { DEFAULT_PLATFORM, formatPlatform, parsePlatform, selectPlatform, type Platform } from './manifest.ts';
 import { pullImage, type PullResult } from './pull.ts';
+import { listTags } from './tags.ts';
+import { highestMatching, semverRangeProblem } from '../semver-select.ts';
 import { formatReference, parseReference, withDigest, type ImageReference } from './reference.ts';
 import { insecureHostsOf, pullLocations, type PullLocation, type RegistriesConf } from './registries-conf.ts';
 import { verifyImage } from './verify/verify-image.ts';
@@ -106,8 +110,8 @@ export class ImageSource implements Source {
     const recorded = ctx.previous;
     if (ref.digest) {
       // pinned by the spec: no network at all, unless mirrors decide where it comes from
-      if (locations.length === 1) return this.resolved(ref, ref.digest, formatReference(locations[0]!.ref), true);
-      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(ref, ref.digest, recorded.ref, true), status: { ...recorded } };
+      if (locations.length === 1) return this.resolved(spec, ref, ref.digest, formatReference(locations[0]!.ref), true);
+      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(spec, ref, ref.digest, recorded.ref, true), status: { ...recorded } };
       const digest = ref.digest;
       return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
         // the first location whose manifest matches the digest (verified over its bytes) serves it
@@ -115,15 +119,46 @@ export class ImageSource implements Source {
           await this.client.getManifest(loc.ref, { ...this.op(loc.ref, ctx, 'resolve'), signal });
           return loc;
         }, signal);
-        return this.resolved(ref, digest, formatReference(served.ref), true);
+        return this.resolved(spec, ref, digest, formatReference(served.ref), true);
       });
     }
+    if (spec.image?.semver !== undefined) return this.resolveSemver(spec, ref, locations[locations.length - 1]!.ref, subject, ctx);
     if (recorded?.kind === 'image' && recorded.digest && !ctx.recheck) {
       // resolved once per spec generation: reuse the recorded digest without a request
-      return { status: { ...recorded }, key: this.key(recorded.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
+      return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
     const location = locations[0]!.ref;
-    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(spec, location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+  }
+
+  /**
+   * `image.semver`: the repository's tags (tags.ts; from the registry itself, never a mirror),
+   * the highest one the range admits (../semver-select.ts), then that tag resolved as any tag is.
+   * No tag matching is transient: a later push or poll may bring one.
+   */
+  private async resolveSemver(spec: SourceSpec, ref: ImageReference, location: ImageReference, subject: string, ctx: SourceContext): Promise<ImageResolved> {
+    const range = spec.image!.semver!;
+    const problem = semverRangeProblem(range);
+    if (problem) throw sourceError(`semver ${problem}`, { stage: 'spec', code: SourceCode.InvalidSource, subject, terminal: true });
+    const recorded = ctx.previous;
+    if (recorded?.kind === 'image' && recorded.digest && recorded.ref && !ctx.recheck) {
+      return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
+    }
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
+      const op = { ...this.op(location, ctx, 'resolve'), signal };
+      let tags: string[];
+      try {
+        tags = await listTags(this.client, location, op);
+      } catch (e) {
+        throw e instanceof HoistError ? atStage(e, 'resolve') : e;
+      }
+      const chosen = highestMatching(tags, range);
+      if (!chosen) throw imageError('resolve', SourceCode.NoMatchingVersion, `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`, subject, false);
+      const tagged = { ...location, tag: chosen.tag };
+      // the recorded resolution stands only for the same tag: a newer tag is recorded by its name
+      const sameTag = recorded?.kind === 'image' && recorded.ref?.startsWith(`${formatReference(tagged)}@`);
+      return this.resolveTag(spec, tagged, formatReference(tagged), op, sameTag ? ctx : { ...ctx, previous: undefined });
+    });
   }
 
   /**
@@ -147,20 +182,20 @@ export class ImageSource implements Source {
     return { ...resolved, status: { ...resolved.status, verification } };
   }
 
-  private async resolveTag(ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
+  private async resolveTag(spec: SourceSpec, ref: ImageReference, subject: string, op: OperationContext, ctx: SourceContext): Promise<ImageResolved> {
     try {
       const head = await this.client.headManifest(ref, op);
       const prev = ctx.previous;
       if (prev?.kind === 'image' && prev.digest === head.digest && prev.ref) {
         // unchanged since the last resolution: keep what was recorded, no further request
-        return { status: { ...prev }, key: this.key(head.digest), pinned: false, pinnedRef: formatReference(withDigest(ref, head.digest)) };
+        return { status: { ...prev }, key: this.key(head.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, head.digest)) };
       }
       const isIndex = head.mediaType.includes('index') || head.mediaType.includes('manifest.list');
-      if (!isIndex) return this.resolved(ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
+      if (!isIndex) return this.resolved(spec, ref, head.digest, formatReference(withDigest(ref, head.digest)), false);
       // the index names the platform manifest's digest: no need to fetch that manifest here
       const top = await this.client.getManifest(withDigest(ref, head.digest), op);
       const chosen = top.manifest.kind === 'index' ? selectPlatform(top.manifest, this.platform, subject).digest : top.digest;
-      return this.resolved(ref, head.digest, formatReference(withDigest(ref, chosen)), false);
+      return this.resolved(spec, ref, head.digest, formatReference(withDigest(ref, chosen)), false);
     } catch (e) {
       throw e instanceof HoistError ? atStage(e, 'resolve') : e;
     }
@@ -182,7 +217,8 @@ export class ImageSource implements Source {
           subject,
           ...(ctx.onStore ? { observe: ctx.onStore } : {}),
           download: async (tmp, space) => {
-            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), charge: (n) => space.charge(n) });
+            const layerSelector = spec.image?.layerSelector;
+            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), ...(layerSelector ? { layerSelector } : {}), charge: (n) => space.charge(n) });
             this.onPull?.(result, formatReference(loc.ref));
           },
           prove: async () => {
@@ -233,19 +269,26 @@ export class ImageSource implements Source {
     await this.client.headManifest(location, this.op(location, ctx, 'fetch'));
   }
 
-  private resolved(ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {
+  private resolved(spec: SourceSpec, ref: ImageReference, digest: string, recordedRef: string, pinned: boolean): ImageResolved {
     return {
       status: { kind: 'image', digest, ref: recordedRef },
-      key: this.key(digest),
+      key: this.key(digest, spec),
       pinned,
       pinnedRef: formatReference(withDigest(ref, digest)),
     };
   }
 
-  private key(digest: string): string {
+  /**
+   * The content key: one digest gives different trees per platform and per layer selection, so
+   * both are part of it when they are not the default.
+   */
+  private key(digest: string, spec: SourceSpec): string {
     const p = this.platform;
     const isDefault = p.os === DEFAULT_PLATFORM.os && p.architecture === DEFAULT_PLATFORM.architecture && p.variant === undefined;
-    return isDefault ? `oci:${digest}` : `oci:${digest}:${formatPlatform(p).replaceAll('/', '-')}`;
+    const platform = isDefault ? '' : `:${formatPlatform(p).replaceAll('/', '-')}`;
+    const selector = spec.image?.layerSelector;
+    const layer = selector ? `:layer-${createHash('sha256').update(`${selector.mediaType}\n${selector.operation ?? 'extract'}`).digest('hex').slice(0, 16)}` : '';
+    return `oci:${digest}${platform}${layer}`;
   }
 
   private reference(spec: SourceSpec): ImageReference {
@@ -253,7 +296,14 @@ export class ImageSource implements Source {
     if (spec.kind !== 'image' || !image?.ref) {
       throw sourceError('source of kind image needs image.ref', { stage: 'spec', code: SourceCode.InvalidSource, terminal: true });
     }
-    return parseReference(image.ref);
+    const ref = parseReference(image.ref);
+    if (image.semver === undefined) return ref;
+    // with semver the ref names the repository only: no tag (not even the default), no digest
+    if (/@|\/[^/]*:[^/]*$/.test(image.ref)) {
+      throw sourceError('with semver, image.ref names the repository only (no tag, no digest)', { stage: 'spec', code: SourceCode.InvalidSource, subject: image.ref, terminal: true });
+    }
+    const { tag: _default, ...repository } = ref;
+    return repository;
   }
 
   /** The spec's reference pinned to the resolved digest. */

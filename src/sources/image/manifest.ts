@@ -23,6 +23,9 @@ export const MEDIA_TYPES = {
   helmConfig: 'application/vnd.cncf.helm.config.v1+json',
   helmChart: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip',
   helmProvenance: 'application/vnd.cncf.helm.chart.provenance.v1.prov',
+  // `flux push artifact` (Flux RFC-0003)
+  fluxConfig: 'application/vnd.cncf.flux.config.v1+json',
+  fluxContent: 'application/vnd.cncf.flux.content.v1.tar+gzip',
 } as const;
 
 /** Accept header for manifest requests: every manifest type we can use. */
@@ -40,6 +43,7 @@ function layerCompression(mediaType: string): Compression | undefined {
     case MEDIA_TYPES.ociLayerGzip:
     case MEDIA_TYPES.dockerLayerGzip:
     case MEDIA_TYPES.helmChart:
+    case MEDIA_TYPES.fluxContent:
       return 'gzip';
     case MEDIA_TYPES.ociLayerZstd:
       return 'zstd';
@@ -191,21 +195,78 @@ export function isHelmChart(m: ImageManifest): boolean {
   return m.config.mediaType === MEDIA_TYPES.helmConfig;
 }
 
-/** Validates every layer media type before anything is downloaded; returns their compressions. */
-export function layerPlan(m: ImageManifest, subject: string): { descriptor: Descriptor; compression: Compression }[] {
+/** What to do with a layer: unpack it as a tar (its compression), or store the blob as one file. */
+export type LayerOperation = 'extract' | 'copy';
+
+/** `image.layerSelector` (Flux's OCIRepository layerSelector): the first layer of this media type, extracted or copied. */
+export interface LayerSelector {
+  mediaType: string;
+  operation?: LayerOperation;
+}
+
+export interface LayerStep {
+  descriptor: Descriptor;
+  compression: Compression;
+  operation: LayerOperation;
+}
+
+/** True when the manifest is what `flux push artifact` writes (its config media type says so). */
+export function isFluxArtifact(m: ImageManifest): boolean {
+  return m.config.mediaType === MEDIA_TYPES.fluxConfig;
+}
+
+/**
+ * The compression of a layer to extract: by its known media type, else by the suffix of a custom
+ * one (`+gzip`, `+zstd`, `.tar`), else gzip — what Flux assumes of any layer it extracts.
+ */
+export function extractCompression(mediaType: string): Compression {
+  const known = layerCompression(mediaType);
+  if (known) return known;
+  if (/[+.]zstd$/.test(mediaType)) return 'zstd';
+  if (/[+.]tar$/.test(mediaType)) return 'none';
+  return 'gzip';
+}
+
+/**
+ * The layers to fetch and what to do with each, decided before anything is downloaded:
+ * - a `layerSelector`: the first layer of its media type (none is `layer-not-found`, listing the
+ *   ones offered), extracted or copied as it says;
+ * - a Flux artifact without one: its first layer, extracted (Flux's default);
+ * - a Helm chart: its one chart layer;
+ * - any other image: every layer in order, each of a tar media type (others are refused).
+ */
+export function layerPlan(m: ImageManifest, subject: string, selector?: LayerSelector): LayerStep[] {
+  if (selector) {
+    const chosen = m.layers.find((l) => l.mediaType === selector.mediaType);
+    if (!chosen) {
+      throw sourceError(`no layer of media type "${selector.mediaType}" (layerSelector); the artifact has ${m.layers.map((l) => `"${l.mediaType}"`).join(', ') || 'no layers'}`, {
+        stage: 'fetch',
+        code: SourceCode.LayerNotFound,
+        subject,
+        terminal: true,
+      });
+    }
+    const operation = selector.operation ?? 'extract';
+    return [{ descriptor: chosen, compression: operation === 'copy' ? 'none' : extractCompression(chosen.mediaType), operation }];
+  }
+  if (isFluxArtifact(m)) {
+    const first = m.layers[0];
+    if (!first) throw unsupported(subject, 'the Flux artifact has no layers');
+    return [{ descriptor: first, compression: extractCompression(first.mediaType), operation: 'extract' }];
+  }
   if (isHelmChart(m)) {
     const charts = m.layers.filter((l) => l.mediaType === MEDIA_TYPES.helmChart);
     if (charts.length !== 1) throw unsupported(subject, `helm chart artifact must have exactly one ${MEDIA_TYPES.helmChart} layer, found ${charts.length}`);
     // provenance files are signatures for `helm verify`, not chart content
     const other = m.layers.find((l) => l.mediaType !== MEDIA_TYPES.helmChart && l.mediaType !== MEDIA_TYPES.helmProvenance);
     if (other) throw unsupported(subject, `unsupported layer media type "${other.mediaType}" in a helm chart artifact`);
-    return charts.map((d) => ({ descriptor: d, compression: 'gzip' }));
+    return charts.map((d) => ({ descriptor: d, compression: 'gzip', operation: 'extract' }));
   }
   return m.layers.map((d) => {
     const compression = layerCompression(d.mediaType);
     if (!compression || d.mediaType === MEDIA_TYPES.helmChart) {
-      throw unsupported(subject, `unsupported layer media type "${d.mediaType}" (supported: tar, tar+gzip, tar+zstd)`);
+      throw unsupported(subject, `unsupported layer media type "${d.mediaType}" (supported: tar, tar+gzip, tar+zstd, Flux content; image.layerSelector picks one layer of any type)`);
     }
-    return { descriptor: d, compression };
+    return { descriptor: d, compression, operation: 'extract' as const };
   });
 }

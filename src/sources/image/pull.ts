@@ -8,7 +8,7 @@
  * layer's digest is known to match: nothing is published until every digest matched.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -22,8 +22,11 @@ import type { FetchedManifest, OperationContext, RegistryClient } from './client
 import {
   DEFAULT_PLATFORM,
   formatPlatform,
+  isFluxArtifact,
   isHelmChart,
   layerPlan,
+  type LayerSelector,
+  type LayerStep,
   selectPlatform,
   type Compression,
   type ImageManifest,
@@ -34,6 +37,8 @@ import { SourceCode, sourceError } from '../errors.ts';
 
 export interface PullOptions {
   platform?: Platform;
+  /** image.layerSelector: one layer, extracted or copied (manifest.ts layerPlan) */
+  layerSelector?: LayerSelector;
   /** limits for the whole image (all layers together) */
   limits?: Partial<UnpackLimits>;
   /** counts each file's bytes against the content store's budget before it is written */
@@ -47,7 +52,7 @@ export interface PullResult {
   manifestDigest: string;
   /** `os/arch[/variant]` chosen from an index; undefined for a single manifest */
   platform?: string;
-  kind: 'image' | 'helm-chart';
+  kind: 'image' | 'helm-chart' | 'flux-artifact' | 'layer';
   layers: number;
   /** compressed bytes downloaded */
   downloadedBytes: number;
@@ -89,8 +94,10 @@ export async function pullImage(
   const top = await client.getManifest(ref, ctx);
   const { manifest, digest: manifestDigest, platform } = await platformManifest(client, ref, top, options.platform ?? DEFAULT_PLATFORM, ctx);
   // refuse unsupported media types before downloading a single layer
-  const plan = layerPlan(manifest, subject);
-  const helm = isHelmChart(manifest);
+  const plan = layerPlan(manifest, subject, options.layerSelector);
+  // a selected layer or a Flux artifact is a plain tarball, not an image layer: no whiteouts
+  const kind: PullResult['kind'] = options.layerSelector ? 'layer' : isFluxArtifact(manifest) ? 'flux-artifact' : isHelmChart(manifest) ? 'helm-chart' : 'image';
+  const helm = kind === 'helm-chart';
   const limits: UnpackLimits = { ...DEFAULT_UNPACK_LIMITS, ...stripUndefined(options.limits ?? {}) };
 
   // a chart's tarball has one top-level directory (the chart name); it is unpacked aside and
@@ -99,12 +106,27 @@ export async function pullImage(
   let files = 0;
   let bytes = 0;
   let downloaded = 0;
-  for (const { descriptor, compression } of plan) {
+  for (const step of plan) {
+    const { descriptor, compression } = step;
     const blob = await client.openBlob(ref, descriptor, ctx);
+    if (step.operation === 'copy') {
+      // the blob's size is known (and held to by the blob stream): counted before it is written
+      try {
+        await options.charge?.(descriptor.size);
+      } catch (e) {
+        blob.abort();
+        throw e;
+      }
+      const written = await copyBlob(blob, join(dest, copiedName(step)), Math.min(limits.maxFileBytes, limits.maxTotalBytes), subject);
+      files += 1;
+      bytes += written;
+      downloaded += blob.bytesRead;
+      continue;
+    }
     try {
       // limits hold for the image as a whole, not per layer
       const r = await unpackTar(decompress(blob, compression), target, {
-        whiteouts: !helm,
+        whiteouts: kind === 'image',
         // helm reads chart archives as regular files only; a link there means nothing to helm
         allowLinks: !helm,
         subject,
@@ -136,7 +158,7 @@ export async function pullImage(
       }
       blob.abort();
       const message = e instanceof Error ? e.message.toLowerCase() : String(e);
-      throw sourceError(`layer ${descriptor.digest} is not valid ${compression} data: ${message}`, {
+      throw sourceError(`layer ${descriptor.digest} (${descriptor.mediaType}) is not valid ${compression === 'none' ? 'tar' : compression} data: ${message}`, {
         stage: 'fetch',
         reason: FailureReason.UnpackFailed,
         code: SourceCode.BadArchive,
@@ -153,7 +175,7 @@ export async function pullImage(
   const result: PullResult = {
     digest: top.digest,
     manifestDigest,
-    kind: helm ? 'helm-chart' : 'image',
+    kind,
     layers: plan.length,
     downloadedBytes: downloaded,
     files,
@@ -202,6 +224,36 @@ async function* decompress(blob: BlobStream, compression: Compression): AsyncGen
     await done;
   }
   if (blobError !== undefined) throw blobError;
+}
+
+/**
+ * The file a copied layer becomes: its `org.opencontainers.image.title` annotation (what oras and
+ * Flux name a file layer after) when that is a plain file name, else `layer-<digest hex>`.
+ */
+export function copiedName(step: Pick<LayerStep, 'descriptor'>): string {
+  const title = step.descriptor.annotations?.['org.opencontainers.image.title'];
+  if (title !== undefined && /^[A-Za-z0-9_][A-Za-z0-9._-]{0,254}$/.test(title)) return title;
+  return `layer-${step.descriptor.digest.replace(/^sha256:/, '')}`;
+}
+
+/** Streams a verified blob into a new file, at most `maxBytes`; returns the bytes written. */
+async function copyBlob(blob: BlobStream, file: string, maxBytes: number, subject: string): Promise<number> {
+  let written = 0;
+  const out = await open(file, 'wx', 0o644);
+  try {
+    for await (const chunk of blob) {
+      written += chunk.byteLength;
+      if (written > maxBytes) {
+        blob.abort();
+        throw sourceError(`layer ${blob.descriptor.digest} is larger than the limit of ${maxBytes} bytes per file`, { stage: 'fetch', reason: FailureReason.UnpackFailed, code: SourceCode.TooLarge, subject, terminal: true });
+      }
+      await out.write(chunk);
+    }
+    await blob.finish();
+  } finally {
+    await out.close();
+  }
+  return written;
 }
 
 /** Moves the chart's files from `from/<chart>/` (or `from/` when there is no wrapper) into `to`. */

@@ -229,7 +229,7 @@ export async function pushImage(
       schemaVersion: 2,
       mediaType: MEDIA_TYPES.ociManifest,
       config: { mediaType: options.configMediaType ?? MEDIA_TYPES.ociConfig, digest: configDesc.digest, size: configDesc.size },
-      layers: layers.map((l) => ({ mediaType: l.mediaType, digest: l.digest, size: l.size })),
+      layers: layers.map((l) => ({ mediaType: l.mediaType, digest: l.digest, size: l.size, ...(l.annotations ? { annotations: l.annotations } : {}) })),
       ...(options.annotations ? { annotations: options.annotations } : {}),
     }),
   );

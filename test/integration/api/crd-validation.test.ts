@@ -165,6 +165,47 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(bd.spec.config?.registryV1?.deploymentConfig).toEqual(deploymentConfig);
   });
 
+  it('keeps helm valuesFiles and valuesFrom, defaulting valuesKey and optional', async () => {
+    const bd = await create('helm-values', {
+      format: 'helm',
+      installNamespace: 'apps',
+      sources: [httpSource],
+      config: { helm: { valuesFiles: ['values-prod.yaml', 'env/extra.yaml'], valuesFrom: [{ kind: 'Secret', name: 'db' }, { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true }] } },
+    });
+    expect(bd.spec.config?.helm).toEqual({
+      valuesFiles: ['values-prod.yaml', 'env/extra.yaml'],
+      valuesFrom: [
+        { kind: 'Secret', name: 'db', valuesKey: 'values.yaml', optional: false },
+        { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true },
+      ],
+    });
+  });
+
+  it('keeps semver ranges on an image repository and a git ref', async () => {
+    const sources = [
+      { kind: 'image' as const, image: { ref: 'localhost:5000/acme/app', semver: '>=1.9 <2.0' } },
+      { kind: 'git' as const, git: { repository: 'https://git.example.com/a.git', ref: { semver: '~1.9' } } },
+    ];
+    const bd = await create('semver', { format: 'plain', sources });
+    expect(bd.spec.sources.map((s) => s.image?.semver ?? s.git?.ref.semver)).toEqual(['>=1.9 <2.0', '~1.9']);
+  });
+
+  it('defaults an image layerSelector to extract', async () => {
+    const bd = await create('layer-selector', { format: 'plain', sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }] });
+    expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
+  });
+
+  it('keeps config.kustomize as written', async () => {
+    const kustomize = {
+      path: 'overlays/prod',
+      namePrefix: 'eu-',
+      images: [{ name: 'registry.example/shop', newName: 'mirror.example/shop', newTag: '1.2', digest: `sha256:${'a'.repeat(64)}` }],
+      patches: [{ patch: '- op: replace\n  path: /spec/replicas\n  value: 2\n', target: { kind: 'Deployment', labelSelector: 'app=shop' } }],
+    };
+    const bd = await create('kustomize', { format: 'kustomize', sources: [httpSource], config: { kustomize } });
+    expect(bd.spec.config?.kustomize).toEqual(kustomize);
+  });
+
   it('applies the defaults the controller relies on, the same ones withDefaults applies', async () => {
     const bd = await create('defaults', {
       format: 'plain',
@@ -232,7 +273,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, sources: Array.from({ length: 9 }, (_, i) => ({ ...httpSource, destination: `d${i}` })) },
       ['spec.sources: Too many: 9: must have at most 8 items'],
     ],
-    ['unknown format', { ...plain, format: 'kustomize' }, ['spec.format: Unsupported value: "kustomize"', '"plain", "helm", "registry-v1"']],
+    ['unknown format', { ...plain, format: 'jsonnet' }, ['spec.format: Unsupported value: "jsonnet"', '"plain", "helm", "registry-v1", "kustomize"']],
     [
       'two members in one source',
       { ...plain, sources: [{ ...httpSource, git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' } } }] },
@@ -266,12 +307,12 @@ describe('BundleDeployment CRD on a real API server', () => {
     [
       'two git refs',
       { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { tag: 'v1', branch: 'main' } } }] },
-      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag, branch or semver'],
     ],
     [
       'no git ref',
       { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: {} } }] },
-      ['spec.sources[0].git.ref', 'exactly one of commit, tag or branch'],
+      ['spec.sources[0].git.ref', 'exactly one of commit, tag, branch or semver'],
     ],
     [
       'git branch that looks like an option',
@@ -303,6 +344,67 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.directory', "'..' path segment"],
     ],
     ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'an image layerSelector without a media type, with a bad one or an unknown operation',
+      {
+        ...plain,
+        sources: [
+          { kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'not a type' } } },
+          { kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/x', operation: 'move' } } },
+        ],
+      },
+      ['spec.sources[1].image.layerSelector.operation: Unsupported value: "move"'],
+    ],
+    [
+      'an image layerSelector with a bad media type',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'not a type' } } }] },
+      ['spec.sources[0].image.layerSelector.mediaType', 'must be a media type'],
+    ],
+    [
+      'image semver with a tagged ref',
+      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', semver: '>=1.9 <2.0' } }, { kind: 'image', image: { ref: `quay.io/acme/a@sha256:${'a'.repeat(64)}`, semver: '~1' } }] },
+      ['spec.sources[0].image.ref', 'with semver, ref names the repository only', 'spec.sources[1].image.ref'],
+    ],
+    [
+      'git semver beside a branch',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main', semver: '~1.9' } } }] },
+      ['git ref must set exactly one of commit, tag, branch or semver'],
+    ],
+    [
+      'config.kustomize with helm',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { kustomize: { path: 'a' } } },
+      ['spec.config.kustomize: Forbidden: config.kustomize is only allowed with format: kustomize (format is helm)'],
+    ],
+    [
+      'a kustomize patch without its text',
+      { ...plain, format: 'kustomize', config: { kustomize: { patches: [{ target: { kind: 'Deployment' } }] } } },
+      ['spec.config.kustomize.patches[0].patch: Required value'],
+    ],
+    [
+      'kustomize path, namePrefix and image digest out of bounds',
+      { ...plain, format: 'kustomize', config: { kustomize: { path: '../x', namePrefix: 'Bad_', images: [{ name: 'a', digest: 'latest' }] } } },
+      ["spec.config.kustomize.path", "'..' path segment", 'spec.config.kustomize.namePrefix', 'spec.config.kustomize.images[0].digest', 'sha256:<64 lowercase hex>'],
+    ],
+    [
+      'helm valuesFiles out of the chart',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFiles: ['../secrets.yaml', '/etc/passwd'] } } },
+      ["spec.config.helm.valuesFiles[0]", "'..' path segment", 'spec.config.helm.valuesFiles[1]', "must not start with '/'"],
+    ],
+    [
+      'helm valuesFrom of another kind or without a name',
+      { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFrom: [{ kind: 'Pod', name: 'x' }, { kind: 'Secret' }] } } },
+      ['spec.config.helm.valuesFrom[0].kind: Unsupported value: "Pod"', 'spec.config.helm.valuesFrom[1].name: Required value'],
+    ],
+    [
+      'helm valuesFrom with a bad name, key or targetPath',
+      {
+        ...plain,
+        format: 'helm',
+        installNamespace: 'ns',
+        config: { helm: { valuesFrom: [{ kind: 'Secret', name: 'Bad_Name' }, { kind: 'Secret', name: 'ok', valuesKey: 'a/b' }, { kind: 'Secret', name: 'ok', targetPath: 'list[0]' }] } },
+      },
+      ['spec.config.helm.valuesFrom[0].name', 'DNS-1123 subdomain', 'spec.config.helm.valuesFrom[1].valuesKey', 'spec.config.helm.valuesFrom[2].targetPath', 'list indexes are not supported'],
+    ],
     [
       'config.registryV1 with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { registryV1: { watchNamespace: 'ns' } } },

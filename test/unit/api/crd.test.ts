@@ -39,7 +39,7 @@ describe('bundleDeploymentCRD', () => {
     a.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.format!.enum = [];
     const b = bundleDeploymentCRD();
     expect(b.metadata.labels).toBeUndefined();
-    expect(b.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.format!.enum).toEqual(['plain', 'helm', 'registry-v1']);
+    expect(b.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.format!.enum).toEqual(['plain', 'helm', 'registry-v1', 'kustomize']);
   });
 
   it('expands YAML anchors into independent copies', () => {

@@ -14,7 +14,7 @@ import {
   parseDuration,
   withDefaults,
 } from '../../../api/v1alpha2/defaults.ts';
-import { DEFAULT_CA_KEY, type BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
+import { DEFAULT_CA_KEY, DEFAULT_VALUES_KEY, type BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
 const minimal: BundleDeploymentSpec = {
@@ -167,6 +167,9 @@ describe('defaults match the CRD', () => {
     [['sources', '[]', 'git', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
     [['sources', '[]', 'http', 'caSecretRef', 'key'], DEFAULT_CA_KEY],
     [['sources', '[]', 'http', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
+    [['config', 'helm', 'valuesFrom', '[]', 'valuesKey'], DEFAULT_VALUES_KEY],
+    [['config', 'helm', 'valuesFrom', '[]', 'optional'], false],
+    [['sources', '[]', 'image', 'layerSelector', 'operation'], 'extract'],
   ] as const)('%j defaults to %j', (path, value) => {
     expect(prop(spec, ...path).default).toEqual(value);
   });

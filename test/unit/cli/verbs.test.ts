@@ -35,6 +35,11 @@ describe('pinSource', () => {
     expect(pinSource({ kind: 'git', git: { repository: 'https://g/r', ref: { branch: 'main' }, directory: 'm' } }, { kind: 'git', commit: COMMIT })).toEqual({ kind: 'git', git: { repository: 'https://g/r', ref: { commit: COMMIT }, directory: 'm' } });
     expect(pinSource({ kind: 'http', http: { url: 'https://h/b.tgz' } }, { kind: 'http', sha256: 'c'.repeat(64) })).toEqual({ kind: 'http', http: { url: 'https://h/b.tgz', sha256: 'c'.repeat(64) } });
   });
+  it('pins a semver range to the digest or commit it resolved to, without the range', () => {
+    const image = { kind: 'image' as const, image: { ref: 'quay.io/x/b', semver: '>=1.9 <2.0', layerSelector: { mediaType: 'application/x' } } };
+    expect(pinSource(image, { kind: 'image', digest: DIGEST, ref: `quay.io/x/b:1.9.1@${DIGEST}` })).toEqual({ kind: 'image', image: { ref: `quay.io/x/b@${DIGEST}`, layerSelector: { mediaType: 'application/x' } } });
+    expect(pinSource({ kind: 'git', git: { repository: 'https://g/r', ref: { semver: '~1.9' } } }, { kind: 'git', commit: COMMIT, ref: 'refs/tags/v1.9.1' })).toEqual({ kind: 'git', git: { repository: 'https://g/r', ref: { commit: COMMIT } } });
+  });
   it('keeps a spec that already names a digest, auth and a destination', () => {
     const src = { kind: 'image' as const, image: { ref: `r/b@${DIGEST}`, auth: { secretRef: { name: 's' } } }, destination: 'sub' };
     expect(pinSource(src, { kind: 'image', digest: DIGEST })).toEqual(src);

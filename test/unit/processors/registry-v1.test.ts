@@ -7,7 +7,7 @@ import { registryV1Processor, renderRegistryV1 } from '../../../src/processors/r
 import { expectNoControllerPaths } from '../../support/controller-paths.ts';
 import { createProcessorRegistry } from '../../../src/processors/registry.ts';
 
-const { processorFor, supportedFormats } = createProcessorRegistry({ helmBinary: () => 'helm' });
+const { processorFor, supportedFormats } = createProcessorRegistry({ helmBinary: () => 'helm', kustomizeBinary: () => 'kustomize' });
 import { plainProcessor } from '../../../src/processors/plain.ts';
 import { contentDigest } from '../../../src/processors/content-digest.ts';
 import type { HoistError } from '../../../src/util/errors.ts';
@@ -398,7 +398,7 @@ describe('processorFor', () => {
 
   it('a format without a processor is a terminal unsupported-format error', () => {
     try {
-      processorFor('kustomize');
+      processorFor('jsonnet');
       expect.unreachable();
     } catch (e) {
       expect(isHoistError(e)).toBe(true);
@@ -406,8 +406,8 @@ describe('processorFor', () => {
       expect(e.code).toBe('unsupported-format');
       expect(e.terminal).toBe(true);
       expect(e.stage).toBe('process');
-      expect(e.message).toMatch(/^unsupported format "kustomize": this build of Hoist renders plain, registry-v1/);
-      expect(e.subject).toBe('format kustomize');
+      expect(e.message).toMatch(/^unsupported format "jsonnet": this build of Hoist renders plain, registry-v1, helm, kustomize$/);
+      expect(e.subject).toBe('format jsonnet');
     }
   });
 });

@@ -15,6 +15,10 @@ export interface ReferenceArgs {
   chartDir: string;
   namespace: string;
   valuesFile?: string;
+  /** more --values files, after valuesFile, in order */
+  valuesFiles?: string[];
+  /** --set assignments (helm applies them after every values file) */
+  set?: string[];
   kubeVersion?: string;
   apiVersions?: string[];
 }
@@ -26,6 +30,8 @@ export function helmTemplateReference(helm: string, a: ReferenceArgs): KubeObjec
     for (const d of ['cache', 'config', 'data']) mkdirSync(path.join(home, d));
     const args = ['template', a.release, a.chartDir, '--namespace', a.namespace, '--include-crds', '--skip-tests'];
     if (a.valuesFile) args.push('--values', a.valuesFile);
+    for (const f of a.valuesFiles ?? []) args.push('--values', f);
+    for (const s of a.set ?? []) args.push('--set', s);
     if (a.kubeVersion) args.push('--kube-version', a.kubeVersion);
     for (const v of a.apiVersions ?? []) args.push('--api-versions', v);
     const r = spawnSync(helm, args, {

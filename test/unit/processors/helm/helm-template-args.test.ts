@@ -3,12 +3,12 @@ import { helmTemplateArgs } from '../../../../src/processors/helm/helm-processor
 import { helmEnv } from '../../../../src/processors/helm/run-helm.ts';
 
 describe('helmTemplateArgs', () => {
-  it('passes values only as a file and every value in --flag=value form', () => {
+  it('passes values only as files, in merge order, and every value in --flag=value form', () => {
     const args = helmTemplateArgs({
       releaseName: 'rel',
       chartDir: '/tree/chart',
       namespace: 'apps',
-      valuesFile: '/tmp/h/values.json',
+      valuesFiles: ['/tmp/h/values-0.json', '/tmp/h/values-1.json'],
       kubeVersion: 'v1.34.4',
       apiVersions: ['apps/v1', 'monitoring.coreos.com/v1'],
     });
@@ -17,7 +17,8 @@ describe('helmTemplateArgs', () => {
       'rel',
       '/tree/chart',
       '--namespace=apps',
-      '--values=/tmp/h/values.json',
+      '--values=/tmp/h/values-0.json',
+      '--values=/tmp/h/values-1.json',
       '--include-crds',
       '--skip-tests',
       '--kube-version=v1.34.4',
@@ -27,7 +28,7 @@ describe('helmTemplateArgs', () => {
   });
 
   it('leaves out capabilities that are not known', () => {
-    const args = helmTemplateArgs({ releaseName: 'r', chartDir: '/c', namespace: 'n', valuesFile: '/v' });
+    const args = helmTemplateArgs({ releaseName: 'r', chartDir: '/c', namespace: 'n', valuesFiles: ['/v'] });
     expect(args.some((a) => a.startsWith('--kube-version') || a.startsWith('--api-versions'))).toBe(false);
   });
 });

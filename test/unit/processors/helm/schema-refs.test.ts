@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { scrubPaths } from '../../../../src/processors/helm/helm-processor.ts';
+import { scrubPaths } from '../../../../src/processors/tree-paths.ts';
 import { schemaReferenceProblems } from '../../../../src/processors/helm/schema-refs.ts';
 
 describe('schemaReferenceProblems', () => {

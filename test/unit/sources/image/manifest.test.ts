@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../../../src/sources/transport/backoff.ts';
-import { layerPlan, MEDIA_TYPES, parseManifest, parsePlatform, selectPlatform, type ImageIndex, type ImageManifest } from '../../../../src/sources/image/manifest.ts';
+import { extractCompression, layerPlan, MEDIA_TYPES, parseManifest, parsePlatform, selectPlatform, type ImageIndex, type ImageManifest } from '../../../../src/sources/image/manifest.ts';
 
 const d = (c: string): string => `sha256:${c.repeat(64)}`;
 
@@ -41,6 +41,32 @@ describe('manifests', () => {
     const helm = { ...base, config: { ...base.config, mediaType: MEDIA_TYPES.helmConfig } };
     expect(layerPlan({ ...helm, layers: [l(MEDIA_TYPES.helmChart), l(MEDIA_TYPES.helmProvenance)] }, 's')).toHaveLength(1);
     expect(() => layerPlan({ ...helm, layers: [] }, 's')).toThrow(/exactly one/);
+  });
+
+  it('plans a Flux artifact, a layer selection and a copy', () => {
+    const base: ImageManifest = { kind: 'manifest', mediaType: MEDIA_TYPES.ociManifest, config: { mediaType: MEDIA_TYPES.fluxConfig, digest: d('c'), size: 1 }, layers: [] };
+    const l = (mediaType: string, c = 'e') => ({ mediaType, digest: d(c), size: 1 });
+    // flux push artifact: its first layer, extracted as gzip (Flux's default)
+    expect(layerPlan({ ...base, layers: [l(MEDIA_TYPES.fluxContent, '1'), l('application/octet-stream', '2')] }, 's')).toEqual([{ descriptor: l(MEDIA_TYPES.fluxContent, '1'), compression: 'gzip', operation: 'extract' }]);
+    expect(() => layerPlan({ ...base, layers: [] }, 's')).toThrow(/no layers/);
+    // the Flux content type is a gzip tar in an ordinary image too
+    const image = { ...base, config: { ...base.config, mediaType: MEDIA_TYPES.ociConfig } };
+    expect(layerPlan({ ...image, layers: [l(MEDIA_TYPES.fluxContent)] }, 's').map((p) => p.compression)).toEqual(['gzip']);
+    // a selector: the first layer of its type, by the media type's compression, or copied
+    const two = { ...image, layers: [l('application/vnd.acme.config.v1+yaml', '1'), l('application/vnd.acme.manifests.v1.tar+zstd', '2'), l('application/vnd.acme.manifests.v1.tar+zstd', '3')] };
+    expect(layerPlan(two, 's', { mediaType: 'application/vnd.acme.manifests.v1.tar+zstd' })).toEqual([{ descriptor: l('application/vnd.acme.manifests.v1.tar+zstd', '2'), compression: 'zstd', operation: 'extract' }]);
+    expect(layerPlan(two, 's', { mediaType: 'application/vnd.acme.config.v1+yaml', operation: 'copy' })[0]).toMatchObject({ operation: 'copy', descriptor: { digest: d('1') } });
+    expect(() => layerPlan(two, 's', { mediaType: 'application/vnd.other' })).toThrow(/no layer of media type "application\/vnd.other" \(layerSelector\); the artifact has "application\/vnd.acme.config.v1\+yaml", /);
+  });
+
+  it.each([
+    ['application/vnd.oci.image.layer.v1.tar', 'none'],
+    ['application/vnd.acme.bundle.v1.tar', 'none'],
+    ['application/vnd.acme.bundle.v1.tar+zstd', 'zstd'],
+    ['application/vnd.cncf.flux.content.v1.tar+gzip', 'gzip'],
+    ['application/vnd.acme.bundle', 'gzip'],
+  ] as const)('extracts %s as %s', (mediaType, compression) => {
+    expect(extractCompression(mediaType)).toBe(compression);
   });
 
   it('parses Retry-After', () => {
