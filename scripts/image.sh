@@ -33,6 +33,12 @@ kustomize_bin=${HOIST_CACHE:-$HOME/.cache/hoist}/bin/kustomize-$KUSTOMIZE_VERSIO
 git_bin=$(command -v git)
 git_core=$("$git_bin" --exec-path)
 
+# One build at a time per checkout: two callers (test files run in parallel) would stage into the
+# same .tmp/image; the second waits and then finds the image built.
+mkdir -p "$root/.tmp"
+exec 9>"$root/.tmp/image.lock"
+flock 9
+
 # Everything the image is made of. A change to any of them gives a new hash, so a stale image is
 # never reused; an unchanged tree reuses the image in about a second.
 inputs_hash=$(
