@@ -121,7 +121,8 @@ function kindOf(st: Stats): string {
   return 'not a regular file';
 }
 
-async function lstatOrUndefined(abs: string): Promise<Stats | undefined> {
+/** lstat, or undefined when nothing is there (a missing entry or a file where a directory was expected) */
+export async function lstatOrUndefined(abs: string): Promise<Stats | undefined> {
   try {
     return await lstat(abs);
   } catch (e) {

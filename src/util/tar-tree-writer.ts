@@ -11,7 +11,7 @@ import { lstat, mkdir, open, readdir, rm, symlink, link, unlink, type FileHandle
 import { posix, join } from 'node:path';
 import type * as tar from 'tar-stream';
 import { ContentCode, FailureReason, HoistError } from './errors.ts';
-import { ContainmentProblem, resolveInTree } from './content-tree.ts';
+import { ContainmentProblem, lstatOrUndefined, resolveInTree } from './content-tree.ts';
 import type { UnpackLimits } from './unpack-tar.ts';
 
 /** one entry as the extractor yields it: header plus a stream of its data */
@@ -270,15 +270,6 @@ function fileMode(mode: number | undefined): number {
   return ((mode ?? 0o644) & 0o755) | 0o600;
 }
 
-async function lstatOrUndefined(abs: string): Promise<Awaited<ReturnType<typeof lstat>> | undefined> {
-  try {
-    return await lstat(abs);
-  } catch (e) {
-    const code = errnoCode(e);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw e;
-  }
-}
 
 function quote(s: string): string {
   return JSON.stringify(s);
