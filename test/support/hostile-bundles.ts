@@ -67,6 +67,18 @@ async function serveLayer(s: HostileServers, path: string, entries: LayerEntry[]
   return [{ kind: 'http', http: { url: s.files.url(path), sha256: sha256(body) } }];
 }
 
+/** chains of the budget's longest length: each link costs up to MAX_SYMLINK_HOPS lookups; fits DEFAULT_MAX_LINKS with a loop after them */
+const CHAINS = Math.floor((DEFAULT_MAX_LINKS - 2) / MAX_SYMLINK_HOPS);
+
+/** the manifest, `chains` chains of `length` symlinks each ending at it, then `more` */
+function linkChains(id: string, chains: number, length: number, more: LayerEntry[]): LayerEntry[] {
+  const entries: LayerEntry[] = [{ name: 'cm.yaml', data: cm(`links-${id}`, { a: '1' }) }];
+  for (let c = 0; c < chains; c++) {
+    for (let j = 0; j < length; j++) entries.push({ name: `c${c}-${j}`, type: 'symlink', linkname: j + 1 < length ? `c${c}-${j + 1}` : 'cm.yaml' });
+  }
+  return [...entries, ...more];
+}
+
 const git = (s: HostileServers, repo: string, ref: { commit?: string; branch?: string }): Spec['sources'] => [
   { kind: 'git', git: { repository: `${s.git.url}/${repo}`, ref } },
 ];
@@ -119,7 +131,8 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
           healthChecks: [{ name: 'all', match: { kind: 'ConfigMap' }, jsonPath: { path: '$..*', value: 'x' }, periodSeconds: 1, failureThreshold: 1 }],
         });
       },
-      refusal: unhealthy(/jsonPath \$\.\.\*: yields more than 1000 values \(the limit\)/),
+      // a revision that never became healthy stays Progressing (until progressDeadline), naming why
+      refusal: { condition: 'Healthy', status: 'False', reason: 'Progressing', message: /health check all: jsonPath \$\.\.\*: yields more than 1000 values \(the limit\)/ },
     },
     {
       name: 'git-tree-bomb',
@@ -140,16 +153,16 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
       refusal: { condition: 'Resolved', status: 'False', reason: 'ResolveFailed', message: /ref advertisement is larger than the 8388608 bytes allowed/ },
     },
     {
+      name: 'symlink-count',
+      what: `a tarball of ${DEFAULT_MAX_LINKS + 1} symlinks, each a valid link to the manifest`,
+      spec: async (id) => plain(await serveLayer(s, `/links-${id}.tgz`, linkChains(id, DEFAULT_MAX_LINKS + 1, 1, []))),
+      refusal: fetchFailed(new RegExp(`archive has more than ${DEFAULT_MAX_LINKS} symlinks \\(the limit per tree\\)`)),
+    },
+    {
       name: 'symlink-chain',
-      what: `a tarball of ${DEFAULT_MAX_LINKS + 1} symlinks in one chain: each resolves ${MAX_SYMLINK_HOPS} hops before it counts as a loop`,
-      spec: async (id) => {
-        const n = DEFAULT_MAX_LINKS + 1;
-        const name = (i: number) => `l${String(i).padStart(5, '0')}`;
-        const entries: LayerEntry[] = [{ name: 'cm.yaml', data: cm(`chain-${id}`, { a: '1' }) }];
-        for (let i = 0; i < n; i++) entries.push({ name: name(i), type: 'symlink', linkname: i + 1 < n ? name(i + 1) : 'cm.yaml' });
-        return plain(await serveLayer(s, `/chain-${id}.tgz`, entries));
-      },
-      refusal: fetchFailed(new RegExp(`more than ${DEFAULT_MAX_LINKS} symlinks in the content tree \\(the limit per tree\\)`)),
+      what: `a tarball of ${CHAINS * MAX_SYMLINK_HOPS} symlinks in chains of ${MAX_SYMLINK_HOPS} (the most resolving the budgets allow), then a loop`,
+      spec: async (id) => plain(await serveLayer(s, `/chain-${id}.tgz`, linkChains(id, CHAINS, MAX_SYMLINK_HOPS, [{ name: 'zz-a', type: 'symlink', linkname: 'zz-b' }, { name: 'zz-b', type: 'symlink', linkname: 'zz-a' }]))),
+      refusal: fetchFailed(new RegExp(`symlink "zz-a" has more than ${MAX_SYMLINK_HOPS} levels of links \\(the limit per chain`)),
     },
     {
       name: 'revision-too-large',

@@ -95,6 +95,7 @@ export async function pullImage(
   const target = helm ? join(dest, `.hoist-chart-${randomBytes(6).toString('hex')}`) : dest;
   let files = 0;
   let bytes = 0;
+  let links = 0;
   let downloaded = 0;
   for (const { descriptor, compression } of plan) {
     const blob = await client.openBlob(ref, descriptor, ctx);
@@ -110,6 +111,7 @@ export async function pullImage(
           maxTotalBytes: Math.max(0, limits.maxTotalBytes - bytes),
           maxFiles: Math.max(0, limits.maxFiles - files),
           maxFileBytes: limits.maxFileBytes,
+          maxLinks: Math.max(0, limits.maxLinks - links),
           ...(limits.maxArchiveBytes === undefined ? {} : { maxArchiveBytes: limits.maxArchiveBytes }),
         },
       });
@@ -117,6 +119,7 @@ export async function pullImage(
       await blob.finish();
       files += r.files;
       bytes += r.bytes;
+      links += r.links;
       downloaded += blob.bytesRead;
     } catch (e) {
       if (e instanceof HoistError) {
