@@ -6,8 +6,8 @@
  * image and the chart run it (bench/controller-process.ts: compiled, the image's node flags, a V8
  * heap limit equal to the chart's memory limit, the chart's `hoist run` flags) and reconciles only
  * that case's BundleDeployments. After one healthy BD installed untimed (warm-up), each round
- * times healthy BDs (a ConfigMap from a pinned tarball, content unique to each) from create to
- * Installed=True, seen through a watch:
+ * times healthy BDs (a ConfigMap from a pinned tarball, content unique to each; three created at
+ * once, their mean) from create to Installed=True, seen through a watch:
  *
  * - `reference`: with no hostile BD in flight (the previous round's was refused), 5 s after the
  *   last one, as `later` comes 5 s after the hostile one (an idle controller is a little slower:
@@ -23,7 +23,7 @@
  * (the same rounds without one, run first and again last: `reference`). The targets (issue 23):
  * every ratio ≤ 1.5 and peak RSS < 300 MiB. Results go to bench/results/isolation.json.
  *
- * `npx tsx bench/isolation.ts [ROUNDS] [CASE ...]` (default 5 rounds, every case);
+ * `npx tsx bench/isolation.ts [ROUNDS] [CASE ...]` (default 7 rounds, every case);
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -52,6 +52,8 @@ const CASE_LABEL = 'hoist.bench/case';
 const WAIT_MS = 300_000;
 const RATIO_TARGET = 1.5;
 const PEAK_TARGET_MIB = 300;
+/** healthy BDs created at once for one sample (its figure is their mean): less noise than one */
+const HEALTHY_PER_SAMPLE = 3;
 /** issue 23's setup: the healthy BD created 5 s after the hostile one */
 const LATER_MS = 5_000;
 
@@ -169,12 +171,15 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
   const pid = ctl.child.pid!;
   const create = (name: string, spec: object) =>
     env.client.create({ ...BD, metadata: { name, labels: { [CASE_LABEL]: caseId } }, spec: { installNamespace: name, ...spec } } as unknown as KubeObject);
-  /** creates a healthy BD of content made beforehand; resolves with its seconds to Installed=True */
-  const timeHealthy = async (name: string, content: object): Promise<number> => {
-    const seen = whenSeen(env.informer, name, (bd) => cond(bd, 'Installed')?.status === 'True', 'Installed=True');
-    const t0 = performance.now();
-    await create(name, content);
-    return ((await seen) - t0) / 1000;
+  /** creates healthy BDs of content made beforehand, at once; resolves with their mean seconds to Installed=True */
+  const timeHealthy = async (bds: ReadonlyArray<{ name: string; spec: object }>): Promise<number> => {
+    const times = bds.map(async ({ name, spec }) => {
+      const seen = whenSeen(env.informer, name, (bd) => cond(bd, 'Installed')?.status === 'True', 'Installed=True');
+      const t0 = performance.now();
+      await create(name, spec);
+      return ((await seen) - t0) / 1000;
+    });
+    return (await Promise.all(times)).reduce((a, b) => a + b, 0) / bds.length;
   };
   const reference: number[] = [];
   const together: number[] = [];
@@ -182,13 +187,16 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
   const refusedSeconds: number[] = [];
   let refusal = '';
   try {
-    await timeHealthy(`${caseId}-warm`, await healthySpec(env.servers.files, `${caseId}-warm`));
+    await timeHealthy([{ name: `${caseId}-warm`, spec: await healthySpec(env.servers.files, `${caseId}-warm`) }]);
     for (let r = 0; r < env.rounds; r++) {
-      const content = async (what: string) => ({ name: `${caseId}-${what}-${r}`, spec: await healthySpec(env.servers.files, `${caseId}-${what}-${r}`) });
+      const content = async (what: string) => {
+        const names = Array.from({ length: HEALTHY_PER_SAMPLE }, (_, i) => `${caseId}-${what}-${r}-${i}`);
+        return Promise.all(names.map(async (name) => ({ name, spec: await healthySpec(env.servers.files, name) })));
+      };
       const [ref, now, then] = [await content('ref'), await content('now'), await content('later')];
       // after the same idle time as `later` (connections kept alive for 5 s close meanwhile)
       await new Promise((resolve) => setTimeout(resolve, env.laterMs));
-      reference.push(await timeHealthy(ref.name, ref.spec));
+      reference.push(await timeHealthy(ref));
       if (!input) continue;
       const hostile = `${caseId}-hostile-${r}`;
       const hostileSpec = await input.spec(`${caseId}-${r}`);
@@ -218,10 +226,10 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
         );
         await create(hostile, hostileSpec);
       }
-      const nowDone = timeHealthy(now.name, now.spec);
+      const nowDone = timeHealthy(now);
       nowDone.catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, t0 + env.laterMs - performance.now())));
-      later.push(await timeHealthy(then.name, then.spec));
+      later.push(await timeHealthy(then));
       together.push(await nowDone);
       if (refused) refusedSeconds.push(((await refused) - t0) / 1000);
       env.log(
@@ -248,7 +256,7 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
 
 export async function run(options: { rounds?: number; only?: string[] } = {}): Promise<IsolationResult> {
   const log = (l: string) => console.log(l);
-  const rounds = options.rounds ?? 5;
+  const rounds = options.rounds ?? 7;
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-isolation-'));
   const main = await buildController(log);
   log('starting a control plane (etcd, kube-apiserver)…');
