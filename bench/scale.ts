@@ -29,8 +29,6 @@
  * $HOIST_SCALE_NODE_FLAGS adds node flags (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,8 +39,10 @@ import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
+import { imageNodeFlags } from '../test/support/as-deployed.ts';
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
+import { buildController, procStat, startController, type Controller } from './controller-process.ts';
 import { pool, startHttpSource, startImageSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
 
 const resultsFiles: Record<ScaleSourceKind, string> = {
@@ -52,7 +52,6 @@ const resultsFiles: Record<ScaleSourceKind, string> = {
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
 const HOIST_UA = 'hoist';
 const BENCH_UA = 'hoist-scale-bench';
-const MiB = 1024 * 1024;
 
 export interface ScaleRun {
   n: number;
@@ -128,131 +127,14 @@ function bundleObjects(i: number): KubeObject[] {
 
 const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
 
-/** compiles api/ and src/ into dist/ as scripts/image.sh does (no type check, no tests) */
-async function build(log: (l: string) => void): Promise<string> {
-  const dist = path.join(repoRoot, 'dist');
-  if (process.env.HOIST_SCALE_NO_BUILD !== '1') {
-    const t0 = performance.now();
-    // inside the repository, as scripts/image.sh does: type libraries resolve from node_modules there
-    mkdirSync(path.join(repoRoot, '.tmp'), { recursive: true });
-    const cfg = path.join(repoRoot, '.tmp', 'scale-tsconfig.json');
-    writeFileSync(
-      cfg,
-      JSON.stringify({
-        extends: path.join(repoRoot, 'tsconfig.json'),
-        include: [path.join(repoRoot, 'api'), path.join(repoRoot, 'src')],
-        exclude: [path.join(repoRoot, '**/*.test.ts')],
-        compilerOptions: { outDir: dist, rootDir: repoRoot, sourceMap: false, noCheck: true },
-      }),
-    );
-    await exec(process.execPath, [path.join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', cfg], process.env);
-    copyFileSync(path.join(repoRoot, 'api/v1alpha2/bundledeployment-crd.yaml'), path.join(dist, 'api/v1alpha2/bundledeployment-crd.yaml'));
-    mkdirSync(path.join(dist, 'scripts'), { recursive: true });
-    copyFileSync(path.join(repoRoot, 'scripts/tool-versions.env'), path.join(dist, 'scripts/tool-versions.env'));
-    log(`compiled the controller into dist/ in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  }
-  return path.join(dist, 'src/cli/main.js');
-}
-
-interface ProcStat {
-  rssMiB: number;
-  hwmMiB: number;
-  cpuSeconds: number;
-}
-
-/** VmRSS, VmHWM and user+system CPU of a process (clock ticks are 100 Hz on Linux) */
-function procStat(pid: number): ProcStat {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is the state (field 3): utime and stime are fields 14 and 15
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssMiB: kb('VmRSS') / MiB, hwmMiB: kb('VmHWM') / MiB, cpuSeconds: ticks / 100 };
-}
-
-interface Controller {
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** the node flags of the image's ENTRYPOINT (between node and main.js), so the controller runs as the image runs it */
-function imageNodeFlags(): string[] {
-  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8'))?.[1];
-  const argv = line ? (JSON.parse(line) as string[]) : [];
-  return argv.slice(1).filter((a) => a.startsWith('--'));
-}
-
-/** MALLOC_* and NODE_* variables of the image's ENV, so the controller's allocator runs as in the image */
-function imageEnv(): Record<string, string> {
-  const text = readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-  const out: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('ENV ')) continue;
-    for (const m of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S+)/g)) if (/^(MALLOC|NODE)_/.test(m[1]!)) out[m[1]!] = m[2]!;
-  }
-  return out;
-}
-
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
-  const flags = [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
-  const args = [
-    ...flags,
-    main,
-    'run',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--install-crd',
-    '--metrics-bind-address',
-    '127.0.0.1:0',
-    '--cache-dir',
-    path.join(work, 'cache'),
-    ...workers,
-    ...sourceArgs,
-  ];
-  const child = spawn(process.execPath, args, {
-    cwd: work,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...imageEnv(), PATH: process.env.PATH, HOME: work, HOIST_LOG_LEVEL: process.env.HOIST_LOG_LEVEL ?? 'info' },
+  return startController(main, {
+    kubeconfig: cp.kubeconfigPath,
+    work,
+    nodeFlags: [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
+    args: ['--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
   });
-  const logFile = path.join(work, 'controller.log');
-  let head = '';
-  const port = new Promise<number>((resolve, reject) => {
-    const onData = (c: Buffer) => {
-      if (head.length < 100_000) head += c.toString();
-      const m = /"port":(\d+).*serving \/healthz/.exec(head);
-      if (m) resolve(Number(m[1]));
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`hoist run exited ${code} before serving: ${head.slice(-2000)}`)));
-  });
-  const { createWriteStream } = await import('node:fs');
-  const out = createWriteStream(logFile);
-  child.stdout!.pipe(out);
-  child.stderr!.pipe(out);
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const p = await port;
-  // ready = the BundleDeployment informer has synced
-  for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${p}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    child,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
 }
 
 const key = (e: AuditEvent) =>
@@ -435,7 +317,7 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-scale-'));
   const results: ScaleResult[] = [];
   try {
-    const main = await build(log);
+    const main = await buildController(log);
     for (const kind of sources) {
       const content = kind === 'http' ? await startHttpSource() : await startImageSource(work);
       const runs: ScaleRun[] = [];

@@ -174,7 +174,7 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
       stats = st;
       continue;
     }
-    if (++hops > MAX_SYMLINK_HOPS) throw escape('has too many levels of links (a loop)');
+    if (++hops > MAX_SYMLINK_HOPS) throw escape(`has more than ${MAX_SYMLINK_HOPS} levels of links (the limit per chain: a loop, or a chain too long)`);
     via ??= cur;
     const target = await readlink(join(root, ...stack));
     if (target.startsWith('/')) throw escape(`leads to absolute path ${quote(target)}, outside the content tree`);

@@ -24,6 +24,7 @@ const OPAQUE_WHITEOUT = '.wh..wh..opq';
 export class TreeWriter {
   files = 0;
   bytes = 0;
+  links = 0;
   /** directories known to be real directories (not symlinks), relative to dest; '' is dest */
   private readonly dirs = new Set<string>(['']);
   /** paths created by this archive: whiteouts only remove what earlier layers put there */
@@ -75,9 +76,13 @@ export class TreeWriter {
     }
   }
 
-  /** Final pass: every symlink still in the tree must resolve inside it, whatever order they came in. */
-  async finish(): Promise<void> {
+  /**
+   * Final pass: every symlink still in the tree must resolve inside it, whatever order they came
+   * in. At most maxLinks chains of at most 40 hops; stops at the signal (the fetch's deadline).
+   */
+  async finish(signal?: AbortSignal): Promise<void> {
     for (const rel of this.symlinks) {
+      signal?.throwIfAborted();
       let st;
       try {
         st = await lstat(join(this.dest, rel));
@@ -191,6 +196,9 @@ export class TreeWriter {
     const resolved = posix.normalize(posix.join(posix.dirname(rel), target));
     if (resolved === '..' || resolved.startsWith('../')) {
       throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(name)} points outside the tree (${quote(target)})`, this.subject);
+    }
+    if (++this.links > this.limits.maxLinks) {
+      throw unpackError(ContentCode.TooManyLinks, `archive has more than ${this.limits.maxLinks} symlinks (the limit per tree), at ${quote(name)}`, this.subject);
     }
     await this.parents(rel, name);
     await this.clear(rel);

@@ -26,6 +26,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import * as zlib from 'node:zlib';
 import * as tar from 'tar-stream';
+import { DEFAULT_MAX_LINKS } from './content-tree.ts';
 import { ContentCode, HoistError } from './errors.ts';
 import { TreeWriter, unpackError } from './tar-tree-writer.ts';
 
@@ -37,6 +38,11 @@ export interface UnpackLimits {
   /** size of any single file */
   maxFileBytes: number;
   /**
+   * symlinks: each is resolved in the tree when the archive ends, up to 40 hops, so they are the
+   * per-tree budget of ./content-tree.ts (DEFAULT_MAX_LINKS), counted as they arrive
+   */
+  maxLinks: number;
+  /**
    * bytes of the decompressed tar stream itself (headers, padding, trailing blocks). Default:
    * maxTotalBytes plus 4 KiB per allowed entry, so an endless stream of empty blocks still ends.
    */
@@ -47,6 +53,7 @@ export const DEFAULT_UNPACK_LIMITS: Readonly<UnpackLimits> = Object.freeze({
   maxTotalBytes: 1024 * 1024 * 1024,
   maxFiles: 100_000,
   maxFileBytes: 256 * 1024 * 1024,
+  maxLinks: DEFAULT_MAX_LINKS,
 });
 
 export type Compression = 'none' | 'gzip' | 'zstd';
@@ -80,6 +87,8 @@ export interface UnpackResult {
   files: number;
   /** sum of regular-file sizes written */
   bytes: number;
+  /** symlinks created */
+  links: number;
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
@@ -199,7 +208,7 @@ export async function unpackTar(
         throw e;
       }
     }
-    await writer.finish();
+    await writer.finish(abort.signal);
   })().catch((e: unknown) => {
     record(e);
     abort.abort(e);
@@ -210,7 +219,7 @@ export async function unpackTar(
   } finally {
     options.signal?.removeEventListener('abort', onOuterAbort);
   }
-  if (errors.length === 0) return { compression, files: writer.files, bytes: writer.bytes };
+  if (errors.length === 0) return { compression, files: writer.files, bytes: writer.bytes, links: writer.links };
   if (inputError !== undefined) throw inputError;
   if (options.signal?.aborted) throw options.signal.reason;
   const refusal = errors.find((e) => e instanceof HoistError);

@@ -16,10 +16,11 @@ export interface HoistProcess {
   output(): string;
 }
 
-export function startHoistRun(args: readonly string[], env: Record<string, string> = {}): HoistProcess {
+/** `nodeFlags` go to node before the script, e.g. the image's (test/support/as-deployed.ts) */
+export function startHoistRun(args: readonly string[], env: Record<string, string> = {}, nodeFlags: readonly string[] = []): HoistProcess {
   // tsx as a loader in this process, not its CLI: the CLI relays signals to a second process and
   // can report a SIGTERM as exit 143 instead of the controller's own graceful exit code
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', '--metrics-bind-address', '127.0.0.1:0', ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'src/cli/main.ts', 'run', '--metrics-bind-address', '127.0.0.1:0', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOIST_LOG_LEVEL: 'info', ...env },

@@ -17,8 +17,10 @@
  *
  * Pure.
  */
+import type { HoistError } from '../../util/errors.ts';
 import { processError } from '../errors.ts';
 import { MAX_DEPTH } from './node-tree.ts';
+import { exceedsAtLeast } from './prescan.ts';
 import type { YNode } from './node-tree.ts';
 import { ProcessCode } from '../errors.ts';
 
@@ -85,21 +87,26 @@ export function checkBudget(roots: readonly YNode[], budget: YamlBudget, file: s
   let total = 0;
   for (const root of roots) {
     const size = expandedSize(root, memo, onTooDeep);
-    if (size > budget.perDocument) {
-      throw processError(
-        `a YAML document expands to more than ${budget.perDocument} nodes (the limit per document; aliases are counted as expanded)`,
-        YAML_BUDGET_CODE,
-        file,
-      );
-    }
+    if (size > budget.perDocument) throw overBudget('document', budget, file);
     total += size;
-    if (total > budget.remaining) {
-      throw processError(
-        `the bundle's YAML expands to more than ${budget.perBundle} nodes (the limit per bundle; aliases are counted as expanded)`,
-        YAML_BUDGET_CODE,
-        file,
-      );
-    }
+    if (total > budget.remaining) throw overBudget('bundle', budget, file);
   }
   return total;
+}
+
+/**
+ * Checks a stream's text against the budget before either reader parses it, by a lower bound
+ * of its nodes counted on the lexer's tokens (prescan.ts): both readers hold a whole parse in
+ * memory, so a stream certainly over the budget is refused before any is built. Throws as
+ * checkBudget does; a stream that passes is checked exactly on its tree.
+ */
+export function checkBudgetBeforeParse(text: string, budget: YamlBudget, file: string): void {
+  const over = exceedsAtLeast(text, budget.perDocument, budget.remaining);
+  if (over) throw overBudget(over, budget, file);
+}
+
+function overBudget(which: 'document' | 'bundle', budget: YamlBudget, file: string): HoistError {
+  return which === 'document'
+    ? processError(`a YAML document expands to more than ${budget.perDocument} nodes (the limit per document; aliases are counted as expanded)`, YAML_BUDGET_CODE, file)
+    : processError(`the bundle's YAML expands to more than ${budget.perBundle} nodes (the limit per bundle; aliases are counted as expanded)`, YAML_BUDGET_CODE, file);
 }

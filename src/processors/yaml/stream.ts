@@ -13,13 +13,16 @@
  *
  * Pure: no I/O; same text in, same values out.
  */
+import { YAMLException } from 'js-yaml';
 import { yamlPackageTree } from './document-reader.ts';
 import { eventTree } from './event-reader.ts';
 import { parseJsonStream } from './json-stream.ts';
-import { isHoistError } from '../../util/errors.ts';
-import { YAML_BUDGET_CODE, yamlBudget } from './budget.ts';
+import { isHoistError, type HoistError } from '../../util/errors.ts';
+import { processError, ProcessCode } from '../errors.ts';
+import { YAML_BUDGET_CODE, checkBudgetBeforeParse, yamlBudget } from './budget.ts';
 import type { YamlBudget } from './budget.ts';
 import type { YNode } from './node-tree.ts';
+import { exceedsAtLeast, PRESCAN_MIN_CHARS } from './prescan.ts';
 import type { ParsedStream } from './values.ts';
 import { walkDocuments } from './walk.ts';
 
@@ -44,14 +47,24 @@ export function parseManifestStream(text: string, file: string, budget?: YamlBud
 //     unknown alias, or any error of the walk. Errors therefore always come from the reference
 //     reader, with its messages and lines, exactly as before — except a refusal by the node
 //     budget: both readers build the same tree, so it is not walked again.
+// Both hold a whole parse in memory — the fast one about 200 bytes a node, the reference one
+// about 1 KiB — so a stream of PRESCAN_MIN_CHARS or more is first checked against the node
+// budget by a lower bound counted on lexer tokens (prescan.ts), and the reference reader reads at
+// most REFERENCE_READER_MAX_NODES nodes: past it, the fast reader's own error is reported, with
+// its file and line (or js-yaml's syntax error).
+
+/** the most nodes the reference reader parses: 5 times the largest fixture document, about 100 MiB of its parse */
+export const REFERENCE_READER_MAX_NODES = 100_000;
 
 export function parseYamlStream(text: string, file: string, budget: YamlBudget = yamlBudget()): ParsedStream {
+  if (text.length >= PRESCAN_MIN_CHARS) checkBudgetBeforeParse(text, budget, file);
   let roots: YNode[] | undefined;
+  let declined: unknown;
   try {
     roots = eventTree(text);
-  } catch {
+  } catch (e) {
     // js-yaml refused it (or met something unusual): the reference reader decides
-    roots = undefined;
+    declined = e;
   }
   if (roots !== undefined) {
     try {
@@ -59,7 +72,23 @@ export function parseYamlStream(text: string, file: string, budget: YamlBudget =
     } catch (e) {
       if (isHoistError(e) && e.code === YAML_BUDGET_CODE) throw e;
       // the reference reader produces the error, with the message and line it always had
+      declined = e;
     }
   }
+  if (exceedsAtLeast(text, REFERENCE_READER_MAX_NODES, REFERENCE_READER_MAX_NODES)) throw tooLargeForReference(declined, file);
   return walkDocuments(yamlPackageTree(text, file), text, file, budget);
+}
+
+/** the fast reader's own error for a stream too large for the reference reader */
+function tooLargeForReference(declined: unknown, file: string): HoistError {
+  if (isHoistError(declined)) return declined;
+  if (declined instanceof YAMLException) {
+    return processError(`invalid YAML: ${declined.reason}`, ProcessCode.ParseError, declined.mark ? `${file}:${declined.mark.line + 1}` : file, declined);
+  }
+  const why = declined instanceof Error ? declined.message : 'an unusual construct';
+  return processError(
+    `${why}: this YAML needs the reference reader, which reads at most ${REFERENCE_READER_MAX_NODES} nodes per stream (the limit; the stream has more)`,
+    YAML_BUDGET_CODE,
+    file,
+  );
 }

@@ -105,6 +105,7 @@ export async function pullImage(
   const target = helm ? join(dest, `.hoist-chart-${randomBytes(6).toString('hex')}`) : dest;
   let files = 0;
   let bytes = 0;
+  let links = 0;
   let downloaded = 0;
   for (const step of plan) {
     const { descriptor, compression } = step;
@@ -136,6 +137,7 @@ export async function pullImage(
           maxTotalBytes: Math.max(0, limits.maxTotalBytes - bytes),
           maxFiles: Math.max(0, limits.maxFiles - files),
           maxFileBytes: limits.maxFileBytes,
+          maxLinks: Math.max(0, limits.maxLinks - links),
           ...(limits.maxArchiveBytes === undefined ? {} : { maxArchiveBytes: limits.maxArchiveBytes }),
         },
       });
@@ -143,6 +145,7 @@ export async function pullImage(
       await blob.finish();
       files += r.files;
       bytes += r.bytes;
+      links += r.links;
       downloaded += blob.bytesRead;
     } catch (e) {
       if (e instanceof HoistError) {

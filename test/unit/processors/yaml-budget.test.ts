@@ -7,11 +7,27 @@ import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { renderPlain } from '../../../src/processors/plain.ts';
 import { YAML_MAX_NODES_PER_BUNDLE, YAML_MAX_NODES_PER_DOCUMENT, yamlBudget } from '../../../src/processors/yaml/budget.ts';
-import { parseManifestStream } from '../../../src/processors/yaml/stream.ts';
+import { eventTree } from '../../../src/processors/yaml/event-reader.ts';
+import { yamlPackageTree } from '../../../src/processors/yaml/document-reader.ts';
+import type { YNode } from '../../../src/processors/yaml/node-tree.ts';
+import { countNodesAtLeast, PRESCAN_MIN_CHARS } from '../../../src/processors/yaml/prescan.ts';
+import { parseManifestStream, REFERENCE_READER_MAX_NODES } from '../../../src/processors/yaml/stream.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
-// counts the reference reader's runs: a refusal must not be parsed and walked again by it
+// counts the readers' runs: a refusal must not be parsed and walked again by the reference
+// reader, and a stream certainly over the budget is parsed by neither
 const referenceRuns = vi.hoisted(() => ({ count: 0 }));
+const fastRuns = vi.hoisted(() => ({ count: 0 }));
+vi.mock('../../../src/processors/yaml/event-reader.ts', async (importOriginal) => {
+  const mod = await importOriginal<typeof import('../../../src/processors/yaml/event-reader.ts')>();
+  return {
+    ...mod,
+    eventTree: (...args: Parameters<typeof mod.eventTree>) => {
+      fastRuns.count++;
+      return mod.eventTree(...args);
+    },
+  };
+});
 vi.mock('../../../src/processors/yaml/document-reader.ts', async (importOriginal) => {
   const mod = await importOriginal<typeof import('../../../src/processors/yaml/document-reader.ts')>();
   return {
@@ -67,6 +83,51 @@ describe('YAML node budget', () => {
     // the old budget (2 M + 50 × bytes = 127 M nodes here) built values until 2.8 GiB of RSS
     expect(after.heapUsed - before.heapUsed).toBeLessThan(200 * MiB);
     expect(Math.max(peakAfter, peakBefore) - before.rss).toBeLessThan(200 * MiB);
+  });
+
+  it('a 15 MiB document without aliases (7.5 M one-digit numbers) is refused before either reader parses it', () => {
+    // it used to be parsed whole first: 1.8 GiB of RSS and 30 s, an OOM kill under the chart's 1 GiB
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  list: [${'1,'.repeat(7_500_000)}1]\n`;
+    const before = process.memoryUsage();
+    const peakBefore = process.resourceUsage().maxRSS * 1024;
+    const runs = { fast: fastRuns.count, reference: referenceRuns.count };
+    const e = refusal(() => parseManifestStream(text, 'huge.yaml'));
+    expect(e.code).toBe('yaml-alias-budget');
+    expect(e.subject).toBe('huge.yaml');
+    expect(e.message).toBe(`a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`);
+    expect({ fast: fastRuns.count, reference: referenceRuns.count }).toEqual(runs);
+    expect(Math.max(process.resourceUsage().maxRSS * 1024, peakBefore) - before.rss).toBeLessThan(200 * MiB);
+  });
+
+  it.each([
+    ['one document over the per-document limit', `a: [${'1,'.repeat(600)}1]\n`, 500, 10_000, /more than 500 nodes \(the limit per document/],
+    ['null items (no scalar at all)', `${'-\n'.repeat(600)}`, 500, 10_000, /more than 500 nodes \(the limit per document/],
+    ['documents each within, together over the per-bundle limit', `${'---\n- 1\n- 2\n'.repeat(600)}`, 500, 1000, /the bundle's YAML expands to more than 1000 nodes/],
+  ])('a stream of PRESCAN_MIN_CHARS or more is checked before it is parsed: %s', (_name, body, perDocument, perBundle, refused) => {
+    const text = `# ${'p'.repeat(PRESCAN_MIN_CHARS)}\n${body}`;
+    const runs = fastRuns.count;
+    expect(refusal(() => parseManifestStream(text, 'big.yaml', yamlBudget(perDocument, perBundle))).message).toMatch(refused);
+    expect(fastRuns.count).toBe(runs);
+  });
+
+  it('the reference reader reads at most REFERENCE_READER_MAX_NODES nodes: past them the fast reader\'s own error', () => {
+    const runs = referenceRuns.count;
+    // a %TAG directive is left to the reference reader
+    const tagged = refusal(() => parseManifestStream(`%TAG !e! tag:example.com,2000:\n---\n[${'1,'.repeat(REFERENCE_READER_MAX_NODES)}1]\n`, 'tagged.yaml'));
+    expect(tagged.code).toBe('yaml-alias-budget');
+    expect(tagged.message).toBe(`%TAG directive: this YAML needs the reference reader, which reads at most ${REFERENCE_READER_MAX_NODES} nodes per stream (the limit; the stream has more)`);
+    // a walk error (null keys) is reported by the walk, with its line
+    const nullKeys = refusal(() => parseManifestStream(`x: 1\ny: [${':,'.repeat(REFERENCE_READER_MAX_NODES)}:]\n`, 'keys.yaml'));
+    expect(nullKeys.code).toBe('parse-error');
+    expect(nullKeys.subject).toBe('keys.yaml:2');
+    // a syntax error is js-yaml's, with its line
+    const syntax = refusal(() => parseManifestStream(`x: 1\ny: [${'1,'.repeat(REFERENCE_READER_MAX_NODES)}1\n`, 'unclosed.yaml'));
+    expect(syntax.message).toMatch(/^invalid YAML: /);
+    expect(syntax.subject).toMatch(/^unclosed\.yaml:\d+$/);
+    expect(referenceRuns.count).toBe(runs);
+    // below the limit the reference reader still decides
+    expect(() => parseManifestStream(`%TAG !e! tag:example.com,2000:\n---\n[1, 2]\n`, 'small.yaml')).not.toThrow();
+    expect(referenceRuns.count).toBe(runs + 1);
   });
 
   it('the reference reader (used when js-yaml declines the text) is refused the same way', () => {
@@ -142,5 +203,70 @@ describe('YAML node budget', () => {
     };
     await walk(join(root, 'testdata/fixtures'));
     expect(got).toEqual(want);
+  });
+});
+
+/** nodes of a tree as built, aliases counted once (not expanded): what the prescan bounds from below */
+function rawNodes(root: YNode | null): number {
+  if (root === null) return 1;
+  switch (root.kind) {
+    case 'seq':
+      return 1 + root.items.reduce((n, i) => n + rawNodes(i), 0);
+    case 'map':
+      return 1 + root.pairs.reduce((n, [k, v]) => n + rawNodes(k) + rawNodes(v), 0);
+    default:
+      return 1;
+  }
+}
+
+describe('the prescan (a lower bound of the nodes, on lexer tokens)', () => {
+  const cases = [
+    'a: 1\nb: [1, 2, {c: d}]\n',
+    '- \n-\n- x\n- - y\n  - z\n',
+    '? a\n: b\n? [c]\n:\n',
+    '{:, : , a, b: }\n',
+    'k: &x [1, 2]\nl: *x\nm: !!str 3\n',
+    'text: |\n  line\n  - not an item\nfolded: >-\n  a: b\n',
+    '"q": \'r\'\n# - comment: x\n',
+    '---\na: 1\n---\n- 2\n...\n---\nb:\n  c:\n    - d\n',
+    '[a: 1, b, {c}]\n',
+  ];
+  it.each(cases)('never exceeds the nodes of the tree: %j', (text) => {
+    const roots = eventTree(text);
+    const n = countNodesAtLeast(text);
+    expect(n.total).toBeLessThanOrEqual(roots.reduce((s, r) => s + rawNodes(r), 0));
+    expect(n.document).toBeLessThanOrEqual(Math.max(0, ...roots.map(rawNodes)));
+    expect(n.total).toBeGreaterThan(0);
+  });
+
+  it('never exceeds the nodes of any YAML fixture, and comes within a factor of 3 of them', async () => {
+    const root = join(import.meta.dirname, '../../..');
+    const files: string[] = [];
+    const walk = async (d: string): Promise<void> => {
+      for (const e of await readdir(d)) {
+        const p = join(d, e);
+        if ((await stat(p)).isDirectory()) await walk(p);
+        else if (/\.ya?ml$/.test(e)) files.push(p);
+      }
+    };
+    await walk(join(root, 'testdata/fixtures'));
+    expect(files.length).toBeGreaterThan(20);
+    for (const f of files) {
+      const text = await readFile(f, 'utf8');
+      let roots: YNode[];
+      try {
+        roots = eventTree(text);
+      } catch {
+        try {
+          roots = yamlPackageTree(text, f);
+        } catch {
+          continue; // a fixture of invalid YAML: no tree to compare with
+        }
+      }
+      const nodes = roots.reduce((s, r) => s + rawNodes(r), 0);
+      const n = countNodesAtLeast(text);
+      expect(n.total, relative(root, f)).toBeLessThanOrEqual(nodes);
+      expect(n.total * 3, relative(root, f)).toBeGreaterThanOrEqual(nodes);
+    }
   });
 });

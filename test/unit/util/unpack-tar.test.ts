@@ -41,7 +41,7 @@ describe('unpackTar: well-formed archives', () => {
 
   it('unpacks a plain tar, across chunk boundaries', async () => {
     const r = await unpackTar(chunked(await buildTar(items), 100), dest);
-    expect(r).toEqual({ compression: 'none', files: 5, bytes: 16 });
+    expect(r).toEqual({ compression: 'none', files: 5, bytes: 16, links: 1 });
     expect(await tree(dest)).toEqual([
       'link.yaml -> manifests/a.yaml',
       'manifests/',
@@ -185,6 +185,15 @@ describe('unpackTar: hostile archives', () => {
     const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxFiles: 10 } }));
     expect(e.code).toBe('too-many-files');
     expect(e.message).toContain('"f10"');
+  });
+
+  it('enforces the symlink count as they arrive, before resolving any (issue 23: each costs up to 40 lookups)', async () => {
+    const items = [{ header: { name: 'a.yaml' }, body: 'x' }, ...Array.from({ length: 4 }, (_, i) => ({ header: { name: `l${i}`, type: 'symlink' as const, linkname: 'a.yaml' } }))];
+    const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxLinks: 3 } }));
+    expect(e.code).toBe('too-many-links');
+    expect(e.message).toBe('archive has more than 3 symlinks (the limit per tree), at "l3"');
+    const r = await unpackTar(chunked(await buildTar(items.slice(0, 4))), await mkdtemp(join(tmpdir(), 'hoist-unpack-links-')), { limits: { maxLinks: 3 } });
+    expect(r.links).toBe(3);
   });
 
   it('enforces the single-file size from the header, before reading data', async () => {

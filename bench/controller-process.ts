@@ -1,0 +1,116 @@
+/**
+ * The controller as the image runs it, for benchmarks that measure its process: compiled with
+ * `tsc` to dist/ (as scripts/image.sh compiles it), started as `node <flags> dist/src/cli/main.js
+ * run` with the image's MALLOC_* and NODE_* variables (test/support/as-deployed.ts), its output
+ * in <work>/controller.log, and its RSS and CPU read from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { imageEnv } from '../test/support/as-deployed.ts';
+import { exec, repoRoot } from './common.ts';
+
+const MiB = 1024 * 1024;
+
+/**
+ * compiles api/ and src/ into dist/ as scripts/image.sh does (no type check, no tests) and returns
+ * the path of main.js; $HOIST_SCALE_NO_BUILD=1 reuses dist/
+ */
+export async function buildController(log: (l: string) => void): Promise<string> {
+  const dist = path.join(repoRoot, 'dist');
+  if (process.env.HOIST_SCALE_NO_BUILD !== '1') {
+    const t0 = performance.now();
+    // inside the repository, as scripts/image.sh does: type libraries resolve from node_modules there
+    mkdirSync(path.join(repoRoot, '.tmp'), { recursive: true });
+    const cfg = path.join(repoRoot, '.tmp', 'scale-tsconfig.json');
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        extends: path.join(repoRoot, 'tsconfig.json'),
+        include: [path.join(repoRoot, 'api'), path.join(repoRoot, 'src')],
+        exclude: [path.join(repoRoot, '**/*.test.ts')],
+        compilerOptions: { outDir: dist, rootDir: repoRoot, sourceMap: false, noCheck: true },
+      }),
+    );
+    await exec(process.execPath, [path.join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', cfg], process.env);
+    copyFileSync(path.join(repoRoot, 'api/v1alpha2/bundledeployment-crd.yaml'), path.join(dist, 'api/v1alpha2/bundledeployment-crd.yaml'));
+    copyFileSync(path.join(repoRoot, 'api/v1alpha2/tenancy-policy.yaml'), path.join(dist, 'api/v1alpha2/tenancy-policy.yaml'));
+    mkdirSync(path.join(dist, 'scripts'), { recursive: true });
+    copyFileSync(path.join(repoRoot, 'scripts/tool-versions.env'), path.join(dist, 'scripts/tool-versions.env'));
+    log(`compiled the controller into dist/ in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  return path.join(dist, 'src/cli/main.js');
+}
+
+export interface ProcStat {
+  rssMiB: number;
+  hwmMiB: number;
+  cpuSeconds: number;
+}
+
+/** VmRSS, VmHWM (peak RSS) and user+system CPU of a process (clock ticks are 100 Hz on Linux) */
+export function procStat(pid: number): ProcStat {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is the state (field 3): utime and stime are fields 14 and 15
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { rssMiB: kb('VmRSS') / MiB, hwmMiB: kb('VmHWM') / MiB, cpuSeconds: ticks / 100 };
+}
+
+export interface Controller {
+  child: ChildProcess;
+  /** its stdout and stderr */
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node <nodeFlags> <main> run --kubeconfig … --metrics-bind-address 127.0.0.1:0 <args>`
+ * in `work` and resolves once it is ready (its BundleDeployment informer has synced).
+ */
+export async function startController(main: string, opts: { kubeconfig: string; work: string; nodeFlags: readonly string[]; args: readonly string[] }): Promise<Controller> {
+  const args = [...opts.nodeFlags, main, 'run', '--kubeconfig', opts.kubeconfig, '--metrics-bind-address', '127.0.0.1:0', ...opts.args];
+  const child = spawn(process.execPath, args, {
+    cwd: opts.work,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...imageEnv(), PATH: process.env.PATH, HOME: opts.work, HOIST_LOG_LEVEL: process.env.HOIST_LOG_LEVEL ?? 'info' },
+  });
+  const logFile = path.join(opts.work, 'controller.log');
+  let head = '';
+  const port = new Promise<number>((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      if (head.length < 100_000) head += c.toString();
+      const m = /"port":(\d+).*serving \/healthz/.exec(head);
+      if (m) resolve(Number(m[1]));
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`hoist run exited ${code} before serving: ${head.slice(-2000)}`)));
+  });
+  const out = createWriteStream(logFile);
+  child.stdout!.pipe(out);
+  child.stderr!.pipe(out);
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const p = await port;
+  for (;;) {
+    const ok = await fetch(`http://127.0.0.1:${p}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    child,
+    logFile,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
