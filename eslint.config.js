@@ -8,8 +8,11 @@ export default tseslint.config(
       // Exported signatures must stay typed; `any` inside tests is tolerated.
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'use string literal unions, not enum' },
-        { selector: 'ExportDefaultDeclaration', message: 'no default exports' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'TSEnumDeclaration', message: 'use string literal unions, not enum' },
+        { selector: 'ExportDefaultDeclaration', message: 'no default exports' },
+      ],
     },
   },
   { files: ['test/**', '**/*.test.ts', 'bench/**'], rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' } },

@@ -14,7 +14,10 @@ export default defineConfig({
       // pure functions: no control plane (`npx vitest run --project unit` runs in seconds)
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts', 'api/**/*.test.ts'] } },
       // one real control plane (etcd + kube-apiserver) for the rest; see test/support/global-setup.ts
-      { extends: true, test: { name: 'cluster', include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] } },
+      {
+        extends: true,
+        test: { name: 'cluster', include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
+      },
     ],
   },
 });

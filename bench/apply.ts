@@ -74,8 +74,6 @@ export interface ApplyBenchOptions {
   log?: (line: string) => void;
 }
 
-
-
 const crdNames = (yaml: string): string[] =>
   parseAllDocuments(yaml)
     .map((d) => d.toJS() as KubeObject | null)
@@ -100,7 +98,14 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
   const kubectl = toolPath('kubectl');
   const admin: RestKubeClient = createKubeClient(loadKubeConfig(cp.kubeconfigPath));
   const files = await startFileServer();
-  const ctl = await startController({ kubeconfig: cp.kubeconfigPath, namespace: 'hoist-system', installCRD: true, cacheDir: path.join(work, 'cache'), log: pino({ level: process.env.HOIST_BENCH_LOG ?? 'silent' }), workers: 4 });
+  const ctl = await startController({
+    kubeconfig: cp.kubeconfigPath,
+    namespace: 'hoist-system',
+    installCRD: true,
+    cacheDir: path.join(work, 'cache'),
+    log: pino({ level: process.env.HOIST_BENCH_LOG ?? 'silent' }),
+    workers: 4,
+  });
   const v1Text = readFileSync(path.join(fixtures, 'argo-rollouts-v1.8.4/install.yaml'), 'utf8');
   const v2Text = readFileSync(path.join(fixtures, 'argo-rollouts-v1.9.1/install.yaml'), 'utf8');
   const samples = { hoistInstall: [] as number[], kubectlInstall: [] as number[], hoistUpgrade: [] as number[], kubectlUpgrade: [] as number[] };
@@ -144,7 +149,16 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
       let t0 = performance.now();
       if (process.env.HOIST_BENCH_LOG) console.log(JSON.stringify({ time: Date.now(), msg: 'bench: creating the BundleDeployment' }));
       // kubectl checks no CRD compatibility either; v1.9.1's CRDs would be refused under Enforce
-      await admin.create({ ...BD, metadata: { name: bdName }, spec: { installNamespace: hns, format: 'plain', upgrade: { crdSafety: 'None' }, sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v1.tgz`), sha256: sha256(h1) } }] } } as unknown as KubeObject);
+      await admin.create({
+        ...BD,
+        metadata: { name: bdName },
+        spec: {
+          installNamespace: hns,
+          format: 'plain',
+          upgrade: { crdSafety: 'None' },
+          sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v1.tgz`), sha256: sha256(h1) } }],
+        },
+      } as unknown as KubeObject);
       await until(() => installedAt(1)(bdName), `${bdName} installed`);
       const hInstall = performance.now() - t0;
       if (!(await established(crdNames(h2Yaml)))) throw new Error('hoist reported Installed before its CRDs were Established');
@@ -158,7 +172,13 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
       }
 
       t0 = performance.now();
-      await admin.patch(BD, bdName, undefined, { spec: { sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v2.tgz`), sha256: sha256(h2) } }] } }, 'merge');
+      await admin.patch(
+        BD,
+        bdName,
+        undefined,
+        { spec: { sources: [{ kind: 'http', http: { url: files.url(`/${hid}-v2.tgz`), sha256: sha256(h2) } }] } },
+        'merge',
+      );
       await until(() => installedAt(2)(bdName), `${bdName} upgraded`);
       const hUpgrade = performance.now() - t0;
 
@@ -180,7 +200,9 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
       await exec(kubectl, ['wait', '--for', 'condition=established', '--timeout=120s', ...kCrds], env);
       const kUpgrade = performance.now() - t0;
 
-      log(`round ${round}${round === 0 ? ' (warm-up)' : ''}: install hoist ${hInstall.toFixed(0)} ms / kubectl ${kInstall.toFixed(0)} ms; upgrade hoist ${hUpgrade.toFixed(0)} ms / kubectl ${kUpgrade.toFixed(0)} ms`);
+      log(
+        `round ${round}${round === 0 ? ' (warm-up)' : ''}: install hoist ${hInstall.toFixed(0)} ms / kubectl ${kInstall.toFixed(0)} ms; upgrade hoist ${hUpgrade.toFixed(0)} ms / kubectl ${kUpgrade.toFixed(0)} ms`,
+      );
       if (round > 0) {
         samples.hoistInstall.push(hInstall);
         samples.kubectlInstall.push(kInstall);
@@ -203,9 +225,19 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
   const mk = (name: string, h: number[], k: number[]): ApplyBenchCase => {
     const hoistMs = median(h);
     const kubectlMs = median(k);
-    return { name, hoistMs: Math.round(hoistMs), kubectlMs: Math.round(kubectlMs), ratio: Number((hoistMs / kubectlMs).toFixed(3)), hoistRoundsMs: h.map(Math.round), kubectlRoundsMs: k.map(Math.round) };
+    return {
+      name,
+      hoistMs: Math.round(hoistMs),
+      kubectlMs: Math.round(kubectlMs),
+      ratio: Number((hoistMs / kubectlMs).toFixed(3)),
+      hoistRoundsMs: h.map(Math.round),
+      kubectlRoundsMs: k.map(Math.round),
+    };
   };
-  const cases = [mk('cold install argo-rollouts v1.8.4 (15 objects, CRDs Established)', samples.hoistInstall, samples.kubectlInstall), mk('upgrade v1.8.4 → v1.9.1', samples.hoistUpgrade, samples.kubectlUpgrade)];
+  const cases = [
+    mk('cold install argo-rollouts v1.8.4 (15 objects, CRDs Established)', samples.hoistInstall, samples.kubectlInstall),
+    mk('upgrade v1.8.4 → v1.9.1', samples.hoistUpgrade, samples.kubectlUpgrade),
+  ];
   const sorted = [...noChange].sort((a, b) => a - b);
   const result: ApplyBenchResult = {
     benchmark: 'apply',
@@ -217,7 +249,12 @@ export async function run(options: ApplyBenchOptions = {}): Promise<ApplyBenchRe
     rounds,
     objects: 15,
     cases,
-    noChangeReconcile: { medianMs: Number(median(noChange).toFixed(2)), p90Ms: Number((sorted[Math.floor(sorted.length * 0.9)] ?? 0).toFixed(2)), samples: noChange.length, targetMs: 50 },
+    noChangeReconcile: {
+      medianMs: Number(median(noChange).toFixed(2)),
+      p90Ms: Number((sorted[Math.floor(sorted.length * 0.9)] ?? 0).toFixed(2)),
+      samples: noChange.length,
+      targetMs: 50,
+    },
   };
   for (const c of cases) log(`${c.name}: hoist ${c.hoistMs} ms, kubectl ${c.kubectlMs} ms, ratio ${c.ratio}`);
   log(`no-change reconcile: median ${result.noChangeReconcile.medianMs} ms, p90 ${result.noChangeReconcile.p90Ms} ms (target < 50 ms)`);

@@ -70,7 +70,10 @@ export interface Controller {
  * Starts `node <nodeFlags> <main> run --kubeconfig … --metrics-bind-address 127.0.0.1:0 <args>`
  * in `work` and resolves once it is ready (its BundleDeployment informer has synced).
  */
-export async function startController(main: string, opts: { kubeconfig: string; work: string; nodeFlags: readonly string[]; args: readonly string[] }): Promise<Controller> {
+export async function startController(
+  main: string,
+  opts: { kubeconfig: string; work: string; nodeFlags: readonly string[]; args: readonly string[] },
+): Promise<Controller> {
   const args = [...opts.nodeFlags, main, 'run', '--kubeconfig', opts.kubeconfig, '--metrics-bind-address', '127.0.0.1:0', ...opts.args];
   const child = spawn(process.execPath, args, {
     cwd: opts.work,

@@ -34,12 +34,21 @@ function objects(i: number): string {
   const labels = { app: name };
   const docs = [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } },
-    { apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { clusterIP: 'None', selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name },
+      spec: { clusterIP: 'None', selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name },
-      spec: { replicas: 0, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: 'registry.example/app:1.0.0' }] } } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: 'registry.example/app:1.0.0' }] } },
+      },
     },
     { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name }, spec: { rules: [{ host: `${name}.example.com` }] } },
   ];
@@ -48,9 +57,11 @@ function objects(i: number): string {
 
 async function pool<T>(items: readonly T[], limit: number, f: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await f(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await f(items[next++]!);
+    }),
+  );
 }
 
 const p90 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)] ?? 0;
@@ -82,7 +93,11 @@ export async function run(n = 200, busy = false): Promise<void> {
   const store = new FsContentStore({ root: path.join(work, 'cache') });
   const http = new HttpSource({});
   const renderOne = async (b: { url: string; digest: string }, into: FsContentStore, name: string): Promise<Record<string, number>> => {
-    const spec = withDefaults({ installNamespace: 'bench', format: 'plain', sources: [{ kind: 'http', http: { url: b.url, sha256: b.digest } }] } as BundleDeploymentSpec);
+    const spec = withDefaults({
+      installNamespace: 'bench',
+      format: 'plain',
+      sources: [{ kind: 'http', http: { url: b.url, sha256: b.digest } }],
+    } as BundleDeploymentSpec);
     const timings: Record<string, number> = {};
     const out = await renderBundle(
       { store: into, sourceFor: () => http, processorFor: () => plainProcessor, scopes: builtinScopes() },
@@ -142,7 +157,9 @@ export async function run(n = 200, busy = false): Promise<void> {
     });
     const refWall = performance.now() - t0;
     console.log(`N=${n}${busy ? ' (event loop half busy)' : ''}, 4 at a time:`);
-    console.log(`  hoist renderBundle: one render median ${f1(median(total))} ms (p90 ${f1(p90(total))}), fetch stage median ${f1(median(fetch))} ms (p90 ${f1(p90(fetch))}); all ${n} in ${f1(hoistWall)} ms`);
+    console.log(
+      `  hoist renderBundle: one render median ${f1(median(total))} ms (p90 ${f1(p90(total))}), fetch stage median ${f1(median(fetch))} ms (p90 ${f1(p90(fetch))}); all ${n} in ${f1(hoistWall)} ms`,
+    );
     console.log(`  fs calls (threadpool round trips) of one first render: ${hops}`);
     console.log(`  curl + sha256sum + tar -xzf: one median ${f1(median(ref))} ms (p90 ${f1(p90(ref))}); ${refBundles.length} in ${f1(refWall)} ms`);
   } finally {

@@ -55,8 +55,6 @@ export interface GitFetchBenchOptions {
   log?: (line: string) => void;
 }
 
-
-
 export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchBenchResult> {
   const log = options.log ?? ((l: string) => console.log(l));
   const rounds = options.rounds ?? 5;
@@ -68,9 +66,7 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
   log(`generating a repository with ${files} files and ${commits} commits…`);
   const generated = await generateRepo(path.join(projectRoot, 'big.git'), { files, commits });
   git(generated.dir, ['repack', '-a', '-d', '-q']);
-  const packBytes = Number(
-    (await exec('du', ['-sb', path.join(generated.dir, 'objects', 'pack')], { PATH: process.env.PATH })).split('\t')[0],
-  );
+  const packBytes = Number((await exec('du', ['-sb', path.join(generated.dir, 'objects', 'pack')], { PATH: process.env.PATH })).split('\t')[0]);
   const server = await startGitServer({ projectRoot });
   const url = `${server.url}/big.git`;
   const cloneEnv: NodeJS.ProcessEnv = {
@@ -110,7 +106,14 @@ export async function run(options: GitFetchBenchOptions = {}): Promise<GitFetchB
       }
       const hoistMs = median(hoist);
       const referenceMs = median(reference);
-      const c: GitFetchBenchCase = { name, directory, hoistMs: Math.round(hoistMs), referenceMs: Math.round(referenceMs), ratio: Number((hoistMs / referenceMs).toFixed(3)), rounds };
+      const c: GitFetchBenchCase = {
+        name,
+        directory,
+        hoistMs: Math.round(hoistMs),
+        referenceMs: Math.round(referenceMs),
+        ratio: Number((hoistMs / referenceMs).toFixed(3)),
+        rounds,
+      };
       cases.push(c);
       log(`${name}: hoist ${c.hoistMs} ms, git clone --depth 1 ${c.referenceMs} ms, ratio ${c.ratio}`);
     }

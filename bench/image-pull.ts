@@ -187,7 +187,6 @@ async function measureSkopeoTar(registryHost: string, name: string, digest: stri
   return ms;
 }
 
-
 function measurement(allMs: number[], bytes: number): Measurement {
   const ms = median(allMs);
   return { ms: Math.round(ms), mibPerSec: Math.round((bytes / MB / (ms / 1000)) * 10) / 10, allMs: allMs.map(Math.round) };
@@ -250,11 +249,15 @@ export async function run(options: ImagePullBenchOptions = {}): Promise<ImagePul
 
 function print(r: ImagePullBenchResult): void {
   const l = (s: string): void => console.log(s);
-  l(`image pull, ${(r.layer.compressedBytes / MB).toFixed(0)} MiB gzip layer (${(r.layer.uncompressedBytes / MB).toFixed(0)} MiB unpacked, ${r.layer.files} files), nproc ${r.nproc}, ${r.node}`);
+  l(
+    `image pull, ${(r.layer.compressedBytes / MB).toFixed(0)} MiB gzip layer (${(r.layer.uncompressedBytes / MB).toFixed(0)} MiB unpacked, ${r.layer.files} files), nproc ${r.nproc}, ${r.node}`,
+  );
   l(`  hoist pull+verify+unpack  ${String(r.hoist.ms).padStart(6)} ms  ${String(r.hoist.mibPerSec).padStart(6)} MiB/s  peak RSS ${r.hoist.peakRssMiB} MiB`);
   l(`  limit gunzip+sha256       ${String(r.limit.ms).padStart(6)} ms  ${String(r.limit.mibPerSec).padStart(6)} MiB/s`);
   l(`  skopeo copy + tar xzf     ${String(r.skopeoTar.ms).padStart(6)} ms  ${String(r.skopeoTar.mibPerSec).padStart(6)} MiB/s`);
-  l(`  hoist = ${(r.ratios.hoistOfLimit * 100).toFixed(0)}% of the limit (target ≥ 70%: ${r.targets.atLeast70PercentOfLimit ? 'met' : 'MISSED'}); skopeo+tar takes ${r.ratios.skopeoOverHoist}× hoist's time (${r.targets.fasterThanSkopeoTar ? 'faster' : 'SLOWER'}); RSS < 200 MiB: ${r.targets.peakRssUnder200MiB ? 'met' : 'MISSED'}`);
+  l(
+    `  hoist = ${(r.ratios.hoistOfLimit * 100).toFixed(0)}% of the limit (target ≥ 70%: ${r.targets.atLeast70PercentOfLimit ? 'met' : 'MISSED'}); skopeo+tar takes ${r.ratios.skopeoOverHoist}× hoist's time (${r.targets.fasterThanSkopeoTar ? 'faster' : 'SLOWER'}); RSS < 200 MiB: ${r.targets.peakRssUnder200MiB ? 'met' : 'MISSED'}`,
+  );
   l(`  written to ${path.relative(process.cwd(), resultsFile)}`);
 }
 

@@ -134,7 +134,9 @@ function whenSeen(informer: Informer<Bd>, name: string, ok: (bd: Bd) => boolean,
     };
     const timer = setTimeout(() => {
       finish();
-      reject(new Error(`timed out after ${WAIT_MS / 1000} s: ${name} ${what}; conditions: ${JSON.stringify(informer.getByName(name)?.status?.conditions ?? [])}`));
+      reject(
+        new Error(`timed out after ${WAIT_MS / 1000} s: ${name} ${what}; conditions: ${JSON.stringify(informer.getByName(name)?.status?.conditions ?? [])}`),
+      );
     }, WAIT_MS);
     // cached objects are delivered at once, as adds
     const stop = informer.addHandler({ onAdd: check, onUpdate: (_o, n) => check(n) });
@@ -166,7 +168,17 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
     kubeconfig: env.kubeconfig,
     work,
     nodeFlags: deployedNodeFlags(),
-    args: ['--namespace', 'hoist-bench-iso', '--selector', `${CASE_LABEL}=${caseId}`, '--cache-dir', path.join(work, 'cache'), '--registries-conf', env.registriesConf, ...chartRunFlags()],
+    args: [
+      '--namespace',
+      'hoist-bench-iso',
+      '--selector',
+      `${CASE_LABEL}=${caseId}`,
+      '--cache-dir',
+      path.join(work, 'cache'),
+      '--registries-conf',
+      env.registriesConf,
+      ...chartRunFlags(),
+    ],
   });
   const pid = ctl.child.pid!;
   const create = (name: string, spec: object) =>
@@ -248,7 +260,10 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
       refusal,
     };
   } catch (e) {
-    throw new Error(`${caseId}: ${e instanceof Error ? e.message : String(e)}; controller ${ctl.child.exitCode ?? ctl.child.signalCode ?? 'running'}, log ${ctl.logFile}`, { cause: e });
+    throw new Error(
+      `${caseId}: ${e instanceof Error ? e.message : String(e)}; controller ${ctl.child.exitCode ?? ctl.child.signalCode ?? 'running'}, log ${ctl.logFile}`,
+      { cause: e },
+    );
   } finally {
     await ctl.stop();
   }

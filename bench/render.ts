@@ -62,18 +62,13 @@ export interface RenderBenchOptions {
   log?: (line: string) => void;
 }
 
-
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
   return performance.now() - t0;
 }
 
-async function measure(
-  rounds: number,
-  hoist: () => Promise<unknown>,
-  reference: () => Promise<unknown>,
-): Promise<{ hoistMs: number; referenceMs: number }> {
+async function measure(rounds: number, hoist: () => Promise<unknown>, reference: () => Promise<unknown>): Promise<{ hoistMs: number; referenceMs: number }> {
   await hoist();
   await reference();
   const h: number[] = [];
@@ -153,7 +148,11 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
     const files = await yamlFiles(tree);
     const ctx = { name: 'bench', installNamespace: 'bench' };
     const { objects } = await plainProcessor.render(tree, undefined, ctx);
-    const m = await measure(rounds, () => plainProcessor.render(tree, undefined, ctx), () => plainYamlRead(files));
+    const m = await measure(
+      rounds,
+      () => plainProcessor.render(tree, undefined, ctx),
+      () => plainYamlRead(files),
+    );
     add({ name, format: 'plain', objects: objects.length, ...m, reference: 'yaml parse' });
   }
 
@@ -170,7 +169,11 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
       if (!existsSync(path.join(chartDir, 'Chart.yaml'))) continue;
       const ctx = { name: 'bench', installNamespace: 'bench' };
       const { objects } = await helmProcessor.render(chartDir, undefined, ctx);
-      const m = await measure(rounds, () => helmProcessor.render(chartDir, undefined, ctx), () => helmTemplateAlone(helm, chartDir, valuesFile, home));
+      const m = await measure(
+        rounds,
+        () => helmProcessor.render(chartDir, undefined, ctx),
+        () => helmTemplateAlone(helm, chartDir, valuesFile, home),
+      );
       add({ name, format: 'helm', objects: objects.length, ...m, reference: 'helm template' });
     }
   } finally {
@@ -186,7 +189,11 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
     const config = { registryV1: { watchNamespace: '' } };
     try {
       const { objects } = await registryV1Processor.render(tree, config, ctx);
-      const m = await measure(rounds, () => registryV1Processor.render(tree, config, ctx), () => plainYamlRead(files));
+      const m = await measure(
+        rounds,
+        () => registryV1Processor.render(tree, config, ctx),
+        () => plainYamlRead(files),
+      );
       add({ name, format: 'registry-v1', objects: objects.length, ...m, reference: 'yaml parse' });
     } catch (e) {
       // a bundle the processor refuses is reported, not allowed to hide the other numbers

@@ -34,7 +34,7 @@ const toPosix = (p) => p.split(sep).join('/');
 
 /** @type {Record<string, {allow: string[], typeOnly?: string[], npm?: boolean}>} layer → what it may import */
 const LAYERS = {
-  'api': { allow: ['api', 'src/util'] },
+  api: { allow: ['api', 'src/util'] },
   'src/util': { allow: ['src/util'] },
   'src/kube': { allow: ['api', 'src/util', 'src/kube'] },
   'src/cache': { allow: ['api', 'src/util', 'src/cache'], typeOnly: ['src/kube/types.ts'] },
@@ -48,7 +48,7 @@ const LAYERS = {
   'src/webhook': { allow: ['api', 'src/util', 'src/kube', 'src/webhook'] },
   'src/cli': { allow: ['api', 'src', 'bin'] },
   'src/devcluster': { allow: ['src/util', 'src/devcluster'], npm: false },
-  'examples': { allow: ['api', 'src/util', 'src/kube', 'examples'] },
+  examples: { allow: ['api', 'src/util', 'src/kube', 'examples'] },
 };
 
 const NODE_BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
@@ -89,14 +89,17 @@ export function importsOf(source) {
   const src = stripComments(source);
   const out = [];
   const stmt = /(?:^|[;\n}])\s*(import|export)\s+(type\s+)?([^;'"]*?)\s*from\s*['"]([^'"]+)['"]/g;
-  for (let m; (m = stmt.exec(src)); ) {
+  for (let m; (m = stmt.exec(src));) {
     const clause = m[3];
     let typeOnly = Boolean(m[2]);
     if (!typeOnly) {
       const braces = /\{([^}]*)\}/.exec(clause);
       const outside = clause.replace(/\{[^}]*\}/, '').replace(/[\s,]/g, '');
       if (braces && outside === '') {
-        const names = braces[1].split(',').map((s) => s.trim()).filter(Boolean);
+        const names = braces[1]
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
         typeOnly = names.length > 0 && names.every((n) => n.startsWith('type '));
       }
     }
@@ -171,7 +174,13 @@ function findCycles(graph) {
  * it prints (to stderr on failure, stdout on success). The script's tests call it in-process.
  */
 export function report(base = root) {
-  const files = ['api', 'src', 'examples'].flatMap((d) => { try { return walk(join(base, d)); } catch { return []; } });
+  const files = ['api', 'src', 'examples'].flatMap((d) => {
+    try {
+      return walk(join(base, d));
+    } catch {
+      return [];
+    }
+  });
   const { violations, cycles, files: n } = check(files, base);
   const lines = [...violations.map((v) => `layers: ${v}`), ...cycles.map((c) => `layers: circular import: ${c}`)];
   if (violations.length > 0 || cycles.length > 0) {

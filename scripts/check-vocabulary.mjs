@@ -9,7 +9,9 @@ const root = new URL('..', import.meta.url).pathname;
 const src = join(root, 'src');
 
 function walk(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? walk(join(dir, d.name)) : d.name.endsWith('.ts') ? [join(dir, d.name)] : [],
+  );
 }
 
 const files = walk(src);
@@ -19,10 +21,14 @@ const codes = new Set();
 for (const f of files.filter(isVocabulary)) {
   for (const m of readFileSync(f, 'utf8').matchAll(/^\s+[A-Z]\w*: '([a-z0-9]+(?:-[a-z0-9]+)*)',$/gm)) codes.add(m[1]);
 }
-const REASONS = /reason: '(ResolveFailed|FetchFailed|ProcessFailed|ApplyFailed|InvalidSpec|Aborted|ConflictingOwner|InvalidConfig|PruneFailed|UnpackFailed|UnsafeCRDUpgrade|VerificationFailed)'/;
+const REASONS =
+  /reason: '(ResolveFailed|FetchFailed|ProcessFailed|ApplyFailed|InvalidSpec|Aborted|ConflictingOwner|InvalidConfig|PruneFailed|UnpackFailed|UnsafeCRDUpgrade|VerificationFailed)'/;
 const rules = [
   { re: /\bcode: ['`]/, why: 'a code written as a literal: name it from the layer vocabulary (errors.ts)' },
-  { re: /\b(e|err|error|cause)\.(message|name)\s*(===|!==)|\b(e|err|error|cause)\.(message|name)\.(startsWith|endsWith|includes|match)\(|\.test\((e|err|error)\.(message|name)\)/, why: 'a branch on error text: branch on the error type or code' },
+  {
+    re: /\b(e|err|error|cause)\.(message|name)\s*(===|!==)|\b(e|err|error|cause)\.(message|name)\.(startsWith|endsWith|includes|match)\(|\.test\((e|err|error)\.(message|name)\)/,
+    why: 'a branch on error text: branch on the error type or code',
+  },
 ];
 const problems = [];
 for (const f of files.filter((x) => !isVocabulary(x))) {
@@ -32,7 +38,8 @@ for (const f of files.filter((x) => !isVocabulary(x))) {
     if (/^\s*(\/\/|\*|\/\*)/.test(line)) return;
     for (const r of rules) if (r.re.test(line)) problems.push(`${where}: ${r.why}`);
     const context = lines.slice(Math.max(0, i - 3), i + 3).join('\n');
-    if (REASONS.test(line) && !/\btype: '/.test(line) && /\bcode\b|HoistError|Cancel/.test(context)) problems.push(`${where}: an error reason written as a literal: it follows the stage (reasonFor) or is a FailureReason`);
+    if (REASONS.test(line) && !/\btype: '/.test(line) && /\bcode\b|HoistError|Cancel/.test(context))
+      problems.push(`${where}: an error reason written as a literal: it follows the stage (reasonFor) or is a FailureReason`);
     for (const m of line.matchAll(/'([a-z0-9]+(?:-[a-z0-9]+)+)'/g)) {
       if (!codes.has(m[1]) || !/Error\(|\bfail\(|\bmake\(|\bbad\(|code/.test(line)) continue;
       // a comparison is about a code only when its other side is one (HTTP status classes share words)

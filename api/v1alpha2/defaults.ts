@@ -5,14 +5,7 @@
  * before a default existed, `hoist render` on a local file that never saw an API server).
  */
 import { HoistError } from '../../src/util/errors.ts';
-import type {
-  BundleDeploymentSpec,
-  CollisionProtection,
-  CRDSafety,
-  HealthCheck,
-  OnFailure,
-  SourceSpec,
-} from './types.ts';
+import type { BundleDeploymentSpec, CollisionProtection, CRDSafety, HealthCheck, OnFailure, SourceSpec } from './types.ts';
 
 // Keep in sync with the `default:` values in bundledeployment-crd.yaml; the unit test compares them.
 export const DEFAULT_ON_FAILURE: OnFailure = 'Rollback';

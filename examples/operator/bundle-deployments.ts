@@ -28,7 +28,13 @@ export function desiredBundleDeployment(op: Operator, sequence: number): BundleD
     kind: KIND,
     metadata: {
       name: bdName(op.metadata.name, sequence),
-      labels: { ...op.metadata.labels, [LABEL_LINEAGE]: op.metadata.name, [LABEL_OPERATOR]: op.metadata.name, [LABEL_VERSION]: version, [LABEL_SEQUENCE]: String(sequence) },
+      labels: {
+        ...op.metadata.labels,
+        [LABEL_LINEAGE]: op.metadata.name,
+        [LABEL_OPERATOR]: op.metadata.name,
+        [LABEL_VERSION]: version,
+        [LABEL_SEQUENCE]: String(sequence),
+      },
       ...(op.metadata.uid ? { ownerReferences: [{ apiVersion: OP_API_VERSION, kind: OP_KIND, name: op.metadata.name, uid: op.metadata.uid }] } : {}),
     },
     spec: { ...op.spec.template, sources: [fill<SourceSpec>(op.spec.source, version)], ...(op.spec.paused ? { paused: true } : {}) },

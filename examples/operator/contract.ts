@@ -23,7 +23,9 @@ export function verdict(bd: BundleDeployment): Verdict {
   if (bd.status?.observedGeneration !== gen || !prog || prog.observedGeneration !== gen) return { state: 'progressing', message: 'not observed yet' };
   if (prog.status === 'False' && prog.reason === 'Succeeded' && cond(bd, 'Installed')?.status === 'True') return { state: 'succeeded' };
   if (prog.status === 'False' && (prog.reason === 'Blocked' || prog.reason === 'RolledBack')) {
-    const culprit = (['Installed', 'Healthy', 'Unpacked', 'Resolved'] as const).map((t) => cond(bd, t)).find((c) => c && c.status === 'False' && c.reason !== 'Pending' && c.reason !== 'Progressing');
+    const culprit = (['Installed', 'Healthy', 'Unpacked', 'Resolved'] as const)
+      .map((t) => cond(bd, t))
+      .find((c) => c && c.status === 'False' && c.reason !== 'Pending' && c.reason !== 'Progressing');
     return { state: 'failed', reason: culprit?.reason ?? prog.reason, message: culprit?.message ?? prog.message };
   }
   return { state: 'progressing', message: `${prog.reason}: ${prog.message}` };

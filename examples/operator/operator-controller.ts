@@ -47,7 +47,13 @@ export class OperatorController {
     this.operators = new Informer<Cached<Operator>>({ client: opts.client, type: OP, ...(opts.selector ? { labelSelector: opts.selector } : {}), logger: log });
     // only the BundleDeployments Operators created
     this.bds = new Informer<Cached<BundleDeployment>>({ client: opts.client, type: BD, labelSelector: LABEL_OPERATOR, logger: log });
-    this.controller = new Controller({ name: 'operator', reconcile: (name) => this.reconcile(name), workers: opts.workers ?? 2, logger: log, ...(opts.registry ? { registry: opts.registry } : {}) });
+    this.controller = new Controller({
+      name: 'operator',
+      reconcile: (name) => this.reconcile(name),
+      workers: opts.workers ?? 2,
+      logger: log,
+      ...(opts.registry ? { registry: opts.registry } : {}),
+    });
     const enqueue = (o: Operator): void => this.controller.enqueue(o.metadata.name);
     this.operators.addHandler({ onAdd: enqueue, onUpdate: (_, b) => enqueue(b), onDelete: enqueue });
     const owner = (bd: BundleDeployment): void => {
@@ -73,7 +79,10 @@ export class OperatorController {
     const op = this.operators.getByName(name);
     // deleted: the BundleDeployments' ownerReferences let the garbage collector remove them
     if (!op || op.metadata.deletionTimestamp) return {};
-    const mine = this.bds.list().filter((b) => b.metadata.labels?.[LABEL_OPERATOR] === name).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+    const mine = this.bds
+      .list()
+      .filter((b) => b.metadata.labels?.[LABEL_OPERATOR] === name)
+      .sort((a, b) => sequenceOf(a) - sequenceOf(b));
     const live = mine.filter((b) => !b.metadata.deletionTimestamp);
     const status: OperatorStatus = structuredClone(op.status ?? {});
     const set = conditionSetter(status, op.metadata.generation ?? 0);
@@ -81,7 +90,12 @@ export class OperatorController {
     const paused = op.spec.paused === true;
 
     for (const bd of live) if ((bd.spec.paused === true) !== paused) await this.patchBD(bd.metadata.name, { spec: { paused } });
-    set('Paused', paused ? 'True' : 'False', paused ? 'Paused' : 'Reconciling', paused ? `${live.length} BundleDeployment(s) paused: nothing is applied or reverted` : 'not paused');
+    set(
+      'Paused',
+      paused ? 'True' : 'False',
+      paused ? 'Paused' : 'Reconciling',
+      paused ? `${live.length} BundleDeployment(s) paused: nothing is applied or reverted` : 'not paused',
+    );
     if (paused) {
       set('Progressing', 'False', 'Paused', 'paused by spec.paused');
       return this.writeStatus(op, status);
@@ -93,7 +107,12 @@ export class OperatorController {
       if (status.lastFailure?.version === version) {
         // rolled back earlier: wait for the previous BundleDeployment to be back, then for a new version
         const back = installed && verdict(installed).state === 'succeeded';
-        set('Progressing', back ? 'False' : 'True', 'RolledBack', `version ${version} failed (${status.lastFailure.reason}: ${status.lastFailure.message}); ${back ? `version ${status.installedVersion} is installed` : `rolling back to version ${status.installedVersion}`}`);
+        set(
+          'Progressing',
+          back ? 'False' : 'True',
+          'RolledBack',
+          `version ${version} failed (${status.lastFailure.reason}: ${status.lastFailure.message}); ${back ? `version ${status.installedVersion} is installed` : `rolling back to version ${status.installedVersion}`}`,
+        );
         return this.writeStatus(op, status);
       }
       const sequence = Math.max(0, ...mine.map(sequenceOf)) + 1;
@@ -161,7 +180,14 @@ function conditionSetter(status: OperatorStatus, generation: number) {
   return (type: OperatorConditionType, s: 'True' | 'False', reason: string, message: string): void => {
     const list = (status.conditions ??= []);
     const old = list.find((c) => c.type === type);
-    const next = { type, status: s, reason, message, observedGeneration: generation, lastTransitionTime: old && old.status === s ? old.lastTransitionTime : new Date().toISOString() };
+    const next = {
+      type,
+      status: s,
+      reason,
+      message,
+      observedGeneration: generation,
+      lastTransitionTime: old && old.status === s ? old.lastTransitionTime : new Date().toISOString(),
+    };
     if (old) Object.assign(old, next);
     else list.push(next);
   };

@@ -31,7 +31,21 @@ import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './li
 import { handBack, InstallNamespaces } from './install-namespace.ts';
 import { waitGone } from './wait-gone.ts';
 import { isCRD, objectId } from './object-id.ts';
-import { ANNOTATION_RECREATE, applyErrorMessage, decideObjects, fieldManagerFor, mayPresume, planApply, prepareObjects, refuseConflicts, takeOverScope, type ApplyTarget, type PlanEnv, type Planned, type Prepared } from './plan.ts';
+import {
+  ANNOTATION_RECREATE,
+  applyErrorMessage,
+  decideObjects,
+  fieldManagerFor,
+  mayPresume,
+  planApply,
+  prepareObjects,
+  refuseConflicts,
+  takeOverScope,
+  type ApplyTarget,
+  type PlanEnv,
+  type Planned,
+  type Prepared,
+} from './plan.ts';
 import type { ObjectResult } from './result.ts';
 import { ApplyCode, ObjectsError, UnsafeCrdChangeError } from './errors.ts';
 
@@ -41,7 +55,12 @@ export { ANNOTATION_RECREATE, fieldManagerFor, type ApplyTarget };
  * Called after each step of a phased apply but the last, once its writes are done: whether the
  * next step may be applied (every object so far ready), or what it waits for.
  */
-export type StepGate = (step: { name: string; next: string; objects: readonly KubeObject[]; results: readonly ObjectResult[] }) => Promise<{ ready: true } | { ready: false; waiting: string }>;
+export type StepGate = (step: {
+  name: string;
+  next: string;
+  objects: readonly KubeObject[];
+  results: readonly ObjectResult[];
+}) => Promise<{ ready: true } | { ready: false; waiting: string }>;
 
 export interface ApplyReport {
   results: ObjectResult[];
@@ -202,7 +221,12 @@ export class Applier {
     const { steps, planned, deferred: waitingKinds, skippedOptional } = await planApply(this.planEnv(target), target, objects, { presume, signal });
     refuseConflicts(planned);
     if (waitingKinds.length === 0) this.adoptRecords(target, planned);
-    if (target.crdSafety === 'Enforce') await this.refuseUnsafeCRDs(target, planned.filter((p) => isCRD(p.obj)), signal);
+    if (target.crdSafety === 'Enforce')
+      await this.refuseUnsafeCRDs(
+        target,
+        planned.filter((p) => isCRD(p.obj)),
+        signal,
+      );
 
     const ensureNs = this.namespaceEnsurer(target, objects, signal);
     // the install namespace is read once per process (created when missing); a write that finds it
@@ -236,7 +260,12 @@ export class Applier {
       this.failIfAny(results);
       const crds = batch.filter((p) => isCRD(p.obj));
       if (crds.length > 0 && stepResults.some((r) => crds.some((c) => c.id === r.id) && r.action !== 'unchanged')) {
-        established = waitEstablished(this.actor(target), crds.map((c) => c.obj.metadata.name), this.crdTimeoutMs, signal).then(() => this.client.discovery.invalidate());
+        established = waitEstablished(
+          this.actor(target),
+          crds.map((c) => c.obj.metadata.name),
+          this.crdTimeoutMs,
+          signal,
+        ).then(() => this.client.discovery.invalidate());
         // keep a rejection observed until it is awaited
         established.catch(() => {});
       }
@@ -291,7 +320,8 @@ export class Applier {
               live,
               // hand-edited objects are read (their managedFields are needed to take the edits over), and
               // objects with ignored fields Hoist may still own (a new rule, a restart); only they
-              trusted: (p: Prepared, known: LiveMeta) => !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p),
+              trusted: (p: Prepared, known: LiveMeta) =>
+                !this.handEdited(known, this.applied.get(target.name)?.get(p.id), p.obj.metadata) && !this.mayOwnIgnored(target.name, p),
             },
           }
         : {}),
@@ -332,9 +362,17 @@ export class Applier {
     return !!p.ignored && this.applied.get(bd)?.get(p.id)?.released !== p.ignored.pointers.join('\n');
   }
 
-  private async applyAll(target: ApplyTarget, manager: string, planned: readonly Planned[], ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult[]> {
+  private async applyAll(
+    target: ApplyTarget,
+    manager: string,
+    planned: readonly Planned[],
+    ensureNs: EnsureNamespace,
+    signal: AbortSignal | undefined,
+  ): Promise<ObjectResult[]> {
     // only presumed creates come back undefined, and applyPhase sends those itself
-    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs, signal))).filter((r): r is ObjectResult => r !== undefined);
+    return (await mapLimit(planned, this.concurrency, (p) => this.applyOne(target, manager, p, ensureNs, signal))).filter(
+      (r): r is ObjectResult => r !== undefined,
+    );
   }
 
   /**
@@ -343,7 +381,14 @@ export class Applier {
    * this step and the steps before it) is deleted again before ConflictingOwner is thrown — so a
    * refusal still changes nothing.
    */
-  private async applyStep(target: ApplyTarget, manager: string, batch: readonly Planned[], ensureNs: EnsureNamespace, created: Created[], signal: AbortSignal | undefined): Promise<ObjectResult[]> {
+  private async applyStep(
+    target: ApplyTarget,
+    manager: string,
+    batch: readonly Planned[],
+    ensureNs: EnsureNamespace,
+    created: Created[],
+    signal: AbortSignal | undefined,
+  ): Promise<ObjectResult[]> {
     const presumed = batch.filter((p) => p.presumed);
     if (presumed.length === 0) return this.applyAll(target, manager, batch, ensureNs, signal);
     const existing: Planned[] = [];
@@ -361,12 +406,21 @@ export class Applier {
     if (forbidden.length > 0 || existing.length > 0) this.readFirst.add(target.name);
     if (forbidden.length > 0) {
       await this.undoCreates(target, created, signal);
-      throw new ObjectsError(ApplyCode.Forbidden, forbidden.map((r) => ({ subject: r.subject, message: `apply refused: ${r.message}` })), { terminal: false });
+      throw new ObjectsError(
+        ApplyCode.Forbidden,
+        forbidden.map((r) => ({ subject: r.subject, message: `apply refused: ${r.message}` })),
+        { terminal: false },
+      );
     }
     if (existing.length > 0) {
       try {
         // read, not the watch: it may have seen the apply that was just handed back
-        const decided = await decideObjects(this.planEnv(target), target, existing.map((p) => ({ ...p, presumed: false })), { read: true, signal });
+        const decided = await decideObjects(
+          this.planEnv(target),
+          target,
+          existing.map((p) => ({ ...p, presumed: false })),
+          { read: true, signal },
+        );
         refuseConflicts(decided);
         others = [...others, ...decided];
       } catch (e) {
@@ -394,7 +448,10 @@ export class Applier {
           this.log.info({ object: p.subject, uid: p.createdUid }, 'not undoing a create: the object was replaced since (uid precondition failed)');
           return;
         }
-        this.log.warn({ object: p.subject, err: e instanceof Error ? e.message : String(e) }, 'could not delete an object created before a collision was found');
+        this.log.warn(
+          { object: p.subject, err: e instanceof Error ? e.message : String(e) },
+          'could not delete an object created before a collision was found',
+        );
       }
     });
   }
@@ -418,7 +475,13 @@ export class Applier {
   }
 
   /** undefined: a presumed-new object existed after all (the server refused the create; nothing was written) */
-  private async applyOne(target: ApplyTarget, manager: string, p: Planned, ensureNs: EnsureNamespace, signal: AbortSignal | undefined): Promise<ObjectResult | undefined> {
+  private async applyOne(
+    target: ApplyTarget,
+    manager: string,
+    p: Planned,
+    ensureNs: EnsureNamespace,
+    signal: AbortSignal | undefined,
+  ): Promise<ObjectResult | undefined> {
     if (this.unchanged(target.name, p)) return { id: p.id, subject: p.subject, action: 'unchanged' };
     // read before the write: the watch may deliver our own write to the live index before apply returns
     let before = p.live?.metadata.resourceVersion ?? this.live?.get(p.id)?.resourceVersion;
@@ -487,7 +550,13 @@ export class Applier {
         ...(ignored ? { released: ignored.join('\n') } : {}),
         ...(heldBy?.length ? { heldBy } : {}),
       });
-      const verb = reportCreated ? 'created' : action === 'adopt' || action === 'steal' ? 'adopted' : before === meta.resourceVersion ? 'unchanged' : 'configured';
+      const verb = reportCreated
+        ? 'created'
+        : action === 'adopt' || action === 'steal'
+          ? 'adopted'
+          : before === meta.resourceVersion
+            ? 'unchanged'
+            : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
       const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
@@ -519,7 +588,15 @@ export class Applier {
    * test so a racing write wins; a write that raced (a controller updating status) makes it read
    * the object again and retry. Returns "manager: field path" of what was taken over.
    */
-  private async takeOverFields(client: KubeClient, live: KubeObject, p: Planned, manager: string, only: ReadonlySet<string> | undefined, ignored: readonly string[] | undefined, signal: AbortSignal | undefined): Promise<{ paths: string[]; patched?: KubeObject }> {
+  private async takeOverFields(
+    client: KubeClient,
+    live: KubeObject,
+    p: Planned,
+    manager: string,
+    only: ReadonlySet<string> | undefined,
+    ignored: readonly string[] | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ paths: string[]; patched?: KubeObject }> {
     for (let attempt = 1; ; attempt++) {
       const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
       const current = live;
@@ -527,10 +604,17 @@ export class Applier {
       const merged = takeOverManagedFields(entries, manager, p.obj.apiVersion, only, hold);
       if (!merged) return { paths: [] };
       try {
-        const patched = await client.patch(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, [
-          { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
-          { op: 'replace', path: '/metadata/managedFields', value: merged },
-        ], 'json', { signal });
+        const patched = await client.patch(
+          p.obj,
+          p.obj.metadata.name,
+          p.obj.metadata.namespace,
+          [
+            { op: 'test', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion },
+            { op: 'replace', path: '/metadata/managedFields', value: merged },
+          ],
+          'json',
+          { signal },
+        );
         return { paths: takenPaths(entries, manager, only, hold), patched };
       } catch (e) {
         // a failed JSON-patch test is 422 Invalid (or 409): someone wrote in between
@@ -555,9 +639,6 @@ export class Applier {
     );
   }
 
-
-
-
   /**
    * Delete and re-create for an immutable-field change (opt-in per object), only of the object the
    * plan decided this BundleDeployment may write: the DELETE carries that object's uid, so an
@@ -567,9 +648,11 @@ export class Applier {
    * handed back, not taken. Each refusal is transient: the next reconcile reads and decides again.
    */
   private async recreate(target: ApplyTarget, client: KubeClient, manager: string, p: Planned, signal: AbortSignal | undefined): Promise<KubeObject> {
-    const uid = p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
-    const refuse = (why: string) => new HoistError(`not re-created: ${why}`, { stage: 'apply', code: ApplyCode.RecreateRefused, subject: p.subject, terminal: false });
-    if (!uid) throw refuse('it did not exist when this apply decided what it may write, so it is not this BundleDeployment\'s');
+    const uid =
+      p.decision.action === 'create' ? undefined : (p.live?.metadata.uid ?? this.live?.get(p.id)?.uid ?? this.applied.get(target.name)?.get(p.id)?.uid);
+    const refuse = (why: string) =>
+      new HoistError(`not re-created: ${why}`, { stage: 'apply', code: ApplyCode.RecreateRefused, subject: p.subject, terminal: false });
+    if (!uid) throw refuse("it did not exist when this apply decided what it may write, so it is not this BundleDeployment's");
     this.log.info({ object: p.subject, uid }, 're-creating object to change an immutable field');
     try {
       await client.delete(p.obj, p.obj.metadata.name, p.obj.metadata.namespace, { uid, propagationPolicy: 'Background', signal });
@@ -584,7 +667,13 @@ export class Applier {
       now: this.now,
       signal,
       subject: p.subject,
-      expired: () => new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, { stage: 'apply', code: ApplyCode.RecreatePending, subject: p.subject, terminal: false }),
+      expired: () =>
+        new HoistError(`still exists ${RECREATE_WAIT_MS / 1000}s after delete for re-creation`, {
+          stage: 'apply',
+          code: ApplyCode.RecreatePending,
+          subject: p.subject,
+          terminal: false,
+        }),
     });
     let out: { object: KubeObject; created: boolean };
     try {

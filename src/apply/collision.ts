@@ -33,13 +33,21 @@ export function decideTakeOver(live: { labels?: Record<string, string> } | undef
   if (owner !== undefined && lineage === me.lineage) return { action: 'update', handover: owner !== me.name };
   if (owner === undefined) {
     if (me.protection === 'Prevent') {
-      return { action: 'refuse', owner: 'none (created outside Hoist)', why: 'collisionProtection Prevent takes over only objects of the same lineage; use IfNotOwned to adopt it' };
+      return {
+        action: 'refuse',
+        owner: 'none (created outside Hoist)',
+        why: 'collisionProtection Prevent takes over only objects of the same lineage; use IfNotOwned to adopt it',
+      };
     }
     return { action: 'adopt' };
   }
   const ownerDesc = `BundleDeployment ${owner} (lineage ${lineage ?? 'unknown'})`;
   if (me.protection === 'None' && opts.crd) {
-    return { action: 'refuse', owner: ownerDesc, why: 'a CustomResourceDefinition of another lineage is never taken over, not even under collisionProtection None (its custom resources belong to that lineage)' };
+    return {
+      action: 'refuse',
+      owner: ownerDesc,
+      why: 'a CustomResourceDefinition of another lineage is never taken over, not even under collisionProtection None (its custom resources belong to that lineage)',
+    };
   }
   if (me.protection === 'None') return { action: 'steal', owner: ownerDesc };
   return { action: 'refuse', owner: ownerDesc, why: `owned by another lineage; collisionProtection ${me.protection} refuses it` };

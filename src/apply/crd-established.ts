@@ -83,7 +83,7 @@ export async function waitServed(client: KubeClient, objects: readonly KubeObjec
     const missing = (await Promise.all(types.map(async (t) => ((await client.discovery.resourceFor(t)) ? undefined : t)))).filter(Boolean);
     if (missing.length === 0 || Date.now() > deadline) return;
     await sleep(100, signal);
-    cancelled(signal, 'waiting until the bundle\'s kinds are served');
+    cancelled(signal, "waiting until the bundle's kinds are served");
     client.discovery.invalidate();
   }
 }

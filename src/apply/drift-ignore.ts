@@ -35,10 +35,13 @@ export function selects(sel: LabelSelector, labels: Readonly<Record<string, stri
   for (const e of sel.matchExpressions ?? []) {
     const has = Object.hasOwn(labels, e.key);
     const ok =
-      e.operator === 'Exists' ? has
-      : e.operator === 'DoesNotExist' ? !has
-      : e.operator === 'In' ? has && (e.values ?? []).includes(labels[e.key]!)
-      : !has || !(e.values ?? []).includes(labels[e.key]!);
+      e.operator === 'Exists'
+        ? has
+        : e.operator === 'DoesNotExist'
+          ? !has
+          : e.operator === 'In'
+            ? has && (e.values ?? []).includes(labels[e.key]!)
+            : !has || !(e.values ?? []).includes(labels[e.key]!);
     if (!ok) return false;
   }
   return true;
@@ -46,7 +49,10 @@ export function selects(sel: LabelSelector, labels: Readonly<Record<string, stri
 
 /** RFC 6901: "/a~1b/0" → ["a/b", "0"] */
 export function pointerSegments(pointer: string): string[] {
-  return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /**

@@ -46,7 +46,12 @@ export interface ObjectsErrorInit {
 export class ObjectsError extends HoistError {
   readonly objects: readonly ObjectProblem[];
 
-  constructor(code: ApplyCode, objects: readonly ObjectProblem[], init: ObjectsErrorInit, line: (o: ObjectProblem) => string = (o) => `${o.subject}: ${o.message}`) {
+  constructor(
+    code: ApplyCode,
+    objects: readonly ObjectProblem[],
+    init: ObjectsErrorInit,
+    line: (o: ObjectProblem) => string = (o) => `${o.subject}: ${o.message}`,
+  ) {
     super(objects.map(line).join('; '), {
       stage: init.stage ?? 'apply',
       ...(init.reason ? { reason: init.reason } : {}),
@@ -92,8 +97,19 @@ export class UnsafeCrdChangeError extends HoistError {
 }
 
 /** A failure of the applier about one subject (an object, a hook, the revision). */
-export function applyError(message: string, code: ApplyCode, init: { subject?: string | undefined; terminal: boolean; stage?: Stage; reason?: FailureReason; cause?: unknown }): HoistError {
-  return new HoistError(message, { stage: init.stage ?? 'apply', code, subject: init.subject, terminal: init.terminal, ...(init.reason ? { reason: init.reason } : {}), cause: init.cause });
+export function applyError(
+  message: string,
+  code: ApplyCode,
+  init: { subject?: string | undefined; terminal: boolean; stage?: Stage; reason?: FailureReason; cause?: unknown },
+): HoistError {
+  return new HoistError(message, {
+    stage: init.stage ?? 'apply',
+    code,
+    subject: init.subject,
+    terminal: init.terminal,
+    ...(init.reason ? { reason: init.reason } : {}),
+    cause: init.cause,
+  });
 }
 
 /** True when the API server refused the acting identity (RBAC); nothing of the revision was written. */

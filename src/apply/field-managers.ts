@@ -24,9 +24,7 @@ function mergeFields(a: Record<string, unknown>, b: Record<string, unknown>): Re
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    out[k] = cur && typeof cur === 'object' && v && typeof v === 'object'
-      ? mergeFields(cur as Record<string, unknown>, v as Record<string, unknown>)
-      : v;
+    out[k] = cur && typeof cur === 'object' && v && typeof v === 'object' ? mergeFields(cur as Record<string, unknown>, v as Record<string, unknown>) : v;
   }
   return out;
 }
@@ -73,7 +71,9 @@ function segment(key: string, first: boolean): string {
   if (key.startsWith('k:')) {
     try {
       const sel = JSON.parse(key.slice(2)) as Record<string, unknown>;
-      return `[${Object.entries(sel).map(([n, v]) => `${n}=${String(v)}`).join(',')}]`;
+      return `[${Object.entries(sel)
+        .map(([n, v]) => `${n}=${String(v)}`)
+        .join(',')}]`;
     } catch {
       return `[${key.slice(2)}]`;
     }
@@ -125,7 +125,12 @@ function takenEntries(entries: readonly ManagedFieldsEntry[], manager: string, o
 }
 
 /** "manager: field path" of each field a takeover makes `manager`'s (the ones `hold` splits off stay where they are) */
-export function takenPaths(entries: readonly ManagedFieldsEntry[], manager: string, only?: ReadonlySet<string>, hold?: (fields: FieldSet) => { rest: FieldSet }): string[] {
+export function takenPaths(
+  entries: readonly ManagedFieldsEntry[],
+  manager: string,
+  only?: ReadonlySet<string>,
+  hold?: (fields: FieldSet) => { rest: FieldSet },
+): string[] {
   return takenEntries(entries, manager, only).flatMap((e) => fieldPaths(hold ? hold(e.fieldsV1 ?? {}).rest : e.fieldsV1).map((f) => `${e.manager}: ${f}`));
 }
 

@@ -90,8 +90,12 @@ export function hookOutcome(obj: KubeObject): Outcome | undefined {
   const phase = status.phase;
   if (phase === 'Succeeded') return { result: 'Succeeded' };
   if (phase === 'Failed') {
-    const terminated = ((status.containerStatuses as Array<{ name?: string; state?: { terminated?: { exitCode?: number; reason?: string } } }> | undefined) ?? []).find((c) => c.state?.terminated && c.state.terminated.exitCode !== 0);
-    const why = terminated ? `container ${terminated.name} exited ${terminated.state!.terminated!.exitCode}${terminated.state!.terminated!.reason ? ` (${terminated.state!.terminated!.reason})` : ''}` : String(status.reason ?? 'Failed');
+    const terminated = (
+      (status.containerStatuses as Array<{ name?: string; state?: { terminated?: { exitCode?: number; reason?: string } } }> | undefined) ?? []
+    ).find((c) => c.state?.terminated && c.state.terminated.exitCode !== 0);
+    const why = terminated
+      ? `container ${terminated.name} exited ${terminated.state!.terminated!.exitCode}${terminated.state!.terminated!.reason ? ` (${terminated.state!.terminated!.reason})` : ''}`
+      : String(status.reason ?? 'Failed');
     return { result: 'Failed', message: `pod failed: ${why}` };
   }
   return undefined;
@@ -125,7 +129,9 @@ export class HookRunner {
       return await this.runEvent(target, event, hooks, opts);
     } catch (e) {
       if (!opts.signal?.aborted) throw e;
-      throw e instanceof CancelledError ? e : new CancelledError(`running the ${event} hooks of revision ${target.revision}`, { stage: 'apply', subject: `${event} hooks`, cause: e });
+      throw e instanceof CancelledError
+        ? e
+        : new CancelledError(`running the ${event} hooks of revision ${target.revision}`, { stage: 'apply', subject: `${event} hooks`, cause: e });
     }
   }
 
@@ -134,7 +140,10 @@ export class HookRunner {
     // in run order; a delete policy marks its entry's run deleted in place
     const entries: Array<{ run: HookRun; created?: Created }> = [];
     const created = (): Created[] => entries.flatMap((e) => (e.created ? [e.created] : []));
-    const result = (failed?: { run: HookRun; subject: string }): HookEventResult => ({ runs: entries.map((e) => e.created?.run ?? e.run), ...(failed ? { failed } : {}) });
+    const result = (failed?: { run: HookRun; subject: string }): HookEventResult => ({
+      runs: entries.map((e) => e.created?.run ?? e.run),
+      ...(failed ? { failed } : {}),
+    });
     for (const obj of executing) {
       const prior = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Succeeded');
       if (prior) {
@@ -147,7 +156,16 @@ export class HookRunner {
       const waiting = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Running');
       const resumed = waiting ? await this.stillOurs(target, obj, opts.signal) : undefined;
       const run: HookRun =
-        resumed && waiting ? waiting : { event, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), result: 'Running', startedAt: this.stamp() };
+        resumed && waiting
+          ? waiting
+          : {
+              event,
+              kind: obj.kind,
+              name: obj.metadata.name,
+              ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+              result: 'Running',
+              startedAt: this.stamp(),
+            };
       let live: KubeObject;
       if (resumed) {
         live = resumed;
@@ -158,7 +176,11 @@ export class HookRunner {
           live = await target.actor.create(obj, { signal: opts.signal });
         } catch (e) {
           if (opts.signal?.aborted) throw e;
-          const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
+          const why = isAlreadyExists(e)
+            ? 'already exists (its hook-delete-policy has no before-hook-creation)'
+            : e instanceof ApiError
+              ? e.apiMessage
+              : String(e);
           // the API server refusing the object is the chart's; no response is worth a retry
           if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
           const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
@@ -171,7 +193,10 @@ export class HookRunner {
         this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
       }
       const outcome: Outcome = waitsForCompletion(obj) ? await this.waitFor(target, live, opts) : { result: 'Succeeded' };
-      const done: HookRun = outcome.result === 'Succeeded' ? { ...run, result: 'Succeeded', completedAt: this.stamp() } : { ...run, result: 'Failed', message: outcome.message, completedAt: this.stamp() };
+      const done: HookRun =
+        outcome.result === 'Succeeded'
+          ? { ...run, result: 'Succeeded', completedAt: this.stamp() }
+          : { ...run, result: 'Failed', message: outcome.message, completedAt: this.stamp() };
       this.opts.log.info({ bd: target.name, hook: subject, result: done.result, ...(done.message ? { why: done.message } : {}) }, 'hook finished');
       const entry: Created = { obj, uid: live.metadata.uid ?? '', policies, run: done };
       if (done.result === 'Failed') {
@@ -218,9 +243,16 @@ export class HookRunner {
     if (!live) return;
     if (live.metadata.labels?.[LABEL_HOOK_OF] !== target.name) {
       // only what is provably ours is deleted
-      throw new HoistError(`${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`, { stage: 'apply', reason: FailureReason.ConflictingOwner, code: ApplyCode.ConflictingOwner, subject, terminal: true });
+      throw new HoistError(
+        `${subject}: ${describeObject(live)} exists and is not a hook of this BundleDeployment (no ${LABEL_HOOK_OF}=${target.name} label); Hoist deletes only its own hooks`,
+        { stage: 'apply', reason: FailureReason.ConflictingOwner, code: ApplyCode.ConflictingOwner, subject, terminal: true },
+      );
     }
-    await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { propagationPolicy: 'Background', ...(live.metadata.uid ? { uid: live.metadata.uid } : {}), signal });
+    await client.delete(obj, obj.metadata.name, obj.metadata.namespace, {
+      propagationPolicy: 'Background',
+      ...(live.metadata.uid ? { uid: live.metadata.uid } : {}),
+      signal,
+    });
     // any object by that name is in the way of the create, whoever's it is
     await waitGone(client, obj, {
       deadline: opts.deadline,
@@ -236,11 +268,21 @@ export class HookRunner {
     for (const e of entries) {
       if (!e.policies.includes(policy)) continue;
       try {
-        await target.actor.delete(e.obj, e.obj.metadata.name, e.obj.metadata.namespace, { propagationPolicy: 'Background', ...(e.uid ? { uid: e.uid } : {}), signal });
+        await target.actor.delete(e.obj, e.obj.metadata.name, e.obj.metadata.namespace, {
+          propagationPolicy: 'Background',
+          ...(e.uid ? { uid: e.uid } : {}),
+          signal,
+        });
       } catch (err) {
         if (signal?.aborted) throw err;
         // gone already (a TTL, someone else) or replaced since (uid precondition): nothing of ours to delete
-        if (!isNotFound(err) && !isConflict(err)) throw hookError(`${e.run.event} hook ${describeObject(e.obj)}: delete (${policy}) failed: ${err instanceof ApiError ? err.apiMessage : String(err)}`, describeObject(e.obj), false, err);
+        if (!isNotFound(err) && !isConflict(err))
+          throw hookError(
+            `${e.run.event} hook ${describeObject(e.obj)}: delete (${policy}) failed: ${err instanceof ApiError ? err.apiMessage : String(err)}`,
+            describeObject(e.obj),
+            false,
+            err,
+          );
       }
       e.run = { ...e.run, deleted: true };
     }
@@ -266,7 +308,13 @@ export class HookRunner {
       const onAbort = () => ac.abort();
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       try {
-        const stream = client.watch(created, { namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: rv, timeoutSeconds: Math.max(1, Math.min(300, Math.ceil(left / 1000))), signal: ac.signal });
+        const stream = client.watch(created, {
+          namespace,
+          fieldSelector: `metadata.name=${name}`,
+          resourceVersion: rv,
+          timeoutSeconds: Math.max(1, Math.min(300, Math.ceil(left / 1000))),
+          signal: ac.signal,
+        });
         for await (const ev of stream as AsyncIterable<WatchEvent>) {
           if (ev.type === 'ERROR') break;
           if (ev.type === 'BOOKMARK') continue;
@@ -279,7 +327,10 @@ export class HookRunner {
       } catch (e) {
         if (ac.signal.aborted && !opts.signal?.aborted) continue;
         if (opts.signal?.aborted) throw e;
-        this.opts.log.debug({ bd: target.name, object: describeObject(created), err: e instanceof Error ? e.message : String(e) }, 'hook watch ended; reading it again');
+        this.opts.log.debug(
+          { bd: target.name, object: describeObject(created), err: e instanceof Error ? e.message : String(e) },
+          'hook watch ended; reading it again',
+        );
       } finally {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
@@ -295,6 +346,8 @@ export class HookRunner {
   }
 
   private stamp(): string {
-    return this.now().toISOString().replace(/\.\d+Z$/, 'Z');
+    return this.now()
+      .toISOString()
+      .replace(/\.\d+Z$/, 'Z');
   }
 }

@@ -26,7 +26,13 @@ export type NamespaceVerdict =
   /** `why` names foreign objects, or the lists the actor may not make */
   | { ours: false; why: string };
 
-export async function namespaceVerdict(client: KubeClient, namespace: string, owner: { name: string }, concurrency = 8, signal?: AbortSignal): Promise<NamespaceVerdict> {
+export async function namespaceVerdict(
+  client: KubeClient,
+  namespace: string,
+  owner: { name: string },
+  concurrency = 8,
+  signal?: AbortSignal,
+): Promise<NamespaceVerdict> {
   const resources = (await client.discovery.listable()).filter((r) => r.namespaced && !IGNORED_GROUPS.has(r.group) && !(r.group === '' && r.kind === 'Event'));
   const foreign: string[] = [];
   const refused: string[] = [];
@@ -43,11 +49,17 @@ export async function namespaceVerdict(client: KubeClient, namespace: string, ow
   });
   if (foreign.length > 0) {
     foreign.sort();
-    return { ours: false, why: `it holds objects this BundleDeployment does not own: ${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ` (+${foreign.length - 5} more)` : ''}` };
+    return {
+      ours: false,
+      why: `it holds objects this BundleDeployment does not own: ${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ` (+${foreign.length - 5} more)` : ''}`,
+    };
   }
   if (refused.length > 0) {
     refused.sort();
-    return { ours: false, why: `its contents cannot be checked: list is forbidden for ${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ` (+${refused.length - 5} more)` : ''}` };
+    return {
+      ours: false,
+      why: `its contents cannot be checked: list is forbidden for ${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ` (+${refused.length - 5} more)` : ''}`,
+    };
   }
   return { ours: true };
 }

@@ -7,7 +7,11 @@
 import type { Discovery, KubeObject } from '../kube/types.ts';
 import { groupOf, isCRD } from './object-id.ts';
 
-export async function assignNamespaces(objects: readonly KubeObject[], installNamespace: string | undefined, discovery: Pick<Discovery, 'resourceFor'>): Promise<KubeObject[]> {
+export async function assignNamespaces(
+  objects: readonly KubeObject[],
+  installNamespace: string | undefined,
+  discovery: Pick<Discovery, 'resourceFor'>,
+): Promise<KubeObject[]> {
   const crdScope = new Map<string, boolean>();
   for (const crd of objects.filter(isCRD)) {
     const spec = crd.spec as { group?: string; names?: { kind?: string }; scope?: string } | undefined;

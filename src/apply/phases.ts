@@ -11,7 +11,19 @@ import { ANNOTATION_APPLY_WAVE } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { groupOf } from './object-id.ts';
 
-export const PHASES = ['namespaces', 'policies', 'identity', 'configuration', 'storage', 'crds', 'roles', 'bindings', 'infrastructure', 'deploy', 'publish'] as const;
+export const PHASES = [
+  'namespaces',
+  'policies',
+  'identity',
+  'configuration',
+  'storage',
+  'crds',
+  'roles',
+  'bindings',
+  'infrastructure',
+  'deploy',
+  'publish',
+] as const;
 export type PhaseName = (typeof PHASES)[number];
 
 /** group/Kind (core group empty) → phase; every kind not listed is `deploy` */

@@ -138,10 +138,19 @@ export interface ApplyPlan {
  * decided as creates without a read. Throws a HoistError (stage apply): an apply-wave that is not
  * an integer, a kind that is not served, a read the actor may not make.
  */
-export async function planApply(env: PlanEnv, target: ApplyTarget, objects: readonly KubeObject[], opts: { presume?: boolean; signal?: AbortSignal | undefined } = {}): Promise<ApplyPlan> {
+export async function planApply(
+  env: PlanEnv,
+  target: ApplyTarget,
+  objects: readonly KubeObject[],
+  opts: { presume?: boolean; signal?: AbortSignal | undefined } = {},
+): Promise<ApplyPlan> {
   const { steps, invalid } = planSteps(objects, (o) => o);
   if (invalid.length > 0) {
-    throw new ObjectsError(ApplyCode.InvalidApplyWave, invalid.map((o) => ({ subject: describeObject(o), message: `annotation ${ANNOTATION_APPLY_WAVE} is not an integer` })), { terminal: true });
+    throw new ObjectsError(
+      ApplyCode.InvalidApplyWave,
+      invalid.map((o) => ({ subject: describeObject(o), message: `annotation ${ANNOTATION_APPLY_WAVE} is not an integer` })),
+      { terminal: true },
+    );
   }
   // Kinds the bundle's own CRDs define may not be served yet: those wait until the CRDs are.
   const bundleKinds = new Set(objects.filter(isCRD).flatMap((crd) => crdKinds(crd)));
@@ -161,7 +170,13 @@ export function mayPresume(objects: readonly KubeObject[]): boolean {
  * kinds that one of the bundle's own CRDs defines, not served yet, come back as `deferred`;
  * optional objects of kinds not served are added to `skipped`.
  */
-export async function prepareObjects(client: KubeClient, target: ApplyTarget, objects: readonly KubeObject[], bundleKinds: ReadonlySet<string>, skipped: string[]): Promise<{ ready: Prepared[]; deferred: KubeObject[] }> {
+export async function prepareObjects(
+  client: KubeClient,
+  target: ApplyTarget,
+  objects: readonly KubeObject[],
+  bundleKinds: ReadonlySet<string>,
+  skipped: string[],
+): Promise<{ ready: Prepared[]; deferred: KubeObject[] }> {
   const out: Prepared[] = [];
   const deferred: KubeObject[] = [];
   const failures: Array<{ subject: string; why: string }> = [];
@@ -191,10 +206,22 @@ export async function prepareObjects(client: KubeClient, target: ApplyTarget, ob
     dropServerFields(obj);
     const ignored = ignoring(target.driftIgnore, obj);
     const sent = ignored?.obj ?? obj;
-    out.push({ src, obj: sent, info, id: objectId(obj), subject: describeObject(obj), hash: hashOf(sent), ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}) });
+    out.push({
+      src,
+      obj: sent,
+      info,
+      id: objectId(obj),
+      subject: describeObject(obj),
+      hash: hashOf(sent),
+      ...(ignored ? { ignored: { pointers: ignored.pointers, full: obj } } : {}),
+    });
   }
   if (failures.length > 0) {
-    throw new ObjectsError(ApplyCode.KindNotServed, failures.map((f) => ({ subject: f.subject, message: f.why })), { terminal: true });
+    throw new ObjectsError(
+      ApplyCode.KindNotServed,
+      failures.map((f) => ({ subject: f.subject, message: f.why })),
+      { terminal: true },
+    );
   }
   return { ready: out, deferred };
 }
@@ -205,7 +232,12 @@ export async function prepareObjects(client: KubeClient, target: ApplyTarget, ob
  * `read`. A read the API server refuses (forbidden) fails the whole plan, naming every refused
  * object: not terminal, RBAC is often granted after the BundleDeployment is created.
  */
-export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared: readonly Prepared[], opts: { presume?: boolean; read?: boolean; signal?: AbortSignal | undefined } = {}): Promise<Planned[]> {
+export async function decideObjects(
+  env: PlanEnv,
+  target: ApplyTarget,
+  prepared: readonly Prepared[],
+  opts: { presume?: boolean; read?: boolean; signal?: AbortSignal | undefined } = {},
+): Promise<Planned[]> {
   const me = { name: target.name, lineage: target.lineage, protection: target.protection };
   const client = target.actor ?? env.client;
   const refused: Array<{ subject: string; why: string }> = [];
@@ -226,21 +258,29 @@ export async function decideObjects(env: PlanEnv, target: ApplyTarget, prepared:
     }
   });
   if (refused.length > 0) {
-    throw new ObjectsError(ApplyCode.Forbidden, refused.map((r) => ({ subject: r.subject, message: r.why })), { terminal: false });
+    throw new ObjectsError(
+      ApplyCode.Forbidden,
+      refused.map((r) => ({ subject: r.subject, message: r.why })),
+      { terminal: false },
+    );
   }
   return planned.filter((p): p is Planned => p !== undefined);
 }
 
 /** collision protection's refusals, one line each: "subject is owned by owner: why" */
 export function conflictsOf(planned: readonly Planned[]): Array<{ subject: string; line: string }> {
-  return planned.flatMap((p) => (p.decision.action === 'refuse' ? [{ subject: p.subject, line: `${p.subject} is owned by ${p.decision.owner}: ${p.decision.why}` }] : []));
+  return planned.flatMap((p) =>
+    p.decision.action === 'refuse' ? [{ subject: p.subject, line: `${p.subject} is owned by ${p.decision.owner}: ${p.decision.why}` }] : [],
+  );
 }
 
 /** throws ConflictingOwner (terminal) naming every object collision protection refuses */
 export function refuseConflicts(planned: readonly Planned[]): void {
   const refused = conflictsOf(planned);
   if (refused.length === 0) return;
-  throw new ConflictingOwnerError(planned.flatMap((p) => (p.decision.action === 'refuse' ? [{ subject: p.subject, owner: p.decision.owner, why: p.decision.why }] : [])));
+  throw new ConflictingOwnerError(
+    planned.flatMap((p) => (p.decision.action === 'refuse' ? [{ subject: p.subject, owner: p.decision.owner, why: p.decision.why }] : [])),
+  );
 }
 
 /**
@@ -286,7 +326,12 @@ export function revisionNumberFor(contentDigest: string, stored: readonly Number
   if (status?.activeRevision?.contentDigest === contentDigest) return status.activeRevision.number;
   const same = stored.find((r) => r.contentDigest === contentDigest);
   if (same) return same.number;
-  const known = [...stored.map((r) => r.number), ...(status?.revisions ?? []).map((r) => r.number), status?.activeRevision?.number ?? 0, status?.attemptedRevision?.number ?? 0];
+  const known = [
+    ...stored.map((r) => r.number),
+    ...(status?.revisions ?? []).map((r) => r.number),
+    status?.activeRevision?.number ?? 0,
+    status?.attemptedRevision?.number ?? 0,
+  ];
   return Math.max(0, ...known) + 1;
 }
 
@@ -307,7 +352,9 @@ export function replacedRevisions(status: BundleDeploymentStatus | undefined, nu
 export function applyErrorMessage(e: unknown): string {
   if (e instanceof ApiError) {
     const fields = (e.details?.causes ?? []).map((c) => c.field).filter(Boolean);
-    const hint = isImmutableField(e) ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)` : '';
+    const hint = isImmutableField(e)
+      ? ` (immutable field${fields.length ? ` ${fields.join(', ')}` : ''}; annotate the object ${ANNOTATION_RECREATE}: "true" to allow delete and re-create)`
+      : '';
     return `${e.apiMessage}${hint}`;
   }
   return e instanceof Error ? e.message : String(e);

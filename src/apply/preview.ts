@@ -96,7 +96,12 @@ export interface PreviewDeps {
  * BundleDeployment of that name, if any). Reads and dry-runs only. Throws on an API failure it
  * cannot explain (no answer, a 5xx), and when the active revision is not in the store.
  */
-export async function previewRevision(deps: PreviewDeps, bd: BundleDeployment, installed: BundleDeployment | undefined, rendered: { objects: readonly KubeObject[]; contentDigest: string }): Promise<RevisionPreview> {
+export async function previewRevision(
+  deps: PreviewDeps,
+  bd: BundleDeployment,
+  installed: BundleDeployment | undefined,
+  rendered: { objects: readonly KubeObject[]; contentDigest: string },
+): Promise<RevisionPreview> {
   const name = bd.metadata.name;
   const spec = withDefaults(bd.spec);
   const status = installed?.status;
@@ -129,12 +134,31 @@ export async function previewRevision(deps: PreviewDeps, bd: BundleDeployment, i
     const previous: KubeObject[] = [];
     for (const r of replacedRevisions(status, revision)) {
       const all = await deps.revisions.load(name, r);
-      if (!all) throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, { stage: 'apply', code: ApplyCode.RevisionMissing, subject: `revision ${r.number}`, terminal: false });
+      if (!all)
+        throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, {
+          stage: 'apply',
+          code: ApplyCode.RevisionMissing,
+          subject: `revision ${r.number}`,
+          terminal: false,
+        });
       previous.push(...splitHooks(all).managed);
     }
-    prune = await planPrune(deps.actor, { name, lineage: lineageOf(bd) }, staleObjects(previous, managed), { keepCRDs: !spec.deleteCRDsOnUninstall, retained: managed, concurrency });
+    prune = await planPrune(deps.actor, { name, lineage: lineageOf(bd) }, staleObjects(previous, managed), {
+      keepCRDs: !spec.deleteCRDsOnUninstall,
+      retained: managed,
+      concurrency,
+    });
   }
-  return { revision, isNew, steps: plan.steps, ...outline, objects, ...(refusals.length ? { refusal: refusals.join('; ') } : {}), prune, skippedOptional: plan.skippedOptional };
+  return {
+    revision,
+    isNew,
+    steps: plan.steps,
+    ...outline,
+    objects,
+    ...(refusals.length ? { refusal: refusals.join('; ') } : {}),
+    prune,
+    skippedOptional: plan.skippedOptional,
+  };
 }
 
 /** the hooks a change runs, per event in the order the controller runs them: for an install or upgrade; none for the installed revision again */
@@ -169,7 +193,8 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
     if (!p.live && (isNotFound(e) || isKindNotServed(e))) return { ...base, kind: 'unplaced', after: body };
     if (isForbidden(e)) return { ...base, kind: 'refused', why: `apply refused: ${(e as ApiError).apiMessage}` };
     // an immutable field the bundle opts in to re-create for: deleted and created as sent
-    if (isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true') return { ...base, kind: 'recreate', after: body, ...(takeOver ? { takeOver } : {}) };
+    if (isImmutableField(e) && p.obj.metadata.annotations?.[ANNOTATION_RECREATE] === 'true')
+      return { ...base, kind: 'recreate', after: body, ...(takeOver ? { takeOver } : {}) };
     if (e instanceof ApiError && !isTransient(e)) return { ...base, kind: 'refused', why: applyErrorMessage(e) };
     throw e;
   }
@@ -180,7 +205,12 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
     if (d.action === 'update') {
       const ignored = p.ignored?.pointers;
       const live = p.live;
-      reverts = takenPaths((live.metadata.managedFields ?? []) as ManagedFieldsEntry[], manager, scope.only, ignored ? (f) => splitFields(f, live, ignored) : undefined);
+      reverts = takenPaths(
+        (live.metadata.managedFields ?? []) as ManagedFieldsEntry[],
+        manager,
+        scope.only,
+        ignored ? (f) => splitFields(f, live, ignored) : undefined,
+      );
     }
   }
   // fields nobody applies any more keep the values they have (the applier gives them up first)

@@ -50,7 +50,12 @@ export interface PruneDecision {
  * as `client`: the rules of the module comment. Writes nothing; `hoist diff` shows it, deleteOwned
  * carries it out.
  */
-export async function planPrune(client: KubeClient, owner: { name: string; lineage: string }, objects: readonly KubeObject[], opts: Omit<PruneOptions, 'log'> & { log?: Logger }): Promise<PruneDecision[]> {
+export async function planPrune(
+  client: KubeClient,
+  owner: { name: string; lineage: string },
+  objects: readonly KubeObject[],
+  opts: Omit<PruneOptions, 'log'> & { log?: Logger },
+): Promise<PruneDecision[]> {
   const keepCRDs = opts.keepCRDs ?? true;
   return mapLimit(objects, opts.concurrency ?? 8, async (obj): Promise<PruneDecision> => {
     const base = { obj, id: objectId(obj), subject: describeObject(obj) };
@@ -65,7 +70,12 @@ export async function planPrune(client: KubeClient, owner: { name: string; linea
       const written = opts.writtenUid?.(obj);
       if (written && live.metadata.uid !== written) {
         opts.log?.info({ object: subject, written, live: live.metadata.uid }, 'not deleted: replaced since it was written');
-        return { ...base, live, action: 'skipped', message: `replaced since this BundleDeployment wrote it (uid ${written}, now ${live.metadata.uid ?? 'none'})` };
+        return {
+          ...base,
+          live,
+          action: 'skipped',
+          message: `replaced since this BundleDeployment wrote it (uid ${written}, now ${live.metadata.uid ?? 'none'})`,
+        };
       }
       if (isCRD(obj) && keepCRDs) return { ...base, live, action: 'orphaned', message: 'CRDs are kept' };
       if (isNamespace(obj)) {
@@ -104,7 +114,11 @@ export async function deleteOwned(
         if (action !== 'delete') return { id, subject, action, ...(message !== undefined ? { message } : {}) };
         try {
           // the uid decided on: an object replaced between the GET and here is not deleted (409)
-          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, { uid: live!.metadata.uid, propagationPolicy: 'Background', signal: opts.signal });
+          await client.delete(obj, obj.metadata.name, obj.metadata.namespace, {
+            uid: live!.metadata.uid,
+            propagationPolicy: 'Background',
+            signal: opts.signal,
+          });
           opts.log.debug({ object: subject }, 'deleted');
           return { id, subject, action: 'deleted' };
         } catch (e) {
@@ -120,7 +134,11 @@ export async function deleteOwned(
   throwIfCancelled(opts.signal, `deleting ${objects.length} objects of ${owner.name}`, { stage: 'apply', reason: FailureReason.PruneFailed });
   const failed = results.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
-    throw new ObjectsError(ApplyCode.DeleteFailed, failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed' })), { reason: FailureReason.PruneFailed, terminal: false });
+    throw new ObjectsError(
+      ApplyCode.DeleteFailed,
+      failed.map((f) => ({ subject: f.subject, message: f.message ?? 'failed' })),
+      { reason: FailureReason.PruneFailed, terminal: false },
+    );
   }
   return results;
 }

@@ -1,13 +1,5 @@
 /** The shared vocabulary of what the applier did to each object (after fluxcd/pkg/ssa). */
-export type ObjectAction =
-  | 'created'
-  | 'configured'
-  | 'unchanged'
-  | 'adopted'
-  | 'skipped'
-  | 'deleted'
-  | 'orphaned'
-  | 'failed';
+export type ObjectAction = 'created' | 'configured' | 'unchanged' | 'adopted' | 'skipped' | 'deleted' | 'orphaned' | 'failed';
 
 export interface ObjectResult {
   /** group/kind/namespace/name, see objectId */

@@ -143,7 +143,10 @@ export class RevisionStore {
           },
           type: 'core.rukpak.io/revision',
           immutable: true,
-          data: { objects: chunk.toString('base64'), ...(i === 0 && rev.spec ? { [DATA_SPEC]: Buffer.from(JSON.stringify(rev.spec)).toString('base64') } : {}) },
+          data: {
+            objects: chunk.toString('base64'),
+            ...(i === 0 && rev.spec ? { [DATA_SPEC]: Buffer.from(JSON.stringify(rev.spec)).toString('base64') } : {}),
+          },
         };
         try {
           const created = await this.client.create(secret);
@@ -162,9 +165,10 @@ export class RevisionStore {
     // the index (metadata only) answers the controller's lookups without a LIST; without one
     // (the CLI) the Secrets are read whole, with the spec each revision was produced by
     const indexed = this.index?.secretsOf(bdName);
-    const secrets: Array<{ metadata: { labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp?: string }; data?: Record<string, string> }> = indexed
-      ? indexed.map((metadata) => ({ metadata }))
-      : await this.secrets(bdName);
+    const secrets: Array<{
+      metadata: { labels?: Record<string, string>; annotations?: Record<string, string>; creationTimestamp?: string };
+      data?: Record<string, string>;
+    }> = indexed ? indexed.map((metadata) => ({ metadata })) : await this.secrets(bdName);
     const byNumber = new Map<number, RevisionRecord>();
     for (const s of secrets) {
       const n = Number(s.metadata.labels?.[LABEL_REVISION]);

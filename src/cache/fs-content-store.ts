@@ -205,7 +205,12 @@ export class FsContentStore implements ContentStore {
     if (!(bytes > 0)) return;
     const max = this.maxBytes;
     if (max !== undefined && a.charged + bytes > max) {
-      throw cacheError(`${a.what} would take more than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size): ${formatBytes(a.charged + bytes)} so far`, CacheCode.CacheBudget, a.subject, true);
+      throw cacheError(
+        `${a.what} would take more than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size): ${formatBytes(a.charged + bytes)} so far`,
+        CacheCode.CacheBudget,
+        a.subject,
+        true,
+      );
     }
     a.charged += bytes;
     this.reserved += bytes;
@@ -320,7 +325,13 @@ export class FsContentStore implements ContentStore {
   private async makeRoom(key: string, size: number): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
-    if (size > max) throw cacheError(`content of ${formatBytes(size)} is larger than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size)`, CacheCode.CacheBudget, key, true);
+    if (size > max)
+      throw cacheError(
+        `content of ${formatBytes(size)} is larger than the whole content-store budget of ${formatBytes(max)} (hoist run --cache-max-size)`,
+        CacheCode.CacheBudget,
+        key,
+        true,
+      );
     const { total } = await this.evict(max - size - this.reserved, this.leasedNow(key));
     this.committed = total;
     if (total + size + this.reserved > max) throw this.fullError(key, size, total, max);
@@ -495,15 +506,21 @@ export class FsContentStore implements ContentStore {
     const prev = this.metaLocks.get(key) ?? Promise.resolve();
     const p = prev.then(run, run);
     this.metaLocks.set(key, p);
-    void p.finally(() => {
-      if (this.metaLocks.get(key) === p) this.metaLocks.delete(key);
-    }).catch(() => undefined);
+    void p
+      .finally(() => {
+        if (this.metaLocks.get(key) === p) this.metaLocks.delete(key);
+      })
+      .catch(() => undefined);
     return p;
   }
 
   private storedOrigin(origin: ContentOrigin): StoredOrigin {
     const mac = (kind: string, v: string): string => createHmac('sha256', this.originKey!).update(`${kind}\0${v}`).digest('hex');
-    return { location: mac('location', origin.location), credential: origin.credential === undefined ? 'anonymous' : mac('credential', origin.credential), display: origin.display };
+    return {
+      location: mac('location', origin.location),
+      credential: origin.credential === undefined ? 'anonymous' : mac('credential', origin.credential),
+      display: origin.display,
+    };
   }
 }
 

@@ -27,11 +27,17 @@ export function parseCapabilityFlags(kubeVersion: string | undefined, apiVersion
   if (kubeVersion !== undefined && !KUBE_VERSION.test(kubeVersion)) {
     throw new Error(`--kube-version ${JSON.stringify(kubeVersion)} is not a Kubernetes version (e.g. v1.30.0 or 1.30)`);
   }
-  const versions = (apiVersions ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const versions = (apiVersions ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   for (const v of versions) {
     if (!API_VERSION.test(v)) throw new Error(`--api-versions ${JSON.stringify(v)} is not a group/version (e.g. apps/v1, monitoring.coreos.com/v1)`);
   }
-  return { ...(kubeVersion !== undefined ? { kubeVersion: kubeVersion.startsWith('v') ? kubeVersion : `v${kubeVersion}` } : {}), ...(versions.length ? { apiVersions: versions } : {}) };
+  return {
+    ...(kubeVersion !== undefined ? { kubeVersion: kubeVersion.startsWith('v') ? kubeVersion : `v${kubeVersion}` } : {}),
+    ...(versions.length ? { apiVersions: versions } : {}),
+  };
 }
 
 /** the Kubernetes version Hoist's tools are built at (scripts/tool-versions.env), assumed offline */
@@ -56,7 +62,10 @@ export function previewCapabilities(flags: CapabilityFlags, discovery?: Pick<Dis
       serverVersion: async () => flags.kubeVersion ?? (await discovery.serverVersion()),
       apiVersions: async () => withExtra(await discovery.apiVersions()),
     };
-    const said = [flags.kubeVersion ? `Kubernetes ${flags.kubeVersion} (--kube-version) instead of the cluster's` : '', extra.length ? `${extra.join(', ')} served besides the cluster's API versions (--api-versions)` : ''].filter(Boolean);
+    const said = [
+      flags.kubeVersion ? `Kubernetes ${flags.kubeVersion} (--kube-version) instead of the cluster's` : '',
+      extra.length ? `${extra.join(', ')} served besides the cluster's API versions (--api-versions)` : '',
+    ].filter(Boolean);
     return { cluster, ...(said.length ? { assumed: `assumed ${said.join('; ')}` } : {}) };
   }
   const kubeVersion = flags.kubeVersion ?? defaultKubeVersion();
@@ -64,7 +73,9 @@ export function previewCapabilities(flags: CapabilityFlags, discovery?: Pick<Dis
   // registry-v1 skips its served-API check; with them, the built-in kinds are served besides
   const apiVersions = extra.length ? withExtra(builtinApiVersions()) : undefined;
   const cluster: Capabilities = { serverVersion: async () => kubeVersion, apiVersions: async () => apiVersions };
-  const version = flags.kubeVersion ? `Kubernetes ${kubeVersion} (--kube-version)` : `Kubernetes ${kubeVersion} (the version Hoist's tools are built at; --kube-version to choose another)`;
+  const version = flags.kubeVersion
+    ? `Kubernetes ${kubeVersion} (--kube-version)`
+    : `Kubernetes ${kubeVersion} (the version Hoist's tools are built at; --kube-version to choose another)`;
   const apis = extra.length ? `the built-in API versions and ${extra.join(', ')} (--api-versions)` : `helm's default API versions (--api-versions to add more)`;
   return { cluster, assumed: `no cluster: assumed ${version} and ${apis}` };
 }

@@ -109,7 +109,10 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 }
 
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
-  const { processorFor } = createProcessorRegistry({ helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm'), kustomizeBinary: () => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize') });
+  const { processorFor } = createProcessorRegistry({
+    helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm'),
+    kustomizeBinary: () => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize'),
+  });
   const cfg = loadKubeConfig(opts.kubeconfig);
   const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();
@@ -119,7 +122,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     await installTenancyPolicy(client, opts.log, opts.defaultServiceAccount);
   }
   await ensureNamespace(client, opts.namespace);
-  const store = new FsContentStore({ ...(opts.cacheDir ? { root: opts.cacheDir } : {}), ...(opts.cacheMaxBytes !== undefined ? { maxBytes: opts.cacheMaxBytes } : {}) });
+  const store = new FsContentStore({
+    ...(opts.cacheDir ? { root: opts.cacheDir } : {}),
+    ...(opts.cacheMaxBytes !== undefined ? { maxBytes: opts.cacheMaxBytes } : {}),
+  });
   const sources = createSourceRegistry({ ...opts.sources, store });
   const manager = new BundleDeploymentManager({
     client,

@@ -37,10 +37,12 @@ function serve(path: string, body: Buffer, host = '127.0.0.1'): Promise<{ server
     if (req.headers['if-none-match'] === etag) return void res.writeHead(304).end();
     res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': body.length, etag }).end(body);
   });
-  return new Promise((resolve) => server.listen(0, host, () => {
-    const a = server.address();
-    resolve({ server, url: `http://${host}:${typeof a === 'object' && a ? a.port : 0}${path}` });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, host, () => {
+      const a = server.address();
+      resolve({ server, url: `http://${host}:${typeof a === 'object' && a ? a.port : 0}${path}` });
+    }),
+  );
 }
 
 const say = (line: string): void => void process.stderr.write(`hoist demo: ${line}\n`);
@@ -138,14 +140,16 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
           spec: {
             nodeSelector: { [node.label]: 'true' },
             tolerations: [{ key: node.taint, operator: 'Equal', value: 'true', effect: 'NoSchedule' }],
-            containers: [{
-              name: 'web',
-              image: node.images.web,
-              imagePullPolicy: 'Never',
-              args: ['-text', 'hello from a real pod', '-ready-after', '2s'],
-              ports: [{ containerPort: 8080, name: 'http' }],
-              readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 1 },
-            }],
+            containers: [
+              {
+                name: 'web',
+                image: node.images.web,
+                imagePullPolicy: 'Never',
+                args: ['-text', 'hello from a real pod', '-ready-after', '2s'],
+                ports: [{ containerPort: 8080, name: 'http' }],
+                readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 1 },
+              },
+            ],
           },
         },
       },
@@ -156,7 +160,12 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
   const sha256 = createHash('sha256').update(tarball).digest('hex');
   const { server, url } = await serve('/hello.tar.gz', tarball);
   try {
-    const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name: HELLO }, spec: { installNamespace: HELLO, format: 'plain', sources: [{ kind: 'http', http: { url, sha256 } }], upgrade: { progressDeadline: '3m' } } };
+    const bd = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: HELLO },
+      spec: { installNamespace: HELLO, format: 'plain', sources: [{ kind: 'http', http: { url, sha256 } }], upgrade: { progressDeadline: '3m' } },
+    };
     await client.create(bd as unknown as KubeObject);
     say(`created BundleDeployment ${HELLO} (pods on the real node ${node.name}); waiting until Installed and Healthy`);
     const deadline = Date.now() + 180_000;
@@ -185,7 +194,9 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
           .catch((e: Error) => `(no answer: ${e.message})`);
       }
       ok &&= ready && answer.startsWith('hello');
-      console.log(`  ${p.metadata.name.padEnd(26)} node ${spec?.nodeName ?? '-'}  ${status?.phase ?? '-'}  ready=${ready}  ${status?.podIP ?? '-'}  GET / -> ${answer}`);
+      console.log(
+        `  ${p.metadata.name.padEnd(26)} node ${spec?.nodeName ?? '-'}  ${status?.phase ?? '-'}  ready=${ready}  ${status?.podIP ?? '-'}  GET / -> ${answer}`,
+      );
     }
     return ok && live?.status?.conditions?.find((c) => c.type === 'Installed')?.status === 'True';
   } finally {
@@ -195,8 +206,14 @@ async function helloOnRealNode(client: import('../kube/client.ts').RestKubeClien
 
 async function installedObjects(client: import('../kube/client.ts').RestKubeClient, owner: string): Promise<string[]> {
   const kinds = [
-    ['apiextensions.k8s.io/v1', 'CustomResourceDefinition'], ['v1', 'ServiceAccount'], ['rbac.authorization.k8s.io/v1', 'ClusterRole'],
-    ['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'], ['v1', 'ConfigMap'], ['v1', 'Secret'], ['v1', 'Service'], ['apps/v1', 'Deployment'],
+    ['apiextensions.k8s.io/v1', 'CustomResourceDefinition'],
+    ['v1', 'ServiceAccount'],
+    ['rbac.authorization.k8s.io/v1', 'ClusterRole'],
+    ['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'],
+    ['v1', 'ConfigMap'],
+    ['v1', 'Secret'],
+    ['v1', 'Service'],
+    ['apps/v1', 'Deployment'],
   ] as const;
   const out: string[] = [];
   for (const [apiVersion, kind] of kinds) {

@@ -191,7 +191,14 @@ async function main(argv: string[]): Promise<number> {
         return 2;
       }
       const { render } = await import('./render.ts');
-      return render({ file: values.file, dir: values.dir, kubeconfig: values.kubeconfig, capabilities, namespace: values.namespace, output: values.output === 'json' ? 'json' : 'yaml' });
+      return render({
+        file: values.file,
+        dir: values.dir,
+        kubeconfig: values.kubeconfig,
+        capabilities,
+        namespace: values.namespace,
+        output: values.output === 'json' ? 'json' : 'yaml',
+      });
     }
     case 'demo': {
       const { values } = parseArgs({ args: rest, options: { keep: { type: 'boolean', default: false }, kwok: { type: 'boolean', default: false } } });

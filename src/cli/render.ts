@@ -51,13 +51,17 @@ export function rbacSummary(objects: readonly KubeObject[]): string[] {
     const where = o.metadata.namespace ? ` in ${o.metadata.namespace}` : '';
     if (o.kind === 'ClusterRole' || o.kind === 'Role') {
       for (const r of (o.rules as Rule[] | undefined) ?? []) {
-        const what = r.nonResourceURLs?.length ? `urls ${r.nonResourceURLs.join(',')}` : `${(r.resources ?? []).join(',')} (${(r.apiGroups ?? []).map((g) => g || 'core').join(',')})`;
+        const what = r.nonResourceURLs?.length
+          ? `urls ${r.nonResourceURLs.join(',')}`
+          : `${(r.resources ?? []).join(',')} (${(r.apiGroups ?? []).map((g) => g || 'core').join(',')})`;
         const wild = r.verbs?.includes('*') || r.resources?.includes('*') ? '  [wildcard]' : '';
         lines.push(`${o.kind} ${o.metadata.name}${where}: ${(r.verbs ?? []).join(',')} ${what}${wild}`);
       }
     } else if (o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding') {
       const ref = o.roleRef as { kind?: string; name?: string } | undefined;
-      const subjects = ((o.subjects as Array<{ kind: string; name: string; namespace?: string }> | undefined) ?? []).map((s) => `${s.kind} ${s.namespace ? `${s.namespace}/` : ''}${s.name}`);
+      const subjects = ((o.subjects as Array<{ kind: string; name: string; namespace?: string }> | undefined) ?? []).map(
+        (s) => `${s.kind} ${s.namespace ? `${s.namespace}/` : ''}${s.name}`,
+      );
       lines.push(`${o.kind} ${o.metadata.name}${where}: ${ref?.kind} ${ref?.name} → ${subjects.join(', ')}`);
     }
   }
@@ -65,14 +69,21 @@ export function rbacSummary(objects: readonly KubeObject[]): string[] {
 }
 
 export async function render(opts: RenderOptions): Promise<number> {
-  const docs = parseAllDocuments(await readFile(opts.file, 'utf8')).map((d) => d.toJS() as BundleDeployment).filter(Boolean);
+  const docs = parseAllDocuments(await readFile(opts.file, 'utf8'))
+    .map((d) => d.toJS() as BundleDeployment)
+    .filter(Boolean);
   const bd = docs.find((d) => d.kind === 'BundleDeployment');
   if (!bd) {
     process.stderr.write(`hoist render: ${opts.file} holds no BundleDeployment\n`);
     return 2;
   }
   try {
-    const out = await previewBundle(bd, { ...(opts.dir ? { dir: opts.dir } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.capabilities ? { capabilities: opts.capabilities } : {}), ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}) });
+    const out = await previewBundle(bd, {
+      ...(opts.dir ? { dir: opts.dir } : {}),
+      ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+      ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
+      ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}),
+    });
     if (out.assumed) process.stderr.write(`${out.assumed}\n`);
     if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
     else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
@@ -133,7 +144,9 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             }
             const ca = src.git ?? src.http;
             if (ca?.caSecretRef ?? ca?.caConfigMapRef) {
-              throw new Error(`source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`);
+              throw new Error(
+                `source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`,
+              );
             }
             return sources.sourceFor(src.kind).resolve(src, {});
           }),

@@ -126,13 +126,22 @@ export async function runController(opts: RunOptions): Promise<number> {
   }
   const hookBind = parseBind(opts.webhookBindAddress ?? '', '--webhook-bind-address');
   const webhook = hookBind
-    ? await startWebhook({ client: ctl.client, pushes: ctl.manager.pushes, secret: opts.webhookSecret ?? `${opts.namespace}/hoist-webhook`, ...hookBind, registry: ctl.registry, log })
+    ? await startWebhook({
+        client: ctl.client,
+        pushes: ctl.manager.pushes,
+        secret: opts.webhookSecret ?? `${opts.namespace}/hoist-webhook`,
+        ...hookBind,
+        registry: ctl.registry,
+        log,
+      })
     : undefined;
 
   const done = new Promise<boolean>((resolve) => {
     handleShutdown({
       // the receiver closes with the probes: a push during the drain is noticed at the next poll
-      ...(server || webhook ? { server: { markShuttingDown: () => server?.markShuttingDown(), close: async () => void (await Promise.all([server?.close(), webhook?.close()])) } } : {}),
+      ...(server || webhook
+        ? { server: { markShuttingDown: () => server?.markShuttingDown(), close: async () => void (await Promise.all([server?.close(), webhook?.close()])) } }
+        : {}),
       controllers: [{ stop: (ms) => ctl.manager.stop(ms) }],
       ...(elector ? { leaderElection: { abort: leaderAbort, done: electionDone } } : {}),
       logger: log,

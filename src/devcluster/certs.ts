@@ -34,7 +34,24 @@ async function signed(dir: string, name: string, subject: string, ext: string): 
   await openssl(['req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`], dir);
   await writeFile(join(dir, `${name}.ext`), ext);
   await openssl(
-    ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '365', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.crt`],
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '365',
+      '-sha256',
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.crt`,
+    ],
     dir,
   );
 }
@@ -43,8 +60,21 @@ async function signed(dir: string, name: string, subject: string, ext: string): 
 export async function generatePki(dir: string, extraIps: readonly string[] = []): Promise<Pki> {
   await keyPair(dir, 'ca');
   await openssl(['req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=hoist-dev-ca', '-days', '365', '-sha256', '-out', 'ca.crt'], dir);
-  const sans = ['DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default', 'DNS:kubernetes.default.svc', 'IP:127.0.0.1', 'IP:10.96.0.1', ...extraIps.map((ip) => `IP:${ip}`)];
-  await signed(dir, 'serving', '/CN=kube-apiserver', `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`);
+  const sans = [
+    'DNS:localhost',
+    'DNS:kubernetes',
+    'DNS:kubernetes.default',
+    'DNS:kubernetes.default.svc',
+    'IP:127.0.0.1',
+    'IP:10.96.0.1',
+    ...extraIps.map((ip) => `IP:${ip}`),
+  ];
+  await signed(
+    dir,
+    'serving',
+    '/CN=kube-apiserver',
+    `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
+  );
   await signed(dir, 'admin', '/O=system:masters/CN=hoist-admin', 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n');
   await keyPair(dir, 'sa');
   await openssl(['ec', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export type Tool = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl' | 'kubelet' | 'kube-proxy' | 'etcd' | 'helm' | 'kustomize' | 'kwok' | 'cosign';
+export type Tool =
+  'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl' | 'kubelet' | 'kube-proxy' | 'etcd' | 'helm' | 'kustomize' | 'kwok' | 'cosign';
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/', import.meta.url));
 
@@ -30,7 +31,18 @@ export function toolVersions(): Record<string, string> {
 
 function versionOf(tool: Tool): string {
   const v = toolVersions();
-  const key = tool === 'etcd' ? 'ETCD_VERSION' : tool === 'helm' ? 'HELM_VERSION' : tool === 'kustomize' ? 'KUSTOMIZE_VERSION' : tool === 'kwok' ? 'KWOK_VERSION' : tool === 'cosign' ? 'COSIGN_VERSION' : 'K8S_VERSION';
+  const key =
+    tool === 'etcd'
+      ? 'ETCD_VERSION'
+      : tool === 'helm'
+        ? 'HELM_VERSION'
+        : tool === 'kustomize'
+          ? 'KUSTOMIZE_VERSION'
+          : tool === 'kwok'
+            ? 'KWOK_VERSION'
+            : tool === 'cosign'
+              ? 'COSIGN_VERSION'
+              : 'K8S_VERSION';
   const version = v[key];
   if (!version) throw new Error(`scripts/tool-versions.env lacks ${key}`);
   return version;

@@ -37,7 +37,20 @@ export const MAX_DATA_DEPTH = 100;
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 /** functions whose work grows with the strings they read */
-const STRING_WORK = new Set(['contains', 'startsWith', 'endsWith', 'indexOf', 'lastIndexOf', 'split', 'join', 'lowerAscii', 'upperAscii', 'trim', 'substring', 'replace']);
+const STRING_WORK = new Set([
+  'contains',
+  'startsWith',
+  'endsWith',
+  'indexOf',
+  'lastIndexOf',
+  'split',
+  'join',
+  'lowerAscii',
+  'upperAscii',
+  'trim',
+  'substring',
+  'replace',
+]);
 
 type Size = DataSizes;
 type Env = ReadonlyMap<string, Size>;

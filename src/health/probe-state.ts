@@ -58,5 +58,8 @@ export function verdictOf(t: ProbeTrack, timing: ProbeTiming, now: number): Prob
   const failingFrom = Math.max(t.since, ready);
   const failedAt = failingFrom + timing.failureThreshold * timing.periodMs;
   if (now < failedAt) return { readiness: 'Ready', changesAt: failedAt };
-  return { readiness: 'Failed', message: `${t.message ?? 'failing'} (for ${Math.round((now - failingFrom) / 1000)}s, failureThreshold ${timing.failureThreshold} × periodSeconds ${timing.periodMs / 1000})` };
+  return {
+    readiness: 'Failed',
+    message: `${t.message ?? 'failing'} (for ${Math.round((now - failingFrom) / 1000)}s, failureThreshold ${timing.failureThreshold} × periodSeconds ${timing.periodMs / 1000})`,
+  };
 }

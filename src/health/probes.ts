@@ -5,7 +5,11 @@
  * @marcbachmann/cel-js with `matches()` on RE2 (cel-env.ts), JSONPath from jsonpath-plus (its
  * safe evaluator; no `eval`).
  */
-import { DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD, DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS, DEFAULT_HEALTH_CHECK_PERIOD_SECONDS } from '../../api/v1alpha2/defaults.ts';
+import {
+  DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD,
+  DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS,
+  DEFAULT_HEALTH_CHECK_PERIOD_SECONDS,
+} from '../../api/v1alpha2/defaults.ts';
 import { createRequire } from 'node:module';
 import type * as JsonPathPlus from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
@@ -137,7 +141,10 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
       if (!sizes) return { ok: false, message: `cel ${show(source)}: not evaluated: ${TOO_DEEP}` };
       const cost = estimateCost(expr.ast, sizes);
       if (cost > CEL_COST_LIMIT) {
-        return { ok: false, message: `cel ${show(source)}: not evaluated: its cost on this object (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}` };
+        return {
+          ok: false,
+          message: `cel ${show(source)}: not evaluated: its cost on this object (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}`,
+        };
       }
       try {
         const v = expr({ self: obj });
@@ -177,7 +184,10 @@ export function compileHealthChecks(checks: readonly HealthCheck[] | undefined):
 }
 
 /** whether a check selects an object: every field the match sets must agree (labels: all of them) */
-export function selects(match: HealthCheck['match'], obj: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string; labels?: Record<string, string> } }): boolean {
+export function selects(
+  match: HealthCheck['match'],
+  obj: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string; labels?: Record<string, string> } },
+): boolean {
   const group = obj.apiVersion.includes('/') ? obj.apiVersion.slice(0, obj.apiVersion.indexOf('/')) : '';
   if (match.group !== undefined && match.group !== group) return false;
   if (match.kind !== undefined && match.kind !== obj.kind) return false;

@@ -49,7 +49,8 @@ export function readinessOf(obj: KubeObject): HealthVerdict {
       }
       const want = spec.replicas === undefined ? 1 : num(spec.replicas);
       if (num(status.updatedReplicas) < want) return { readiness: 'InProgress', message: `${num(status.updatedReplicas)}/${want} replicas updated` };
-      if (num(status.replicas) > num(status.updatedReplicas)) return { readiness: 'InProgress', message: `${num(status.replicas) - num(status.updatedReplicas)} old replicas pending termination` };
+      if (num(status.replicas) > num(status.updatedReplicas))
+        return { readiness: 'InProgress', message: `${num(status.replicas) - num(status.updatedReplicas)} old replicas pending termination` };
       if (num(status.availableReplicas) < want) return { readiness: 'InProgress', message: `${num(status.availableReplicas)}/${want} replicas available` };
       return READY;
     }

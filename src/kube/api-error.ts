@@ -55,7 +55,10 @@ export class ApiError extends Error {
   constructor(init: ApiErrorInit) {
     // a Status may carry an empty message: say at least its reason and code, never "create …: " alone
     const apiMessage =
-      init.status?.message || (init.status ? `${init.status.reason ?? 'no message'} (http status ${init.statusCode})` : init.body?.trim().slice(0, 500) || `http status ${init.statusCode}`);
+      init.status?.message ||
+      (init.status
+        ? `${init.status.reason ?? 'no message'} (http status ${init.statusCode})`
+        : init.body?.trim().slice(0, 500) || `http status ${init.statusCode}`);
     super(`${init.verb} ${init.subject}: ${apiMessage}`);
     this.name = 'ApiError';
     this.statusCode = init.statusCode;
@@ -129,21 +132,36 @@ function errorCode(e: unknown): string | undefined {
 
 function reasonForStatusCode(code: number): string {
   switch (code) {
-    case 400: return 'BadRequest';
-    case 401: return 'Unauthorized';
-    case 403: return 'Forbidden';
-    case 404: return 'NotFound';
-    case 405: return 'MethodNotAllowed';
-    case 406: return 'NotAcceptable';
-    case 409: return 'Conflict';
-    case 410: return 'Expired';
-    case 415: return 'UnsupportedMediaType';
-    case 422: return 'Invalid';
-    case 429: return 'TooManyRequests';
-    case 500: return 'InternalError';
-    case 503: return 'ServiceUnavailable';
-    case 504: return 'Timeout';
-    default: return 'Unknown';
+    case 400:
+      return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
+    case 403:
+      return 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 405:
+      return 'MethodNotAllowed';
+    case 406:
+      return 'NotAcceptable';
+    case 409:
+      return 'Conflict';
+    case 410:
+      return 'Expired';
+    case 415:
+      return 'UnsupportedMediaType';
+    case 422:
+      return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
+    case 500:
+      return 'InternalError';
+    case 503:
+      return 'ServiceUnavailable';
+    case 504:
+      return 'Timeout';
+    default:
+      return 'Unknown';
   }
 }
 

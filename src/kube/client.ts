@@ -24,7 +24,6 @@ import {
   type WatchOptions,
 } from './types.ts';
 
-
 // PartialObjectMetadata(List), with plain JSON as the fallback for servers that do not offer it
 const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
@@ -54,10 +53,7 @@ export interface RestKubeClient extends KubeClient {
  */
 export function createKubeClient(cfg: ClusterConfig, opts: KubeClientOptions = {}): RestKubeClient {
   const transport = new RestTransport(cfg, opts);
-  const discovery = new CachedDiscovery(
-    (req) => transport.jsonOr404({ verb: 'discovery', method: 'GET', ...req }),
-    opts,
-  );
+  const discovery = new CachedDiscovery((req) => transport.jsonOr404({ verb: 'discovery', method: 'GET', ...req }), opts);
   return new HttpKubeClient(transport, discovery, undefined, opts.listPageSize ?? 500, true);
 }
 
@@ -184,7 +180,11 @@ class HttpKubeClient implements RestKubeClient {
     const info = await this.resource(obj);
     const { name, namespace } = obj.metadata;
     if (info.namespaced && !namespace) throw new Error(`${describe(obj, name, namespace)}: namespace required for a namespaced kind`);
-    return this.transport.json<T>({ ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace), opts.signal), ...(opts.dryRun ? { query: { dryRun: 'All' } } : {}), body: obj });
+    return this.transport.json<T>({
+      ...this.req('create', 'POST', objectPath(info, namespace), describe(obj, name, namespace), opts.signal),
+      ...(opts.dryRun ? { query: { dryRun: 'All' } } : {}),
+      body: obj,
+    });
   }
 
   async update<T extends KubeObject = KubeObject>(obj: KubeObject, opts: RequestOptions = {}): Promise<T> {

@@ -42,9 +42,17 @@ interface AggregatedList {
     }[];
   }[];
 }
-interface LegacyVersions { kind?: string; versions?: string[] }
-interface LegacyGroups { kind?: string; groups?: { name: string; versions: { groupVersion: string }[] }[] }
-interface ResourceList { resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] }
+interface LegacyVersions {
+  kind?: string;
+  versions?: string[];
+}
+interface LegacyGroups {
+  kind?: string;
+  groups?: { name: string; versions: { groupVersion: string }[] }[];
+}
+interface ResourceList {
+  resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[];
+}
 
 export class CachedDiscovery implements Discovery {
   private snapshot: Snapshot | undefined;
@@ -52,7 +60,10 @@ export class CachedDiscovery implements Discovery {
   private version: Promise<string> | undefined;
   private readonly missRefreshIntervalMs: number;
 
-  constructor(private readonly get: DiscoveryGet, opts: DiscoveryOptions = {}) {
+  constructor(
+    private readonly get: DiscoveryGet,
+    opts: DiscoveryOptions = {},
+  ) {
     this.missRefreshIntervalMs = opts.missRefreshIntervalMs ?? 250;
   }
 
@@ -142,7 +153,14 @@ export class CachedDiscovery implements Discovery {
             for (const r of v.resources ?? []) {
               const kind = r.responseKind?.kind;
               if (!kind) continue;
-              kinds.set(kind, { group, version: v.version, resource: r.resource, kind, namespaced: r.scope === 'Namespaced', ...(r.verbs ? { verbs: r.verbs } : {}) });
+              kinds.set(kind, {
+                group,
+                version: v.version,
+                resource: r.resource,
+                kind,
+                namespaced: r.scope === 'Namespaced',
+                ...(r.verbs ? { verbs: r.verbs } : {}),
+              });
             }
             groupVersions.set(group ? `${group}/${v.version}` : v.version, kinds);
           }

@@ -37,7 +37,10 @@ const controllerMetrics = new WeakMap<Registry, ControllerMetrics>();
 
 // controller-runtime's buckets: exponential from 1µs (queue) and 5ms…60s (reconcile)
 const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => 1e-8 * 10 ** i);
-const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10,
+  15, 20, 25, 30, 40, 50, 60,
+];
 
 export function workQueueMetrics(registry: Registry): WorkQueueMetrics {
   let m = queueMetrics.get(registry);
@@ -65,7 +68,7 @@ export function workQueueMetrics(registry: Registry): WorkQueueMetrics {
     retries: new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers }),
     unfinishedWork: new Gauge({
       name: 'workqueue_unfinished_work_seconds',
-      help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration',
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
       labelNames: ['name'],
       registers,
       collect() {

@@ -4,17 +4,7 @@
  * every request that is sent is counted once, whatever its outcome.
  */
 
-export type RequestVerb =
-  | 'discovery'
-  | 'get'
-  | 'list'
-  | 'watch'
-  | 'create'
-  | 'update'
-  | 'updateStatus'
-  | 'patch'
-  | 'apply'
-  | 'delete';
+export type RequestVerb = 'discovery' | 'get' | 'list' | 'watch' | 'create' | 'update' | 'updateStatus' | 'patch' | 'apply' | 'delete';
 
 export const WRITE_VERBS: readonly RequestVerb[] = ['create', 'update', 'updateStatus', 'patch', 'apply', 'delete'];
 

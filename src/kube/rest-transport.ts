@@ -49,7 +49,10 @@ export class RestTransport {
   private readonly userAgent: string;
   private tokenCache: { token: string; readAt: number } | undefined;
 
-  constructor(private readonly cfg: ClusterConfig, opts: TransportOptions = {}) {
+  constructor(
+    private readonly cfg: ClusterConfig,
+    opts: TransportOptions = {},
+  ) {
     const url = new URL(cfg.server);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.counter = opts.counter ?? new RequestCounter();

@@ -65,15 +65,7 @@ function describeJsonType(v: unknown): string {
  * kubectl flattens List kinds (`v1 List`, `DeploymentList`, ...) into their items, recursively.
  * We flatten an object whose kind ends in "List" and whose `items` is an array.
  */
-function flatten(
-  value: JsonObject,
-  subject: string,
-  file: string,
-  line: number,
-  out: SourcedObject[],
-  errors: HoistError[],
-  depth: number,
-): void {
+function flatten(value: JsonObject, subject: string, file: string, line: number, out: SourcedObject[], errors: HoistError[], depth: number): void {
   const kind = value['kind'];
   const items = value['items'];
   if (typeof kind === 'string' && kind.endsWith('List') && Array.isArray(items)) {

@@ -42,7 +42,11 @@ export function createProcessorRegistry(opts: ProcessorRegistryOptions): Process
     processorFor(format) {
       const processor = processors.get(format);
       if (processor === undefined) {
-        throw processError(`unsupported format "${format}": this build of Hoist renders ${supportedFormats().join(', ')}`, ProcessCode.UnsupportedFormat, `format ${format}`);
+        throw processError(
+          `unsupported format "${format}": this build of Hoist renders ${supportedFormats().join(', ')}`,
+          ProcessCode.UnsupportedFormat,
+          `format ${format}`,
+        );
       }
       return processor;
     },

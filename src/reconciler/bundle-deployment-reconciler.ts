@@ -5,7 +5,15 @@
  * any point (crash, SIGKILL): revisions are stored before they are applied, objects are applied
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
-import { ANNOTATION_REQUESTED_AT, FINALIZER, LABEL_LINEAGE, lineageOf, MAX_REQUEST_TOKEN_LENGTH, type BundleDeployment, type BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
+import {
+  ANNOTATION_REQUESTED_AT,
+  FINALIZER,
+  LABEL_LINEAGE,
+  lineageOf,
+  MAX_REQUEST_TOKEN_LENGTH,
+  type BundleDeployment,
+  type BundleDeploymentStatus,
+} from '../../api/v1alpha2/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
@@ -102,10 +110,11 @@ export class BundleDeploymentReconciler {
       await finalizing;
       // status is written even when a step failed: the failure is what the user must see; a
       // cancelled reconcile writes nothing more (its signal says to stop writing)
-      if (!cancelled) await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
-        if (isConflict(e)) s.result = { requeue: true };
-        else throw e;
-      });
+      if (!cancelled)
+        await s.time('status', this.writeStatus(bd, s)).catch((e: unknown) => {
+          if (isConflict(e)) s.result = { requeue: true };
+          else throw e;
+        });
     }
     // a health check's verdict can change by time alone (a tolerated failure runs out): look again then
     if (s.recheckAt !== undefined) {
@@ -135,7 +144,8 @@ export class BundleDeploymentReconciler {
     }
     if (s.spec.paused) {
       s.set({ type: 'Paused', status: 'True', reason: 'Paused', message: 'spec.paused: no fetch, apply, prune or drift correction' });
-      if (getCondition(s.status.conditions, 'Progressing')?.reason !== 'Paused') s.set({ type: 'Progressing', status: 'False', reason: 'Paused', message: 'paused' });
+      if (getCondition(s.status.conditions, 'Progressing')?.reason !== 'Paused')
+        s.set({ type: 'Progressing', status: 'False', reason: 'Paused', message: 'paused' });
       await observeHealth(ctx, s);
       s.note = 'paused';
       return;
@@ -146,7 +156,10 @@ export class BundleDeploymentReconciler {
     try {
       budget.stage = 'resolve';
       const resolved = await resolveSources(ctx, s);
-      this.contentUse.record(s.name, resolved.map((r) => r.key));
+      this.contentUse.record(
+        s.name,
+        resolved.map((r) => r.key),
+      );
       budget.stage = 'fetch';
       rendered = await renderRevision(ctx, s, resolved);
     } catch (e) {
@@ -195,7 +208,12 @@ export class BundleDeploymentReconciler {
     if (token.length <= MAX_REQUEST_TOKEN_LENGTH) return token;
     if (this.refusedRequests.get(bd.metadata.name) !== token) {
       this.refusedRequests.set(bd.metadata.name, token);
-      this.d.events.event(bd, 'Warning', 'RequestRefused', `annotation ${ANNOTATION_REQUESTED_AT} is ${token.length} characters long, more than ${MAX_REQUEST_TOKEN_LENGTH}: ignored (a timestamp or a short random token will do)`);
+      this.d.events.event(
+        bd,
+        'Warning',
+        'RequestRefused',
+        `annotation ${ANNOTATION_REQUESTED_AT} is ${token.length} characters long, more than ${MAX_REQUEST_TOKEN_LENGTH}: ignored (a timestamp or a short random token will do)`,
+      );
     }
     return undefined;
   }
@@ -219,7 +237,13 @@ export class BundleDeploymentReconciler {
 
   private async addFinalizer(bd: BundleDeployment): Promise<void> {
     const finalizers = [...(bd.metadata.finalizers ?? []), FINALIZER];
-    const updated = await this.d.client.patch(bd, bd.metadata.name, undefined, { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } }, 'merge');
+    const updated = await this.d.client.patch(
+      bd,
+      bd.metadata.name,
+      undefined,
+      { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } },
+      'merge',
+    );
     this.ownWrites.record(bd.metadata.name, bd.metadata.resourceVersion, updated.metadata.resourceVersion);
     bd.metadata.finalizers = updated.metadata.finalizers;
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
@@ -235,7 +259,12 @@ export class BundleDeploymentReconciler {
     const before = getCondition(bd.status?.conditions, 'Progressing');
     this.d.log.info({ bd: name, dependents }, 'uninstall waits for dependents');
     if (before?.reason === 'WaitingForDependents' && before.message === message) return;
-    const conditions = setCondition(bd.status?.conditions ?? [], { type: 'Progressing', status: 'True', reason: 'WaitingForDependents', message }, bd.metadata.generation ?? 0, this.now());
+    const conditions = setCondition(
+      bd.status?.conditions ?? [],
+      { type: 'Progressing', status: 'True', reason: 'WaitingForDependents', message },
+      bd.metadata.generation ?? 0,
+      this.now(),
+    );
     if (before?.reason !== 'WaitingForDependents') this.d.events.event(bd, 'Normal', 'WaitingForDependents', message);
     const written = await this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } });
     this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);

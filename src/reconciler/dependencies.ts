@@ -41,7 +41,11 @@ export function dependencyState(dep: BundleDeployment | undefined): { succeeded:
  * Each dependency's verdict, in spec order. `lookup` reads the informer cache. Throws the
  * terminal spec error of a readyExpr that does not compile or is over the cost limit.
  */
-export function dependencyVerdicts(self: BundleDeployment, refs: readonly DependencyRef[], lookup: (name: string) => BundleDeployment | undefined): DependencyVerdict[] {
+export function dependencyVerdicts(
+  self: BundleDeployment,
+  refs: readonly DependencyRef[],
+  lookup: (name: string) => BundleDeployment | undefined,
+): DependencyVerdict[] {
   return refs.map((ref) => {
     const dep = lookup(ref.name);
     const { succeeded, state } = dependencyState(dep);

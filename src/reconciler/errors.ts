@@ -38,6 +38,17 @@ export function referenceCode(kind: 'Secret' | 'ConfigMap', problem: 'forbidden'
   return problem === 'forbidden' ? ReconcileCode.ConfigMapForbidden : ReconcileCode.ConfigMapNotFound;
 }
 
-export function reconcileError(message: string, code: ReconcileCode, init: { stage: Stage; subject?: string | undefined; terminal: boolean; reason?: FailureReason; cause?: unknown }): HoistError {
-  return new HoistError(message, { stage: init.stage, code, subject: init.subject, terminal: init.terminal, ...(init.reason ? { reason: init.reason } : {}), cause: init.cause });
+export function reconcileError(
+  message: string,
+  code: ReconcileCode,
+  init: { stage: Stage; subject?: string | undefined; terminal: boolean; reason?: FailureReason; cause?: unknown },
+): HoistError {
+  return new HoistError(message, {
+    stage: init.stage,
+    code,
+    subject: init.subject,
+    terminal: init.terminal,
+    ...(init.reason ? { reason: init.reason } : {}),
+    cause: init.cause,
+  });
 }

@@ -39,6 +39,8 @@ export function lineageWinner(bd: BundleDeployment, all: readonly BundleDeployme
   const lineage = lineageOf(bd);
   const contenders = lineageMembers(all.filter((o) => lineageOf(o) === lineage)).filter((o) => !o.spec.paused && !o.metadata.deletionTimestamp);
   if (!contenders.some((c) => c.metadata.name === bd.metadata.name)) contenders.push(bd);
-  contenders.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+  contenders.sort(
+    (a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name),
+  );
   return contenders[contenders.length - 1]!.metadata.name;
 }

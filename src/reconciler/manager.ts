@@ -95,14 +95,27 @@ export class BundleDeploymentManager {
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
-    this.managed = new ManagedObjects(opts.client, (owner, why) => {
-      log.debug({ bd: owner, why }, 'managed object changed');
-      this.controller.enqueue(owner);
-    }, log, opts.clock);
+    this.managed = new ManagedObjects(
+      opts.client,
+      (owner, why) => {
+        log.debug({ bd: owner, why }, 'managed object changed');
+        this.controller.enqueue(owner);
+      },
+      log,
+      opts.clock,
+    );
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
-    this.pushes = new PushNotices(() => this.bds.list(), (bd) => this.controller.enqueue(bd));
+    this.pushes = new PushNotices(
+      () => this.bds.list(),
+      (bd) => this.controller.enqueue(bd),
+    );
     this.configMaps = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log, 'ConfigMap');
-    const applier = new Applier(opts.client, { log, live: this.managed, concurrency: opts.applyConcurrency ?? 8, overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])] });
+    const applier = new Applier(opts.client, {
+      log,
+      live: this.managed,
+      concurrency: opts.applyConcurrency ?? 8,
+      overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])],
+    });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
       log,
@@ -116,7 +129,12 @@ export class BundleDeploymentManager {
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities: new Identities(opts.client, opts.defaultServiceAccount),
-      revisions: new RevisionStore(opts.client, opts.controllerNamespace, (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)), opts.maxRevisionBytes),
+      revisions: new RevisionStore(
+        opts.client,
+        opts.controllerNamespace,
+        (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)),
+        opts.maxRevisionBytes,
+      ),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),
@@ -128,7 +146,9 @@ export class BundleDeploymentManager {
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
       clock: opts.clock,
-      secrets: { takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]) },
+      secrets: {
+        takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]),
+      },
     });
     this.controller = new Controller({
       name: 'bundledeployment',
@@ -138,14 +158,18 @@ export class BundleDeploymentManager {
       ...(opts.registry ? { registry: opts.registry } : {}),
       clock: opts.clock,
     });
-    this.crds = new CrdWatch(opts.client, (crd) => {
-      for (const bd of this.bds.list()) {
-        if (bd.status?.skippedOptional?.length) {
-          log.debug({ bd: bd.metadata.name, crd }, 'CRD established: retrying skipped optional objects');
-          this.controller.enqueue(bd.metadata.name);
+    this.crds = new CrdWatch(
+      opts.client,
+      (crd) => {
+        for (const bd of this.bds.list()) {
+          if (bd.status?.skippedOptional?.length) {
+            log.debug({ bd: bd.metadata.name, crd }, 'CRD established: retrying skipped optional objects');
+            this.controller.enqueue(bd.metadata.name);
+          }
         }
-      }
-    }, log);
+      },
+      log,
+    );
     this.bds.addHandler({
       onAdd: (bd) => {
         // before the reconcile: its managed-object watches must evaluate the checks from the first event
@@ -231,7 +255,8 @@ export class BundleDeploymentManager {
       const evicted = (await this.opts.store.enforceBudget?.(keep)) ?? [];
       if (removed.length) this.metrics?.cacheEvictions.inc({ why: 'unused' }, removed.length);
       if (evicted.length) this.metrics?.cacheEvictions.inc({ why: 'budget' }, evicted.length);
-      if (removed.length || evicted.length) this.opts.log.info({ removed: removed.length, evicted: evicted.length, kept: keep.size }, 'content store garbage collected');
+      if (removed.length || evicted.length)
+        this.opts.log.info({ removed: removed.length, evicted: evicted.length, kept: keep.size }, 'content store garbage collected');
       return { removed, evicted };
     } catch (e) {
       this.opts.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'content store garbage collection failed');
@@ -270,8 +295,14 @@ export class BundleDeploymentManager {
       // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
       valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
     ];
-    this.secrets.track(bd.metadata.name, refs.flatMap((r) => r.secrets));
-    this.configMaps.track(bd.metadata.name, refs.flatMap((r) => r.configMaps));
+    this.secrets.track(
+      bd.metadata.name,
+      refs.flatMap((r) => r.secrets),
+    );
+    this.configMaps.track(
+      bd.metadata.name,
+      refs.flatMap((r) => r.configMaps),
+    );
   }
 
   /** the BDs whose dependsOn names bd, from the index: re-evaluated on its change, no polling */

@@ -75,13 +75,39 @@ export function hoistMetrics(registry: Registry, bundleDeployments: () => readon
     },
   });
   const m: HoistMetrics = {
-    stageDuration: new Histogram({ name: 'hoist_reconcile_stage_duration_seconds', help: 'Time spent per pipeline stage of a reconcile', labelNames: ['stage'], buckets: STAGE_BUCKETS, registers }),
+    stageDuration: new Histogram({
+      name: 'hoist_reconcile_stage_duration_seconds',
+      help: 'Time spent per pipeline stage of a reconcile',
+      labelNames: ['stage'],
+      buckets: STAGE_BUCKETS,
+      registers,
+    }),
     objectsApplied: new Counter({ name: 'hoist_objects_applied_total', help: 'Objects applied, by what the apply did', labelNames: ['action'], registers }),
-    objectsPruned: new Counter({ name: 'hoist_objects_pruned_total', help: 'Objects removed because they left the bundle or their BundleDeployment was deleted, by result', labelNames: ['action'], registers }),
+    objectsPruned: new Counter({
+      name: 'hoist_objects_pruned_total',
+      help: 'Objects removed because they left the bundle or their BundleDeployment was deleted, by result',
+      labelNames: ['action'],
+      registers,
+    }),
     rollbacks: new Counter({ name: 'hoist_rollbacks_total', help: 'Revisions rolled back to the last good one, by why', labelNames: ['reason'], registers }),
-    fetches: new Counter({ name: 'hoist_source_fetches_total', help: 'Source fetches by source kind and how they were served: hit (from the store), proved (from the store after an access check), downloaded', labelNames: ['kind', 'result'], registers }),
-    fetchBytes: new Counter({ name: 'hoist_source_fetch_bytes_total', help: 'Bytes of content landed in the content store, by source kind', labelNames: ['kind'], registers }),
-    cacheEvictions: new Counter({ name: 'hoist_cache_evictions_total', help: 'Content-store entries removed, by why (unused, budget)', labelNames: ['why'], registers }),
+    fetches: new Counter({
+      name: 'hoist_source_fetches_total',
+      help: 'Source fetches by source kind and how they were served: hit (from the store), proved (from the store after an access check), downloaded',
+      labelNames: ['kind', 'result'],
+      registers,
+    }),
+    fetchBytes: new Counter({
+      name: 'hoist_source_fetch_bytes_total',
+      help: 'Bytes of content landed in the content store, by source kind',
+      labelNames: ['kind'],
+      registers,
+    }),
+    cacheEvictions: new Counter({
+      name: 'hoist_cache_evictions_total',
+      help: 'Content-store entries removed, by why (unused, budget)',
+      labelNames: ['why'],
+      registers,
+    }),
     revisionBytes,
   };
   created.set(registry, m);

@@ -34,7 +34,8 @@ export function compileReadyExpr(name: string, source: string): ReadyExpr {
     if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
     compiled.set(source, c);
   }
-  if (c instanceof HoistError) throw new HoistError(`dependsOn[${name}].readyExpr: ${c.message}`, { stage: 'spec', code: c.code, subject: `dependsOn ${name}`, terminal: true });
+  if (c instanceof HoistError)
+    throw new HoistError(`dependsOn[${name}].readyExpr: ${c.message}`, { stage: 'spec', code: c.code, subject: `dependsOn ${name}`, terminal: true });
   return c;
 }
 
@@ -61,7 +62,11 @@ function compile(source: string): ReadyExpr | HoistError {
       const b = measureData(self);
       if (!a || !b) return { ok: false, message: `readyExpr ${shown}: not evaluated: an object nests deeper than ${MAX_DATA_DEPTH} levels` };
       const cost = estimateCost(expr.ast, { list: Math.max(a.list, b.list), str: Math.max(a.str, b.str) });
-      if (cost > CEL_COST_LIMIT) return { ok: false, message: `readyExpr ${shown}: not evaluated: its cost on these objects (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}` };
+      if (cost > CEL_COST_LIMIT)
+        return {
+          ok: false,
+          message: `readyExpr ${shown}: not evaluated: its cost on these objects (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}`,
+        };
       try {
         const v = expr({ dep, self });
         if (v === true) return { ok: true };

@@ -76,7 +76,8 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
     Promise.all(
       spec.sources.map(async (src, i) => {
         const resolved = input.resolved[i];
-        if (!resolved) throw reconcileError(`source ${i} was not resolved`, ReconcileCode.Internal, { stage: 'fetch', subject: `sources[${i}]`, terminal: false });
+        if (!resolved)
+          throw reconcileError(`source ${i} was not resolved`, ReconcileCode.Internal, { stage: 'fetch', subject: `sources[${i}]`, terminal: false });
         let served: StoreOutcome | undefined;
         const credentials = await input.credentials(i);
         const ca = await input.ca?.(i);
@@ -95,10 +96,12 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
   const tree = await composeTree(parts, { signal: input.signal, scratch: () => deps.store.scratch() });
   try {
     // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
-    const [apiVersions, kubeVersion] = spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);
+    const [apiVersions, kubeVersion] =
+      spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);
     const out = await time(
       'process',
-      deps.processorFor(spec.format)
+      deps
+        .processorFor(spec.format)
         .render(tree.root, spec.config, {
           name: input.name,
           installNamespace: spec.installNamespace,

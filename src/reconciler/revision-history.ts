@@ -11,7 +11,9 @@ export const MAX_HISTORY_STATUS = 10;
 /** `list` with `entry` recorded; a new Active entry supersedes the previous Active one */
 export function recordRevision(list: readonly RevisionStatus[] | undefined, entry: RevisionStatus): RevisionStatus[] {
   const before = (list ?? []).find((r) => r.number === entry.number);
-  const others = (list ?? []).filter((r) => r.number !== entry.number).map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
+  const others = (list ?? [])
+    .filter((r) => r.number !== entry.number)
+    .map((r) => (entry.phase === 'Active' && r.phase === 'Active' ? { ...r, phase: 'Superseded' as const } : r));
   // the hooks a revision ran stay with it until a later transition to it runs others
   const kept = entry.hooks === undefined && before?.hooks ? { ...entry, hooks: before.hooks } : entry;
   return [...others, kept].sort((a, b) => a.number - b.number).slice(-MAX_HISTORY_STATUS);
@@ -39,6 +41,9 @@ export function keptRevisions(status: BundleDeploymentStatus): Set<number> {
 export function trimHistory(list: readonly RevisionStatus[] | undefined, limit: number): RevisionStatus[] {
   const revs = list ?? [];
   const active = revs.filter((r) => r.phase === 'Active');
-  const rest = revs.filter((r) => r.phase !== 'Active').sort((a, b) => b.number - a.number).slice(0, limit);
+  const rest = revs
+    .filter((r) => r.phase !== 'Active')
+    .sort((a, b) => b.number - a.number)
+    .slice(0, limit);
   return [...active, ...rest].sort((a, b) => a.number - b.number);
 }

@@ -58,7 +58,11 @@ export class RevisionObjects {
     if (loaded?.number === rev.number) return loaded;
     const all = await this.store.load(name, rev);
     if (!all) {
-      throw reconcileError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, ReconcileCode.RevisionMissing, { stage: 'apply', subject: `revision ${rev.number}`, terminal: false });
+      throw reconcileError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, ReconcileCode.RevisionMissing, {
+        stage: 'apply',
+        subject: `revision ${rev.number}`,
+        terminal: false,
+      });
     }
     const { managed, hooks } = splitHooks(all);
     const entry = { number: rev.number, objects: managed, hooks };

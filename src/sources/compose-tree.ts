@@ -54,7 +54,12 @@ export async function composeTree(parts: readonly TreePart[], opts: ComposeOptio
     return { root: only.dir, dispose: async () => {} };
   }
   const work = await (opts.scratch ?? tempScratch)().catch((e: unknown) => {
-    throw sourceError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, { stage: 'fetch', code: SourceCode.ComposeFailed, terminal: false, cause: e });
+    throw sourceError(`cannot create a directory to compose the sources in: ${describeFsError(e)}`, {
+      stage: 'fetch',
+      code: SourceCode.ComposeFailed,
+      terminal: false,
+      cause: e,
+    });
   });
   const root = work.dir;
   try {

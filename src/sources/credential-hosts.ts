@@ -36,13 +36,17 @@ export function parseHostEntry(entry: string): string | undefined {
 export function credentialsForUrl(credentials: Credentials | undefined, url: URL, stage: 'resolve' | 'fetch'): Credentials | undefined {
   if (!credentials) return undefined;
   const secret = credentials.secret ? `secret ${credentials.secret}` : 'the auth secret';
-  const fail = (message: string, code: SourceCode): HoistError =>
-    sourceError(message, { stage, code, subject: redactUrl(url.toString()), terminal: true });
+  const fail = (message: string, code: SourceCode): HoistError => sourceError(message, { stage, code, subject: redactUrl(url.toString()), terminal: true });
   if (url.protocol !== 'https:') throw fail(`credentials are sent only over https; ${secret} is not used for an http:// url`, SourceCode.InsecureCredentials);
   // malformed entries (a URL, a path) bind nothing
   const hosts = (credentials.hosts ?? []).map(parseHostEntry).filter((h): h is string => h !== undefined);
-  if (hosts.length === 0) throw fail(`${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS} (host or host:port, comma-separated)`, SourceCode.CredentialHostsMissing);
+  if (hosts.length === 0)
+    throw fail(
+      `${secret} does not say which hosts it is for: annotate it with ${ANNOTATION_CREDENTIAL_HOSTS} (host or host:port, comma-separated)`,
+      SourceCode.CredentialHostsMissing,
+    );
   const here = hostPort(url);
-  if (!hosts.includes(here)) throw fail(`${secret} is not bound to host ${here} (annotation ${ANNOTATION_CREDENTIAL_HOSTS})`, SourceCode.CredentialHostMismatch);
+  if (!hosts.includes(here))
+    throw fail(`${secret} is not bound to host ${here} (annotation ${ANNOTATION_CREDENTIAL_HOSTS})`, SourceCode.CredentialHostMismatch);
   return credentials;
 }

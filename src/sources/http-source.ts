@@ -30,7 +30,16 @@ import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
 import { fetchThroughStore } from './cached-fetch.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
 import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './transport/deadline.ts';
-import { basicAuth, discard, headerValue, HttpTransport, networkError, type SendResponse, type SourceStage, type TransportOptions } from './transport/transport.ts';
+import {
+  basicAuth,
+  discard,
+  headerValue,
+  HttpTransport,
+  networkError,
+  type SendResponse,
+  type SourceStage,
+  type TransportOptions,
+} from './transport/transport.ts';
 import type { Credentials, Resolved, Source, SourceContext } from './source.ts';
 import { SourceCode, sourceError } from './errors.ts';
 
@@ -100,9 +109,14 @@ export class HttpSource implements Source {
       }
       if (res.status !== 200) throw await statusError(res, url, 'resolve');
       const store = this.options.store;
-      const write = async (dir: string, space?: SpaceAllowance): Promise<string> => httpContentKey(await this.unpackBody(res, dir, subject, signal, 'resolve', space));
+      const write = async (dir: string, space?: SpaceAllowance): Promise<string> =>
+        httpContentKey(await this.unpackBody(res, dir, subject, signal, 'resolve', space));
       const key = store ? (await store.putComputed(write, origin(url, auth))).key : await inScratch(write);
-      const status: ResolvedSourceStatus = { kind: 'http', sha256: key.slice('sha256:'.length), resolvedAt: (this.options.now?.() ?? new Date()).toISOString() };
+      const status: ResolvedSourceStatus = {
+        kind: 'http',
+        sha256: key.slice('sha256:'.length),
+        resolvedAt: (this.options.now?.() ?? new Date()).toISOString(),
+      };
       const etag = headerValue(res.headers, 'etag');
       const lastModified = headerValue(res.headers, 'last-modified');
       if (etag) status.etag = etag;
@@ -122,7 +136,12 @@ export class HttpSource implements Source {
     const subject = redactUrl(url.toString());
     const expected = resolved.key.startsWith('sha256:') ? resolved.key.slice('sha256:'.length) : undefined;
     if (!expected || !/^[0-9a-f]{64}$/.test(expected)) {
-      throw sourceError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, { stage: 'fetch', code: SourceCode.BadResolution, subject, terminal: true });
+      throw sourceError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, {
+        stage: 'fetch',
+        code: SourceCode.BadResolution,
+        subject,
+        terminal: true,
+      });
     }
     const auth = authorization(credentialsForUrl(ctx.credentials, url, 'fetch'));
     const t = this.transport.withCA(ctx.ca?.pem);
@@ -182,7 +201,15 @@ export class HttpSource implements Source {
   }
 
   /** `t`: this source's transport, with the spec's own CA when it names one (`withCA`) */
-  private get(t: HttpTransport, method: 'GET' | 'HEAD', url: URL, auth: string | undefined, extra: Record<string, string>, signal: AbortSignal, stage: SourceStage): Promise<SendResponse> {
+  private get(
+    t: HttpTransport,
+    method: 'GET' | 'HEAD',
+    url: URL,
+    auth: string | undefined,
+    extra: Record<string, string>,
+    signal: AbortSignal,
+    stage: SourceStage,
+  ): Promise<SendResponse> {
     return t.send({
       method,
       url,
@@ -198,8 +225,7 @@ export class HttpSource implements Source {
 /** The spec's URL (userinfo is refused by the CRD and here) and its pin. */
 function parseSpec(spec: SourceSpec): { url: URL; pin: string | undefined } {
   const http = spec.http;
-  const fail = (message: string, code: SourceCode, subject?: string): HoistError =>
-    sourceError(message, { stage: 'spec', code, subject, terminal: true });
+  const fail = (message: string, code: SourceCode, subject?: string): HoistError => sourceError(message, { stage: 'spec', code, subject, terminal: true });
   if (spec.kind !== 'http' || !http?.url) throw fail('http source needs http.url', SourceCode.InvalidSource);
   let url: URL;
   try {

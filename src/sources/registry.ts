@@ -40,7 +40,9 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
       const s = sources.get(kind as SourceKind);
       if (!s) {
         throw sourceError(`no source is registered for kind ${JSON.stringify(kind)}`, {
-          stage: 'spec', code: SourceCode.UnsupportedSource, terminal: true,
+          stage: 'spec',
+          code: SourceCode.UnsupportedSource,
+          terminal: true,
         });
       }
       return s;
@@ -55,10 +57,23 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
   const timeout = options.fetchTimeoutMs;
   const ca = options.ca;
   const hostCAs = options.hostCAs;
-  registry.register(new HttpSource({ ...(ca ? { ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.http, ...(options.store ? { store: options.store } : {}) }));
+  registry.register(
+    new HttpSource({
+      ...(ca ? { ca } : {}),
+      ...(hostCAs ? { hostCAs } : {}),
+      ...(timeout ? { timeoutMs: timeout } : {}),
+      ...options.http,
+      ...(options.store ? { store: options.store } : {}),
+    }),
+  );
   registry.register(new ImageSource({ ...(ca ? { ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.image }));
   registry.register(
-    new GitSource({ ...(ca ? { caBundle: ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { fetchTimeoutMs: timeout, resolveTimeoutMs: Math.min(timeout, 60_000) } : {}), ...options.git }),
+    new GitSource({
+      ...(ca ? { caBundle: ca } : {}),
+      ...(hostCAs ? { hostCAs } : {}),
+      ...(timeout ? { fetchTimeoutMs: timeout, resolveTimeoutMs: Math.min(timeout, 60_000) } : {}),
+      ...options.git,
+    }),
   );
   return registry;
 }

@@ -195,7 +195,9 @@ async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, 
     throw new ContainmentProblem(
       r.stats.isDirectory() ? ContentCode.NotARegularFile : ContentCode.SpecialFile,
       prefix + rel,
-      linked ? `symlink ${quote(prefix + rel)} points to ${quote(prefix + r.path || '.')}, which is ${what}; links must end at a regular file in the content tree` : `${quote(prefix + rel)} is ${what}`,
+      linked
+        ? `symlink ${quote(prefix + rel)} points to ${quote(prefix + r.path || '.')}, which is ${what}; links must end at a regular file in the content tree`
+        : `${quote(prefix + rel)} is ${what}`,
     );
   }
   return r;
@@ -239,8 +241,7 @@ export async function verifyTree(
   const result: VerifyResult = { files: 0, symlinks: 0, bytes: 0 };
   const dirs = new Set<string>();
   const problems: ContainmentProblem[] = [];
-  const fail = (code: ContainmentCode, rel: string, message: string): HoistError =>
-    toHoistError(new ContainmentProblem(code, prefix + rel, message), ctx);
+  const fail = (code: ContainmentCode, rel: string, message: string): HoistError => toHoistError(new ContainmentProblem(code, prefix + rel, message), ctx);
   const walk = async (dirRel: string): Promise<void> => {
     ctx.signal?.throwIfAborted();
     let entries: Dirent[];
@@ -263,20 +264,27 @@ export async function verifyTree(
         try {
           await resolveFileInTree(root, rel, dirs, prefix);
         } catch (e) {
-          if (!(e instanceof ContainmentProblem)) throw fail(ContentCode.ReadError, rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          if (!(e instanceof ContainmentProblem))
+            throw fail(ContentCode.ReadError, rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
           problems.push(new ContainmentProblem(e.code, prefix + rel, e.message));
         }
       } else if (entry.isFile()) {
         result.files++;
         if (ctx.limits?.maxFileBytes !== undefined || ctx.limits?.maxTotalBytes !== undefined) {
-          const size = (await lstat(join(root, rel)).catch((e: unknown) => {
-            throw fail(ContentCode.ReadError, rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
-          })).size;
+          const size = (
+            await lstat(join(root, rel)).catch((e: unknown) => {
+              throw fail(ContentCode.ReadError, rel, `cannot read ${quote(prefix + rel)}: ${describeFsError(e)}`);
+            })
+          ).size;
           result.bytes += size;
           checkSize(ctx.limits, prefix + rel, size, result.bytes, (code, m) => fail(code, rel, m));
         }
       } else {
-        throw fail(ContentCode.SpecialFile, rel, `${quote(prefix + rel)} is a special file (fifo, socket or device); only regular files, directories and symlinks to files are allowed`);
+        throw fail(
+          ContentCode.SpecialFile,
+          rel,
+          `${quote(prefix + rel)} is a special file (fifo, socket or device); only regular files, directories and symlinks to files are allowed`,
+        );
       }
     }
   };
@@ -285,13 +293,27 @@ export async function verifyTree(
     // the worst first: a link out of the tree matters more than a link to a directory
     const worst = [...problems].sort((a, b) => SEVERITY.indexOf(a.code) - SEVERITY.indexOf(b.code))[0]!;
     const others = problems.filter((p) => p !== worst);
-    const more = others.length === 0 ? '' : `; other offending links: ${others.slice(0, 10).map((p) => quote(p.path)).join(', ')}${others.length > 10 ? ` and ${others.length - 10} more` : ''}`;
+    const more =
+      others.length === 0
+        ? ''
+        : `; other offending links: ${others
+            .slice(0, 10)
+            .map((p) => quote(p.path))
+            .join(', ')}${others.length > 10 ? ` and ${others.length - 10} more` : ''}`;
     throw toHoistError(new ContainmentProblem(worst.code, worst.path, worst.message + more), ctx);
   }
   return result;
 }
 
-const SEVERITY: readonly ContainmentCode[] = [ContentCode.SymlinkEscape, ContentCode.SpecialFile, ContentCode.NotARegularFile, ContentCode.NotFound, ContentCode.TooLarge, ContentCode.TooManyLinks, ContentCode.ReadError];
+const SEVERITY: readonly ContainmentCode[] = [
+  ContentCode.SymlinkEscape,
+  ContentCode.SpecialFile,
+  ContentCode.NotARegularFile,
+  ContentCode.NotFound,
+  ContentCode.TooLarge,
+  ContentCode.TooManyLinks,
+  ContentCode.ReadError,
+];
 
 function checkSize(limits: TreeLimits | undefined, rel: string, size: number, total: number, fail: (code: ContainmentCode, m: string) => HoistError): void {
   if (limits?.maxFileBytes !== undefined && size > limits.maxFileBytes) {
@@ -387,7 +409,11 @@ export class ContentTree {
       if (n > max) throw tooLarge(`more than ${max}`);
       this.bytesRead += n;
       if (this.bytesRead > this.ctx.limits.maxTotalBytes) {
-        throw this.error(ContentCode.TooLarge, rel, `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`);
+        throw this.error(
+          ContentCode.TooLarge,
+          rel,
+          `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`,
+        );
       }
       return Buffer.concat(chunks, n);
     } catch (e) {
@@ -427,7 +453,8 @@ export class ContentTree {
         }
         throw this.error(ContentCode.ReadError, rel, `cannot read directory ${quote(rel)}: ${describeFsError(e)}`);
       }
-      if (r.path !== rel) throw this.error(ContentCode.NotARegularFile, rel, `${quote(rel)} is a symlink to a directory; links must end at a regular file in the content tree`);
+      if (r.path !== rel)
+        throw this.error(ContentCode.NotARegularFile, rel, `${quote(rel)} is a symlink to a directory; links must end at a regular file in the content tree`);
       if (!r.stats.isDirectory()) return undefined;
     }
     try {

@@ -15,13 +15,20 @@ export function classifyStatus(code: number): StatusClass {
   if (code >= 200 && code < 300) return 'ok';
   if (RETRYABLE.has(code)) return 'retryable';
   switch (code) {
-    case 304: return 'not-modified';
-    case 401: return 'unauthorized';
-    case 403: return 'forbidden';
-    case 404: return 'not-found';
-    case 409: return 'conflict';
-    case 429: return 'throttled';
-    default: return 'failed';
+    case 304:
+      return 'not-modified';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not-found';
+    case 409:
+      return 'conflict';
+    case 429:
+      return 'throttled';
+    default:
+      return 'failed';
   }
 }
 

@@ -60,7 +60,11 @@ export class TreeWriter {
         case 'symlink':
         case 'link':
           if (!this.allowLinks) {
-            throw unpackError(ContentCode.LinkRefused, `entry ${quote(h.name)} is a ${h.type === 'link' ? 'hard link' : 'symlink'}; this archive may hold regular files and directories only`, this.subject);
+            throw unpackError(
+              ContentCode.LinkRefused,
+              `entry ${quote(h.name)} is a ${h.type === 'link' ? 'hard link' : 'symlink'}; this archive may hold regular files and directories only`,
+              this.subject,
+            );
           }
           return h.type === 'link' ? await this.hardlink(rel, h.name, h.linkname ?? '') : await this.symlink(rel, h.name, h.linkname ?? '');
         case 'character-device':
@@ -157,7 +161,8 @@ export class TreeWriter {
     // O_EXCL|O_NOFOLLOW: never write through a link planted at this path. Whatever is there
     // (an earlier entry or layer, a link) fails the open and is cleared first: in a fresh tree
     // that is rare, so the common case costs one open and no lstat.
-    const create = (): Promise<FileHandle> => open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, fileMode(entry.header.mode));
+    const create = (): Promise<FileHandle> =>
+      open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, fileMode(entry.header.mode));
     const fh = await create().catch(async (e: unknown) => {
       if (errnoCode(e) !== 'EEXIST') throw e;
       await this.clear(rel);
@@ -198,7 +203,11 @@ export class TreeWriter {
       throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(name)} points outside the tree (${quote(target)})`, this.subject);
     }
     if (++this.links > this.limits.maxLinks) {
-      throw unpackError(ContentCode.TooManyLinks, `archive has more than ${this.limits.maxLinks} symlinks (the limit per tree), at ${quote(name)}`, this.subject);
+      throw unpackError(
+        ContentCode.TooManyLinks,
+        `archive has more than ${this.limits.maxLinks} symlinks (the limit per tree), at ${quote(name)}`,
+        this.subject,
+      );
     }
     await this.parents(rel, name);
     await this.clear(rel);
@@ -208,8 +217,7 @@ export class TreeWriter {
   }
 
   private async hardlink(rel: string, name: string, linkname: string): Promise<void> {
-    const escape = (why: string): HoistError =>
-      unpackError(ContentCode.HardlinkEscape, `hardlink ${quote(name)} ${why} (${quote(linkname)})`, this.subject);
+    const escape = (why: string): HoistError => unpackError(ContentCode.HardlinkEscape, `hardlink ${quote(name)} ${why} (${quote(linkname)})`, this.subject);
     if (linkname.startsWith('/')) throw escape('points to an absolute path');
     const parts = linkname.split('/').filter((p) => p !== '' && p !== '.');
     if (parts.length === 0 || parts.includes('..')) throw escape('points outside the tree');
@@ -239,7 +247,8 @@ export class TreeWriter {
     }
     const name = base.slice(WHITEOUT_PREFIX.length);
     // `.wh..` and `.wh...` would name the directory itself or its parent: a whiteout removes one entry of its own directory
-    if (name === '' || name === '.' || name === '..') throw unpackError(ContentCode.BadArchive, `whiteout ${quote(rel)} names ${quote(name)}, not an entry of its directory`, this.subject);
+    if (name === '' || name === '.' || name === '..')
+      throw unpackError(ContentCode.BadArchive, `whiteout ${quote(rel)} names ${quote(name)}, not an entry of its directory`, this.subject);
     const victim = dir === '' ? name : `${dir}/${name}`;
     if (!this.created.has(victim)) await this.clear(victim);
   }
@@ -268,7 +277,8 @@ export class TreeWriter {
       await resolveInTree(this.dest, rel);
     } catch (e) {
       if (!(e instanceof ContainmentProblem)) throw e;
-      if (e.code === ContentCode.SymlinkEscape) throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
+      if (e.code === ContentCode.SymlinkEscape)
+        throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
     }
   }
 }
@@ -277,7 +287,6 @@ function fileMode(mode: number | undefined): number {
   // keep the execute bits, drop setuid/setgid/sticky and group/other write; we must be able to read and delete
   return ((mode ?? 0o644) & 0o755) | 0o600;
 }
-
 
 function quote(s: string): string {
   return JSON.stringify(s);

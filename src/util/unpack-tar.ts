@@ -111,11 +111,7 @@ export function detectCompression(head: Uint8Array): Compression {
 }
 
 /** Unpacks `input` into `dest` (created if needed). May block on I/O; not idempotent on a used dest. */
-export async function unpackTar(
-  input: AsyncIterable<Uint8Array>,
-  dest: string,
-  options: UnpackOptions = {},
-): Promise<UnpackResult> {
+export async function unpackTar(input: AsyncIterable<Uint8Array>, dest: string, options: UnpackOptions = {}): Promise<UnpackResult> {
   options.signal?.throwIfAborted();
   const limits: Required<UnpackLimits> = resolveLimits(options.limits);
   const subject = options.subject;

@@ -119,9 +119,11 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
   /** the forge's delivery id, for logs only: no forge signs it */
   const deliveryId = (provider: Provider, req: IncomingMessage): string | undefined => {
     const id =
-      provider === 'github' ? header(req, 'x-github-delivery')
-      : provider === 'gitlab' ? (header(req, 'x-gitlab-event-uuid') ?? header(req, 'idempotency-key'))
-      : header(req, 'x-hoist-delivery');
+      provider === 'github'
+        ? header(req, 'x-github-delivery')
+        : provider === 'gitlab'
+          ? (header(req, 'x-gitlab-event-uuid') ?? header(req, 'idempotency-key'))
+          : header(req, 'x-hoist-delivery');
     return id && id.length <= 200 ? id : undefined;
   };
 

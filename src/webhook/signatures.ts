@@ -46,7 +46,14 @@ export type GenericVerdict = 'ok' | 'bad-signature' | 'stale';
  * The generic endpoint's check: the signature first (an unsigned request learns nothing about
  * the clock), then the timestamp within ±windowMs of now.
  */
-export function verifyGeneric(body: Buffer, signatureHeader: string | undefined, timestampHeader: string | undefined, secret: Buffer, nowMs: number, windowMs: number): GenericVerdict {
+export function verifyGeneric(
+  body: Buffer,
+  signatureHeader: string | undefined,
+  timestampHeader: string | undefined,
+  secret: Buffer,
+  nowMs: number,
+  windowMs: number,
+): GenericVerdict {
   if (!timestampHeader || !/^\d{1,12}$/.test(timestampHeader.trim())) return 'bad-signature';
   const ts = timestampHeader.trim();
   if (!signedBy(signatureHeader, secret, [ts, '.', body])) return 'bad-signature';

@@ -33,7 +33,12 @@ export class WebhookSecrets implements SecretSource {
       namespace,
       fieldSelector: `metadata.name=${name}`,
       // keep only the three keys: nothing else of the Secret is cached
-      transform: (o) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion }, data: pick((o as SecretObject).data) }),
+      transform: (o) => ({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion },
+        data: pick((o as SecretObject).data),
+      }),
       logger: log,
     });
     const load = (o: SecretObject | undefined): void => this.load(o);
@@ -50,7 +55,11 @@ export class WebhookSecrets implements SecretSource {
   async start(signal?: AbortSignal): Promise<void> {
     this.informer.start();
     await this.informer.waitForSync(signal);
-    if (this.values.size === 0) this.log.warn({ secret: `${this.namespace}/${this.name}` }, 'webhook secret missing or without github/gitlab/generic keys: every delivery is refused until it exists');
+    if (this.values.size === 0)
+      this.log.warn(
+        { secret: `${this.namespace}/${this.name}` },
+        'webhook secret missing or without github/gitlab/generic keys: every delivery is refused until it exists',
+      );
   }
 
   secretFor(provider: Provider): Buffer | undefined {
@@ -66,7 +75,14 @@ export class WebhookSecrets implements SecretSource {
     for (const p of ['github', 'gitlab', 'generic'] as const) {
       const v = o?.data?.[p];
       // a trailing newline from `kubectl create secret --from-file` is not part of the secret
-      const b = v ? Buffer.from(Buffer.from(v, 'base64').toString('utf8').replace(/\r?\n$/, ''), 'utf8') : undefined;
+      const b = v
+        ? Buffer.from(
+            Buffer.from(v, 'base64')
+              .toString('utf8')
+              .replace(/\r?\n$/, ''),
+            'utf8',
+          )
+        : undefined;
       if (b?.length) next.set(p, b);
     }
     this.values = next;

@@ -76,8 +76,17 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
       const from = await auditOffset(auditLogPath());
       await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/waves.tgz', objects)] });
       await t.waitFor(bd, isSucceeded, 'installed and healthy', 120_000);
-      const w = (await auditEvents(auditLogPath(), from, (ua) => ua === `hoist/test-${t.runId}`)).filter((e) => e.objectRef?.namespace === ns && isCreate(e) && ['configmaps', 'deployments'].includes(e.objectRef.resource ?? ''));
-      expect(w.map(auditRef), showAudit(w)).toEqual(['configmaps/early', 'configmaps/middle', 'configmaps/one', 'configmaps/late', 'deployments/first', 'deployments/second']);
+      const w = (await auditEvents(auditLogPath(), from, (ua) => ua === `hoist/test-${t.runId}`)).filter(
+        (e) => e.objectRef?.namespace === ns && isCreate(e) && ['configmaps', 'deployments'].includes(e.objectRef.resource ?? ''),
+      );
+      expect(w.map(auditRef), showAudit(w)).toEqual([
+        'configmaps/early',
+        'configmaps/middle',
+        'configmaps/one',
+        'configmaps/late',
+        'deployments/first',
+        'deployments/second',
+      ]);
       // wave 0 of the deploy phase waited for wave -1 to be Available
       const available = tl.first('Deployment', 'first', (o) => hasCondition(o, 'Available'));
       const created = tl.created('Deployment', 'second');
@@ -98,7 +107,12 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
     const stuck = deployment('stuck', { nodeSelector: { 'hoist.test/no-such-node': 'true' } });
 
     // the deadline is the window in which the test sees the transition wait: short, not tight
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/never-v1.tgz', [configMap('app', { v: '1' })])], upgrade: { onFailure: 'Rollback', progressDeadline: '30s' } });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: [await serveBundle(files, '/never-v1.tgz', [configMap('app', { v: '1' })])],
+      upgrade: { onFailure: 'Rollback', progressDeadline: '30s' },
+    });
     await t.waitFor(bd, isSucceeded, 'revision 1 installed', 90_000);
 
     const from = await auditOffset(auditLogPath());
@@ -121,7 +135,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
     expect(rolled.status?.transition).toBeUndefined();
     expect(((await t.client.get(CM, 'app', ns)) as KubeObject & { data?: unknown })?.data).toEqual({ v: '1' });
     // nobody ever created the webhook configuration
-    const creates = (await auditEvents(auditLogPath(), from)).filter((e) => e.objectRef?.resource === 'validatingwebhookconfigurations' && e.objectRef.name === webhook && e.verb !== 'get');
+    const creates = (await auditEvents(auditLogPath(), from)).filter(
+      (e) => e.objectRef?.resource === 'validatingwebhookconfigurations' && e.objectRef.name === webhook && e.verb !== 'get',
+    );
     expect(showAudit(creates)).toBe('');
     expect(await t.client.get(VWC, webhook)).toBeUndefined();
   }, 240_000);
@@ -135,19 +151,32 @@ describe.runIf(isLocalControlPlane())('drift correction of an installed revision
     const webhook = `hoist-drift-${t.runId}`;
     const GADGET = { apiVersion: `${group}/v1`, kind: 'Gadget' };
     // a custom resource (deploy phase) whose readiness the test decides: no Ready condition (ready) at install, Ready=False later
-    const objects = [crdOf(group, 'Gadget', { status: true }), { ...GADGET, metadata: { name: 'gadget' } } as KubeObject, harmlessWebhook(webhook, 'gadget', ns)];
+    const objects = [
+      crdOf(group, 'Gadget', { status: true }),
+      { ...GADGET, metadata: { name: 'gadget' } } as KubeObject,
+      harmlessWebhook(webhook, 'gadget', ns),
+    ];
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/drift.tgz', objects)] });
     await t.waitFor(bd, isSucceeded, 'installed', 120_000);
 
     const gadget = await t.client.get(GADGET, 'gadget', ns);
-    await t.client.updateStatus({ ...gadget!, status: { conditions: [{ type: 'Ready', status: 'False', reason: 'Test', message: 'made unready by the test', lastTransitionTime: new Date().toISOString() }] } });
+    await t.client.updateStatus({
+      ...gadget!,
+      status: {
+        conditions: [{ type: 'Ready', status: 'False', reason: 'Test', message: 'made unready by the test', lastTransitionTime: new Date().toISOString() }],
+      },
+    });
     await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'False', 'the unready custom resource seen', 60_000);
     const before = await t.client.get(VWC, webhook);
     await t.client.delete(VWC, webhook, undefined);
-    await waitUntil(`the webhook configuration re-created`, async () => {
-      const now = await t.client.get(VWC, webhook);
-      return !!now && now.metadata.uid !== before?.metadata.uid;
-    }, 60_000);
+    await waitUntil(
+      `the webhook configuration re-created`,
+      async () => {
+        const now = await t.client.get(VWC, webhook);
+        return !!now && now.metadata.uid !== before?.metadata.uid;
+      },
+      60_000,
+    );
     const after = await t.get(bd);
     expect(after?.status?.activeRevision?.number).toBe(1);
     expect(after?.status?.transition).toBeUndefined();
@@ -185,7 +214,9 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
     const publish = [
       ...named('ValidatingWebhookConfiguration').map((n) => ['ValidatingWebhookConfiguration', n] as const),
       ...named('MutatingWebhookConfiguration').map((n) => ['MutatingWebhookConfiguration', n] as const),
-      ...expected.filter((o) => o.kind === 'CustomResourceDefinition' && (o.spec as { conversion?: { strategy?: string } }).conversion?.strategy === 'Webhook').map((o) => ['CustomResourceDefinition', o.metadata.name] as const),
+      ...expected
+        .filter((o) => o.kind === 'CustomResourceDefinition' && (o.spec as { conversion?: { strategy?: string } }).conversion?.strategy === 'Webhook')
+        .map((o) => ['CustomResourceDefinition', o.metadata.name] as const),
     ];
     expect(deploymentName).toBeDefined();
     expect(publish.map(([k]) => k).sort()).toEqual(['CustomResourceDefinition', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
@@ -194,7 +225,12 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
     const clusterScoped = await Timeline.start(own.client, [VWC, MWC, CRD]);
     try {
       const from = await auditOffset(cp.auditLogPath!);
-      await own.create('webhook-operator', { installNamespace: ns, format: 'registry-v1', sources: await servePinned(files, '/webhook-operator.tgz', await readTree(dir)), config: { registryV1: { watchNamespace: '' } } });
+      await own.create('webhook-operator', {
+        installNamespace: ns,
+        format: 'registry-v1',
+        sources: await servePinned(files, '/webhook-operator.tgz', await readTree(dir)),
+        config: { registryV1: { watchNamespace: '' } },
+      });
       await own.waitFor('webhook-operator', isSucceeded, 'installed and healthy', 180_000);
 
       const available = deployments.first('Deployment', deploymentName!, (o) => hasCondition(o, 'Available'));
@@ -205,7 +241,10 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
         expect(created!.rv, `${kind} ${n} created after the Deployment was Available`).toBeGreaterThan(available!.rv);
       }
       // the API server's words for an admission or conversion webhook it could not call
-      const refused = (await auditEvents(cp.auditLogPath!, from)).filter((e) => (e.responseStatus?.code ?? 0) >= 400 && /failed calling webhook|failed to call webhook|conversion webhook/i.test(e.responseStatus?.message ?? ''));
+      const refused = (await auditEvents(cp.auditLogPath!, from)).filter(
+        (e) =>
+          (e.responseStatus?.code ?? 0) >= 400 && /failed calling webhook|failed to call webhook|conversion webhook/i.test(e.responseStatus?.message ?? ''),
+      );
       expect(refused.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}: ${e.responseStatus?.message}`)).toEqual([]);
     } finally {
       await deployments.stop();

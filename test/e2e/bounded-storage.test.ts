@@ -63,7 +63,9 @@ describe('a revision over --max-revision-size', () => {
 
     expect(cond(blocked, 'Unpacked')).toMatchObject({ status: 'False', reason: 'ProcessFailed' });
     const message = cond(blocked, 'Unpacked')!.message;
-    expect(message).toMatch(/the rendered objects are \d+ bytes compressed \(\d+ revision Secrets\), over the limit of 64 KiB per revision \(hoist run --max-revision-size\)/);
+    expect(message).toMatch(
+      /the rendered objects are \d+ bytes compressed \(\d+ revision Secrets\), over the limit of 64 KiB per revision \(hoist run --max-revision-size\)/,
+    );
     const size = Number(/are (\d+) bytes/.exec(message)![1]);
     expect(size).toBeGreaterThan(CAP);
     expect(cond(blocked, 'Progressing')).toMatchObject({ status: 'False', reason: 'Blocked' });
@@ -98,7 +100,11 @@ describe('failed revisions', () => {
     for (let i = 2; i <= 5; i++) {
       const v = await serve(`/failing-v${i}.tgz`, { 'app.yaml': cm('app-config', { color: 'blue' }), 'refused.yaml': refused(`no-containers-${i}`) });
       await t.patchSpec(bd, { sources: v, revisionHistoryLimit: 1 });
-      const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack' && b.status?.attemptedRevision?.number === i, `revision ${i} rolled back`);
+      const rolled = await t.waitFor(
+        bd,
+        (b) => cond(b, 'Progressing')?.reason === 'RolledBack' && b.status?.attemptedRevision?.number === i,
+        `revision ${i} rolled back`,
+      );
       expect(rolled.status?.activeRevision?.number).toBe(1);
     }
 
@@ -115,7 +121,13 @@ describe('status writes per BundleDeployment', () => {
     const ns = `flap-${t.runId}`;
     const sources = await serve(`/${bd}.tgz`, { 'app.yaml': cm('flag', { a: '1' }) });
     // the label is not in the bundle: flipping it is no drift, only the check's verdict changes
-    const healthChecks = [{ name: 'flag-on', match: { kind: 'ConfigMap', name: 'flag' }, cel: "has(self.metadata.labels) && has(self.metadata.labels.flip) && self.metadata.labels.flip == 'on'" }];
+    const healthChecks = [
+      {
+        name: 'flag-on',
+        match: { kind: 'ConfigMap', name: 'flag' },
+        cel: "has(self.metadata.labels) && has(self.metadata.labels.flip) && self.metadata.labels.flip == 'on'",
+      },
+    ];
     await t.create(bd, { installNamespace: ns, format: 'plain', sources, healthChecks });
     await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.status !== 'True', 'installed, check failing', 90_000);
     await t.client.patch(CM, 'flag', ns, { metadata: { labels: { flip: 'on' } } }, 'merge');

@@ -57,11 +57,20 @@ afterAll(async () => {
 });
 
 const secret = (name: string, data: Record<string, string>): KubeObject =>
-  ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: t.namespace }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) }) as KubeObject;
-const configMap = (name: string, data: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: t.namespace }, data }) as KubeObject;
+  ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: t.namespace },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+  }) as KubeObject;
+const configMap = (name: string, data: Record<string, string>): KubeObject =>
+  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: t.namespace }, data }) as KubeObject;
 
 const httpSource = (ca: Record<string, unknown> = {}): SourceSpec => ({ kind: 'http', http: { url: files.url('/app.tgz'), ...ca } });
-const gitSource = (ref: { branch: string } | { commit: string }, ca: Record<string, unknown> = {}): SourceSpec => ({ kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref, ...ca } });
+const gitSource = (ref: { branch: string } | { commit: string }, ca: Record<string, unknown> = {}): SourceSpec => ({
+  kind: 'git',
+  git: { repository: `${gitServer.url}/app.git`, ref, ...ca },
+});
 
 async function create(name: string, source: SourceSpec): Promise<void> {
   await t.create(name, { installNamespace: `ca-${t.runId}-${name.slice(0, 20)}`, format: 'plain', sources: [source] });
@@ -94,7 +103,10 @@ describe('caSecretRef and caConfigMapRef on http and git sources', () => {
     for (const name of ['http-secret', 'http-cm', 'git-secret', 'git-cm']) {
       const bd = await t.waitFor(name, isDone, `${name} installed`, 40_000);
       const ns = `ca-${t.runId}-${name}`;
-      expect(await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name.startsWith('http') ? 'from-http' : 'from-git', ns), describeStatus(bd)).toBeTruthy();
+      expect(
+        await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name.startsWith('http') ? 'from-http' : 'from-git', ns),
+        describeStatus(bd),
+      ).toBeTruthy();
     }
     // the default key is ca.crt; the CRD defaulted it
     expect((await t.get('http-secret'))?.spec.sources[0]?.http?.caSecretRef).toEqual({ name: 'corp-ca', key: 'ca.crt' });
@@ -139,8 +151,11 @@ describe('caSecretRef and caConfigMapRef on http and git sources', () => {
     expect(cond(bd, 'Installed')?.status).toBe('True');
   }, 180_000);
 
-  it('no condition message or event of these failures names the controller\'s directories', async () => {
-    const events = (await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })).items as unknown as Array<{ involvedObject?: { name?: string }; message?: string }>;
+  it("no condition message or event of these failures names the controller's directories", async () => {
+    const events = (await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })).items as unknown as Array<{
+      involvedObject?: { name?: string };
+      message?: string;
+    }>;
     let checked = 0;
     for (const name of failed) {
       for (const c of (await t.get(name))?.status?.conditions ?? []) {

@@ -432,7 +432,9 @@ describe('chaos: an upgrade wave through SIGKILLs, an API server restart and a r
         // a revision Secret that could not be created while the API server was down is the apply
         // stage's failure (a revision is stored before it is applied), not a catch-all's
         const restartFault = faults.find((f) => f.fault === 'kube-apiserver restart')!;
-        expect(restartFault.controller.failures.filter((f) => f.what.includes('create v1 Secret') && !f.what.startsWith('apply: ')).map((f) => f.what)).toEqual([]);
+        expect(restartFault.controller.failures.filter((f) => f.what.includes('create v1 Secret') && !f.what.startsWith('apply: ')).map((f) => f.what)).toEqual(
+          [],
+        );
         // the process that saw the API server restart recovered by itself (when it had anything to do then)
         if (restartRecovery.failed > 0) expect(restartRecovery.recovered, 'reconciles succeed again after the API server restart').toBeGreaterThan(0);
         // never Blocked or RolledBack, the installed revision intact throughout

@@ -39,7 +39,11 @@ afterAll(async () => {
 });
 
 /** runs a verb in-process with the test's kubeconfig and the controller's namespace */
-async function hoist(verb: (args: string[], io: Io) => Promise<number>, args: string[], opts: { namespaced?: boolean } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function hoist(
+  verb: (args: string[], io: Io) => Promise<number>,
+  args: string[],
+  opts: { namespaced?: boolean } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = { code: 0, stdout: '', stderr: '' };
   const io: Io = { out: (s) => void (r.stdout += s), err: (s) => void (r.stderr += s) };
   r.code = await verb([...args, '--kubeconfig', kubeconfigPath(), ...(opts.namespaced ? ['-n', t.namespace] : [])], io);
@@ -68,7 +72,10 @@ describe('get, pause, resume, history, rollback', () => {
     // get: the table with the done signal, and -o json
     const table = await hoist(get, [bd]);
     expect(table.code).toBe(0);
-    const [header, row] = table.stdout.trim().split('\n').map((l) => l.trim().split(/\s{3,}/));
+    const [header, row] = table.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s{3,}/));
     expect(header).toEqual(['NAME', 'FORMAT', 'REVISION', 'INSTALLED', 'HEALTHY', 'PROGRESSING', 'PAUSED', 'DONE', 'AGE']);
     expect(row!.slice(0, 8)).toEqual([bd, 'plain', '2', 'Installed', 'True', 'Succeeded', 'false', 'true']);
     const json = await hoist(get, [bd, '-o', 'json']);
@@ -81,8 +88,17 @@ describe('get, pause, resume, history, rollback', () => {
     // history: both revisions, their phases and pinned sources (v2's URL pinned to what it resolved to)
     const hist = await hoist(history, [bd, '-o', 'json'], { namespaced: true });
     expect(hist.code).toBe(0);
-    const entries = JSON.parse(hist.stdout) as Array<{ revision: number; phase: string; sources: BundleDeploymentSpec['sources']; storedAt: string; rollback: boolean }>;
-    expect(entries.map((e) => [e.revision, e.phase, e.rollback])).toEqual([[1, 'Superseded', true], [2, 'Active', true]]);
+    const entries = JSON.parse(hist.stdout) as Array<{
+      revision: number;
+      phase: string;
+      sources: BundleDeploymentSpec['sources'];
+      storedAt: string;
+      rollback: boolean;
+    }>;
+    expect(entries.map((e) => [e.revision, e.phase, e.rollback])).toEqual([
+      [1, 'Superseded', true],
+      [2, 'Active', true],
+    ]);
     expect(entries[1]!.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v2.tgz'), sha256: sha256(v2) }, destination: '' }]);
     expect(Date.parse(entries[0]!.storedAt)).toBeGreaterThan(0);
     const histTable = await hoist(history, [bd], { namespaced: true });
@@ -102,7 +118,9 @@ describe('get, pause, resume, history, rollback', () => {
     const rolled = await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 1, 'rolled back to revision 1');
     expect(rolled.spec.sources).toEqual([{ kind: 'http', http: { url: files.url('/cli-v1.tgz'), sha256: sha256(v1) }, destination: '' }]);
     expect(files.requests).toBe(requests);
-    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> }).data).toEqual({ version: '1' });
+    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns)) as unknown as { data: Record<string, string> }).data).toEqual({
+      version: '1',
+    });
     expect((await hoist(rollback, [bd, '--to', '1'], { namespaced: true })).stdout).toContain("already names revision 1's content");
 
     // pause: spec.paused, the reason/who/when annotations and an Event; a hand edit stays while paused
@@ -115,7 +133,13 @@ describe('get, pause, resume, history, rollback', () => {
     expect(Date.parse(p.metadata.annotations?.[ANNOTATION_PAUSED_AT] ?? '')).toBeGreaterThan(0);
     expect((await eventsOf(bd)).find((e) => e.reason === 'Paused')?.message).toMatch(/^paused by .+: hotfix INC-42$/);
     await t.client.patch({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns, { data: { version: 'hotfix' } }, 'merge', { fieldManager: 'kubectl-patch' });
-    expect((await hoist(get, [bd])).stdout.split('\n')[1]!.trim().split(/\s{3,}/).slice(5, 8)).toEqual(['Paused', 'true', 'true']);
+    expect(
+      (await hoist(get, [bd])).stdout
+        .split('\n')[1]!
+        .trim()
+        .split(/\s{3,}/)
+        .slice(5, 8),
+    ).toEqual(['Paused', 'true', 'true']);
 
     // resume: annotations cleared, an Event, and the controller reverts the hand edit
     const resumed = await hoist(resume, [bd]);
@@ -141,7 +165,8 @@ const label = (o: KubeObject): string => describeObject(o).replaceAll(' ', '/');
 async function owned(bd: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const type of OWNED_KINDS) {
-    for (const o of (await t.client.list(type, { labelSelector: `${LABEL_OWNER_NAME}=${bd}` })).items) out.set(label({ ...o, apiVersion: type.apiVersion, kind: type.kind }), clean(o));
+    for (const o of (await t.client.list(type, { labelSelector: `${LABEL_OWNER_NAME}=${bd}` })).items)
+      out.set(label({ ...o, apiVersion: type.apiVersion, kind: type.kind }), clean(o));
   }
   return out;
 }
@@ -166,12 +191,20 @@ describe('hoist diff', () => {
     files.set('/diff-v1.tgz', v1);
     files.set('/diff-v2.tgz', v2);
     const bd = `rollouts-diff-${t.runId}`;
-    const spec = (body: Buffer, path: string): BundleDeploymentSpec => ({ installNamespace: ns, format: 'plain', upgrade: { crdSafety: 'None' }, sources: [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }] });
+    const spec = (body: Buffer, path: string): BundleDeploymentSpec => ({
+      installNamespace: ns,
+      format: 'plain',
+      upgrade: { crdSafety: 'None' },
+      sources: [{ kind: 'http', http: { url: files.url(path), sha256: sha256(body) } }],
+    });
     await t.create(bd, spec(v1, '/diff-v1.tgz'));
     await t.waitFor(bd, isDone, 'v1.8.4 installed', 90_000);
 
     const file = join(tmp, 'rollouts-v2.yaml');
-    await writeFile(file, stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name: bd, labels: { [TEST_LABEL]: t.runId } }, spec: spec(v2, '/diff-v2.tgz') }));
+    await writeFile(
+      file,
+      stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name: bd, labels: { [TEST_LABEL]: t.runId } }, spec: spec(v2, '/diff-v2.tgz') }),
+    );
     const before = await owned(bd);
     const d = await hoist(diff, ['-f', file], { namespaced: true });
     expect(d.code, d.stderr).toBe(1);
@@ -187,8 +220,9 @@ describe('hoist diff', () => {
     await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'v1.9.1 installed', 90_000);
     const after = await owned(bd);
     const actual = new Map<string, 'created' | 'pruned' | 'changed'>();
-    for (const [k, v] of before) if (!after.has(k)) actual.set(k, 'pruned');
-    else if (after.get(k) !== v) actual.set(k, 'changed');
+    for (const [k, v] of before)
+      if (!after.has(k)) actual.set(k, 'pruned');
+      else if (after.get(k) !== v) actual.set(k, 'changed');
     for (const k of after.keys()) if (!before.has(k)) actual.set(k, 'created');
     expect(actual.size).toBeGreaterThan(1);
     expect(new Map([...predicted].sort())).toEqual(new Map([...actual].sort()));
@@ -207,14 +241,37 @@ describe('hoist diff', () => {
     const body = await tarGz({ 'cm.yaml': cm('by-hand', { a: '2' }) });
     files.set('/refuse.tgz', body);
     const file = join(tmp, 'refuse.yaml');
-    await writeFile(file, stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `refuse-${t.runId}` }, spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/refuse.tgz'), sha256: sha256(body) } }] } }));
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: `refuse-${t.runId}` },
+        spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/refuse.tgz'), sha256: sha256(body) } }] },
+      }),
+    );
     const d = await hoist(diff, ['-f', file], { namespaced: true });
     expect(d.code, d.stderr).toBe(1);
-    expect(d.stderr).toContain(`v1 ConfigMap ${ns}/by-hand: refused: owned by none (created outside Hoist): collisionProtection Prevent takes over only objects of the same lineage`);
+    expect(d.stderr).toContain(
+      `v1 ConfigMap ${ns}/by-hand: refused: owned by none (created outside Hoist): collisionProtection Prevent takes over only objects of the same lineage`,
+    );
     expect(d.stdout).toBe('');
 
     // under IfNotOwned the same object would be adopted: its diff shows the data and Hoist's labels
-    await writeFile(file, stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name: `refuse-${t.runId}` }, spec: { installNamespace: ns, format: 'plain', collisionProtection: 'IfNotOwned', sources: [{ kind: 'http', http: { url: files.url('/refuse.tgz'), sha256: sha256(body) } }] } }));
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: `refuse-${t.runId}` },
+        spec: {
+          installNamespace: ns,
+          format: 'plain',
+          collisionProtection: 'IfNotOwned',
+          sources: [{ kind: 'http', http: { url: files.url('/refuse.tgz'), sha256: sha256(body) } }],
+        },
+      }),
+    );
     const adopt = await hoist(diff, ['-f', file], { namespaced: true });
     expect(adopt.code, adopt.stderr).toBe(1);
     expect(adopt.stderr).toContain(`v1 ConfigMap ${ns}/by-hand: would be taken over (adopt)`);
@@ -223,7 +280,9 @@ describe('hoist diff', () => {
     expect(adopt.stdout).toMatch(/^\+  a: "2"$/m);
     expect(adopt.stdout).toContain(`+    core.rukpak.io/owner-name: refuse-${t.runId}`);
     // a dry-run: the object is still as it was
-    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'by-hand', ns)) as unknown as { data: Record<string, string> }).data).toEqual({ a: '1' });
+    expect(((await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'by-hand', ns)) as unknown as { data: Record<string, string> }).data).toEqual({
+      a: '1',
+    });
   });
 });
 
@@ -266,9 +325,17 @@ describe('hoist diff agrees with the controller', () => {
     await t.patchSpec(bd, { paused: true });
     await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
     // another controller takes data.size (forced SSA); data.seed stays Hoist's
-    await t.client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: ns }, data: { size: '5' } } as KubeObject, { fieldManager: 'autoscaler', force: true });
+    await t.client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: ns }, data: { size: '5' } } as KubeObject, {
+      fieldManager: 'autoscaler',
+      force: true,
+    });
 
-    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'plain', sources: [v2], driftIgnore: [{ target: { kind: 'ConfigMap', name: 'settings' }, jsonPointers: ['/data/size', '/data/seed'] }] };
+    const spec: BundleDeploymentSpec = {
+      installNamespace: ns,
+      format: 'plain',
+      sources: [v2],
+      driftIgnore: [{ target: { kind: 'ConfigMap', name: 'settings' }, jsonPointers: ['/data/size', '/data/seed'] }],
+    };
     const before = await liveText('settings', ns);
     const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
     expect(d.code, d.stderr).toBe(1);
@@ -286,12 +353,28 @@ describe('hoist diff agrees with the controller', () => {
   it('on fields a hand edit (kubectl patch as kubectl-edit) set: changed back, and the ones it added removed', async () => {
     const bd = `agree-edit-${t.runId}`;
     const ns = bd;
-    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/agree-edit.tgz', [configMap('app', { a: '1', b: '2' })])] };
+    const spec: BundleDeploymentSpec = {
+      installNamespace: ns,
+      format: 'plain',
+      sources: [await serveBundle(files, '/agree-edit.tgz', [configMap('app', { a: '1', b: '2' })])],
+    };
     await t.create(bd, spec);
     await t.waitFor(bd, isDone, 'installed');
     await t.patchSpec(bd, { paused: true });
     await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
-    await kubectl(['patch', 'configmap', 'app', '-n', ns, '--type', 'merge', '-p', JSON.stringify({ data: { a: 'hand', extra: 'x' } }), '--field-manager', 'kubectl-edit']);
+    await kubectl([
+      'patch',
+      'configmap',
+      'app',
+      '-n',
+      ns,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ data: { a: 'hand', extra: 'x' } }),
+      '--field-manager',
+      'kubectl-edit',
+    ]);
 
     const before = await liveText('app', ns);
     const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
@@ -317,15 +400,28 @@ describe('hoist diff agrees with the controller', () => {
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
     ];
     await t.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'installer', namespace: ns }, rules } as KubeObject);
-    await t.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'installer', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'installer' }, subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: ns }] } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'installer', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'installer' },
+      subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: ns }],
+    } as KubeObject);
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'token' }, stringData: { token: 'not-a-secret' } } as KubeObject;
-    const spec: BundleDeploymentSpec = { installNamespace: ns, serviceAccount: { name: 'installer' }, format: 'plain', sources: [await serveBundle(files, '/agree-sa.tgz', [configMap('cfg', { a: '1' }), secret])] };
+    const spec: BundleDeploymentSpec = {
+      installNamespace: ns,
+      serviceAccount: { name: 'installer' },
+      format: 'plain',
+      sources: [await serveBundle(files, '/agree-sa.tgz', [configMap('cfg', { a: '1' }), secret])],
+    };
 
     const d = await hoist(diff, ['-f', await bdFile(bd, spec)], { namespaced: true });
     expect(d.code, d.stderr).toBe(1);
     expect(d.stderr).toContain(`applied as system:serviceaccount:${ns}:installer`);
     const refusal = d.stderr.match(/^the controller's apply would fail: (.*)$/m)?.[1];
-    expect(refusal, d.stderr).toContain(`v1 Secret ${ns}/token: apply refused: secrets "token" is forbidden: User "system:serviceaccount:${ns}:installer" cannot patch resource "secrets"`);
+    expect(refusal, d.stderr).toContain(
+      `v1 Secret ${ns}/token: apply refused: secrets "token" is forbidden: User "system:serviceaccount:${ns}:installer" cannot patch resource "secrets"`,
+    );
     expect(refusal).not.toContain('ConfigMap');
     // the API server's own words, as the controller will meet them
     const answer = refusal!.slice(refusal!.indexOf('secrets "token" is forbidden'));

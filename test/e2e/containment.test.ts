@@ -37,7 +37,9 @@ const CASES: Case[] = [
     names: 'manifests/cm.yaml',
     spec: async () => ({
       format: 'plain',
-      sources: [serve('/link-out.tgz', await buildTarGz([{ header: { name: 'manifests/cm.yaml', type: 'symlink', linkname: '../../../etc/hostname' } }] as TarItem[]))],
+      sources: [
+        serve('/link-out.tgz', await buildTarGz([{ header: { name: 'manifests/cm.yaml', type: 'symlink', linkname: '../../../etc/hostname' } }] as TarItem[])),
+      ],
     }),
   },
   {
@@ -51,7 +53,10 @@ const CASES: Case[] = [
       installNamespace: 'default',
       sources: [
         serve('/base.tgz', await tarGz({ 'base.yaml': cm('base') })),
-        { ...serve('/dangling.tgz', await buildTarGz([{ header: { name: 'x.yaml', type: 'symlink', linkname: 'missing.yaml' } }] as TarItem[])), destination: 'app' },
+        {
+          ...serve('/dangling.tgz', await buildTarGz([{ header: { name: 'x.yaml', type: 'symlink', linkname: 'missing.yaml' } }] as TarItem[])),
+          destination: 'app',
+        },
       ],
     }),
   },
@@ -109,7 +114,7 @@ const CASES: Case[] = [
   },
 ];
 
-describe('failed BundleDeployments name bundle paths, never the controller\'s', () => {
+describe("failed BundleDeployments name bundle paths, never the controller's", () => {
   it('every condition message and event of every failure', async () => {
     for (const c of CASES) await t.create(`contain-${c.name}`, await c.spec());
     const failed: BundleDeployment[] = [];

@@ -21,7 +21,11 @@ async function serve(path: string, v: string): Promise<string> {
   return sha256(body);
 }
 
-const spec = (ns: string, path: string, pin: string) => ({ installNamespace: ns, format: 'plain' as const, sources: [{ kind: 'http' as const, http: { url: files.url(path), sha256: pin } }] });
+const spec = (ns: string, path: string, pin: string) => ({
+  installNamespace: ns,
+  format: 'plain' as const,
+  sources: [{ kind: 'http' as const, http: { url: files.url(path), sha256: pin } }],
+});
 
 // periodic gc every 1.5 s so the test can see it; the default is 10 minutes
 const { t, files } = controllerWithFiles({ gcIntervalMs: 1500 });

@@ -44,10 +44,29 @@ const kills: Array<{ phase: string; delayMs: number; appliedBeforeKill: number; 
 
 /** starts `hoist run` (node itself runs tsx's loader, so SIGKILL hits the controller, not a wrapper) */
 async function startHoist(): Promise<{ child: ChildProcess; output: () => string }> {
-  const c = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', '--kubeconfig', kubeconfigPath(), '--namespace', controllerNs, '--selector', selector, '--cache-dir', cacheDir, '--metrics-bind-address', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, HOIST_LOG_LEVEL: 'debug' },
-  });
+  const c = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'run',
+      '--kubeconfig',
+      kubeconfigPath(),
+      '--namespace',
+      controllerNs,
+      '--selector',
+      selector,
+      '--cache-dir',
+      cacheDir,
+      '--metrics-bind-address',
+      '0',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOIST_LOG_LEVEL: 'debug' },
+    },
+  );
   child = c;
   let out = '';
   c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -115,7 +134,13 @@ async function expectObjects(revision: number): Promise<Map<string, string>> {
   for (const [id] of uids) {
     const [kind, ref] = id.split(' ') as [string, string];
     const [ns, name] = ref.includes('/') ? (ref.split('/') as [string, string]) : [undefined, ref];
-    const apiVersion = { CustomResourceDefinition: 'apiextensions.k8s.io/v1', ClusterRole: 'rbac.authorization.k8s.io/v1', ClusterRoleBinding: 'rbac.authorization.k8s.io/v1', Deployment: 'apps/v1' }[kind] ?? 'v1';
+    const apiVersion =
+      {
+        CustomResourceDefinition: 'apiextensions.k8s.io/v1',
+        ClusterRole: 'rbac.authorization.k8s.io/v1',
+        ClusterRoleBinding: 'rbac.authorization.k8s.io/v1',
+        Deployment: 'apps/v1',
+      }[kind] ?? 'v1';
     const live = await client.get({ apiVersion, kind }, name, ns);
     expect(live?.metadata.labels, id).toMatchObject({ [LABEL_OWNER_NAME]: bdName, [LABEL_LINEAGE]: bdName });
     expect(live?.metadata.annotations?.[ANNOTATION_REVISION], id).toBe(String(revision));
@@ -170,29 +195,49 @@ afterAll(async () => {
 });
 
 describe('SIGKILL at random points during install and upgrade', () => {
-  it(`install v1.8.4 then upgrade to v1.9.1 with ${2 * KILLS_PER_PHASE} kills: converges, nothing lost, uids kept, no duplicate revision`, { timeout: 240_000 }, async () => {
-    const read = (v: string) => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), run);
-    const v1 = await tarGz({ 'install.yaml': read('v1.8.4') });
-    const v2 = await tarGz({ 'install.yaml': read('v1.9.1') });
-    files.set('/v1.tgz', v1);
-    files.set('/v2.tgz', v2);
+  it(
+    `install v1.8.4 then upgrade to v1.9.1 with ${2 * KILLS_PER_PHASE} kills: converges, nothing lost, uids kept, no duplicate revision`,
+    { timeout: 240_000 },
+    async () => {
+      const read = (v: string) => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), run);
+      const v1 = await tarGz({ 'install.yaml': read('v1.8.4') });
+      const v2 = await tarGz({ 'install.yaml': read('v1.9.1') });
+      files.set('/v1.tgz', v1);
+      files.set('/v2.tgz', v2);
 
-    // v1.9.1's CRDs change fields of the PodSpec they embed, which upgrade.crdSafety Enforce refuses
-    const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name: bdName, labels: { [TEST_LABEL]: run } }, spec: { installNamespace: installNs, format: 'plain', upgrade: { crdSafety: 'None' }, sources: [{ kind: 'http', http: { url: files.url('/v1.tgz'), sha256: sha256(v1) } }] } };
-    await client.create(bd as unknown as KubeObject);
-    for (let i = 0; i < KILLS_PER_PHASE; i++) await crashOnce('install');
-    const installed = await converge(1);
-    expect(installed.status?.activeRevision?.number).toBe(1);
-    const v1Uids = await expectObjects(1);
-    await expectRevisions(installed, 1);
+      // v1.9.1's CRDs change fields of the PodSpec they embed, which upgrade.crdSafety Enforce refuses
+      const bd = {
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: bdName, labels: { [TEST_LABEL]: run } },
+        spec: {
+          installNamespace: installNs,
+          format: 'plain',
+          upgrade: { crdSafety: 'None' },
+          sources: [{ kind: 'http', http: { url: files.url('/v1.tgz'), sha256: sha256(v1) } }],
+        },
+      };
+      await client.create(bd as unknown as KubeObject);
+      for (let i = 0; i < KILLS_PER_PHASE; i++) await crashOnce('install');
+      const installed = await converge(1);
+      expect(installed.status?.activeRevision?.number).toBe(1);
+      const v1Uids = await expectObjects(1);
+      await expectRevisions(installed, 1);
 
-    const patched = await client.patch(BD_TYPE, bdName, undefined, { spec: { sources: [{ kind: 'http', http: { url: files.url('/v2.tgz'), sha256: sha256(v2) } }] } }, 'merge');
-    for (let i = 0; i < KILLS_PER_PHASE; i++) await crashOnce('upgrade');
-    const upgraded = await converge(patched.metadata.generation!);
-    expect(upgraded.status?.activeRevision?.number).toBe(2);
-    const v2Uids = await expectObjects(2);
-    for (const [id, uid] of v1Uids) expect(v2Uids.get(id), `${id} keeps its uid across the upgrade`).toBe(uid);
-    await expectRevisions(upgraded, 2);
-    expect(kills).toHaveLength(2 * KILLS_PER_PHASE);
-  });
+      const patched = await client.patch(
+        BD_TYPE,
+        bdName,
+        undefined,
+        { spec: { sources: [{ kind: 'http', http: { url: files.url('/v2.tgz'), sha256: sha256(v2) } }] } },
+        'merge',
+      );
+      for (let i = 0; i < KILLS_PER_PHASE; i++) await crashOnce('upgrade');
+      const upgraded = await converge(patched.metadata.generation!);
+      expect(upgraded.status?.activeRevision?.number).toBe(2);
+      const v2Uids = await expectObjects(2);
+      for (const [id, uid] of v1Uids) expect(v2Uids.get(id), `${id} keeps its uid across the upgrade`).toBe(uid);
+      await expectRevisions(upgraded, 2);
+      expect(kills).toHaveLength(2 * KILLS_PER_PHASE);
+    },
+  );
 });

@@ -54,12 +54,16 @@ function stack(id: string, ns: string) {
     crdName: crd.metadata.name,
     crds: [crd],
     operator: [configMap('operator-config', { mode: 'on' }), deployment('operator')],
-    instance: [{ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 1 } } as KubeObject, configMap('instance-config', { size: '1' })],
+    instance: [
+      { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 1 } } as KubeObject,
+      configMap('instance-config', { size: '1' }),
+    ],
   };
 }
 
 /** a healthy operator that also lists its Deployment in the inventory (Flux's readyExpr reads `dep`) */
-const OPERATOR_READY = "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True') && dep.status.activeRevision.inventory.entries.exists(e, e.id.endsWith('_operator_apps_Deployment'))";
+const OPERATOR_READY =
+  "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True') && dep.status.activeRevision.inventory.entries.exists(e, e.id.endsWith('_operator_apps_Deployment'))";
 
 /** position in `events` of the first and last request matching `mine` */
 function span(events: readonly AuditEvent[], mine: (e: AuditEvent) => boolean): { first: number; last: number } {
@@ -80,7 +84,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     const mark = t.log.mark();
     await t.create(app, { installNamespace: ns, format: 'plain', sources: [await bundle(app)], dependsOn: [{ name: ghost }, { name: sleeper }] });
     const held = await t.waitFor(app, waitingOn, 'the app waits', 60_000);
-    expect(progressing(held)?.message).toBe(`a new revision is not applied: waiting for ${ghost} (not found), ${sleeper} (paused); applied once they are ready`);
+    expect(progressing(held)?.message).toBe(
+      `a new revision is not applied: waiting for ${ghost} (not found), ${sleeper} (paused); applied once they are ready`,
+    );
 
     // a change of a dependency re-queues the dependent through the watch: no request by either reconcile
     await t.idle({ quietMs: 1000 });
@@ -89,12 +95,16 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     const stop = t.ctl.client.onRequest((e) => sent.push(e));
     const at = Date.now();
     await t.client.patch(BD_TYPE, sleeper, undefined, { metadata: { labels: { 'hoist.test/poked': 'yes' } } }, 'merge');
-    await t.reconciled(app, at, 'the dependent re-queued by its dependency\'s change');
+    await t.reconciled(app, at, "the dependent re-queued by its dependency's change");
     await t.idle({ quietMs: 1000 });
     stop();
     // left out: what the controller's CRD watch does when any CRD of the shared cluster changes
     // (other test files' too) — discovery, and its own list when its watch is restarted
-    const background = (path: string, verb: string) => verb === 'watch' || verb === 'discovery' || /^\/apis?(\/[^/]+\/[^/]+)?\/?$/.test(path) || (verb === 'list' && path.endsWith('/customresourcedefinitions'));
+    const background = (path: string, verb: string) =>
+      verb === 'watch' ||
+      verb === 'discovery' ||
+      /^\/apis?(\/[^/]+\/[^/]+)?\/?$/.test(path) ||
+      (verb === 'list' && path.endsWith('/customresourcedefinitions'));
     const requests = (await auditEvents(auditLogPath(), from, (u) => u === ua())).filter((e) => !background(e.requestURI.split('?')[0]!, e.verb));
     expect(requests, requests.map((e) => `${e.verb} ${e.requestURI}`).join('\n')).toEqual([]);
     expect(sent.filter((e) => !background(e.path, e.verb)).map((e) => `${e.verb} ${e.path}`)).toEqual([]);
@@ -115,7 +125,12 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     const ns = `deps-${id}`;
     const s = stack(id, ns);
     const [crds, operator, instance] = [`crds-${id}`, `operator-${id}`, `instance-${id}`];
-    const spec = async (path: string, objects: KubeObject[], extra: Partial<BundleDeploymentSpec> = {}): Promise<BundleDeploymentSpec> => ({ installNamespace: ns, format: 'plain', sources: [await serveBundle(files, path, objects)], ...extra });
+    const spec = async (path: string, objects: KubeObject[], extra: Partial<BundleDeploymentSpec> = {}): Promise<BundleDeploymentSpec> => ({
+      installNamespace: ns,
+      format: 'plain',
+      sources: [await serveBundle(files, path, objects)],
+      ...extra,
+    });
     const specs = {
       crds: await spec(`/${crds}.tgz`, s.crds, { deleteCRDsOnUninstall: true }),
       operator: await spec(`/${operator}.tgz`, s.operator, { dependsOn: [{ name: crds }] }),
@@ -127,7 +142,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     for (const name of [crds, operator, instance]) await t.waitFor(name, isSucceeded, 'installed and healthy', 120_000);
 
     // the dependents were held (their reconciles said so) before they applied anything
-    for (const name of [operator, instance]) expect(t.log.records.some((r) => isReconciled(r, name) && r.note === 'waiting for dependencies'), `${name} waited`).toBe(true);
+    for (const name of [operator, instance])
+      expect(
+        t.log.records.some((r) => isReconciled(r, name) && r.note === 'waiting for dependencies'),
+        `${name} waited`,
+      ).toBe(true);
     const events = (await auditEvents(auditLogPath(), from, (u) => u === ua())).filter(isCreate);
     const crdCreates = span(events, (e) => auditRef(e) === `customresourcedefinitions/${s.crdName}`);
     const operatorCreates = span(events, (e) => e.objectRef?.namespace === ns && ['deployments/operator', 'configmaps/operator-config'].includes(auditRef(e)));
@@ -144,7 +163,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     // deleting all three at once: the instance goes first, then the operator, then the CRD
     const gone = await auditOffset(auditLogPath());
     await Promise.all([crds, operator, instance].map((n) => t.client.delete(BD_TYPE, n, undefined)));
-    await waitUntil('all three BundleDeployments are gone', async () => (await Promise.all([crds, operator, instance].map((n) => t.get(n)))).every((b) => b === undefined), 120_000);
+    await waitUntil(
+      'all three BundleDeployments are gone',
+      async () => (await Promise.all([crds, operator, instance].map((n) => t.get(n)))).every((b) => b === undefined),
+      120_000,
+    );
     const deletes = (await auditEvents(auditLogPath(), gone, (u) => u === ua())).filter((e) => e.verb === 'delete' && e.responseStatus?.code === 200);
     const shownDeletes = showAudit(deletes);
     const instanceDeletes = span(deletes, (e) => e.objectRef?.namespace === ns && ['widgets/w1', 'configmaps/instance-config'].includes(auditRef(e)));
@@ -153,7 +176,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     expect(instanceDeletes.last, shownDeletes).toBeLessThan(operatorDeletes.first);
     expect(operatorDeletes.last, shownDeletes).toBeLessThan(crdDeletes.first);
     // the two depended on said why they waited
-    const waited = (await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: 'reason=WaitingForDependents' })).items as unknown as Array<{ involvedObject: { name: string }; message: string }>;
+    const waited = (await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: 'reason=WaitingForDependents' }))
+      .items as unknown as Array<{ involvedObject: { name: string }; message: string }>;
     expect(waited.find((e) => e.involvedObject.name === operator)?.message).toContain(`depend on it are gone: ${instance}`);
     expect(waited.find((e) => e.involvedObject.name === crds)?.message).toContain(operator);
   }, 240_000);
@@ -164,27 +188,52 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () =
     const s = stack(id, ns);
     const [crds, operator, instance] = [`crds-${id}`, `operator-${id}`, `instance-${id}`];
     // YAML 1.1: `yes` is a boolean where a ConfigMap needs a string, refused by the API server (terminal: Blocked)
-    const broken = await servePinned(files, `/${operator}-broken.tgz`, { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: operator-config\ndata:\n  enabled: yes\n' });
+    const broken = await servePinned(files, `/${operator}-broken.tgz`, {
+      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: operator-config\ndata:\n  enabled: yes\n',
+    });
     await Promise.all([
       t.create(crds, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, `/${crds}.tgz`, s.crds)] }),
       t.create(operator, { installNamespace: ns, format: 'plain', sources: broken, dependsOn: [{ name: crds }] }),
-      t.create(instance, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, `/${instance}.tgz`, s.instance)], dependsOn: [{ name: operator }] }),
+      t.create(instance, {
+        installNamespace: ns,
+        format: 'plain',
+        sources: [await serveBundle(files, `/${instance}.tgz`, s.instance)],
+        dependsOn: [{ name: operator }],
+      }),
     ]);
     await t.waitFor(operator, isFailed, 'the operator fails (Blocked)', 90_000);
-    const held = await t.waitFor(instance, (b) => waitingOn(b) && progressing(b)!.message.includes(`${operator} (failed (Progressing=False/Blocked))`), 'the instance names the failed operator', 60_000);
+    const held = await t.waitFor(
+      instance,
+      (b) => waitingOn(b) && progressing(b)!.message.includes(`${operator} (failed (Progressing=False/Blocked))`),
+      'the instance names the failed operator',
+      60_000,
+    );
     expect(progressing(held)).toMatchObject({ status: 'False', reason: 'DependencyNotReady' });
-    expect(cond(held, 'Installed')).toMatchObject({ status: 'False', reason: 'Pending', message: 'nothing installed: a new revision waits for its dependencies' });
+    expect(cond(held, 'Installed')).toMatchObject({
+      status: 'False',
+      reason: 'Pending',
+      message: 'nothing installed: a new revision waits for its dependencies',
+    });
     // rendered ahead, applied nothing
     expect(cond(held, 'Unpacked')?.status).toBe('True');
     expect(held.status?.activeRevision).toBeUndefined();
     expect(await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'instance-config', ns)).toBeUndefined();
     // hoist get -o wide says the same: the dependency and its state
     const wide = { stdout: '', stderr: '' };
-    expect(await get([instance, '-o', 'wide', '--kubeconfig', kubeconfigPath()], { out: (x) => void (wide.stdout += x), err: (x) => void (wide.stderr += x) }), wide.stderr).toBe(0);
+    expect(
+      await get([instance, '-o', 'wide', '--kubeconfig', kubeconfigPath()], { out: (x) => void (wide.stdout += x), err: (x) => void (wide.stderr += x) }),
+      wide.stderr,
+    ).toBe(0);
     // columns by the header's offsets (the empty DIGEST column of a BD with no revision)
     const [header, row] = wide.stdout.split('\n') as [string, string];
     const starts = [...header.matchAll(/\S+/g)].map((m) => m.index);
-    const column = (name: string) => row.slice(header.indexOf(name), starts.find((i) => i > header.indexOf(name))).trim();
+    const column = (name: string) =>
+      row
+        .slice(
+          header.indexOf(name),
+          starts.find((i) => i > header.indexOf(name)),
+        )
+        .trim();
     expect(column('PROGRESSING')).toBe('DependencyNotReady');
     expect(row.slice(header.indexOf('DEPENDS')).trim()).toBe(`${operator}=failed`);
 

@@ -33,7 +33,10 @@ function web(labels: Record<string, string> = {}): KubeObject {
     spec: {
       replicas: 2,
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1', env: [{ name: 'COLOR', value: 'blue' }] }] } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1', env: [{ name: 'COLOR', value: 'blue' }] }] },
+      },
     },
   } as KubeObject;
 }
@@ -52,7 +55,10 @@ async function live(ns: string): Promise<Live> {
   return {
     replicas: spec.replicas,
     env: Object.fromEntries((spec.template.spec.containers[0]!.env ?? []).map((e) => [e.name, e.value])),
-    replicasOwners: entries.filter((e) => !e.subresource && e.fieldsV1?.['f:spec']?.['f:replicas']).map((e) => e.manager).sort(),
+    replicasOwners: entries
+      .filter((e) => !e.subresource && e.fieldsV1?.['f:spec']?.['f:replicas'])
+      .map((e) => e.manager)
+      .sort(),
   };
 }
 
@@ -63,10 +69,13 @@ async function events(uid: string, reason: string): Promise<string[]> {
 
 /** the stand-in for an HPA: server-side apply of spec.replicas alone, without force */
 const ssaReplicas = (ns: string, replicas: number) =>
-  t.client.apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: ns }, spec: { replicas } } as KubeObject, { fieldManager: 'hpa-stand-in', force: false });
+  t.client.apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: ns }, spec: { replicas } } as KubeObject, {
+    fieldManager: 'hpa-stand-in',
+    force: false,
+  });
 
 describe('driftIgnore', () => {
-  it("sets an ignored field on create, then leaves it to another manager (SSA, merge patch, even kubectl patch) while reverting a hand edit of other fields", async () => {
+  it('sets an ignored field on create, then leaves it to another manager (SSA, merge patch, even kubectl patch) while reverting a hand edit of other fields', async () => {
     const ns = `dign-${t.runId}`;
     const name = `dign-${t.runId}`;
     cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
@@ -114,7 +123,7 @@ describe('driftIgnore', () => {
     expect(delta).toEqual({ get: 0, list: 0, apply: 0, patch: 0, update: 0, delete: 0 });
   }, 120_000);
 
-  it('without a rule the field is Hoist\'s: a merge patch is reverted by the drift watch, an SSA without force is refused with a conflict', async () => {
+  it("without a rule the field is Hoist's: a merge patch is reverted by the drift watch, an SSA without force is refused with a conflict", async () => {
     const ns = `dnor-${t.runId}`;
     const name = `dnor-${t.runId}`;
     cleanup(() => t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns, undefined));
@@ -123,7 +132,10 @@ describe('driftIgnore', () => {
     await t.waitFor(name, isDone, 'installed', 90_000);
     expect(await live(ns)).toMatchObject({ replicas: 2, replicasOwners: [`hoist-${name}`] });
 
-    const refused = await ssaReplicas(ns, 5).then(() => undefined, (e: unknown) => e);
+    const refused = await ssaReplicas(ns, 5).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isConflict(refused)).toBe(true);
 
     const patched = Date.now();

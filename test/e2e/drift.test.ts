@@ -50,7 +50,11 @@ describe('drift', () => {
   it('a deleted ConfigMap and a hand-edited Deployment and ConfigMap are corrected within seconds, with a DriftCorrected event', async () => {
     const bd = `drift-${t.runId}`;
     const ns = `drift-${t.runId}`;
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: await serve('/drift.tgz', { 'a.yaml': cm('settings', { mode: 'safe' }), 'b.yaml': cm('other', { k: 'v' }), 'web.yaml': deployment('web') }) });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: await serve('/drift.tgz', { 'a.yaml': cm('settings', { mode: 'safe' }), 'b.yaml': cm('other', { k: 'v' }), 'web.yaml': deployment('web') }),
+    });
     await t.waitFor(bd, isDone, 'installed', 90_000);
     const settingsUid = (await t.client.get(CM, 'settings', ns))!.metadata.uid;
     const webUid = (await t.client.get(DEPLOY, 'web', ns))!.metadata.uid;
@@ -64,7 +68,10 @@ describe('drift', () => {
     const back = await waitUntil('settings re-created', async () => t.client.get(CM, 'settings', ns));
     expect(back.metadata.uid).not.toBe(settingsUid);
     expect((back as unknown as { data: Record<string, string> }).data).toEqual({ mode: 'safe' });
-    await waitUntil('other reverted', async () => ((await t.client.get(CM, 'other', ns)) as unknown as { data?: Record<string, string> } | undefined)?.data?.k === 'v');
+    await waitUntil(
+      'other reverted',
+      async () => ((await t.client.get(CM, 'other', ns)) as unknown as { data?: Record<string, string> } | undefined)?.data?.k === 'v',
+    );
     const web = await waitUntil('web reverted', async () => {
       const d = (await t.client.get(DEPLOY, 'web', ns)) as unknown as (KubeObject & { spec: { replicas: number } }) | undefined;
       return d && d.spec.replicas === 1 && d.metadata.labels?.tier === 'web' ? d : undefined;
@@ -117,7 +124,12 @@ describe('immutable fields', () => {
 
     // the Job's own immutable template, with the Service as installed
     await t.patchSpec(bd, { sources: await serve('/imm-v2b.tgz', { 'svc.yaml': service('None'), 'job.yaml': job('two') }) });
-    const jobFailed = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack' && (cond(b, 'Progressing')?.message.includes('Job') ?? false), 'immutable Job template refused and rolled back', 30_000);
+    const jobFailed = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Progressing')?.reason === 'RolledBack' && (cond(b, 'Progressing')?.message.includes('Job') ?? false),
+      'immutable Job template refused and rolled back',
+      30_000,
+    );
     const jobMsg = cond(jobFailed, 'Progressing')!.message;
     expect(jobMsg).toContain(`batch/v1 Job ${ns}/migrate`);
     expect(jobMsg).toMatch(/spec\.template/);
@@ -131,7 +143,9 @@ describe('immutable fields', () => {
     const svc = (await t.client.get({ apiVersion: 'v1', kind: 'Service' }, 'api', ns)) as unknown as KubeObject & { spec: { clusterIP: string } };
     expect(svc.metadata.uid).not.toBe(svcUid);
     expect(svc.spec.clusterIP).toBe(ip);
-    const j = (await t.client.get({ apiVersion: 'batch/v1', kind: 'Job' }, 'migrate', ns)) as unknown as KubeObject & { spec: { template: { spec: { containers: Array<{ args: string[] }> } } } };
+    const j = (await t.client.get({ apiVersion: 'batch/v1', kind: 'Job' }, 'migrate', ns)) as unknown as KubeObject & {
+      spec: { template: { spec: { containers: Array<{ args: string[] }> } } };
+    };
     expect(j.metadata.uid).not.toBe(jobUid);
     expect(j.spec.template.spec.containers[0]!.args).toEqual(['two']);
   }, 240_000);
@@ -149,7 +163,11 @@ describe('optional objects', () => {
       metadata: { name: 'app-metrics', annotations: { 'core.rukpak.io/optional': 'true' } },
       spec: { selector: { matchLabels: { app: 'app' } }, endpoints: [{ port: 'metrics' }] },
     });
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: await serve('/optional.tgz', { 'cm.yaml': cm('app', { a: '1' }), 'monitor.yaml': monitor }) });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: await serve('/optional.tgz', { 'cm.yaml': cm('app', { a: '1' }), 'monitor.yaml': monitor }),
+    });
     const skipped = await t.waitFor(bd, isDone, 'installed without the ServiceMonitor');
     // the kind's scope is unknown while it is not served, so the bundle's namespace-less object is named without one
     expect(skipped.status?.skippedOptional).toEqual([`${group}/v1 ServiceMonitor app-metrics`]);
@@ -179,7 +197,17 @@ describe('deletion', () => {
     const group = `${bd}.hoist.test`;
     const def = crd(group, 'Widget');
     const widget = yaml({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } });
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: await serve(`/${bd}.tgz`, { 'crd.yaml': yaml(def), 'cm.yaml': cm('settings', { a: '1' }), 'web.yaml': deployment('web'), 'widget.yaml': widget }), ...extra });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: await serve(`/${bd}.tgz`, {
+        'crd.yaml': yaml(def),
+        'cm.yaml': cm('settings', { a: '1' }),
+        'web.yaml': deployment('web'),
+        'widget.yaml': widget,
+      }),
+      ...extra,
+    });
     await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 90_000);
     cleanup(() => t.client.delete(CRD, def.metadata.name, undefined));
     return { group, crdName: def.metadata.name };

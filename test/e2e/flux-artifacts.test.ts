@@ -30,12 +30,30 @@ let seq = 0;
 
 /** a gzip tar layer of these files, with the given media type */
 async function tarLayer(files: Record<string, string>, mediaType: string): Promise<Awaited<ReturnType<typeof fileLayer>>> {
-  const built = await writeLayer(Object.entries(files).map(([name, data]) => ({ name, data })), join(work, `layer-${seq++}.tgz`));
+  const built = await writeLayer(
+    Object.entries(files).map(([name, data]) => ({ name, data })),
+    join(work, `layer-${seq++}.tgz`),
+  );
   return { ...(await fileLayer(built.path, mediaType)) };
 }
 
-async function push(repo: string, tag: string, layers: Array<Awaited<ReturnType<typeof fileLayer>>>, configMediaType: string, config: Buffer, annotations?: Record<string, string>): Promise<string> {
-  return (await pushImage(client, parseReference(`${reg.host}/${repo}:${tag}`), layers, { stage: 'fetch' }, { configMediaType, config, ...(annotations ? { annotations } : {}) })).digest;
+async function push(
+  repo: string,
+  tag: string,
+  layers: Array<Awaited<ReturnType<typeof fileLayer>>>,
+  configMediaType: string,
+  config: Buffer,
+  annotations?: Record<string, string>,
+): Promise<string> {
+  return (
+    await pushImage(
+      client,
+      parseReference(`${reg.host}/${repo}:${tag}`),
+      layers,
+      { stage: 'fetch' },
+      { configMediaType, config, ...(annotations ? { annotations } : {}) },
+    )
+  ).digest;
 }
 
 beforeAll(async () => {
@@ -51,11 +69,18 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const image = (ref: string, layerSelector?: NonNullable<SourceSpec['image']>['layerSelector']): SourceSpec => ({ kind: 'image', image: { ref, ...(layerSelector ? { layerSelector } : {}) } });
+const image = (ref: string, layerSelector?: NonNullable<SourceSpec['image']>['layerSelector']): SourceSpec => ({
+  kind: 'image',
+  image: { ref, ...(layerSelector ? { layerSelector } : {}) },
+});
 
 async function configMapsIn(ns: string): Promise<Record<string, string>> {
   const list = await t.client.list(CM, { namespace: ns });
-  return Object.fromEntries(list.items.filter((c) => c.metadata.name !== 'kube-root-ca.crt').map((c) => [c.metadata.name, ((c as KubeObject & { data?: { value?: string } }).data?.value ?? '')]));
+  return Object.fromEntries(
+    list.items
+      .filter((c) => c.metadata.name !== 'kube-root-ca.crt')
+      .map((c) => [c.metadata.name, (c as KubeObject & { data?: { value?: string } }).data?.value ?? '']),
+  );
 }
 
 describe('Flux OCI artifacts', () => {
@@ -63,7 +88,9 @@ describe('Flux OCI artifacts', () => {
     // what flux push artifact writes: the content tarball as its one layer, go-containerregistry's
     // empty image config under Flux's config media type, the source and revision as annotations
     const content = await tarLayer({ 'app/app.yaml': cm('flux-app', 'one'), 'app/extra/more.yaml': cm('flux-more', 'two') }, MEDIA_TYPES.fluxContent);
-    const config = Buffer.from(JSON.stringify({ architecture: '', created: '0001-01-01T00:00:00Z', os: '', rootfs: { type: 'layers', diff_ids: [content.digest] }, config: {} }));
+    const config = Buffer.from(
+      JSON.stringify({ architecture: '', created: '0001-01-01T00:00:00Z', os: '', rootfs: { type: 'layers', diff_ids: [content.digest] }, config: {} }),
+    );
     const digest = await push('flux/app', 'v1', [content], MEDIA_TYPES.fluxConfig, config, {
       'org.opencontainers.image.created': '2026-11-27T00:00:00Z',
       'org.opencontainers.image.source': 'https://git.example.com/app.git',
@@ -89,8 +116,16 @@ describe('Flux OCI artifacts', () => {
     const onlyA = `sel-a-${t.runId}`;
     const copied = `sel-copy-${t.runId}`;
     await t.create(onlyB, { installNamespace: onlyB, format: 'plain', sources: [image(ref, { mediaType: 'application/vnd.acme.extra.v1.tar+gzip' })] });
-    await t.create(onlyA, { installNamespace: onlyA, format: 'plain', sources: [image(ref, { mediaType: 'application/vnd.acme.manifests.v1.tar+gzip', operation: 'extract' })] });
-    await t.create(copied, { installNamespace: copied, format: 'plain', sources: [image(ref, { mediaType: 'application/vnd.acme.manifest.v1+yaml', operation: 'copy' })] });
+    await t.create(onlyA, {
+      installNamespace: onlyA,
+      format: 'plain',
+      sources: [image(ref, { mediaType: 'application/vnd.acme.manifests.v1.tar+gzip', operation: 'extract' })],
+    });
+    await t.create(copied, {
+      installNamespace: copied,
+      format: 'plain',
+      sources: [image(ref, { mediaType: 'application/vnd.acme.manifest.v1+yaml', operation: 'copy' })],
+    });
     for (const n of [onlyB, onlyA, copied]) await t.waitFor(n, isDone, `${n} installed`, 60_000);
     expect(await configMapsIn(onlyB)).toEqual({ 'from-b': 'b' });
     expect(await configMapsIn(onlyA)).toEqual({ 'from-a': 'a' });
@@ -107,6 +142,8 @@ describe('Flux OCI artifacts', () => {
     const missing = `sel-missing-${t.runId}`;
     await t.create(missing, { installNamespace: missing, format: 'plain', sources: [image(ref, { mediaType: 'application/vnd.acme.absent' })] });
     const absent = await t.waitFor(missing, (bd) => cond(bd, 'Unpacked')?.status === 'False', 'refused', 60_000);
-    expect(cond(absent, 'Unpacked')!.message).toContain('no layer of media type "application/vnd.acme.absent" (layerSelector); the artifact has "application/vnd.acme.manifests.v1.tar+gzip"');
+    expect(cond(absent, 'Unpacked')!.message).toContain(
+      'no layer of media type "application/vnd.acme.absent" (layerSelector); the artifact has "application/vnd.acme.manifests.v1.tar+gzip"',
+    );
   }, 180_000);
 });

@@ -85,17 +85,29 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
       const spec = { installNamespace: ns, format: 'registry-v1' as const, sources: [source], config: { registryV1: { watchNamespace: watchFor[mode] } } };
       if (i === 0) await t.create('argocd-operator', spec);
       else await t.patchSpec('argocd-operator', { config: spec.config });
-      const bd = await t.waitFor('argocd-operator', (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === i + 1, `${mode} installed`, 120_000);
+      const bd = await t.waitFor(
+        'argocd-operator',
+        (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === i + 1,
+        `${mode} installed`,
+        120_000,
+      );
       expect(cond(bd, 'Installed')?.reason, mode).toBe('Installed');
       // every rendered object exists on the server, as the processor rendered it (same identities)
       const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(dir), { installNamespace: ns, watchNamespace: watchFor[mode] }).objects;
       expect(bd.status?.activeRevision?.objects).toBe(expected.length);
       for (const o of expected) {
-        const live = await t.client.get(o, o.metadata.name, o.metadata.namespace ?? (o.kind.startsWith('Cluster') || o.kind === 'CustomResourceDefinition' ? undefined : ns));
+        const live = await t.client.get(
+          o,
+          o.metadata.name,
+          o.metadata.namespace ?? (o.kind.startsWith('Cluster') || o.kind === 'CustomResourceDefinition' ? undefined : ns),
+        );
         expect(live, `${mode}: ${o.kind} ${o.metadata.name}`).toBeDefined();
       }
       if (mode === 'SingleNamespace') {
-        const roles = await t.client.list({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' }, { namespace: watched, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' });
+        const roles = await t.client.list(
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },
+          { namespace: watched, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' },
+        );
         expect(roles.items.length).toBeGreaterThan(0);
       }
     }
@@ -105,7 +117,10 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
     const multiDir = join(REPO, 'testdata', 'registry-v1', 'argocd-operator.v0.6.0-multinamespace');
     const watched2 = `argocd-watched2-${t.runId}`;
     await ensureNamespace(watched2);
-    await t.patchSpec('argocd-operator', { sources: [await serveDir('/argocd-operator-multi.tgz', multiDir)], config: { registryV1: { watchNamespace: watched } } });
+    await t.patchSpec('argocd-operator', {
+      sources: [await serveDir('/argocd-operator-multi.tgz', multiDir)],
+      config: { registryV1: { watchNamespace: watched } },
+    });
     const refused = await t.waitFor('argocd-operator', (b) => cond(b, 'Unpacked')?.status === 'False', 'one namespace refused');
     expect(cond(refused, 'Unpacked')?.reason).toBe('ProcessFailed');
     expect(cond(refused, 'Unpacked')?.message).toMatch(/argocd-operator\.v0\.6\.0 does not support install mode SingleNamespace; it supports MultiNamespace/);
@@ -118,17 +133,36 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
       annotations: { 'example.com/team': 'platform' },
     };
     await t.patchSpec('argocd-operator', { config: { registryV1: { watchNamespace: null, watchNamespaces: [watched, watched2], deploymentConfig } } });
-    const bd = await t.waitFor('argocd-operator', (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === 4, 'MultiNamespace installed', 120_000);
-    const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(multiDir), { installNamespace: ns, watchNamespaces: [watched, watched2], deploymentConfig }).objects;
+    const bd = await t.waitFor(
+      'argocd-operator',
+      (b) => cond(b, 'Installed')?.status === 'True' && b.status?.activeRevision?.number === 4,
+      'MultiNamespace installed',
+      120_000,
+    );
+    const expected = renderRegistryV1Bundle(await loadRegistryV1Bundle(multiDir), {
+      installNamespace: ns,
+      watchNamespaces: [watched, watched2],
+      deploymentConfig,
+    }).objects;
     expect(bd.status?.activeRevision?.objects).toBe(expected.length);
     for (const target of [watched, watched2]) {
       for (const kind of ['Role', 'RoleBinding']) {
-        const list = await t.client.list({ apiVersion: 'rbac.authorization.k8s.io/v1', kind }, { namespace: target, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' });
-        expect(list.items.map((o) => o.metadata.name), `${kind} in ${target}`).toEqual(['argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3']);
+        const list = await t.client.list(
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind },
+          { namespace: target, labelSelector: 'core.rukpak.io/owner-name=argocd-operator' },
+        );
+        expect(
+          list.items.map((o) => o.metadata.name),
+          `${kind} in ${target}`,
+        ).toEqual(['argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3']);
       }
     }
     const deployment = (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argocd-operator-controller-manager', ns)) as any;
-    expect(deployment.spec.template.metadata.annotations).toMatchObject({ 'olm.targetNamespaces': `${watched},${watched2}`, 'olm.operatorNamespace': ns, 'example.com/team': 'platform' });
+    expect(deployment.spec.template.metadata.annotations).toMatchObject({
+      'olm.targetNamespaces': `${watched},${watched2}`,
+      'olm.operatorNamespace': ns,
+      'example.com/team': 'platform',
+    });
     expect(deployment.metadata.annotations['example.com/team']).toBe('platform');
     const pod = deployment.spec.template.spec;
     expect(pod.tolerations).toEqual([{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }]);
@@ -146,7 +180,12 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
       const ns = `${name.replace(/\./g, '-')}-${t.runId}`;
       await ensureNamespace(ns);
       const bdName = name.replace(/\./g, '-');
-      await t.create(bdName, { installNamespace: ns, format: 'registry-v1', sources: [await serveDir(`/${name}.tgz`, dir)], config: { registryV1: { watchNamespace: '' } } });
+      await t.create(bdName, {
+        installNamespace: ns,
+        format: 'registry-v1',
+        sources: [await serveDir(`/${name}.tgz`, dir)],
+        config: { registryV1: { watchNamespace: '' } },
+      });
       const bd = await t.waitFor(bdName, (b) => cond(b, 'Unpacked')?.status === 'False', 'process failure');
       expect(cond(bd, 'Unpacked')?.reason).toBe('ProcessFailed');
       expect(cond(bd, 'Unpacked')?.message).toMatch(/registry-v1 processor: /);
@@ -164,7 +203,10 @@ describe('registry-v1 fixture bundles through a BundleDeployment', () => {
         for (const o of objects.filter((x) => !x.apiVersion.startsWith('cert-manager.io/') && x.kind !== 'CustomResourceDefinition')) {
           const obj = structuredClone(o);
           if (!obj.metadata.namespace && !/^(Cluster|MutatingWebhook|ValidatingWebhook)/.test(obj.kind)) obj.metadata.namespace = ns;
-          await expect(t.client.apply(obj, { fieldManager: `hoist-test-${t.runId}`, dryRun: true }), `${mode}: ${obj.kind} ${obj.metadata.name}`).resolves.toBeDefined();
+          await expect(
+            t.client.apply(obj, { fieldManager: `hoist-test-${t.runId}`, dryRun: true }),
+            `${mode}: ${obj.kind} ${obj.metadata.name}`,
+          ).resolves.toBeDefined();
         }
       }
       await t.client.delete({ apiVersion: bd.apiVersion, kind: bd.kind }, bdName, undefined);
@@ -204,7 +246,10 @@ describe('plain manifests read as kubectl reads them', () => {
       ].join('\n'),
     );
     const ours = (await renderPlain(dir, { installNamespace: 'default' })).objects[0] as KubeObject & { spec: Record<string, unknown> };
-    const theirs = JSON.parse(await kubectl(['create', '--dry-run=client', '-o', 'json', '-f', file])) as { spec: Record<string, unknown>; metadata: { labels: Record<string, string> } };
+    const theirs = JSON.parse(await kubectl(['create', '--dry-run=client', '-o', 'json', '-f', file])) as {
+      spec: Record<string, unknown>;
+      metadata: { labels: Record<string, string> };
+    };
     const pick = (spec: Record<string, unknown>) => ({
       automountServiceAccountToken: spec.automountServiceAccountToken,
       hostNetwork: spec.hostNetwork,
@@ -232,7 +277,11 @@ describe('hoist render', () => {
     const bdFile = join(work, 'bd.yaml');
     await writeFile(bdFile, JSON.stringify({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment', metadata: { name: 'rendered' }, spec }));
     const cache = await mkdtemp(join(work, 'render-cache-'));
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', 'render', '-f', bdFile, '-o', 'json'], { cwd: REPO, env: { ...process.env, HOIST_CACHE: cache }, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli/main.ts', 'render', '-f', bdFile, '-o', 'json'], {
+      cwd: REPO,
+      env: { ...process.env, HOIST_CACHE: cache },
+      maxBuffer: 64 * 1024 * 1024,
+    });
     const printed = JSON.parse(stdout) as { items: KubeObject[] };
     const digest = /content digest (sha256:[0-9a-f]{64})/.exec(stderr)?.[1];
     expect(digest, stderr).toBeDefined();

@@ -15,7 +15,6 @@ import { waitUntil } from '../support/wait.ts';
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
 
-
 const { t, files, cleanup } = controllerWithFiles();
 
 /** a Deployment that sets no replicas: an autoscaler may own them */
@@ -26,7 +25,10 @@ function web(): KubeObject {
     metadata: { name: 'web', labels: { tier: 'web' } },
     spec: {
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1', env: [{ name: 'COLOR', value: 'blue' }] }] } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1', env: [{ name: 'COLOR', value: 'blue' }] }] },
+      },
     },
   } as KubeObject;
 }

@@ -27,7 +27,10 @@ async function setReady(group: string, ns: string, name: string, status: 'True' 
   t.client.discovery.invalidate();
   const live = await t.client.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, name, ns);
   expect(live, `widget ${ns}/${name}`).toBeDefined();
-  await t.client.updateStatus({ ...live!, status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'Serving' : 'Broken', message: `set by the test (${status})` }] } });
+  await t.client.updateStatus({
+    ...live!,
+    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'Serving' : 'Broken', message: `set by the test (${status})` }] },
+  });
 }
 
 const check = (group: string, extra: Partial<HealthCheck> = {}): HealthCheck[] => [
@@ -42,7 +45,12 @@ describe('spec.healthChecks', () => {
     const sources = await servePinned(files, `/${bd}.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main') });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources, healthChecks: check(group) });
 
-    const waiting = await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Progressing', 'installed, widget not ready yet', 60_000);
+    const waiting = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Progressing',
+      'installed, widget not ready yet',
+      60_000,
+    );
     expect(cond(waiting, 'Healthy')!.message).toBe(`1 not ready: Widget ${ns}/main: health check widget-ready: condition Ready not reported`);
     expect(cond(waiting, 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut' });
 
@@ -54,7 +62,11 @@ describe('spec.healthChecks', () => {
     await setReady(group, ns, 'main', 'False');
     const failed = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy', 'unhealthy after failureThreshold x periodSeconds', 30_000);
     const message = cond(failed, 'Healthy')!.message;
-    expect(message).toMatch(new RegExp(`^1 failing: Widget ${ns}/main: health check widget-ready: condition Ready is not True \\(for \\d+s, failureThreshold 3 × periodSeconds 1\\)$`));
+    expect(message).toMatch(
+      new RegExp(
+        `^1 failing: Widget ${ns}/main: health check widget-ready: condition Ready is not True \\(for \\d+s, failureThreshold 3 × periodSeconds 1\\)$`,
+      ),
+    );
     // tolerated for 3 × 1 s first, as the controller's clock tells (the timing itself: test/unit/health)
     expect(Number(/\(for (\d+)s,/.exec(message)![1])).toBeGreaterThanOrEqual(3);
     // an installed revision that turns unhealthy is not a failed rollout
@@ -102,7 +114,12 @@ describe('spec.healthChecks', () => {
     await t.create(healthy, { installNamespace: healthy, format: 'plain', sources: other });
     await t.waitFor(healthy, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'the neighbour installs and is healthy', 30_000);
 
-    const refused = await t.waitFor(hostile, (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Unhealthy', 'the hostile check is refused', 30_000);
+    const refused = await t.waitFor(
+      hostile,
+      (b) => cond(b, 'Installed')?.status === 'True' && cond(b, 'Healthy')?.reason === 'Unhealthy',
+      'the hostile check is refused',
+      30_000,
+    );
     expect(cond(refused, 'Healthy')).toMatchObject({ status: 'False' });
     expect(cond(refused, 'Healthy')!.message).toMatch(/^healthChecks\[bomb\]: cel: estimated cost .* exceeds the limit of 1000000 /);
   });
@@ -111,16 +128,32 @@ describe('spec.healthChecks', () => {
     const bd = `probe-deadline-${t.runId}`;
     const ns = `probe-deadline-${t.runId}`;
     const group = `d${t.runId}.hoist.test`;
-    const v1 = await servePinned(files, `/${bd}-v1.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'app.yaml': cm('app', { v: '1' }) });
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, healthChecks: check(group), upgrade: { progressDeadline: '4s', onFailure: 'Rollback' } });
+    const v1 = await servePinned(files, `/${bd}-v1.tgz`, {
+      'crd.yaml': widgetCrd(group),
+      'widget.yaml': widget(group, 'main'),
+      'app.yaml': cm('app', { v: '1' }),
+    });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: v1,
+      healthChecks: check(group),
+      upgrade: { progressDeadline: '4s', onFailure: 'Rollback' },
+    });
     await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 60_000);
     await setReady(group, ns, 'main', 'True');
     await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy', 30_000);
-    const uid = async (kind: string, apiVersion: string, name: string) => ((await t.client.get({ apiVersion, kind }, name, ns)) as KubeObject | undefined)?.metadata.uid;
+    const uid = async (kind: string, apiVersion: string, name: string) =>
+      ((await t.client.get({ apiVersion, kind }, name, ns)) as KubeObject | undefined)?.metadata.uid;
     const before = { widget: await uid('Widget', `${group}/v1`, 'main'), app: await uid('ConfigMap', 'v1', 'app') };
 
     // revision 2 adds a widget nobody makes Ready
-    const v2 = await servePinned(files, `/${bd}-v2.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'new.yaml': widget(group, 'extra'), 'app.yaml': cm('app', { v: '2' }) });
+    const v2 = await servePinned(files, `/${bd}-v2.tgz`, {
+      'crd.yaml': widgetCrd(group),
+      'widget.yaml': widget(group, 'main'),
+      'new.yaml': widget(group, 'extra'),
+      'app.yaml': cm('app', { v: '2' }),
+    });
     await t.patchSpec(bd, { sources: v2 });
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back after the deadline', 60_000);
     expect(cond(rolled, 'Progressing')!.message).toMatch(/not healthy within progressDeadline 4s/);
@@ -134,7 +167,12 @@ describe('spec.healthChecks', () => {
     await t.patchSpec(bd, { upgrade: { progressDeadline: '4s', onFailure: 'Hold' } });
     const failedDigest = rolled.status?.attemptedRevision?.contentDigest;
     expect(failedDigest).toBeDefined();
-    const held = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked' && b.status?.activeRevision?.contentDigest === failedDigest, 'held after the deadline', 60_000);
+    const held = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Progressing')?.reason === 'Blocked' && b.status?.activeRevision?.contentDigest === failedDigest,
+      'held after the deadline',
+      60_000,
+    );
     expect(cond(held, 'Progressing')!.message).toMatch(/onFailure Hold keeps it/);
   });
 });
@@ -145,14 +183,29 @@ describe('rollout timing', () => {
     const ns = `restart-${t.runId}`;
     const group = `r${t.runId}.hoist.test`;
     const v1 = await servePinned(files, `/${bd}-v1.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main') });
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, healthChecks: check(group), upgrade: { progressDeadline: '12s', onFailure: 'Rollback' } });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: v1,
+      healthChecks: check(group),
+      upgrade: { progressDeadline: '12s', onFailure: 'Rollback' },
+    });
     await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'True', 'installed', 60_000);
     await setReady(group, ns, 'main', 'True');
     await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy', 30_000);
 
-    const v2 = await servePinned(files, `/${bd}-v2.tgz`, { 'crd.yaml': widgetCrd(group), 'widget.yaml': widget(group, 'main'), 'new.yaml': widget(group, 'never-ready') });
+    const v2 = await servePinned(files, `/${bd}-v2.tgz`, {
+      'crd.yaml': widgetCrd(group),
+      'widget.yaml': widget(group, 'main'),
+      'new.yaml': widget(group, 'never-ready'),
+    });
     await t.patchSpec(bd, { sources: v2 });
-    const rolling = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RollingOut' && b.status?.activeRevision?.number === 2, 'revision 2 rolling out', 30_000);
+    const rolling = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Progressing')?.reason === 'RollingOut' && b.status?.activeRevision?.number === 2,
+      'revision 2 rolling out',
+      30_000,
+    );
     const appliedAt = Date.parse(rolling.status!.activeRevision!.appliedAt!);
 
     // the controller goes away for 5 s in the middle of the rollout, and a new one takes over
@@ -165,7 +218,9 @@ describe('rollout timing', () => {
     try {
       // not reset: the restarted controller's first look at the BD waits only for what is left of the
       // deadline counted from appliedAt (less, the later it looks), or has already rolled back
-      const first = (await restarted.log.waitFor(0, (l) => l.some((r) => isReconciled(r, bd)), 'the first reconcile after the restart')).find((r) => isReconciled(r, bd))!;
+      const first = (await restarted.log.waitFor(0, (l) => l.some((r) => isReconciled(r, bd)), 'the first reconcile after the restart')).find((r) =>
+        isReconciled(r, bd),
+      )!;
       if (first.revision === 2) expect(first.requeueAfterMs, 'requeued for the rest of the deadline').toBeLessThanOrEqual(appliedAt + 12_000 - restartedAt);
       else expect(first.revision, 'rolled back at once').toBe(1);
       const rolled = await restarted.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back after the deadline', 60_000);

@@ -40,18 +40,29 @@ describe.runIf(auditLogPath() !== '')('health check request budget', () => {
     const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
     for (let i = 0; i < 10; i++) await t.client.patch(CM, `c${i * 97}`, ns, { data: { broken: 'yes' } }, 'merge');
     // each object crosses failureThreshold × periodSeconds on its own clock: wait for all ten
-    const failing = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.reason === 'Unhealthy' && cond(b, 'Healthy')!.message.startsWith('10 failing'), 'ten unhealthy after the threshold', 60_000);
+    const failing = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Healthy')?.reason === 'Unhealthy' && cond(b, 'Healthy')!.message.startsWith('10 failing'),
+      'ten unhealthy after the threshold',
+      60_000,
+    );
     expect(cond(failing, 'Healthy')!.message).toMatch(/^10 failing: ConfigMap .*health check ready: cel .* is false/);
     for (let i = 0; i < 10; i++) await t.client.patch(CM, `c${i * 97}`, ns, { data: { broken: null } }, 'merge');
     await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'healthy again', 60_000);
 
     const events = await audit.since(from);
     const onConfigMaps = events.filter((e) => e.objectRef?.resource === 'configmaps' && e.verb !== 'watch');
-    expect(onConfigMaps.filter((e) => e.verb === 'get' || e.verb === 'list'), 'reads of the probed objects').toEqual([]);
+    expect(
+      onConfigMaps.filter((e) => e.verb === 'get' || e.verb === 'list'),
+      'reads of the probed objects',
+    ).toEqual([]);
     // the edits changed the ten objects, so drift correction re-applies those ten (no-op patches,
     // after checking the install namespace); nothing else is asked of the API server
     const edited = new Set(Array.from({ length: 10 }, (_, i) => `c${i * 97}`));
-    expect(onConfigMaps.filter((e) => !(e.verb === 'patch' && edited.has(e.objectRef?.name ?? ''))), 'requests for other objects').toEqual([]);
+    expect(
+      onConfigMaps.filter((e) => !(e.verb === 'patch' && edited.has(e.objectRef?.name ?? ''))),
+      'requests for other objects',
+    ).toEqual([]);
     // discovery (GET /api, /apis) is refreshed when a CRD becomes Established anywhere in the
     // cluster (other test files make CRDs meanwhile): per CRD, not per object, so not counted here
     const discovery = (e: (typeof events)[number]) => e.verb === 'get' && !e.objectRef && /^\/apis?(\?|$)/.test(e.requestURI);
@@ -63,6 +74,9 @@ describe.runIf(auditLogPath() !== '')('health check request budget', () => {
         e.objectRef?.resource !== 'events' &&
         !(e.verb === 'get' && e.objectRef?.resource === 'namespaces' && e.objectRef.name === ns),
     );
-    expect(other.map((e) => `${e.verb} ${e.requestURI}`), 'requests besides drift correction, status writes and events').toEqual([]);
+    expect(
+      other.map((e) => `${e.verb} ${e.requestURI}`),
+      'requests besides drift correction, status writes and events',
+    ).toEqual([]);
   });
 });

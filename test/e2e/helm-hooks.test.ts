@@ -48,7 +48,8 @@ const SVC = { apiVersion: 'v1', kind: 'Service' } as const;
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const hooksOf = (bd: BundleDeployment | undefined, revision: number): HookRun[] | undefined => bd?.status?.revisions?.find((r) => r.number === revision)?.hooks;
 /** "<event> <Kind> <name> <result>[ deleted]", in the order recorded */
-const runs = (hooks: readonly HookRun[] | undefined): string[] => (hooks ?? []).map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' deleted' : ''}`);
+const runs = (hooks: readonly HookRun[] | undefined): string[] =>
+  (hooks ?? []).map((h) => `${h.event} ${h.kind} ${h.name} ${h.result}${h.deleted ? ' deleted' : ''}`);
 
 let audit: string;
 
@@ -86,7 +87,10 @@ const createdRefs = (events: readonly AuditEvent[]): string[] => events.filter(i
 // before-hook-creation deletes of hooks that do not exist yet (404, before their create) are not
 // decisions about an object, and Hoist reads before it deletes instead.
 const deletes = (events: readonly AuditEvent[]): AuditEvent[] =>
-  events.filter((e, i) => e.verb === 'delete' && ((e.responseStatus?.code ?? 0) < 300 || (e.responseStatus?.code === 404 && lastWriteBefore(events, i, auditRef(e)) === 'create')));
+  events.filter(
+    (e, i) =>
+      e.verb === 'delete' && ((e.responseStatus?.code ?? 0) < 300 || (e.responseStatus?.code === 404 && lastWriteBefore(events, i, auditRef(e)) === 'create')),
+  );
 
 /** whether the tool's last create or delete of `ref` before event i was a create (it holds the object) */
 function lastWriteBefore(events: readonly AuditEvent[], i: number, ref: string): 'create' | 'delete' | undefined {
@@ -120,17 +124,27 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     },
   });
   /** the chart's hooks (no weights: helm runs them by name, equal names in kind order), with the release name as REL */
-  const HOOKS = ['serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'].map((r) => `${r}/REL-admission`).concat('jobs/REL-admission-create', 'jobs/REL-admission-patch');
+  const HOOKS = ['serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings']
+    .map((r) => `${r}/REL-admission`)
+    .concat('jobs/REL-admission-create', 'jobs/REL-admission-patch');
   /** Hoist's writes (namespaced and cluster-scoped objects of the release) in the install and the upgrade, release name as REL */
   const hoistSteps: Partial<Record<'install' | 'upgrade', AuditEvent[]>> = {};
-  const normalize = (events: readonly AuditEvent[], release: string): AuditEvent[] => events.map((e) => ({ ...e, objectRef: { ...e.objectRef, name: e.objectRef?.name?.replace(release, 'REL') } }));
+  const normalize = (events: readonly AuditEvent[], release: string): AuditEvent[] =>
+    events.map((e) => ({ ...e, objectRef: { ...e.objectRef, name: e.objectRef?.name?.replace(release, 'REL') } }));
   /** the hooks created before the first write of a main object, among those writes, and after the last one; and the main objects created */
   const around = (events: readonly AuditEvent[]) => {
     const seq = events.filter((e) => (HOOKS.includes(auditRef(e)) ? isCreate(e) : e.verb !== 'delete')).map(auditRef);
     const main = seq.flatMap((r, i) => (HOOKS.includes(r) ? [] : [i]));
     const hooksIn = (from: number, to: number) => seq.slice(from, to).filter((r) => HOOKS.includes(r));
     const [first, last] = [Math.min(...main), Math.max(...main)];
-    return { before: hooksIn(0, first), among: hooksIn(first, last + 1), after: hooksIn(last + 1, seq.length), mainCreated: createdRefs(events).filter((r) => !HOOKS.includes(r)).sort() };
+    return {
+      before: hooksIn(0, first),
+      among: hooksIn(first, last + 1),
+      after: hooksIn(last + 1, seq.length),
+      mainCreated: createdRefs(events)
+        .filter((r) => !HOOKS.includes(r))
+        .sort(),
+    };
   };
   const chart = async (v: string) => servePinned(files, `/ingress-nginx-${v}.tgz`, await readTree(join(FIXTURES, `ingress-nginx-${v}`)));
 
@@ -140,7 +154,13 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const release = `ingress-nginx-${t.runId}`;
     const createJob = `jobs/${release}-admission-create`;
     const patchJob = `jobs/${release}-admission-patch`;
-    const spec: BundleDeploymentSpec = { installNamespace: ns, format: 'helm', sources: await chart('4.15.0'), config: { helm: { releaseName: release, values: valuesFor(release, ns) } }, upgrade: { onFailure: 'Rollback' } };
+    const spec: BundleDeploymentSpec = {
+      installNamespace: ns,
+      format: 'helm',
+      sources: await chart('4.15.0'),
+      config: { helm: { releaseName: release, values: valuesFor(release, ns) } },
+      upgrade: { onFailure: 'Rollback' },
+    };
 
     // the namespace exists (an install into a new one is a test of its own, below)
     await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -173,15 +193,23 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const upgrade = await jobs(upgradeFrom, windowFrom);
     const after = await jobs(windowFrom);
     // each hook Job created once per transition, by Hoist, the pre hook before the post hook
-    for (const [what, w] of [['install', install], ['upgrade', upgrade]] as const) {
+    for (const [what, w] of [
+      ['install', install],
+      ['upgrade', upgrade],
+    ] as const) {
       expect(createdRefs(w), `${what}:\n${showAudit(w)}`).toEqual([createJob, patchJob]);
-      expect(w.filter(isCreate).map((e) => e.userAgent), what).toEqual([`hoist/test-${t.runId}`, `hoist/test-${t.runId}`]);
+      expect(
+        w.filter(isCreate).map((e) => e.userAgent),
+        what,
+      ).toEqual([`hoist/test-${t.runId}`, `hoist/test-${t.runId}`]);
     }
     // and never again: nobody creates or deletes a hook Job once the upgrade is done
     expect(showAudit(after)).toBe('');
 
     // no reconcile was ever queued for a change of a hook Job (their deletion by the TTL controller included)
-    const hookJobEvents = t.log.since(startMark).filter((r) => r.msg === 'managed object changed' && r.bd === bd && /admission-(create|patch)/.test(String(r.why)));
+    const hookJobEvents = t.log
+      .since(startMark)
+      .filter((r) => r.msg === 'managed object changed' && r.bd === bd && /admission-(create|patch)/.test(String(r.why)));
     expect(hookJobEvents.map((r) => String(r.why))).toEqual([]);
     // no reconcile and no status write after the upgrade was done: the hooks' deletion is nobody's business
     const lines = t.log.since(mark);
@@ -189,15 +217,27 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     // no reconcile changed anything; a no-op one (changed=0) was seen once under load with no
     // managed-object event behind it (cause not found yet; see the closing note of issue 24) and
     // is tolerated, but never a write: the BD's own writes are checked right below
-    expect(lines.filter((r) => isReconciled(r, bd) && Number(r.changed) > 0).map((r) => `${new Date(r.time).toISOString()} changed=${String(r.changed)} note=${String(r.note)}`)).toEqual([]);
-    const bdWrites = (await auditEvents(audit, windowFrom, hoist)).filter((e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.name === bd && !['get', 'list', 'watch'].includes(e.verb));
+    expect(
+      lines
+        .filter((r) => isReconciled(r, bd) && Number(r.changed) > 0)
+        .map((r) => `${new Date(r.time).toISOString()} changed=${String(r.changed)} note=${String(r.note)}`),
+    ).toEqual([]);
+    const bdWrites = (await auditEvents(audit, windowFrom, hoist)).filter(
+      (e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.name === bd && !['get', 'list', 'watch'].includes(e.verb),
+    );
     expect(showAudit(bdWrites)).toBe('');
 
     // status records each transition's runs; nothing is under way
     const final = await t.get(bd);
     const jobRuns = (n: number) => runs(hooksOf(final, n)).filter((r) => r.includes(' Job '));
-    expect(jobRuns(1)).toEqual([expect.stringMatching(`^pre-install Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-install Job ${release}-admission-patch Succeeded`)]);
-    expect(jobRuns(2)).toEqual([expect.stringMatching(`^pre-upgrade Job ${release}-admission-create Succeeded`), expect.stringMatching(`^post-upgrade Job ${release}-admission-patch Succeeded`)]);
+    expect(jobRuns(1)).toEqual([
+      expect.stringMatching(`^pre-install Job ${release}-admission-create Succeeded`),
+      expect.stringMatching(`^post-install Job ${release}-admission-patch Succeeded`),
+    ]);
+    expect(jobRuns(2)).toEqual([
+      expect.stringMatching(`^pre-upgrade Job ${release}-admission-create Succeeded`),
+      expect.stringMatching(`^post-upgrade Job ${release}-admission-patch Succeeded`),
+    ]);
     expect(final?.status?.transition).toBeUndefined();
     // hook-succeeded (and the TTL controller): no hook Job is left
     expect(await t.client.get(JOB, `${release}-admission-create`, ns)).toBeUndefined();
@@ -215,11 +255,28 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
     const valuesFile = join(home, 'values.json');
     await writeFile(valuesFile, JSON.stringify(valuesFor(release, ns)));
     try {
-      const helmInstall = normalize(await helmStep(home, ns, ['install', release, join(FIXTURES, 'ingress-nginx-4.15.0'), '--create-namespace', '--wait', '--timeout', '4m', '--values', valuesFile], release), release);
-      const helmUpgrade = normalize(await helmStep(home, ns, ['upgrade', release, join(FIXTURES, 'ingress-nginx-4.15.1'), '--wait', '--timeout', '4m', '--values', valuesFile], release), release);
-      for (const [what, ours, theirs] of [['install', install, helmInstall], ['upgrade', upgrade, helmUpgrade]] as const) {
+      const helmInstall = normalize(
+        await helmStep(
+          home,
+          ns,
+          ['install', release, join(FIXTURES, 'ingress-nginx-4.15.0'), '--create-namespace', '--wait', '--timeout', '4m', '--values', valuesFile],
+          release,
+        ),
+        release,
+      );
+      const helmUpgrade = normalize(
+        await helmStep(home, ns, ['upgrade', release, join(FIXTURES, 'ingress-nginx-4.15.1'), '--wait', '--timeout', '4m', '--values', valuesFile], release),
+        release,
+      );
+      for (const [what, ours, theirs] of [
+        ['install', install, helmInstall],
+        ['upgrade', upgrade, helmUpgrade],
+      ] as const) {
         const msg = `${what}\nHoist:\n${showAudit(ours)}\nhelm:\n${showAudit(theirs)}`;
-        expect(createdRefs(ours).filter((r) => HOOKS.includes(r)), msg).toEqual(createdRefs(theirs).filter((r) => HOOKS.includes(r)));
+        expect(
+          createdRefs(ours).filter((r) => HOOKS.includes(r)),
+          msg,
+        ).toEqual(createdRefs(theirs).filter((r) => HOOKS.includes(r)));
         expect(around(theirs).before.length, msg).toBeGreaterThan(0);
         expect(around(ours), msg).toEqual(around(theirs));
         expect(around(ours).among, msg).toEqual([]);
@@ -237,11 +294,21 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a public chart: 
 async function helmStep(home: string, ns: string, args: string[], clusterPrefix?: string, expectFailure = false): Promise<AuditEvent[]> {
   const from = await offset();
   const done = run(toolPath('helm'), [...args, '--namespace', ns, '--kubeconfig', kubeconfigPath()], {
-    env: { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') },
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    },
     timeout: 300_000,
     maxBuffer: 16 * 1024 * 1024,
   });
-  if (expectFailure) await done.then(() => expect.fail(`helm ${args.join(' ')} succeeded`), () => undefined);
+  if (expectFailure)
+    await done.then(
+      () => expect.fail(`helm ${args.join(' ')} succeeded`),
+      () => undefined,
+    );
   else await done;
   return writesIn(ns, (ua) => /^helm\//i.test(ua), from, undefined, clusterPrefix);
 }
@@ -256,7 +323,10 @@ const PRE_UPGRADE = ['serviceaccounts/hooked-hooks', 'jobs/hooked-schema'];
 /** pre hooks in order, then the main set (any order), then post hooks in order */
 function expectHelmOrder(created: readonly string[], pre: readonly string[], what: string): void {
   const hooks = [...pre, ...POST];
-  expect(created.filter((r) => hooks.includes(r)), what).toEqual(hooks);
+  expect(
+    created.filter((r) => hooks.includes(r)),
+    what,
+  ).toEqual(hooks);
   expect([...created.filter((r) => MAIN.includes(r))].sort(), what).toEqual([...MAIN].sort());
   const idx = (r: string) => created.indexOf(r);
   const lastPre = Math.max(...pre.map(idx));
@@ -291,7 +361,13 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
 
   it('install: pre-install hooks one at a time to completion before any main object exists, post-install hooks after the main set is ready', async () => {
     const from = await offset();
-    await t.create(bd(), { installNamespace: ns(), format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }), upgrade: { onFailure: 'Rollback' } });
+    await t.create(bd(), {
+      installNamespace: ns(),
+      format: 'helm',
+      sources: await chart('/hooked-app.tgz'),
+      config: values({ version: '1' }),
+      upgrade: { onFailure: 'Rollback' },
+    });
     const done = await waitSucceeded(bd(), 'revision 1 installed and healthy', 180_000);
 
     const w = (hoistSteps.install = await writesIn(ns(), hoist, from));
@@ -299,20 +375,31 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect(createdRefs(w).length, showAudit(w)).toBe(PRE_INSTALL.length + MAIN.length + POST.length);
 
     // one at a time: each pre hook Job complete before the next hook is created, all of them before the first main object
-    const complete = (name: string) => rv(tl.first('Job', name, (o) => hasCondition(o, 'Complete')), `Job ${name} Complete`);
+    const complete = (name: string) =>
+      rv(
+        tl.first('Job', name, (o) => hasCondition(o, 'Complete')),
+        `Job ${name} Complete`,
+      );
     const created = (kind: string, name: string) => rv(tl.created(kind, name), `${kind} ${name} created`);
     expect(complete('hooked-migrate')).toBeLessThan(created('Job', 'hooked-schema'));
     const firstMain = [created('ConfigMap', 'hooked-config'), created('Service', 'hooked'), created('Deployment', 'hooked')].reduce((a, b) => (a < b ? a : b));
     expect(complete('hooked-schema')).toBeLessThan(firstMain);
     // post hooks once the main set is ready (helm --wait)
-    const available = rv(tl.first('Deployment', 'hooked', (o) => hasCondition(o, 'Available')), 'Deployment hooked Available');
+    const available = rv(
+      tl.first('Deployment', 'hooked', (o) => hasCondition(o, 'Available')),
+      'Deployment hooked Available',
+    );
     expect(created('Job', 'hooked-check')).toBeGreaterThan(available);
     expect(complete('hooked-check')).toBeLessThan(created('ConfigMap', 'hooked-report'));
 
     // hook-succeeded hooks are gone; the others stay, marked as hooks of this BD and not as its objects
     expect(await t.client.get(JOB, 'hooked-migrate', ns())).toBeUndefined();
     expect(await t.client.get(JOB, 'hooked-check', ns())).toBeUndefined();
-    for (const [type, name] of [[JOB, 'hooked-schema'], [SA, 'hooked-hooks'], [CM, 'hooked-report']] as const) {
+    for (const [type, name] of [
+      [JOB, 'hooked-schema'],
+      [SA, 'hooked-hooks'],
+      [CM, 'hooked-report'],
+    ] as const) {
       const o = await t.client.get(type, name, ns());
       expect(o?.metadata.labels?.[LABEL_HOOK_OF], `${type.kind} ${name}`).toBe(bd());
       expect(o?.metadata.labels?.[LABEL_OWNER_NAME], `${type.kind} ${name}`).toBeUndefined();
@@ -341,7 +428,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   });
 
   it('upgrade: pre-upgrade hooks re-created (delete, then create) before the main set changes, post-upgrade hooks after', async () => {
-    const before = { config: await t.client.get(CM, 'hooked-config', ns()), deploy: await t.client.get(DEPLOY, 'hooked', ns()), svc: await t.client.get(SVC, 'hooked', ns()) };
+    const before = {
+      config: await t.client.get(CM, 'hooked-config', ns()),
+      deploy: await t.client.get(DEPLOY, 'hooked', ns()),
+      svc: await t.client.get(SVC, 'hooked', ns()),
+    };
     const from = await offset();
     await t.patchSpec(bd(), { config: values({ version: '2' }) });
     const done = await waitSucceeded(bd(), 'revision 2 installed and healthy', 180_000, (b) => b.status?.activeRevision?.number === 2);
@@ -365,7 +456,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect(createdRefs(w)).not.toContain('jobs/hooked-migrate'); // pre-install only
 
     // the schema Job ran to completion before the main ConfigMap changed
-    const schema = (await t.client.get(JOB, 'hooked-schema', ns())) as KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } };
+    const schema = (await t.client.get(JOB, 'hooked-schema', ns())) as KubeObject & {
+      spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } };
+    };
     expect(schema.spec.template.spec.containers[0]!.env).toContainEqual({ name: 'APP_VERSION', value: '2' });
     const schemaDone = tl.first('Job', 'hooked-schema', (o) => o.metadata.uid === schema.metadata.uid && hasCondition(o, 'Complete'));
     const configChanged = tl.first('ConfigMap', 'hooked-config', (o) => (o as KubeObject & { data?: Record<string, string> }).data?.version === '2');
@@ -387,7 +480,11 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
   it('a failing pre-upgrade Job fails the upgrade: the installed revision untouched, rolled back per onFailure', async () => {
     const snap = async () => {
       const out: Record<string, { uid?: string; rv?: string; data?: unknown }> = {};
-      for (const [type, name] of [[CM, 'hooked-config'], [DEPLOY, 'hooked'], [SVC, 'hooked']] as const) {
+      for (const [type, name] of [
+        [CM, 'hooked-config'],
+        [DEPLOY, 'hooked'],
+        [SVC, 'hooked'],
+      ] as const) {
         const o = (await t.client.get(type, name, ns())) as (KubeObject & { data?: unknown }) | undefined;
         out[`${type.kind} ${name}`] = { uid: o?.metadata.uid, rv: o?.metadata.resourceVersion, data: o?.data };
       }
@@ -411,12 +508,17 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect(before['ConfigMap hooked-config']?.data).toEqual({ version: '2' });
     // the Job failed as kwok's stage made it, and was deleted for it (hook-failed); no post-upgrade
     // hook ran; the revision rolled back to ran its post-rollback hook, as helm rollback does
-    const failedJob = tl.first('Job', 'hooked-schema', (o) => ((o.status as { conditions?: Array<{ type: string; status: string; reason?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Failed' && c.status === 'True' && c.reason === 'BackoffLimitExceeded'));
+    const failedJob = tl.first('Job', 'hooked-schema', (o) =>
+      ((o.status as { conditions?: Array<{ type: string; status: string; reason?: string }> } | undefined)?.conditions ?? []).some(
+        (c) => c.type === 'Failed' && c.status === 'True' && c.reason === 'BackoffLimitExceeded',
+      ),
+    );
     expect(failedJob, 'the schema Job Failed (BackoffLimitExceeded)').toBeDefined();
     await waitUntil('the failed schema Job deleted (hook-failed)', async () => (await t.client.get(JOB, 'hooked-schema', ns())) === undefined);
     const w = (hoistSteps.failedUpgrade = await writesIn(ns(), hoist, from));
     expect(createdRefs(w), showAudit(w)).toEqual(['serviceaccounts/hooked-hooks', 'jobs/hooked-schema', 'jobs/hooked-rollback']);
-    const rollbackJob = tl.created('Job', 'hooked-rollback')?.object as (KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } }) | undefined;
+    const rollbackJob = tl.created('Job', 'hooked-rollback')?.object as
+      (KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } } }) | undefined;
     expect(rollbackJob?.spec.template.spec.containers[0]!.env, "revision 2's post-rollback hook").toContainEqual({ name: 'APP_VERSION', value: '2' });
     await waitUntil('the post-rollback Job deleted (hook-succeeded)', async () => (await t.client.get(JOB, 'hooked-rollback', ns())) === undefined);
     const allRuns = [...(rolled.status?.revisions ?? []).flatMap((r) => r.hooks ?? []), ...(rolled.status?.transition?.hooks ?? [])];
@@ -424,7 +526,9 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect(failedRuns, JSON.stringify(rolled.status)).toHaveLength(1);
     expect(failedRuns[0]?.message).toContain('BackoffLimitExceeded');
     expect(failedRuns[0]?.deleted, 'hook-failed recorded').toBe(true);
-    expect(runs(allRuns.filter((h) => h.event === 'post-rollback')), JSON.stringify(rolled.status)).toEqual(['post-rollback Job hooked-rollback Succeeded deleted']);
+    expect(runs(allRuns.filter((h) => h.event === 'post-rollback')), JSON.stringify(rolled.status)).toEqual([
+      'post-rollback Job hooked-rollback Succeeded deleted',
+    ]);
   }, 240_000);
 
   it('uninstall: the pre-delete hook runs to completion before any object is deleted', async () => {
@@ -436,11 +540,21 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     expect(cleanup, showAudit(w)).toBeGreaterThanOrEqual(0);
     expect(firstDelete, showAudit(w)).toBeGreaterThan(cleanup);
     // complete before the first main object went (a deletionTimestamp or gone)
-    const cleanupDone = rv(tl.first('Job', 'hooked-cleanup', (o) => hasCondition(o, 'Complete')), 'cleanup Job Complete');
-    const firstGone = tl.events.find((e) => MAIN.includes(`${e.kind.toLowerCase()}s/${e.name}`) && (e.type === 'DELETED' || !!e.object.metadata.deletionTimestamp));
+    const cleanupDone = rv(
+      tl.first('Job', 'hooked-cleanup', (o) => hasCondition(o, 'Complete')),
+      'cleanup Job Complete',
+    );
+    const firstGone = tl.events.find(
+      (e) => MAIN.includes(`${e.kind.toLowerCase()}s/${e.name}`) && (e.type === 'DELETED' || !!e.object.metadata.deletionTimestamp),
+    );
     expect(cleanupDone).toBeLessThan(rv(firstGone, 'a main object deleted'));
     // everything of the release is gone, the cleanup Job too (hook-succeeded)
-    for (const [type, name] of [[CM, 'hooked-config'], [DEPLOY, 'hooked'], [SVC, 'hooked'], [JOB, 'hooked-cleanup']] as const) {
+    for (const [type, name] of [
+      [CM, 'hooked-config'],
+      [DEPLOY, 'hooked'],
+      [SVC, 'hooked'],
+      [JOB, 'hooked-cleanup'],
+    ] as const) {
       await waitUntil(`${type.kind} ${name} gone`, async () => (await t.client.get(type, name, ns())) === undefined, 60_000);
     }
   }, 240_000);
@@ -451,9 +565,14 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
     await t.create(name, { installNamespace: name, format: 'helm', sources: await chart('/hooked-app.tgz'), config: values({ version: '1' }) });
     try {
       await waitSucceeded(name, 'installed into a new namespace', 180_000);
-      const w = (await auditEvents(audit, from, hoist)).filter((e) => isCreate(e) && (e.objectRef?.resource === 'namespaces' ? e.objectRef.name === name : e.objectRef?.namespace === name));
+      const w = (await auditEvents(audit, from, hoist)).filter(
+        (e) => isCreate(e) && (e.objectRef?.resource === 'namespaces' ? e.objectRef.name === name : e.objectRef?.namespace === name),
+      );
       expect(w.map(auditRef)[0], showAudit(w)).toBe(`namespaces/${name}`);
-      expect(w.map(auditRef).filter((r) => PRE_INSTALL.includes(r)), showAudit(w)).toEqual(PRE_INSTALL);
+      expect(
+        w.map(auditRef).filter((r) => PRE_INSTALL.includes(r)),
+        showAudit(w),
+      ).toEqual(PRE_INSTALL);
     } finally {
       await deleteBundleDeployment(t.client, name, 180_000);
     }
@@ -461,7 +580,8 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
 
   it('the real helm (install --wait, upgrade --wait, a failing upgrade --atomic, uninstall) runs the same hooks in the same order as Hoist', async () => {
     const { install, upgrade, failedUpgrade, uninstall } = hoistSteps;
-    if (!install || !upgrade || !failedUpgrade || !uninstall) throw new Error(`Hoist's steps did not all run (see the tests above): ${Object.keys(hoistSteps).join(', ')}`);
+    if (!install || !upgrade || !failedUpgrade || !uninstall)
+      throw new Error(`Hoist's steps did not all run (see the tests above): ${Object.keys(hoistSteps).join(', ')}`);
     const ns2 = `helm-${t.runId}`;
     const home = await mkdtemp(join(tmpdir(), 'hoist-helm-home-'));
     const step = (args: string[], expectFailure = false) => helmStep(home, ns2, args, undefined, expectFailure);
@@ -476,19 +596,37 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written 
       expect(createdRefs(upgrade), `Hoist:\n${showAudit(upgrade)}\nhelm:\n${showAudit(helmUpgrade)}`).toEqual(createdRefs(helmUpgrade));
 
       // helm's --atomic rolls a failed upgrade back, as onFailure: Rollback does
-      const helmFailed = await step(['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true'], true);
+      const helmFailed = await step(
+        ['upgrade', RELEASE, HOOKED_APP, '--atomic', '--wait', '--timeout', '2m', '--set', 'version=3', '--set', 'failUpgradeHook=true'],
+        true,
+      );
       expect(createdRefs(failedUpgrade), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(createdRefs(helmFailed));
-      expect(deletes(failedUpgrade).map(auditRef), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(deletes(helmFailed).map(auditRef));
+      expect(deletes(failedUpgrade).map(auditRef), `Hoist:\n${showAudit(failedUpgrade)}\nhelm:\n${showAudit(helmFailed)}`).toEqual(
+        deletes(helmFailed).map(auditRef),
+      );
 
       const helmUninstall = await step(['uninstall', RELEASE, '--wait', '--timeout', '4m']);
-      for (const [who, w] of [['Hoist', uninstall], ['helm', helmUninstall]] as const) {
+      for (const [who, w] of [
+        ['Hoist', uninstall],
+        ['helm', helmUninstall],
+      ] as const) {
         const cleanup = w.findIndex((e) => auditRef(e) === 'jobs/hooked-cleanup' && isCreate(e));
         const firstDelete = w.findIndex((e) => MAIN.includes(auditRef(e)) && e.verb === 'delete');
         expect(cleanup, `${who}:\n${showAudit(w)}`).toBeGreaterThanOrEqual(0);
         expect(firstDelete, `${who}: the pre-delete hook first\n${showAudit(w)}`).toBeGreaterThan(cleanup);
       }
       expect(createdRefs(uninstall)).toEqual(createdRefs(helmUninstall));
-      expect(deletes(uninstall).map(auditRef).filter((r) => MAIN.includes(r)).sort()).toEqual(deletes(helmUninstall).map(auditRef).filter((r) => MAIN.includes(r)).sort());
+      expect(
+        deletes(uninstall)
+          .map(auditRef)
+          .filter((r) => MAIN.includes(r))
+          .sort(),
+      ).toEqual(
+        deletes(helmUninstall)
+          .map(auditRef)
+          .filter((r) => MAIN.includes(r))
+          .sort(),
+      );
     } finally {
       await t.client.delete({ apiVersion: 'v1', kind: 'Namespace' }, ns2, undefined).catch(() => undefined);
       await rm(home, { recursive: true, force: true });

@@ -95,7 +95,12 @@ describe('helm valuesFrom a Secret', () => {
     // changed: watched, so a new revision without any spec change
     await writeSecret('db-values', t.namespace, `db:\n  password: ${second}\n`);
     await until(async () => (await renderedPassword(name)) === second, 'the new password installed', 20_000);
-    const after = await t.waitFor(name, (b) => isDone(b) && (b.status?.activeRevision?.number ?? 0) > (done.status?.activeRevision?.number ?? 0), 'a new revision', 30_000);
+    const after = await t.waitFor(
+      name,
+      (b) => isDone(b) && (b.status?.activeRevision?.number ?? 0) > (done.status?.activeRevision?.number ?? 0),
+      'a new revision',
+      30_000,
+    );
     expect(after.metadata.generation).toBe(done.metadata.generation);
 
     for (const secret of [first, second]) {
@@ -111,7 +116,12 @@ describe('helm valuesFrom a Secret', () => {
     cleanup.push(() => t.client.delete(NS, tenant, undefined));
     await t.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'installer', namespace: tenant } } as KubeObject);
     // ConfigMaps only: no right to read Secrets
-    await t.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'installer', namespace: tenant }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'installer', namespace: tenant },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+    } as KubeObject);
     await t.client.create({
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
@@ -123,7 +133,13 @@ describe('helm valuesFrom a Secret', () => {
     await writeSecret('db-values', tenant, `db:\n  password: ${hidden}\n`);
 
     const name = `vf-forbidden-${t.runId}`;
-    await t.create(name, { installNamespace: tenant, serviceAccount: { name: 'installer' }, format: 'helm', sources: [source], config: { helm: { releaseName: 'rel', valuesFrom: [{ kind: 'Secret', name: 'db-values' }] } } });
+    await t.create(name, {
+      installNamespace: tenant,
+      serviceAccount: { name: 'installer' },
+      format: 'helm',
+      sources: [source],
+      config: { helm: { releaseName: 'rel', valuesFrom: [{ kind: 'Secret', name: 'db-values' }] } },
+    });
     const failed = await t.waitFor(name, (b) => cond(b, 'Resolved')?.status === 'False', 'the resolve refused', 60_000);
     const resolved = cond(failed, 'Resolved')!;
     expect(resolved.reason, describeStatus(failed)).toBe('ResolveFailed');

@@ -29,7 +29,21 @@ let cacheDir: string;
 const procs: ChildProcess[] = [];
 
 function startHoist(extra: string[] = []): HoistProcess {
-  const p = startHoistRun(['--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', cacheDir, '--cache-max-size', '256Mi', '--fetch-timeout', '2m', ...extra]);
+  const p = startHoistRun([
+    '--kubeconfig',
+    kubeconfigPath(),
+    '--namespace',
+    ns,
+    '--selector',
+    selector,
+    '--cache-dir',
+    cacheDir,
+    '--cache-max-size',
+    '256Mi',
+    '--fetch-timeout',
+    '2m',
+    ...extra,
+  ]);
   procs.push(p.child);
   return p;
 }
@@ -68,7 +82,12 @@ describe('hoist run', () => {
     const portB = await b.port;
     expect((await http(portB, '/healthz')).status).toBe(200);
 
-    const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name: `run-${run}`, labels: { 'hoist.test/run': run } }, spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/app.tgz') } }] } };
+    const bd = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: `run-${run}`, labels: { 'hoist.test/run': run } },
+      spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/app.tgz') } }] },
+    };
     await client.create(bd as unknown as KubeObject);
     await until(async () => {
       const live = (await client.get({ apiVersion: API_VERSION, kind: KIND }, `run-${run}`)) as unknown as BundleDeployment | undefined;
@@ -84,11 +103,15 @@ describe('hoist run', () => {
     // SIGTERM: the leader drains, releases the lease, exits 0; the standby takes over
     a.child.kill('SIGTERM');
     expect(await a.exit).toBe(0);
-    await until(async () => {
-      const l = await client.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'hoist-controller', ns);
-      const holder = (l?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
-      return holder && holder !== leaderA;
-    }, 'standby took over', 30_000);
+    await until(
+      async () => {
+        const l = await client.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'hoist-controller', ns);
+        const holder = (l?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+        return holder && holder !== leaderA;
+      },
+      'standby took over',
+      30_000,
+    );
     await until(async () => (await http(portB, '/readyz')).status === 200, 'standby ready');
 
     // the new leader reconciles: a drifted object is put back
@@ -107,11 +130,20 @@ describe('hoist run', () => {
     const body = JSON.stringify({ ref: 'refs/heads/main', repository: { clone_url: 'https://git.example/none.git' } });
     const deliver = async (id: string) => {
       const sig = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-      const r = await fetch(`http://127.0.0.1:${hookPort}/hooks/github`, { method: 'POST', body, headers: { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': sig } });
+      const r = await fetch(`http://127.0.0.1:${hookPort}/hooks/github`, {
+        method: 'POST',
+        body,
+        headers: { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': sig },
+      });
       return r.status;
     };
     expect(await deliver('before-secret')).toBe(401);
-    await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hoist-webhook', namespace: ns }, stringData: { github: secret } } as unknown as KubeObject);
+    await client.create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'hoist-webhook', namespace: ns },
+      stringData: { github: secret },
+    } as unknown as KubeObject);
     let n = 0;
     await until(async () => (await deliver(`after-secret-${n++}`)) === 202, 'delivery accepted once the Secret exists', 30_000);
     const metrics = (await http(metricsPort, '/metrics')).body;

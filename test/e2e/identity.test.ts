@@ -75,7 +75,13 @@ const clusterRole = (name: string): KubeObject => ({ ...CLUSTER_ROLE, metadata: 
 const inNamespace = (o: KubeObject, ns: string): KubeObject => ({ ...o, metadata: { ...o.metadata, namespace: ns } });
 
 const writes = (events: readonly AuditEvent[], resource: string, ns?: string) =>
-  events.filter((e) => ['create', 'patch', 'update', 'delete'].includes(e.verb) && e.objectRef?.resource === resource && !e.objectRef.subresource && (ns === undefined || e.objectRef.namespace === ns));
+  events.filter(
+    (e) =>
+      ['create', 'patch', 'update', 'delete'].includes(e.verb) &&
+      e.objectRef?.resource === resource &&
+      !e.objectRef.subresource &&
+      (ns === undefined || e.objectRef.namespace === ns),
+  );
 
 function crd(group: string): KubeObject {
   return {
@@ -98,7 +104,11 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     const role = unique('escape');
     cleanup(() => t.client.delete(CLUSTER_ROLE, role, undefined));
     const v1 = await serveBundle(files, '/tenant-v1.tgz', [configMap('app', { version: 'v1' })]);
-    const v2 = await serveBundle(files, '/tenant-v2.tgz', [configMap('app', { version: 'v2' }), clusterRole(role), inNamespace(configMap('planted', { x: 'y' }), other)]);
+    const v2 = await serveBundle(files, '/tenant-v2.tgz', [
+      configMap('app', { version: 'v2' }),
+      clusterRole(role),
+      inNamespace(configMap('planted', { x: 'y' }), other),
+    ]);
     const name = unique('tenant-app');
     await t.create(name, { installNamespace: tenant, serviceAccount: { name: 'installer' }, format: 'plain', sources: [v1] });
     await t.waitFor(name, isDone, 'v1 installed as the tenant account');
@@ -122,14 +132,21 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     // with the ConfigMap allowed, the ClusterRole is refused in its turn; nothing is created either
     await grantIn(other, tenant, 'installer', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }]);
     await t.patchSpec(name, { revisionHistoryLimit: 5 });
-    const refusedRole = await t.waitFor(name, (b) => b.metadata.generation === b.status?.observedGeneration && (cond(b, 'Installed')?.message.includes('ClusterRole') ?? false), 'the ClusterRole refused', 30_000);
+    const refusedRole = await t.waitFor(
+      name,
+      (b) => b.metadata.generation === b.status?.observedGeneration && (cond(b, 'Installed')?.message.includes('ClusterRole') ?? false),
+      'the ClusterRole refused',
+      30_000,
+    );
     expect(cond(refusedRole, 'Installed')!.message).toMatch(new RegExp(`rbac.authorization.k8s.io/v1 ClusterRole ${role}: (apply|get) refused`));
     expect(cond(refusedRole, 'Installed')!.message).toMatch(/cannot (patch|get) resource "clusterroles"/);
     expect(await t.client.get(CLUSTER_ROLE, role)).toBeUndefined();
     expect(await t.client.get(CM, 'planted', other)).toBeUndefined();
 
     // the same BD with enough rights installs (a spec change retries the held-back revision)
-    await grantClusterWide(tenant, 'installer', [{ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] }]);
+    await grantClusterWide(tenant, 'installer', [
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+    ]);
     await t.patchSpec(name, { revisionHistoryLimit: 4 });
     const installed = await t.waitFor(name, isDone, 'v2 installed once the account may', 30_000);
     expect(installed.status?.activeRevision?.number).toBe(2);
@@ -161,10 +178,17 @@ describe('a BundleDeployment acts as its ServiceAccount', () => {
     const cmWrites = writes(events, 'configmaps', tenant);
     const described = cmWrites.map((e) => `${e.verb} ${e.objectRef?.name} as ${e.impersonatedUser?.username ?? 'the controller'}`);
     // v1 applies both, v2 applies keep, prune deletes leaves, uninstall deletes keep
-    expect(described).toEqual(expect.arrayContaining([`patch keep as ${user}`, `patch leaves as ${user}`, `delete leaves as ${user}`, `delete keep as ${user}`]));
-    expect(cmWrites.every((e) => e.impersonatedUser?.username === user), described.join('\n')).toBe(true);
+    expect(described).toEqual(
+      expect.arrayContaining([`patch keep as ${user}`, `patch leaves as ${user}`, `delete leaves as ${user}`, `delete keep as ${user}`]),
+    );
+    expect(
+      cmWrites.every((e) => e.impersonatedUser?.username === user),
+      described.join('\n'),
+    ).toBe(true);
     // the BD's own status and finalizer, and its revision Secrets, stay the controller's
-    const own = events.filter((e) => e.objectRef?.resource === 'bundledeployments' || (e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace));
+    const own = events.filter(
+      (e) => e.objectRef?.resource === 'bundledeployments' || (e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace),
+    );
     expect(own.length).toBeGreaterThan(0);
     expect(own.every((e) => !e.impersonatedUser)).toBe(true);
   });
@@ -187,8 +211,14 @@ describe('hoist run --default-service-account', () => {
     const body = await serveBundle(files, '/defaulted.tgz', [configMap('app', { v: '1' }), clusterRole(role)]);
     const name = `${unique('defaulted')}`;
     await d.create(name, { installNamespace: tenant, format: 'plain', sources: [body] });
-    const refused = await d.waitFor(name, (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Installed')?.reason === 'ApplyFailed', 'refused as the default account');
-    expect(cond(refused, 'Installed')!.message).toMatch(new RegExp(`User "system:serviceaccount:${tenant}:hoist-default" cannot (patch|get) resource "clusterroles"`));
+    const refused = await d.waitFor(
+      name,
+      (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Installed')?.reason === 'ApplyFailed',
+      'refused as the default account',
+    );
+    expect(cond(refused, 'Installed')!.message).toMatch(
+      new RegExp(`User "system:serviceaccount:${tenant}:hoist-default" cannot (patch|get) resource "clusterroles"`),
+    );
     expect(await t.client.get(CLUSTER_ROLE, role)).toBeUndefined();
     expect(await t.client.get(CM, 'app', tenant)).toBeUndefined();
 
@@ -208,8 +238,20 @@ describe('deletes only what is provably ours', () => {
     const [pruned, kept, empty] = [unique('ns-pruned'), unique('ns-kept'), unique('ns-empty')];
     for (const n of [pruned, kept, empty]) cleanup(() => t.client.delete(NS, n, undefined));
     const nsObj = (n: string): KubeObject => ({ ...NS, metadata: { name: n } }) as KubeObject;
-    const v1 = await serveBundle(files, '/ns-v1.tgz', [nsObj(pruned), inNamespace(configMap('mine', { a: '1' }), pruned), nsObj(kept), inNamespace(configMap('mine', { a: '1' }), kept), nsObj(empty), inNamespace(configMap('mine', { a: '1' }), empty)]);
-    const v2 = await serveBundle(files, '/ns-v2.tgz', [nsObj(kept), inNamespace(configMap('mine', { a: '1' }), kept), nsObj(empty), inNamespace(configMap('mine', { a: '1' }), empty)]);
+    const v1 = await serveBundle(files, '/ns-v1.tgz', [
+      nsObj(pruned),
+      inNamespace(configMap('mine', { a: '1' }), pruned),
+      nsObj(kept),
+      inNamespace(configMap('mine', { a: '1' }), kept),
+      nsObj(empty),
+      inNamespace(configMap('mine', { a: '1' }), empty),
+    ]);
+    const v2 = await serveBundle(files, '/ns-v2.tgz', [
+      nsObj(kept),
+      inNamespace(configMap('mine', { a: '1' }), kept),
+      nsObj(empty),
+      inNamespace(configMap('mine', { a: '1' }), empty),
+    ]);
     const name = unique('namespaces');
     await t.create(name, { format: 'plain', sources: [v1] });
     await t.waitFor(name, isDone, 'v1 installed');
@@ -242,7 +284,9 @@ describe('deletes only what is provably ours', () => {
     const thief = unique('crd-thief');
     await t.create(thief, { format: 'plain', collisionProtection: 'None', deleteCRDsOnUninstall: true, sources: [body] });
     const refused = await t.waitFor(thief, (b) => cond(b, 'Installed')?.reason === 'ConflictingOwner', 'refused');
-    expect(cond(refused, 'Installed')!.message).toContain(`apiextensions.k8s.io/v1 CustomResourceDefinition widgets.${group} is owned by BundleDeployment ${owner}`);
+    expect(cond(refused, 'Installed')!.message).toContain(
+      `apiextensions.k8s.io/v1 CustomResourceDefinition widgets.${group} is owned by BundleDeployment ${owner}`,
+    );
     expect(cond(refused, 'Installed')!.message).toContain('collisionProtection None');
     const live = await t.client.get(CRD, `widgets.${group}`);
     expect(live?.metadata.labels).toMatchObject({ [LABEL_OWNER_NAME]: owner, [LABEL_LINEAGE]: owner });
@@ -268,12 +312,23 @@ describe('deletes only what is provably ours', () => {
     for (const s of stored) await c.client.delete(SECRET, s.metadata.name, c.namespace);
     await c.client.delete(BD_TYPE, name, undefined);
 
-    const restarted = await startController({ kubeconfig: kubeconfigPath(), namespace: c.namespace, cacheDir: c.cacheDir, log: pino({ level: 'silent' }), selector: `${TEST_LABEL}=${c.runId}`, userAgent: `hoist/test-${c.runId}` });
+    const restarted = await startController({
+      kubeconfig: kubeconfigPath(),
+      namespace: c.namespace,
+      cacheDir: c.cacheDir,
+      log: pino({ level: 'silent' }),
+      selector: `${TEST_LABEL}=${c.runId}`,
+      userAgent: `hoist/test-${c.runId}`,
+    });
     try {
-      await waitUntil('an UninstallFailed event', async () => {
-        const events = await c.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
-        return events.items.some((e) => (e as { reason?: string }).reason === 'UninstallFailed');
-      }, 30_000);
+      await waitUntil(
+        'an UninstallFailed event',
+        async () => {
+          const events = await c.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+          return events.items.some((e) => (e as { reason?: string }).reason === 'UninstallFailed');
+        },
+        30_000,
+      );
       const stuck = (await c.client.get(BD_TYPE, name)) as unknown as BundleDeployment | undefined;
       expect(stuck?.metadata.finalizers, describeStatus(stuck)).toContain(FINALIZER);
       expect((await c.client.get(CM, 'precious', tenant))?.data).toEqual({ v: '1' });

@@ -65,7 +65,10 @@ async function refused(name: string): Promise<{ bd: BundleDeployment; message: s
   return { bd, message: c.message };
 }
 
-const fingerprint = (pem: string): string => `sha256:${createHash('sha256').update(createPublicKey(pem).export({ type: 'spki', format: 'der' })).digest('hex')}`;
+const fingerprint = (pem: string): string =>
+  `sha256:${createHash('sha256')
+    .update(createPublicKey(pem).export({ type: 'spki', format: 'der' }))
+    .digest('hex')}`;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hoist-verify-'));
@@ -75,9 +78,20 @@ beforeAll(async () => {
   cosign = cosignCli(work, reg.pki!.caCertPath);
   trusted = await cosign.generate('trusted');
   stranger = await cosign.generate('stranger');
-  await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keys', namespace: t.namespace }, type: 'Opaque', stringData: { 'cosign.pub': trusted.pub, 'notes.txt': 'not a key' } } as unknown as KubeObject);
+  await t.client.create({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'keys', namespace: t.namespace },
+    type: 'Opaque',
+    stringData: { 'cosign.pub': trusted.pub, 'notes.txt': 'not a key' },
+  } as unknown as KubeObject);
   // any of several keys may match; a ConfigMap works as well as a Secret
-  await t.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'keys-cm', namespace: t.namespace }, data: { 'other.pub': stranger.pub, 'team.pub': trusted.pub } } as unknown as KubeObject);
+  await t.client.create({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'keys-cm', namespace: t.namespace },
+    data: { 'other.pub': stranger.pub, 'team.pub': trusted.pub },
+  } as unknown as KubeObject);
 }, 180_000);
 
 afterAll(async () => {
@@ -114,10 +128,21 @@ describe('image.verify with cosign', () => {
     // distribution v2 has no referrers API: cosign kept the referrers tag schema's index instead
     const index = await client.getManifest(parseReference(`${reg.host}/bundles/referred:${digest.replace(':', '-')}`), { stage: 'resolve' });
     expect(index.manifest.kind).toBe('index');
-    await expect(client.headManifest(parseReference(`${reg.host}/bundles/referred:${digest.replace(':', '-')}.sig`), { stage: 'resolve' })).rejects.toThrow(/not found/);
-    await t.create('referred', { installNamespace: ns('referred'), format: 'plain', sources: source(`${reg.host}/bundles/referred@${digest}`, { publicKeys: { configMapRef: { name: 'keys-cm' } } }) });
+    await expect(client.headManifest(parseReference(`${reg.host}/bundles/referred:${digest.replace(':', '-')}.sig`), { stage: 'resolve' })).rejects.toThrow(
+      /not found/,
+    );
+    await t.create('referred', {
+      installNamespace: ns('referred'),
+      format: 'plain',
+      sources: source(`${reg.host}/bundles/referred@${digest}`, { publicKeys: { configMapRef: { name: 'keys-cm' } } }),
+    });
     const bd = await t.waitFor('referred', isDone, 'installed');
-    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({ result: 'Verified', via: 'referrers', key: `ConfigMap ${t.namespace}/keys-cm key team.pub`, keyFingerprint: fingerprint(trusted.pub) });
+    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({
+      result: 'Verified',
+      via: 'referrers',
+      key: `ConfigMap ${t.namespace}/keys-cm key team.pub`,
+      keyFingerprint: fingerprint(trusted.pub),
+    });
   });
 
   it('refuses an unsigned image before unpacking it: nothing reaches the cluster', async () => {
@@ -145,9 +170,19 @@ describe('image.verify with cosign', () => {
   it('a key added to the keys Secret retries a refused verification, without a spec change', async () => {
     const digest = await pushApp('bundles/rotated', 'v1', 'rotated', 'rotated-1');
     await sign(stranger, `${reg.host}/bundles/rotated@${digest}`);
-    const keys = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keys-rotated', namespace: t.namespace }, type: 'Opaque', stringData: { 'cosign.pub': trusted.pub } };
+    const keys = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'keys-rotated', namespace: t.namespace },
+      type: 'Opaque',
+      stringData: { 'cosign.pub': trusted.pub },
+    };
     await t.client.create(keys as unknown as KubeObject);
-    const created = await t.create('rotated', { installNamespace: ns('rotated'), format: 'plain', sources: source(`${reg.host}/bundles/rotated:v1`, { publicKeys: { secretRef: { name: 'keys-rotated' } } }) });
+    const created = await t.create('rotated', {
+      installNamespace: ns('rotated'),
+      format: 'plain',
+      sources: source(`${reg.host}/bundles/rotated:v1`, { publicKeys: { secretRef: { name: 'keys-rotated' } } }),
+    });
     expect((await refused('rotated')).message).toContain('signature-untrusted');
     // settled on the refusal (a follow-up reconcile of our own status write would read the keys anyway)
     await t.idle({ quietMs: 1000 });
@@ -155,7 +190,11 @@ describe('image.verify with cosign', () => {
     await t.client.patch(keys as unknown as KubeObject, 'keys-rotated', t.namespace, { stringData: { 'signer.pub': stranger.pub } }, 'merge');
     const bd = await t.waitFor('rotated', isDone, 'installed after the key was added');
     expect(bd.metadata.generation).toBe(created.metadata.generation);
-    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({ result: 'Verified', key: `Secret ${t.namespace}/keys-rotated key signer.pub`, keyFingerprint: fingerprint(stranger.pub) });
+    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({
+      result: 'Verified',
+      key: `Secret ${t.namespace}/keys-rotated key signer.pub`,
+      keyFingerprint: fingerprint(stranger.pub),
+    });
     expect((await configMap('rotated', ns('rotated')))?.data?.value).toBe('rotated-1');
   });
 
@@ -183,7 +222,13 @@ describe('image.verify with cosign', () => {
     const digest = await pushApp('bundles/warned', 'v1', 'warned', 'warned-1');
     await t.create('warned', { installNamespace: ns('warned'), format: 'plain', sources: source(`${reg.host}/bundles/warned:v1`, { policy: 'Warn' }) });
     const bd = await t.waitFor('warned', isDone, 'installed despite no signature');
-    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({ provider: 'cosign', policy: 'Warn', result: 'Failed', digest, reason: 'signature-not-found' });
+    expect(bd.status?.resolvedSources?.[0]?.verification).toMatchObject({
+      provider: 'cosign',
+      policy: 'Warn',
+      result: 'Failed',
+      digest,
+      reason: 'signature-not-found',
+    });
     expect(cond(bd, 'Resolved')).toMatchObject({ status: 'True', message: `image ${digest} (signature NOT verified, policy Warn: signature-not-found)` });
     expect((await configMap('warned', ns('warned')))?.data?.value).toBe('warned-1');
   });
@@ -195,7 +240,11 @@ describe('image.verify with cosign', () => {
       await writeFile(join(chart, 'Chart.yaml'), `apiVersion: v2\nname: signed-chart\nversion: ${version}\n`);
       await writeFile(join(chart, 'templates', 'cm.yaml'), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-chart\ndata:\n  version: "${version}"\n`);
       await exec(toolPath('helm'), ['package', chart, '--destination', work], { env: { ...process.env, HOME: work } });
-      const { stderr, stdout } = await exec(toolPath('helm'), ['push', join(work, `signed-chart-${version}.tgz`), `oci://${reg.host}/charts`, '--ca-file', reg.pki!.caCertPath], { env: { ...process.env, HOME: work } });
+      const { stderr, stdout } = await exec(
+        toolPath('helm'),
+        ['push', join(work, `signed-chart-${version}.tgz`), `oci://${reg.host}/charts`, '--ca-file', reg.pki!.caCertPath],
+        { env: { ...process.env, HOME: work } },
+      );
       const m = /Digest: (sha256:[a-f0-9]{64})/.exec(`${stdout}\n${stderr}`);
       if (!m) throw new Error(`helm push printed no digest: ${stdout}${stderr}`);
       return m[1]!;

@@ -141,7 +141,10 @@ if ('unavailable' in engine) {
       };
       // podman names a registry-less image localhost/…; a cluster's runtime resolves the same name locally
       expect(`localhost/${deployment.spec.template.spec.containers[0]!.image}`).toBe(image.ref);
-      const inspect = JSON.parse(await podman(env, ['image', 'inspect', image.ref]))[0] as { Config: { User: string; Entrypoint: string[]; Env: string[] }; Size: number };
+      const inspect = JSON.parse(await podman(env, ['image', 'inspect', image.ref]))[0] as {
+        Config: { User: string; Entrypoint: string[]; Env: string[] };
+        Size: number;
+      };
       expect(inspect.Config.User).toBe('65532:65532');
       expect(inspect.Config.Entrypoint[0]).toBe('/usr/local/bin/node');
       // the memory settings bench/scale.ts measured (README, Scale)

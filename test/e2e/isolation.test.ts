@@ -60,10 +60,14 @@ async function waitFor(name: string, ok: (bd: BundleDeployment | undefined) => b
   const exited = hoist.exit.then((code) => {
     throw new Error(`the controller exited (${code ?? hoist.child.signalCode}) while ${name} waited to be ${what}: ${hoist.output().slice(-3000)}`);
   });
-  const found = until(async () => {
-    const bd = await get(name);
-    return ok(bd) && bd;
-  }, `${name}: ${what}`, ms).catch(async (e: unknown) => {
+  const found = until(
+    async () => {
+      const bd = await get(name);
+      return ok(bd) && bd;
+    },
+    `${name}: ${what}`,
+    ms,
+  ).catch(async (e: unknown) => {
     throw new Error(`${String(e)}: ${describeStatus(await get(name))}`);
   });
   return Promise.race([found, exited]);
@@ -92,7 +96,19 @@ beforeAll(async () => {
     work,
   } satisfies HostileServers);
   hoist = startHoistRun(
-    ['--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', `${TEST_LABEL}=${run}`, '--cache-dir', join(work, 'cache'), '--registries-conf', conf, ...chartRunFlags()],
+    [
+      '--kubeconfig',
+      kubeconfigPath(),
+      '--namespace',
+      ns,
+      '--selector',
+      `${TEST_LABEL}=${run}`,
+      '--cache-dir',
+      join(work, 'cache'),
+      '--registries-conf',
+      conf,
+      ...chartRunFlags(),
+    ],
     imageEnv(),
     deployedNodeFlags(),
   );

@@ -38,7 +38,10 @@ beforeAll(async () => {
   await writeFile(join(checkout, 'overlays/remote/kustomization.yaml'), 'resources:\n  - ../../base\n  - https://github.com/example/shop//base?ref=v1\n');
   await mkdir(join(checkout, 'overlays/plugin'));
   await writeFile(join(checkout, 'overlays/plugin/kustomization.yaml'), 'resources: [../../base]\ntransformers: [plugin.yaml]\n');
-  await writeFile(join(checkout, 'overlays/plugin/plugin.yaml'), 'apiVersion: example.com/v1\nkind: Pwn\nmetadata:\n  name: pwn\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /bin/true\n');
+  await writeFile(
+    join(checkout, 'overlays/plugin/plugin.yaml'),
+    'apiVersion: example.com/v1\nkind: Pwn\nmetadata:\n  name: pwn\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /bin/true\n',
+  );
   git('/', ['init', '-q', '--bare', '-b', 'main', join(repos, 'shop.git')]);
   git(checkout, ['init', '-q', '-b', 'main']);
   git(checkout, ['add', '-A']);
@@ -70,44 +73,54 @@ function kustomizeBuild(path: string, ns: string): KubeObject[] {
 }
 
 describe('format: kustomize from git', () => {
-  it.each(['overlays/prod', 'overlays/staging'])('%s installs exactly what kustomize build renders', async (path) => {
-    const name = `kz-${path.split('/')[1]}-${t.runId}`;
-    const ns = name;
-    await t.create(name, spec(ns, path));
-    const done = await t.waitFor(name, isDone, 'installed', 90_000);
+  it.each(['overlays/prod', 'overlays/staging'])(
+    '%s installs exactly what kustomize build renders',
+    async (path) => {
+      const name = `kz-${path.split('/')[1]}-${t.runId}`;
+      const ns = name;
+      await t.create(name, spec(ns, path));
+      const done = await t.waitFor(name, isDone, 'installed', 90_000);
 
-    const expected = kustomizeBuild(path, ns);
-    const stored = await new RevisionStore(t.client, t.namespace).load(name, done.status!.revisions!.at(-1)!);
-    const key = (o: KubeObject): string => `${o.kind}/${o.metadata.name}`;
-    expect(new Map(stored!.map((o) => [key(o), o]))).toEqual(new Map(expected.map((o) => [key(o), o])));
+      const expected = kustomizeBuild(path, ns);
+      const stored = await new RevisionStore(t.client, t.namespace).load(name, done.status!.revisions!.at(-1)!);
+      const key = (o: KubeObject): string => `${o.kind}/${o.metadata.name}`;
+      expect(new Map(stored!.map((o) => [key(o), o]))).toEqual(new Map(expected.map((o) => [key(o), o])));
 
-    // on the server as rendered: every object, the generated ConfigMap's data, the image
-    for (const o of expected) {
-      const live = (await t.client.get({ apiVersion: o.apiVersion, kind: o.kind }, o.metadata.name, ns)) as (KubeObject & Record<string, unknown>) | undefined;
-      expect(live, key(o)).toBeDefined();
-      if (o.kind === 'ConfigMap') expect(live!.data).toEqual((o as KubeObject & { data: unknown }).data);
-      if (o.kind === 'Deployment') expect(JSON.stringify(live!.spec)).toContain(path === 'overlays/prod' ? 'registry.example/shop-prod:1.0.3' : 'registry.example/shop:1.1-rc.2');
-    }
+      // on the server as rendered: every object, the generated ConfigMap's data, the image
+      for (const o of expected) {
+        const live = (await t.client.get({ apiVersion: o.apiVersion, kind: o.kind }, o.metadata.name, ns)) as
+          (KubeObject & Record<string, unknown>) | undefined;
+        expect(live, key(o)).toBeDefined();
+        if (o.kind === 'ConfigMap') expect(live!.data).toEqual((o as KubeObject & { data: unknown }).data);
+        if (o.kind === 'Deployment')
+          expect(JSON.stringify(live!.spec)).toContain(path === 'overlays/prod' ? 'registry.example/shop-prod:1.0.3' : 'registry.example/shop:1.1-rc.2');
+      }
 
-    // hoist render's preview of the same BundleDeployment: the controller's digest
-    const bd: BundleDeployment = { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: spec(ns, path) };
-    expect((await previewBundle(bd, { kubeconfig: kubeconfigPath() })).contentDigest).toBe(done.status?.contentDigest);
-  }, 150_000);
+      // hoist render's preview of the same BundleDeployment: the controller's digest
+      const bd: BundleDeployment = { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: spec(ns, path) };
+      expect((await previewBundle(bd, { kubeconfig: kubeconfigPath() })).contentDigest).toBe(done.status?.contentDigest);
+    },
+    150_000,
+  );
 
   it.each([
     ['overlays/remote', 'remote base "https://github.com/example/shop//base?ref=v1" (resources) is refused'],
     ['overlays/plugin', "external plugins disabled; unable to load external plugin 'Pwn'"],
-  ])('%s is refused with a clear condition, nothing applied', async (path, message) => {
-    const name = `kz-${path.split('/')[1]}-${t.runId}`;
-    await t.create(name, spec(name, path));
-    const failed = await t.waitFor(name, (b) => cond(b, 'Unpacked')?.status === 'False', 'refused', 90_000);
-    const unpacked = cond(failed, 'Unpacked')!;
-    expect(unpacked.reason, describeStatus(failed)).toBe('ProcessFailed');
-    expect(unpacked.message).toContain(message);
-    expect(unpacked.message).toContain('kustomize processor');
-    expect(cond(failed, 'Progressing')?.reason).toBe('Blocked');
-    expect(cond(failed, 'Installed')?.status).toBe('False');
-    const cms = await t.client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: name });
-    expect(cms.items.filter((c) => c.metadata.name !== 'kube-root-ca.crt')).toEqual([]);
-  }, 120_000);
+  ])(
+    '%s is refused with a clear condition, nothing applied',
+    async (path, message) => {
+      const name = `kz-${path.split('/')[1]}-${t.runId}`;
+      await t.create(name, spec(name, path));
+      const failed = await t.waitFor(name, (b) => cond(b, 'Unpacked')?.status === 'False', 'refused', 90_000);
+      const unpacked = cond(failed, 'Unpacked')!;
+      expect(unpacked.reason, describeStatus(failed)).toBe('ProcessFailed');
+      expect(unpacked.message).toContain(message);
+      expect(unpacked.message).toContain('kustomize processor');
+      expect(cond(failed, 'Progressing')?.reason).toBe('Blocked');
+      expect(cond(failed, 'Installed')?.status).toBe('False');
+      const cms = await t.client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: name });
+      expect(cms.items.filter((c) => c.metadata.name !== 'kube-root-ca.crt')).toEqual([]);
+    },
+    120_000,
+  );
 });

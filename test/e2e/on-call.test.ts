@@ -56,7 +56,11 @@ afterAll(async () => {
 });
 
 /** runs a verb in-process with the test's kubeconfig (and the controller's namespace) */
-async function hoist(verb: (args: string[], io: Io) => Promise<number>, args: string[], opts: { namespaced?: boolean } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function hoist(
+  verb: (args: string[], io: Io) => Promise<number>,
+  args: string[],
+  opts: { namespaced?: boolean } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = { code: 0, stdout: '', stderr: '' };
   const io: Io = { out: (s) => void (r.stdout += s), err: (s) => void (r.stderr += s) };
   r.code = await verb([...args, '--kubeconfig', kubeconfigPath(), ...(opts.namespaced ? ['-n', t.namespace] : [])], io);
@@ -64,16 +68,23 @@ async function hoist(verb: (args: string[], io: Io) => Promise<number>, args: st
 }
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
-const valueOf = async (name: string, ns: string) => ((await t.client.get(CM, name, ns)) as (KubeObject & { data?: Record<string, string> }) | undefined)?.data?.value;
+const valueOf = async (name: string, ns: string) =>
+  ((await t.client.get(CM, name, ns)) as (KubeObject & { data?: Record<string, string> }) | undefined)?.data?.value;
 
 describe('hoist retry and hoist reconcile', () => {
   it('a revision rolled back after a refusing admission webhook is retried once per request, and installs once the fault is gone', async () => {
     const bd = `retry-${t.runId}`;
     const ns = `retry-${t.runId}`;
     const label = { 'hoist.test/retry': t.runId };
-    const settings = (value: string) => ({ 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }) });
+    const settings = (value: string) => ({
+      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }),
+    });
     let refuse = false;
-    webhook = await startAdmissionWebhook((r) => (refuse && r.object?.data?.value === 'two' ? { allowed: false, status: { code: 400, reason: 'BadRequest', message: 'value two is not allowed by policy' } } : { allowed: true }));
+    webhook = await startAdmissionWebhook((r) =>
+      refuse && r.object?.data?.value === 'two'
+        ? { allowed: false, status: { code: 400, reason: 'BadRequest', message: 'value two is not allowed by policy' } }
+        : { allowed: true },
+    );
     await guardConfigMaps(t.client, `hoist-test-retry-${t.runId}`, label, webhook, 5);
     const reviewsOfTwo = () => webhook!.requests.filter((r) => r.object?.data?.value === 'two').length;
 
@@ -127,8 +138,25 @@ describe('hoist retry and hoist reconcile', () => {
     const bd = `blocked-${t.runId}`;
     const ns = `blocked-${t.runId}`;
     // a Deployment no node takes: never available; nothing to roll back to, so Blocked at the deadline
-    const stuck = stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'stuck' }, spec: { replicas: 1, selector: { matchLabels: { app: 'stuck' } }, template: { metadata: { labels: { app: 'stuck' } }, spec: { nodeSelector: { 'hoist.test/no-such-node': 'true' }, containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } } } });
-    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade: { progressDeadline: '3s' }, sources: await servePinned(files, `/${bd}.tgz`, { 'deploy.yaml': stuck }) });
+    const stuck = stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'stuck' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'stuck' } },
+        template: {
+          metadata: { labels: { app: 'stuck' } },
+          spec: { nodeSelector: { 'hoist.test/no-such-node': 'true' }, containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+        },
+      },
+    });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      upgrade: { progressDeadline: '3s' },
+      sources: await servePinned(files, `/${bd}.tgz`, { 'deploy.yaml': stuck }),
+    });
     const blocked = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked', 'Blocked at the deadline', 60_000);
     const first = blocked.status!.activeRevision!.appliedAt!;
     const r = await hoist(retry, [bd, '--timeout', '60s']);
@@ -161,7 +189,12 @@ describe('hoist retry and hoist reconcile', () => {
     const bd = `follows-${t.runId}`;
     const ns = `follows-${t.runId}`;
     await commit('one');
-    await t.create(bd, { installNamespace: ns, format: 'plain', pollInterval: '1h', sources: [{ kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref: { branch: 'main' }, directory: 'manifests' } }] });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      pollInterval: '1h',
+      sources: [{ kind: 'git', git: { repository: `${gitServer.url}/app.git`, ref: { branch: 'main' }, directory: 'manifests' } }],
+    });
     await t.waitFor(bd, isDone, 'the first commit installed', 60_000);
 
     const c2 = await commit('two');
@@ -184,13 +217,20 @@ describe('hoist tree, hoist events and the inventory', () => {
     const ns = `tree-${t.runId}`;
     const bd = `rollouts-tree-${t.runId}`;
     // argo-rollouts, its one Deployment asking for a node that does not exist: it never becomes available
-    const docs = parseAllDocuments(isolatePlain(readFileSync(new URL('plain/argo-rollouts-v1.8.4/install.yaml', FIXTURES), 'utf8'), id)).map((d) => d.toJS() as KubeObject);
+    const docs = parseAllDocuments(isolatePlain(readFileSync(new URL('plain/argo-rollouts-v1.8.4/install.yaml', FIXTURES), 'utf8'), id)).map(
+      (d) => d.toJS() as KubeObject,
+    );
     const deployment = docs.find((d) => d.kind === 'Deployment')! as KubeObject & { spec: { template: { spec: Record<string, unknown> } } };
     deployment.spec.template.spec.nodeSelector = { 'hoist.test/no-such-node': 'true' };
     const body = await tarGz({ 'install.yaml': docs.map((d) => stringify(d)).join('---\n') });
     files.set(`/${bd}.tgz`, body);
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${bd}.tgz`), sha256: sha256(body) } }] });
-    const installed = await t.waitFor(bd, (b) => b.status?.activeRevision !== undefined && cond(b, 'Healthy')?.status === 'False', 'installed, not healthy', 90_000);
+    const installed = await t.waitFor(
+      bd,
+      (b) => b.status?.activeRevision !== undefined && cond(b, 'Healthy')?.status === 'False',
+      'installed, not healthy',
+      90_000,
+    );
 
     // the inventory in status is the revision's objects
     const stored = await new RevisionStore(t.client, t.namespace).load(bd, installed.status!.activeRevision!);
@@ -199,8 +239,14 @@ describe('hoist tree, hoist events and the inventory', () => {
     expect(installed.status?.activeRevision?.inventory?.entries).toHaveLength(15);
 
     // once the Deployment's controller and the scheduler have said why
-    const live = async () => (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argo-rollouts', ns)) as KubeObject & { status?: { conditions?: Array<{ type: string; status: string; message?: string }> } };
-    await waitUntil('the Deployment reports Available=False', async () => (await live())?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'False') ?? false);
+    const live = async () =>
+      (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argo-rollouts', ns)) as KubeObject & {
+        status?: { conditions?: Array<{ type: string; status: string; message?: string }> };
+      };
+    await waitUntil(
+      'the Deployment reports Available=False',
+      async () => (await live())?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'False') ?? false,
+    );
     const available = (await live()).status!.conditions!.find((c) => c.type === 'Available')!;
 
     const out = await hoist(tree, [bd], { namespaced: true });
@@ -218,7 +264,15 @@ describe('hoist tree, hoist events and the inventory', () => {
     // phases in apply order: the CRDs' phase before the Deployment's
     expect(rows.findIndex((l) => l.startsWith('crds'))).toBeLessThan(rows.findIndex((l) => l.startsWith('deploy')));
     const onlyNotReady = await hoist(tree, [bd, '--not-ready', '-o', 'json'], { namespaced: true });
-    expect((JSON.parse(onlyNotReady.stdout) as Array<{ kind: string; name: string; health: string; phase: string; owner: string }>).map((o) => [o.kind, o.name, o.health, o.phase, o.owner])).toEqual([['Deployment', 'argo-rollouts', 'InProgress', 'deploy', bd]]);
+    expect(
+      (JSON.parse(onlyNotReady.stdout) as Array<{ kind: string; name: string; health: string; phase: string; owner: string }>).map((o) => [
+        o.kind,
+        o.name,
+        o.health,
+        o.phase,
+        o.owner,
+      ]),
+    ).toEqual([['Deployment', 'argo-rollouts', 'InProgress', 'deploy', bd]]);
 
     // events: the BD's own and the unready Deployment's pod's (FailedScheduling), oldest first
     await waitUntil('the scheduler has reported the pod', async () => {

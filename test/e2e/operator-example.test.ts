@@ -38,7 +38,12 @@ let ns: string;
 async function serveVersions(id: string): Promise<void> {
   const read = (v: string): string => isolatePlain(readFileSync(new URL(`plain/argo-rollouts-${v}/install.yaml`, FIXTURES), 'utf8'), id);
   // the API server refuses a Deployment without containers: the build is broken
-  const refused = stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'rollouts-dashboard' }, spec: { selector: { matchLabels: { app: 'd' } }, template: { metadata: { labels: { app: 'd' } }, spec: { containers: [] } } } });
+  const refused = stringify({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'rollouts-dashboard' },
+    spec: { selector: { matchLabels: { app: 'd' } }, template: { metadata: { labels: { app: 'd' } }, spec: { containers: [] } } },
+  });
   const extra = stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'rollouts-fix' }, data: { fixed: 'true' } });
   files.set('/argo-rollouts-1.8.4.tgz', await tarGz({ 'install.yaml': read('v1.8.4') }));
   files.set('/argo-rollouts-1.9.1.tgz', await tarGz({ 'install.yaml': read('v1.9.1') }));
@@ -53,10 +58,14 @@ async function operator(): Promise<Operator> {
 async function waitOperator(what: string, pred: (s: OperatorStatus) => boolean, timeoutMs = 120_000): Promise<OperatorStatus> {
   let last: Operator | undefined;
   try {
-    await waitUntil(what, async () => {
-      last = await operator();
-      return last.status?.observedGeneration === last.metadata.generation && pred(last.status ?? {});
-    }, timeoutMs);
+    await waitUntil(
+      what,
+      async () => {
+        last = await operator();
+        return last.status?.observedGeneration === last.metadata.generation && pred(last.status ?? {});
+      },
+      timeoutMs,
+    );
   } catch (e) {
     throw new Error(`${(e as Error).message}\n${JSON.stringify(last?.status, null, 2)}`);
   }
@@ -76,7 +85,9 @@ async function bdsOfOperator(): Promise<string[]> {
 }
 
 async function env(): Promise<Record<string, string>> {
-  const d = (await t.client.get(DEPLOY, 'argo-rollouts', ns)) as unknown as { spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value: string }> }> } } } };
+  const d = (await t.client.get(DEPLOY, 'argo-rollouts', ns)) as unknown as {
+    spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value: string }> }> } } };
+  };
   return Object.fromEntries((d.spec.template.spec.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
 }
 
@@ -129,7 +140,10 @@ describe('examples/operator on Hoist', () => {
     expect(uids2.size).toBe(15);
 
     await setSpec({ version: '1.9.2-broken' });
-    s = await waitOperator('broken build rolled back', (st) => st.lastFailure?.version === '1.9.2-broken' && progressing(st)?.reason === 'RolledBack' && progressing(st)?.status === 'False');
+    s = await waitOperator(
+      'broken build rolled back',
+      (st) => st.lastFailure?.version === '1.9.2-broken' && progressing(st)?.reason === 'RolledBack' && progressing(st)?.status === 'False',
+    );
     // reported upward: the BundleDeployment's own reason and message
     expect(s.lastFailure).toMatchObject({ reason: 'ApplyFailed' });
     expect(s.lastFailure!.message).toContain('rollouts-dashboard');
@@ -137,7 +151,7 @@ describe('examples/operator on Hoist', () => {
     expect(s.installedVersion).toBe('1.9.1');
     expect(s.bundleDeployment).toBe(second);
     // the operator deletes the failed BundleDeployment once it has reported the failure
-    await waitUntil('the broken build\'s BundleDeployment deleted', async () => (await bdsOfOperator()).join() === second);
+    await waitUntil("the broken build's BundleDeployment deleted", async () => (await bdsOfOperator()).join() === second);
     const back = (await t.client.get(BD_TYPE, second)) as unknown as BundleDeployment;
     expect(cond(back, 'Installed')?.status).toBe('True');
     // what the broken build applied before its refusal carries its label until the deleted BD's

@@ -19,7 +19,6 @@ import { waitUntil } from '../support/wait.ts';
 
 const SA = { apiVersion: 'v1', kind: 'ServiceAccount' } as const;
 
-
 const { t, files, cleanup } = controllerWithFiles();
 
 function ns(prefix: string): string {
@@ -65,12 +64,15 @@ describe('handover between BundleDeployments of one lineage', () => {
     expect(cond(loser, 'Installed')).toMatchObject({ status: 'False', reason: 'Conflict' });
     expect(cond(loser, 'Installed')!.message).toContain(bdName('app-v2'));
 
-    for (const [type, name, uid] of [[CM, 'app-config', uids.config], [SA, 'app', uids.sa]] as const) {
+    for (const [type, name, uid] of [
+      [CM, 'app-config', uids.config],
+      [SA, 'app', uids.sa],
+    ] as const) {
       const live = await t.client.get(type, name, namespace);
       expect(live?.metadata.uid, `${name} kept its UID`).toBe(uid);
       expect(live?.metadata.labels).toMatchObject({ [LABEL_OWNER_NAME]: bdName('app-v2'), [LABEL_LINEAGE]: lineage });
     }
-    expect((await t.client.get(CM, 'app-config', namespace) as unknown as { data: Record<string, string> }).data).toEqual({ version: 'v2' });
+    expect(((await t.client.get(CM, 'app-config', namespace)) as unknown as { data: Record<string, string> }).data).toEqual({ version: 'v2' });
     expect(await ownedBy(bdName('app-v2'), namespace)).toEqual(['app-config', 'v2-only']);
 
     // the loser writes nothing while it loses
@@ -131,13 +133,35 @@ describe('a BundleDeployment named after a labelled lineage', () => {
     const alice = `alice-${t.runId}`;
     const rbac = (kind: string, name: string, rules: unknown[], subject: Record<string, string>, where?: string) => [
       { apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name, ...(where ? { namespace: where } : {}) }, rules },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: `${kind}Binding`, metadata: { name, ...(where ? { namespace: where } : {}) }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name }, subjects: [subject] },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: `${kind}Binding`,
+        metadata: { name, ...(where ? { namespace: where } : {}) },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name },
+        subjects: [subject],
+      },
     ];
     const grants = [
-      ...rbac('Role', 'installer', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }], { kind: 'ServiceAccount', name: 'installer', namespace }, namespace),
+      ...rbac(
+        'Role',
+        'installer',
+        [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+        { kind: 'ServiceAccount', name: 'installer', namespace },
+        namespace,
+      ),
       // alice may create BundleDeployments and act as installer in her namespace; she has no use on any lineage
-      ...rbac('ClusterRole', alice, [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list', 'watch', 'create'] }], { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }),
-      ...rbac('Role', alice, [{ apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['installer'], verbs: ['impersonate'] }], { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice }, namespace),
+      ...rbac('ClusterRole', alice, [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list', 'watch', 'create'] }], {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'User',
+        name: alice,
+      }),
+      ...rbac(
+        'Role',
+        alice,
+        [{ apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['installer'], verbs: ['impersonate'] }],
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: alice },
+        namespace,
+      ),
     ];
     const policyName = `hoist-tenancy-${t.runId}`;
     const [policy, binding] = tenancyPolicy({ name: policyName, controllerUser: await whoAmI(t.client) });
@@ -150,7 +174,11 @@ describe('a BundleDeployment named after a labelled lineage', () => {
       // the labelled lineage, by its administrator
       const lineage = bdName('shop');
       const v1 = await serveBundle(files, '/named-v1.tgz', [configMap('app-config', { owner: 'team-b' })]);
-      await t.create(bdName('shop-v1'), { installNamespace: namespace, format: 'plain', sources: [v1], serviceAccount: { name: 'installer' } }, { [LABEL_LINEAGE]: lineage, ...scope });
+      await t.create(
+        bdName('shop-v1'),
+        { installNamespace: namespace, format: 'plain', sources: [v1], serviceAccount: { name: 'installer' } },
+        { [LABEL_LINEAGE]: lineage, ...scope },
+      );
       await t.waitFor(bdName('shop-v1'), isDone, 'the labelled member installed');
       const uid = await uidOf(t.client, CM, 'app-config', namespace);
       await pastSecondOf(t.client, BD_TYPE, bdName('shop-v1')); // what alice creates is strictly newer
@@ -158,7 +186,11 @@ describe('a BundleDeployment named after a labelled lineage', () => {
       const asAlice = t.client.impersonate(alice);
       const evil = await serveBundle(files, '/named-evil.tgz', [configMap('app-config', { owner: 'alice' })]);
       const aliceBD = (name: string, labels: Record<string, string>) =>
-        ({ ...BD_TYPE, metadata: { name, labels: { [TEST_LABEL]: t.runId, ...scope, ...labels } }, spec: { installNamespace: namespace, format: 'plain', sources: [evil], serviceAccount: { name: 'installer' } } }) as unknown as KubeObject;
+        ({
+          ...BD_TYPE,
+          metadata: { name, labels: { [TEST_LABEL]: t.runId, ...scope, ...labels } },
+          spec: { installNamespace: namespace, format: 'plain', sources: [evil], serviceAccount: { name: 'installer' } },
+        }) as unknown as KubeObject;
       // through the label she is refused at admission (once the policy and her grants are in force)
       await waitUntil('the tenancy policy refuses alice the lineage label', async () => {
         const err = await asAlice.create(aliceBD(bdName('shop-label'), { [LABEL_LINEAGE]: lineage })).then(
@@ -176,7 +208,9 @@ describe('a BundleDeployment named after a labelled lineage', () => {
       await asAlice.create(aliceBD(lineage, {}));
       const refused = await t.waitFor(lineage, (b) => cond(b, 'Installed')?.reason === 'Conflict', 'the namesake is refused');
       expect(cond(refused, 'Installed')).toMatchObject({ status: 'False', reason: 'Conflict' });
-      expect(cond(refused, 'Installed')!.message).toContain(`lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${bdName('shop-v1')})`);
+      expect(cond(refused, 'Installed')!.message).toContain(
+        `lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${bdName('shop-v1')})`,
+      );
       expect(cond(refused, 'Installed')!.message).toContain(`use on lineages.core.rukpak.io ${lineage}`);
       expect(refused.status?.activeRevision).toBeUndefined();
 
@@ -245,7 +279,10 @@ describe('objects created by kubectl apply (client-side)', () => {
     expect(managersOf(adoptBefore)).toContain('kubectl-client-side-apply');
 
     // Prevent (the default): refused, nothing changed, nothing created
-    const rev1 = await serveBundle(files, '/kc-1.tgz', [configMap('adopt-me', { a: '2', legacy: 'old' }, { tool: 'kubectl', keep: 'yes' }), configMap('kc-new', { n: '1' })]);
+    const rev1 = await serveBundle(files, '/kc-1.tgz', [
+      configMap('adopt-me', { a: '2', legacy: 'old' }, { tool: 'kubectl', keep: 'yes' }),
+      configMap('kc-new', { n: '1' }),
+    ]);
     await t.create(bdName('adopter'), { installNamespace: namespace, format: 'plain', sources: [rev1] });
     let bd = await t.waitFor(bdName('adopter'), (b) => cond(b, 'Installed')?.reason === 'ConflictingOwner', 'refused under Prevent');
     expect(cond(bd, 'Installed')!.message).toContain(`v1 ConfigMap ${namespace}/adopt-me`);
@@ -283,7 +320,11 @@ describe('objects created by kubectl apply (client-side)', () => {
     await t.create(bdName('other'), { installNamespace: namespace, format: 'plain', sources: [other] });
     await t.waitFor(bdName('other'), isDone, 'other installed');
     const otherOwnBefore = await t.client.get(CM, 'other-own', namespace);
-    const rev3 = await serveBundle(files, '/kc-3.tgz', [configMap('adopt-me', { a: '2' }, { keep: 'yes' }), configMap('kc-new', { n: '1' }), configMap('other-own', { o: 'stolen' })]);
+    const rev3 = await serveBundle(files, '/kc-3.tgz', [
+      configMap('adopt-me', { a: '2' }, { keep: 'yes' }),
+      configMap('kc-new', { n: '1' }),
+      configMap('other-own', { o: 'stolen' }),
+    ]);
     await t.patchSpec(bdName('adopter'), { sources: [rev3] });
     bd = await t.waitFor(bdName('adopter'), (b) => cond(b, 'Installed')?.reason === 'ConflictingOwner', 'refused another lineage');
     expect(cond(bd, 'Installed')!.message).toContain(`v1 ConfigMap ${namespace}/other-own`);

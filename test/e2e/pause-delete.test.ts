@@ -14,7 +14,6 @@ import { sleep } from '../support/wait.ts';
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
 const EVENT = { apiVersion: 'v1', kind: 'Event' } as const;
 
-
 const { t, files, cleanup } = controllerWithFiles();
 
 function unique(prefix: string): string {
@@ -70,11 +69,17 @@ describe('paused', () => {
     expect(cond(bd, 'Paused')).toMatchObject({ status: 'True', reason: 'Paused' });
 
     // a hotfix by hand: pod template annotation, env var, and a node selector that leaves the new pod pending
-    await t.client.patch(DEPLOY, 'web', ns, [
-      { op: 'replace', path: '/spec/template/metadata/annotations/hoist.test~1color', value: 'red' },
-      { op: 'replace', path: '/spec/template/spec/containers/0/env/0/value', value: 'red' },
-      { op: 'replace', path: '/spec/template/spec/nodeSelector/type', value: 'nowhere' },
-    ], 'json');
+    await t.client.patch(
+      DEPLOY,
+      'web',
+      ns,
+      [
+        { op: 'replace', path: '/spec/template/metadata/annotations/hoist.test~1color', value: 'red' },
+        { op: 'replace', path: '/spec/template/spec/containers/0/env/0/value', value: 'red' },
+        { op: 'replace', path: '/spec/template/spec/nodeSelector/type', value: 'nowhere' },
+      ],
+      'json',
+    );
     const edited = await templateOf(ns);
     expect(edited).toMatchObject({ color: 'red', env: 'red', node: 'nowhere' });
 
@@ -93,7 +98,12 @@ describe('paused', () => {
 
     const since = new Date(Date.now() - 1000).toISOString();
     await t.patchSpec(name, { paused: false });
-    bd = await t.waitFor(name, (b) => isDone(b) && cond(b, 'Paused')?.status === 'False' && cond(b, 'Healthy')?.status === 'True', 'unpaused, reverted, healthy', 90_000);
+    bd = await t.waitFor(
+      name,
+      (b) => isDone(b) && cond(b, 'Paused')?.status === 'False' && cond(b, 'Healthy')?.status === 'True',
+      'unpaused, reverted, healthy',
+      90_000,
+    );
     const reverted = await templateOf(ns);
     expect(reverted).toMatchObject({ color: 'blue', env: 'blue', node: 'kwok', uid: installed.uid });
 
@@ -101,7 +111,10 @@ describe('paused', () => {
     let events: KubeObject[] = [];
     for (let i = 0; i < 50 && events.length === 0; i++) {
       const list = await t.client.list(EVENT, { namespace: 'default', fieldSelector: `involvedObject.uid=${uid}` });
-      events = list.items.filter((e) => (e as unknown as { reason: string }).reason === 'DriftCorrected' && (e as unknown as { lastTimestamp: string }).lastTimestamp >= since.slice(0, 19));
+      events = list.items.filter(
+        (e) =>
+          (e as unknown as { reason: string }).reason === 'DriftCorrected' && (e as unknown as { lastTimestamp: string }).lastTimestamp >= since.slice(0, 19),
+      );
       if (events.length === 0) await sleep(100);
     }
     expect(events, 'a DriftCorrected event after unpause').toHaveLength(1);

@@ -14,7 +14,9 @@ import { isolatePlain } from '../support/upgrade-fixtures.ts';
 const UPSTREAM = readFileSync(new URL('../../testdata/fixtures/plain/argo-rollouts-v1.8.4/install.yaml', import.meta.url), 'utf8');
 
 const cm = (name: string, data: Record<string, string>) =>
-  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`;
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data)
+    .map(([k, v]) => `  ${k}: "${v}"`)
+    .join('\n')}\n`;
 
 const { t, files } = controllerWithFiles();
 
@@ -25,7 +27,11 @@ describe('plain bundle over http', () => {
     const body = await tarGz({ 'install.yaml': rollouts });
     files.set('/rollouts.tgz', body);
     const ns = `rollouts-${t.runId}`;
-    await t.create('rollouts', { installNamespace: ns, format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }] });
+    await t.create('rollouts', {
+      installNamespace: ns,
+      format: 'plain',
+      sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }],
+    });
     const bd = await t.waitFor('rollouts', (b) => cond(b, 'Installed')?.status === 'True', 'installed', 90_000);
     expect(cond(bd, 'Resolved')).toMatchObject({ status: 'True', reason: 'Resolved', observedGeneration: 1 });
     expect(cond(bd, 'Unpacked')).toMatchObject({ status: 'True', reason: 'Unpacked', observedGeneration: 1 });

@@ -20,7 +20,11 @@ import { isolateGroup, isolatePlain } from '../support/upgrade-fixtures.ts';
 const FIXTURES = join(import.meta.dirname, '../../testdata/fixtures');
 
 /** serves a fixture directory, each file's text rewritten (cluster-scoped names made this file's own) */
-async function serveDir(path: string, dir: string, rewrite: (text: string) => string = (x) => x): Promise<{ kind: 'http'; http: { url: string; sha256: string } }> {
+async function serveDir(
+  path: string,
+  dir: string,
+  rewrite: (text: string) => string = (x) => x,
+): Promise<{ kind: 'http'; http: { url: string; sha256: string } }> {
   const out: Record<string, string> = {};
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (e.isFile()) out[relative(dir, join(e.parentPath, e.name))] = rewrite(await readFile(join(e.parentPath, e.name), 'utf8'));
@@ -36,7 +40,13 @@ describe('preview equals controller', () => {
   const cases: Array<[string, () => Promise<BundleDeploymentSpec>]> = [
     // the controller applies what it stored: CRDs and cluster roles other files install too (at
     // the same time) are renamed for this file
-    ['plain', async () => ({ format: 'plain', sources: [await serveDir('/plain.tgz', join(FIXTURES, 'plain', 'argo-rollouts-v1.9.1'), (x) => isolatePlain(x, `pv${t.runId}`))] })],
+    [
+      'plain',
+      async () => ({
+        format: 'plain',
+        sources: [await serveDir('/plain.tgz', join(FIXTURES, 'plain', 'argo-rollouts-v1.9.1'), (x) => isolatePlain(x, `pv${t.runId}`))],
+      }),
+    ],
     [
       'helm',
       async () => ({
@@ -46,7 +56,17 @@ describe('preview equals controller', () => {
       }),
     ],
     // the operator renamed too: its cluster roles (named after the CSV) are formats.test.ts's otherwise
-    ['registry-v1', async () => ({ format: 'registry-v1', sources: [await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'), (x) => isolateGroup(x, `pv${t.runId}`).replaceAll('argocd-operator', `argocd-operator-pv${t.runId}`))] })],
+    [
+      'registry-v1',
+      async () => ({
+        format: 'registry-v1',
+        sources: [
+          await serveDir('/rv1.tgz', join(FIXTURES, 'registry-v1', 'argocd-operator.v0.6.0'), (x) =>
+            isolateGroup(x, `pv${t.runId}`).replaceAll('argocd-operator', `argocd-operator-pv${t.runId}`),
+          ),
+        ],
+      }),
+    ],
   ];
 
   it.each(cases)('%s: same objects, namespaces and content digest', async (format, specOf) => {

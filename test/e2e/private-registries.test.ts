@@ -38,7 +38,10 @@ const procs: ChildProcess[] = [];
 async function push(ca: string | undefined, insecure: string[], ref: string, name: string): Promise<string> {
   const c = new RegistryClient({ ...(ca ? { ca } : {}), insecureHosts: insecure });
   try {
-    const layer = await writeLayer([{ name: 'cm.yaml', data: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  a: "1"\n` }], join(work, `layer-${name}`));
+    const layer = await writeLayer(
+      [{ name: 'cm.yaml', data: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  a: "1"\n` }],
+      join(work, `layer-${name}`),
+    );
     return (await pushImage(c, parseReference(ref), [layer], { stage: 'fetch' })).digest;
   } finally {
     await c.close();
@@ -46,7 +49,12 @@ async function push(ca: string | undefined, insecure: string[], ref: string, nam
 }
 
 async function createBD(name: string, ref: string): Promise<void> {
-  const bd = { apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: { 'hoist.test/run': run } }, spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'image', image: { ref } }] } };
+  const bd = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name, labels: { 'hoist.test/run': run } },
+    spec: { installNamespace: ns, format: 'plain', sources: [{ kind: 'image', image: { ref } }] },
+  };
   await client.create(bd as unknown as KubeObject);
 }
 
@@ -82,7 +90,20 @@ describe('hoist run with --ca-dir and --registries-conf', () => {
     const conf = join(work, 'registries.conf');
     await writeFile(conf, `[[registry]]\nlocation = "127.0.0.1:${closed}"\n[[registry.mirror]]\nlocation = "${mirror.host}/quay"\ninsecure = true\n`);
 
-    const p = startHoistRun(['--kubeconfig', kubeconfigPath(), '--namespace', ns, '--selector', selector, '--cache-dir', join(work, 'cache'), '--ca-dir', certs, '--registries-conf', conf]);
+    const p = startHoistRun([
+      '--kubeconfig',
+      kubeconfigPath(),
+      '--namespace',
+      ns,
+      '--selector',
+      selector,
+      '--cache-dir',
+      join(work, 'cache'),
+      '--ca-dir',
+      certs,
+      '--registries-conf',
+      conf,
+    ]);
     procs.push(p.child);
     await p.port;
 

@@ -104,7 +104,12 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     );
     expect(unready).toMatch(/Ready=False ContainersNotReady .*readiness probe of web failing/);
     // Healthy names it too, once the revision has been unready a while
-    const named = await t.waitFor(bd, (b) => /readiness probe of web failing/.test(cond(b, 'Healthy')?.message ?? ''), 'Healthy names the failing readiness probe', 120_000);
+    const named = await t.waitFor(
+      bd,
+      (b) => /readiness probe of web failing/.test(cond(b, 'Healthy')?.message ?? ''),
+      'Healthy names the failing readiness probe',
+      120_000,
+    );
     expect(cond(named, 'Healthy')!.message).toMatch(new RegExp(`Deployment ${ns}/web: .*\\(pod web-\\S+: Ready=False ContainersNotReady`));
 
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back at progressDeadline', 180_000);
@@ -145,8 +150,17 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     expect(problem).toMatch(/^pod crasher-\S+: container web is CrashLoopBackOff \(restarted \d+ times; last exit code 1 \(Error\)\)$/);
     // and Healthy says so
     // (between two back-offs the kubelet shows the exit itself: "crash-looping", with the restarts)
-    const named = await t.waitFor(bd, (x) => /container web is (CrashLoopBackOff|crash-looping)/.test(cond(x, 'Healthy')?.message ?? ''), 'Healthy names the crash loop', 180_000);
-    expect(cond(named, 'Healthy')!.message).toMatch(new RegExp(`Deployment ${ns}/crasher: .*\\(pod crasher-\\S+: container web is (CrashLoopBackOff|crash-looping) \\(restarted \\d+ times; last exit code 1`));
+    const named = await t.waitFor(
+      bd,
+      (x) => /container web is (CrashLoopBackOff|crash-looping)/.test(cond(x, 'Healthy')?.message ?? ''),
+      'Healthy names the crash loop',
+      180_000,
+    );
+    expect(cond(named, 'Healthy')!.message).toMatch(
+      new RegExp(
+        `Deployment ${ns}/crasher: .*\\(pod crasher-\\S+: container web is (CrashLoopBackOff|crash-looping) \\(restarted \\d+ times; last exit code 1`,
+      ),
+    );
   }, 600_000);
   it('a Helm pre-upgrade hook Job whose container really exits 1 fails the upgrade, which is rolled back; its pre-install run succeeded', async () => {
     const bd = `real-hook-${t.runId}`;
@@ -184,18 +198,25 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
       });
     await t.create(bd, { installNamespace: ns, format: 'helm', sources: await chart('1.0.0', 0), upgrade: { onFailure: 'Rollback' } });
     const installed = await t.waitFor(bd, isDone, 'installed after its pre-install Job really ran', 180_000);
-    expect(installed.status?.revisions?.find((r) => r.number === 1)?.hooks).toEqual([expect.objectContaining({ event: 'pre-install', kind: 'Job', name: 'migrate', result: 'Succeeded' })]);
+    expect(installed.status?.revisions?.find((r) => r.number === 1)?.hooks).toEqual([
+      expect.objectContaining({ event: 'pre-install', kind: 'Job', name: 'migrate', result: 'Succeeded' }),
+    ]);
 
     await t.patchSpec(bd, { sources: await chart('2.0.0', 1) });
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'the failing pre-upgrade hook rolls the upgrade back', 180_000);
     expect(cond(rolled, 'Progressing')!.message).toMatch(new RegExp(`pre-upgrade hook batch/v1 Job ${ns}/migrate failed: job failed: BackoffLimitExceeded`));
     expect(rolled.status?.activeRevision?.number).toBe(1);
-    expect(rolled.status?.revisions?.find((r) => r.number === 2)?.hooks).toEqual([expect.objectContaining({ event: 'pre-upgrade', name: 'migrate', result: 'Failed' })]);
+    expect(rolled.status?.revisions?.find((r) => r.number === 2)?.hooks).toEqual([
+      expect.objectContaining({ event: 'pre-upgrade', name: 'migrate', result: 'Failed' }),
+    ]);
     // the container really ran and exited 1 on the real node; revision 1's ConfigMap is untouched
     const [hookPod] = (await t.client.list(POD, { namespace: ns, labelSelector: 'job-name=migrate' })).items;
     expect((hookPod?.spec as { nodeName?: string } | undefined)?.nodeName).toBe(node.name);
-    const terminated = (hookPod?.status as { containerStatuses?: Array<{ state?: { terminated?: { exitCode?: number } } }> }).containerStatuses?.[0]?.state?.terminated;
+    const terminated = (hookPod?.status as { containerStatuses?: Array<{ state?: { terminated?: { exitCode?: number } } }> }).containerStatuses?.[0]?.state
+      ?.terminated;
     expect(terminated?.exitCode).toBe(1);
-    expect((await t.client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns))?.data).toEqual({ version: '1.0.0' });
+    expect((await t.client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app', ns))?.data).toEqual({
+      version: '1.0.0',
+    });
   }, 600_000);
 });

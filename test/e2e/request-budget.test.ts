@@ -18,7 +18,18 @@ import { FIXTURES, isolatePlain } from '../support/upgrade-fixtures.ts';
 
 /** the upstream bundle with its API group and cluster-scoped names made unique to this file (other files install it too) */
 const rollouts = (id: string) => isolatePlain(readFileSync(new URL('plain/argo-rollouts-v1.8.4/install.yaml', FIXTURES), 'utf8'), id);
-const BUNDLE_RESOURCES = new Set(['customresourcedefinitions', 'serviceaccounts', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'configmaps', 'secrets', 'services', 'deployments']);
+const BUNDLE_RESOURCES = new Set([
+  'customresourcedefinitions',
+  'serviceaccounts',
+  'clusterroles',
+  'clusterrolebindings',
+  'roles',
+  'rolebindings',
+  'configmaps',
+  'secrets',
+  'services',
+  'deployments',
+]);
 
 function describeEvents(events: readonly AuditEvent[]): string {
   return events.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}`).join('\n');
@@ -26,7 +37,11 @@ function describeEvents(events: readonly AuditEvent[]): string {
 
 const writesOf = (events: readonly AuditEvent[]) => events.filter((e) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb));
 const bundleObject = (e: AuditEvent, ns: string) =>
-  !!e.objectRef?.resource && BUNDLE_RESOURCES.has(e.objectRef.resource) && !e.objectRef.subresource && (e.objectRef.namespace === ns || !e.objectRef.namespace) && !!e.objectRef.name;
+  !!e.objectRef?.resource &&
+  BUNDLE_RESOURCES.has(e.objectRef.resource) &&
+  !e.objectRef.subresource &&
+  (e.objectRef.namespace === ns || !e.objectRef.namespace) &&
+  !!e.objectRef.name;
 
 function delta(before: Partial<Record<RequestVerb, number>>, after: Partial<Record<RequestVerb, number>>): Partial<Record<RequestVerb, number>> {
   const out: Partial<Record<RequestVerb, number>> = {};
@@ -61,7 +76,11 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     const from = await audit.offset();
     const before = t.ctl.client.requests.snapshot();
 
-    await t.create('budget', { installNamespace: ns(), format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }] });
+    await t.create('budget', {
+      installNamespace: ns(),
+      format: 'plain',
+      sources: [{ kind: 'http', http: { url: files.url('/rollouts.tgz'), sha256: sha256(body) } }],
+    });
     await t.waitFor('budget', isDone, 'installed and healthy', 90_000);
     await settled(1000);
 
@@ -99,7 +118,13 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     // which revisions exist comes from the revision Secrets' watch, not a LIST per lookup (issue 10);
     // (the bundle's own Secret kind gets its managed-object watch, a cluster-wide list)
     // (the index's own watch may (re)list all revision Secrets once; a lookup names its BD: revision-of=<bd>)
-    const secretLists = events.filter((e) => e.verb === 'list' && e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace && decodeURIComponent(e.requestURI).includes('revision-of='));
+    const secretLists = events.filter(
+      (e) =>
+        e.verb === 'list' &&
+        e.objectRef?.resource === 'secrets' &&
+        e.objectRef.namespace === t.namespace &&
+        decodeURIComponent(e.requestURI).includes('revision-of='),
+    );
     expect(secretLists, describeEvents(secretLists)).toEqual([]);
     // the client's own counter saw the same writes
     expect(counted.apply ?? 0).toBe(applies.length);
@@ -115,12 +140,20 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
       apiVersion: 'v1',
       kind,
       metadata: { name: `app-${kind.toLowerCase()}` },
-      ...(kind === 'Service' ? { spec: { clusterIP: 'None', selector: { app: 'x' }, ports: [{ port: 80 }] } } : kind === 'ConfigMap' ? { data: { k: 'v' } } : {}),
+      ...(kind === 'Service'
+        ? { spec: { clusterIP: 'None', selector: { app: 'x' }, ports: [{ port: 80 }] } }
+        : kind === 'ConfigMap'
+          ? { data: { k: 'v' } }
+          : {}),
     }));
     const body = await tarGz({ 'app.yaml': app.map((o) => stringify(o)).join('---\n') });
     files.set('/app.tgz', body);
     const from = await audit.offset();
-    await t.create('budget-app', { installNamespace: ns(), format: 'plain', sources: [{ kind: 'http', http: { url: files.url('/app.tgz'), sha256: sha256(body) } }] });
+    await t.create('budget-app', {
+      installNamespace: ns(),
+      format: 'plain',
+      sources: [{ kind: 'http', http: { url: files.url('/app.tgz'), sha256: sha256(body) } }],
+    });
     await t.waitFor('budget-app', isDone, 'installed and healthy', 60_000);
     await settled(500);
     const events = await audit.since(from);
@@ -128,8 +161,14 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     const all = describeEvents(mine);
     // presumed new (no watch knows them): applied without force, created, never read
     expect(mine.filter((e) => e.verb === 'patch').length, all).toBe(3);
-    expect(mine.filter((e) => e.verb !== 'patch'), all).toEqual([]);
-    expect(events.filter((e) => e.verb === 'get' && e.objectRef?.resource === 'namespaces'), describeEvents(events)).toEqual([]);
+    expect(
+      mine.filter((e) => e.verb !== 'patch'),
+      all,
+    ).toEqual([]);
+    expect(
+      events.filter((e) => e.verb === 'get' && e.objectRef?.resource === 'namespaces'),
+      describeEvents(events),
+    ).toEqual([]);
   }, 90_000);
 
   it('a reconcile with nothing changed: zero writes, no per-object GETs', async () => {
@@ -145,7 +184,10 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     const counted = delta(before, t.ctl.client.requests.snapshot());
     console.log('no-change reconcile budget', JSON.stringify({ auditEvents: events.length, counter: counted }));
     expect(writesOf(events), describeEvents(events)).toEqual([]);
-    expect(events.filter((e) => e.verb === 'get' && bundleObject(e, ns())), describeEvents(events)).toEqual([]);
+    expect(
+      events.filter((e) => e.verb === 'get' && bundleObject(e, ns())),
+      describeEvents(events),
+    ).toEqual([]);
     expect(sumWrites(counted)).toBe(0);
     expect(counted.get ?? 0).toBe(0);
     expect(counted.list ?? 0).toBe(0);

@@ -19,7 +19,8 @@ const { t, files, sent } = controllerWithFiles();
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' };
 const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' };
 
-const deployment = (name: string, podSpec: Record<string, unknown> = {}, labels: Record<string, string> = {}): string => stringify(deploymentObject(name, podSpec, { labels }));
+const deployment = (name: string, podSpec: Record<string, unknown> = {}, labels: Record<string, string> = {}): string =>
+  stringify(deploymentObject(name, podSpec, { labels }));
 const REFUSED = deployment('no-containers', { containers: [] });
 
 const serve = (path: string, content: Record<string, string>) => servePinned(files, path, content);
@@ -80,7 +81,7 @@ describe('an upgrade the API server refuses', () => {
 
     // the failed content is not retried while the spec is unchanged: from the fixed point after the
     // rollback's writes, a window of 4 s (retries back off from ms, so a retry loop shows) sees no write
-    await t.settled(bd, mark, 'the rollback\'s own writes seen, a reconcile after them changed nothing');
+    await t.settled(bd, mark, "the rollback's own writes seen, a reconcile after them changed nothing");
     const from = sent.length;
     const applies = t.ctl.client.requests.count('apply');
     files.requests = 0;

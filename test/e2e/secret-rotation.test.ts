@@ -30,14 +30,25 @@ async function push(repo: string, tag: string, value: string): Promise<string> {
   const client = new RegistryClient({ ca: reg.pki!.caCert });
   try {
     const layer = await writeLayer([{ name: 'cm.yaml', data: cm(value) }], join(work, `layer-${seq++}.tgz`));
-    return (await pushImage(client, parseReference(`${reg.host}/${repo}:${tag}`), [layer], { stage: 'fetch', credential: { username: 'alice', password: USERS.alice } })).digest;
+    return (
+      await pushImage(client, parseReference(`${reg.host}/${repo}:${tag}`), [layer], {
+        stage: 'fetch',
+        credential: { username: 'alice', password: USERS.alice },
+      })
+    ).digest;
   } finally {
     await client.close();
   }
 }
 
 async function writePullSecret(user: keyof typeof USERS): Promise<void> {
-  const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pull', namespace: t.namespace }, type: 'kubernetes.io/dockerconfigjson', stringData: reg.dockerConfig(user, USERS[user], proxy.host) };
+  const body = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'pull', namespace: t.namespace },
+    type: 'kubernetes.io/dockerconfigjson',
+    stringData: reg.dockerConfig(user, USERS[user], proxy.host),
+  };
   const live = await t.client.get({ apiVersion: 'v1', kind: 'Secret' }, 'pull', t.namespace);
   if (live) await t.client.update({ ...body, metadata: { ...body.metadata, resourceVersion: live.metadata.resourceVersion } } as unknown as KubeObject);
   else await t.client.create(body as unknown as KubeObject);
@@ -69,8 +80,16 @@ describe('a rotated pull Secret', () => {
     const floating = `floating-${t.runId}`;
     const pinned = `pinned-${t.runId}`;
     const auth = { secretRef: { name: 'pull' } };
-    await t.create(floating, { installNamespace: floating, format: 'plain', sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/floating:stable`, auth } }] });
-    await t.create(pinned, { installNamespace: pinned, format: 'plain', sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/pinned@${pinnedDigest}`, auth } }] });
+    await t.create(floating, {
+      installNamespace: floating,
+      format: 'plain',
+      sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/floating:stable`, auth } }],
+    });
+    await t.create(pinned, {
+      installNamespace: pinned,
+      format: 'plain',
+      sources: [{ kind: 'image', image: { ref: `${proxy.host}/bundles/pinned@${pinnedDigest}`, auth } }],
+    });
     await t.waitFor(floating, isDone, 'floating installed', 60_000);
     await t.waitFor(pinned, isDone, 'pinned installed', 60_000);
     expect(await valueIn(floating)).toBe('one');

@@ -91,11 +91,25 @@ describe('semver ranges', () => {
   it('>=1.9 <2.0 resolves to 1.9.1 for an image and a git repository; 1.9.2 is installed by the next poll', async () => {
     const img = `semver-img-${t.runId}`;
     const gitBd = `semver-git-${t.runId}`;
-    await t.create(img, { installNamespace: img, format: 'plain', pollInterval: '10s', sources: [{ kind: 'image', image: { ref: `${reg.host}/apps/web`, semver: '>=1.9 <2.0' } }] });
-    await t.create(gitBd, { installNamespace: gitBd, format: 'plain', pollInterval: '10s', sources: [{ kind: 'git', git: { repository: `${server.url}/app.git`, ref: { semver: '>=1.9 <2.0' } } }] });
+    await t.create(img, {
+      installNamespace: img,
+      format: 'plain',
+      pollInterval: '10s',
+      sources: [{ kind: 'image', image: { ref: `${reg.host}/apps/web`, semver: '>=1.9 <2.0' } }],
+    });
+    await t.create(gitBd, {
+      installNamespace: gitBd,
+      format: 'plain',
+      pollInterval: '10s',
+      sources: [{ kind: 'git', git: { repository: `${server.url}/app.git`, ref: { semver: '>=1.9 <2.0' } } }],
+    });
     const imgDone = await t.waitFor(img, isDone, 'image installed', 60_000);
     const gitDone = await t.waitFor(gitBd, isDone, 'git installed', 60_000);
-    expect(imgDone.status?.resolvedSources?.[0]).toMatchObject({ kind: 'image', digest: digests.get('1.9.1'), ref: `${reg.host}/apps/web:1.9.1@${digests.get('1.9.1')}` });
+    expect(imgDone.status?.resolvedSources?.[0]).toMatchObject({
+      kind: 'image',
+      digest: digests.get('1.9.1'),
+      ref: `${reg.host}/apps/web:1.9.1@${digests.get('1.9.1')}`,
+    });
     expect(gitDone.status?.resolvedSources?.[0]).toMatchObject({ kind: 'git', commit: commits.get('v1.9.1'), ref: 'refs/tags/v1.9.1' });
     expect(await versionIn(img)).toBe('1.9.1');
     expect(await versionIn(gitBd)).toBe('v1.9.1');
@@ -106,7 +120,12 @@ describe('semver ranges', () => {
     await until(async () => (await versionIn(img)) === '1.9.2', 'the image BD at 1.9.2', 45_000);
     await until(async () => (await versionIn(gitBd)) === 'v1.9.2', 'the git BD at v1.9.2', 45_000);
     const imgAfter = await t.waitFor(img, (b) => isDone(b) && b.status?.resolvedSources?.[0]?.digest === digests.get('1.9.2'), 'image status at 1.9.2', 30_000);
-    const gitAfter = await t.waitFor(gitBd, (b) => isDone(b) && b.status?.resolvedSources?.[0]?.commit === commits.get('v1.9.2'), 'git status at v1.9.2', 30_000);
+    const gitAfter = await t.waitFor(
+      gitBd,
+      (b) => isDone(b) && b.status?.resolvedSources?.[0]?.commit === commits.get('v1.9.2'),
+      'git status at v1.9.2',
+      30_000,
+    );
     expect(imgAfter.status?.resolvedSources?.[0]?.ref).toBe(`${reg.host}/apps/web:1.9.2@${digests.get('1.9.2')}`);
     expect(gitAfter.status?.resolvedSources?.[0]?.ref).toBe('refs/tags/v1.9.2');
     expect(imgAfter.metadata.generation).toBe(imgDone.metadata.generation);
@@ -115,7 +134,12 @@ describe('semver ranges', () => {
   it('a range no tag satisfies waits (Resolved=False naming the range), and a pre-release range takes 2.0.0-rc.1', async () => {
     const none = `semver-none-${t.runId}`;
     await t.create(none, { installNamespace: none, format: 'plain', sources: [{ kind: 'image', image: { ref: `${reg.host}/apps/web`, semver: '>=5' } }] });
-    const waiting = await t.waitFor(none, (b) => b.status?.conditions?.some((c) => c.type === 'Resolved' && c.status === 'False') ?? false, 'not resolved', 60_000);
+    const waiting = await t.waitFor(
+      none,
+      (b) => b.status?.conditions?.some((c) => c.type === 'Resolved' && c.status === 'False') ?? false,
+      'not resolved',
+      60_000,
+    );
     expect(waiting.status?.conditions?.find((c) => c.type === 'Resolved')?.message).toContain('is a version semver ">=5" admits');
     const pre = `semver-pre-${t.runId}`;
     await t.create(pre, { installNamespace: pre, format: 'plain', sources: [{ kind: 'image', image: { ref: `${reg.host}/apps/web`, semver: '>=2.0.0-0' } }] });

@@ -88,7 +88,16 @@ async function reconciles(port: number): Promise<number> {
 /** each shard process's state and last log lines, for a failed wait's message */
 function shardsReport(): string {
   return procs
-    .map((p, i) => `shard ${'ab'[i]}: exit ${p.child.exitCode ?? 'none'}${p.child.signalCode ? ` (${p.child.signalCode})` : ''}, last lines:\n${p.output().trimEnd().split('\n').slice(-15).map((l) => l.slice(0, 400)).join('\n')}`)
+    .map(
+      (p, i) =>
+        `shard ${'ab'[i]}: exit ${p.child.exitCode ?? 'none'}${p.child.signalCode ? ` (${p.child.signalCode})` : ''}, last lines:\n${p
+          .output()
+          .trimEnd()
+          .split('\n')
+          .slice(-15)
+          .map((l) => l.slice(0, 400))
+          .join('\n')}`,
+    )
     .join('\n');
 }
 

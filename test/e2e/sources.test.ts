@@ -32,7 +32,14 @@ const GIT_PW = 'git-pw-b81e44-never-shown';
 const HTTP_USER = 'fetcher';
 const HTTP_PW = 'http-pw-c09d12-never-shown';
 const WRONG_PW = 'wrong-pw-5e5e5e-never-shown';
-const SECRET_VALUES = [REG_PW, GIT_PW, HTTP_PW, WRONG_PW, Buffer.from(`${REG_USER}:${REG_PW}`).toString('base64'), Buffer.from(`${HTTP_USER}:${HTTP_PW}`).toString('base64')];
+const SECRET_VALUES = [
+  REG_PW,
+  GIT_PW,
+  HTTP_PW,
+  WRONG_PW,
+  Buffer.from(`${REG_USER}:${REG_PW}`).toString('base64'),
+  Buffer.from(`${HTTP_USER}:${HTTP_PW}`).toString('base64'),
+];
 
 const cm = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  value: "${value}"\n`;
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
@@ -59,7 +66,10 @@ async function pushApp(tag: string, value: string): Promise<Pushed> {
   const client = new RegistryClient({ ca: reg.pki!.caCert });
   try {
     const layer = await writeLayer([{ name: 'image.yaml', data: cm('from-image', value) }], join(work, `layer-${layerSeq++}.tgz`));
-    const pushed = await pushImage(client, parseReference(`${reg.host}/bundles/app:${tag}`), [layer], { stage: 'fetch', credential: { username: REG_USER, password: REG_PW } });
+    const pushed = await pushImage(client, parseReference(`${reg.host}/bundles/app:${tag}`), [layer], {
+      stage: 'fetch',
+      credential: { username: REG_USER, password: REG_PW },
+    });
     return { digest: pushed.digest, layer: layer.digest };
   } finally {
     await client.close();
@@ -77,14 +87,27 @@ async function commitGit(value: string): Promise<string> {
 const imageRef = (suffix: string): string => `${proxy.host}/bundles/app${suffix}`;
 const repoUrl = (): string => `${gitServer.url}/deploy.git`;
 
-function sources(opts: { image?: string; git?: { commit?: string; branch?: string; tag?: string }; http?: { path: string; sha256?: string }; secrets?: Partial<Record<'image' | 'git' | 'http', string>> }): SourceSpec[] {
+function sources(opts: {
+  image?: string;
+  git?: { commit?: string; branch?: string; tag?: string };
+  http?: { path: string; sha256?: string };
+  secrets?: Partial<Record<'image' | 'git' | 'http', string>>;
+}): SourceSpec[] {
   const s = opts.secrets ?? {};
   return [
     { kind: 'image', image: { ref: opts.image ?? imageRef(`@${img1.digest}`), auth: { secretRef: { name: s.image ?? 'pull' } } }, destination: 'from-image' },
-    { kind: 'git', git: { repository: repoUrl(), ref: opts.git ?? { commit: c1 }, directory: 'manifests', auth: { secretRef: { name: s.git ?? 'git-creds' } } }, destination: 'from-git' },
+    {
+      kind: 'git',
+      git: { repository: repoUrl(), ref: opts.git ?? { commit: c1 }, directory: 'manifests', auth: { secretRef: { name: s.git ?? 'git-creds' } } },
+      destination: 'from-git',
+    },
     {
       kind: 'http',
-      http: { url: files.url(opts.http?.path ?? '/bundle.tgz'), ...(opts.http ? (opts.http.sha256 ? { sha256: opts.http.sha256 } : {}) : { sha256: sha256(tgz1) }), auth: { secretRef: { name: s.http ?? 'http-creds' } } },
+      http: {
+        url: files.url(opts.http?.path ?? '/bundle.tgz'),
+        ...(opts.http ? (opts.http.sha256 ? { sha256: opts.http.sha256 } : {}) : { sha256: sha256(tgz1) }),
+        auth: { secretRef: { name: s.http ?? 'http-creds' } },
+      },
       destination: 'from-http',
     },
   ];
@@ -94,7 +117,16 @@ const pinned = (): SourceSpec[] => sources({});
 const floating = (): SourceSpec[] => sources({ image: imageRef(':v1'), git: { branch: 'main' }, http: { path: '/bundle.tgz' } });
 
 /** every request the three servers saw */
-function counters(): { registry: number; blobs: number; manifestHeads: number; manifestGets: number; git: number; gitFetches: number; gitAdverts: number; http: number } {
+function counters(): {
+  registry: number;
+  blobs: number;
+  manifestHeads: number;
+  manifestGets: number;
+  git: number;
+  gitFetches: number;
+  gitAdverts: number;
+  http: number;
+} {
   return {
     registry: proxy.requests.length,
     blobs: proxy.count(/\/blobs\//, 'GET'),
@@ -115,7 +147,13 @@ function resetCounters(): void {
 
 async function secret(name: string, type: string, stringData: Record<string, string>, hosts?: string): Promise<void> {
   const annotations = hosts ? { 'core.rukpak.io/credential-hosts': hosts } : undefined;
-  await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: t.namespace, ...(annotations ? { annotations } : {}) }, type, stringData } as unknown as KubeObject);
+  await t.client.create({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: t.namespace, ...(annotations ? { annotations } : {}) },
+    type,
+    stringData,
+  } as unknown as KubeObject);
 }
 
 async function configMapValue(name: string, ns: string): Promise<{ uid: string; value: string } | undefined> {
@@ -228,7 +266,11 @@ describe('image + git + http in one BundleDeployment', () => {
 
   it('cache-hit authorization: another BundleDeployment with wrong credentials is refused the cached content', async () => {
     resetCounters();
-    await t.create('intruder', { installNamespace: ns('intruder'), format: 'plain', sources: sources({ secrets: { image: 'pull-wrong', git: 'git-wrong', http: 'http-wrong' } }) });
+    await t.create('intruder', {
+      installNamespace: ns('intruder'),
+      format: 'plain',
+      sources: sources({ secrets: { image: 'pull-wrong', git: 'git-wrong', http: 'http-wrong' } }),
+    });
     const bd = await t.waitFor('intruder', (b) => cond(b, 'Unpacked')?.status === 'False', 'refused', 30_000);
     expect(cond(bd, 'Unpacked')?.reason).toBe('FetchFailed');
     expect(cond(bd, 'Unpacked')?.message).toMatch(/401|unauthori[sz]ed|authentication/i);
@@ -303,7 +345,11 @@ describe('image + git + http in one BundleDeployment', () => {
     files.set('/bundle.tgz', tgz2);
     const bd = await t.waitFor(
       'combo-poll',
-      (b) => isDone(b) && b.status?.resolvedSources?.[0]?.digest === img2.digest && b.status?.resolvedSources?.[1]?.commit === c2 && b.status?.resolvedSources?.[2]?.sha256 === sha256(tgz2),
+      (b) =>
+        isDone(b) &&
+        b.status?.resolvedSources?.[0]?.digest === img2.digest &&
+        b.status?.resolvedSources?.[1]?.commit === c2 &&
+        b.status?.resolvedSources?.[2]?.sha256 === sha256(tgz2),
       'polled to the new content',
       45_000,
     );
@@ -344,13 +390,19 @@ describe('bad sources name the stage and the source and touch nothing installed'
   }
 
   /** patches the sources and waits for a failed Resolved or Unpacked; returns the failed condition */
-  async function fail(spec: SourceSpec[], stage: 'Resolved' | 'Unpacked' | 'either' = 'either', timeoutMs = 30_000): Promise<{ bd: BundleDeployment; message: string; type: string; reason: string }> {
+  async function fail(
+    spec: SourceSpec[],
+    stage: 'Resolved' | 'Unpacked' | 'either' = 'either',
+    timeoutMs = 30_000,
+  ): Promise<{ bd: BundleDeployment; message: string; type: string; reason: string }> {
     await t.patchSpec('bad-src', { sources: spec });
     const failed = (b: BundleDeployment) => (stage === 'either' ? ['Resolved', 'Unpacked'] : [stage]).map((s) => cond(b, s)).find((c) => c?.status === 'False');
-    const bd = await t.waitFor('bad-src', (b) => failed(b) !== undefined, `${stage} failure`, timeoutMs).catch(async (e: unknown) => {
-      console.log(JSON.stringify(await t.get('bad-src'), null, 1));
-      throw e;
-    });
+    const bd = await t
+      .waitFor('bad-src', (b) => failed(b) !== undefined, `${stage} failure`, timeoutMs)
+      .catch(async (e: unknown) => {
+        console.log(JSON.stringify(await t.get('bad-src'), null, 1));
+        throw e;
+      });
     const c = failed(bd)!;
     expect(cond(bd, 'Progressing')?.reason, describeStatus(bd)).toMatch(/Blocked|Retrying/);
     return { bd, message: c.message, type: c.type, reason: c.reason };
@@ -438,7 +490,10 @@ describe('bad sources name the stage and the source and touch nothing installed'
   });
 
   it('a tar with ../ entries', async () => {
-    const body = await buildTarGz([{ header: { name: 'ok.yaml' }, body: cm('from-http', 'sneaky') }, { header: { name: '../../escape.yaml' }, body: cm('escaped', 'x') }]);
+    const body = await buildTarGz([
+      { header: { name: 'ok.yaml' }, body: cm('from-http', 'sneaky') },
+      { header: { name: '../../escape.yaml' }, body: cm('escaped', 'x') },
+    ]);
     files.set('/traversal.tgz', body);
     const r = await fail(sources({ http: { path: '/traversal.tgz', sha256: sha256(body) } }));
     expect(r).toMatchObject({ type: 'Unpacked', reason: 'FetchFailed' });
@@ -522,7 +577,9 @@ describe('bad sources name the stage and the source and touch nothing installed'
       // it stopped at the 1 GiB total limit (about a tenth of the stream; the rest that was sent
       // sat in socket buffers): a reader that did not stop would have taken all of it
       const sent = sentPerRequest[0]!;
-      console.log(`bomb: ${(total / MiB).toFixed(1)} MiB compressed (10 GiB unpacked), ${(sent / MiB).toFixed(1)} MiB sent before the refusal, ${took} ms, ${sentPerRequest.length} request(s): ${r.message}`);
+      console.log(
+        `bomb: ${(total / MiB).toFixed(1)} MiB compressed (10 GiB unpacked), ${(sent / MiB).toFixed(1)} MiB sent before the refusal, ${took} ms, ${sentPerRequest.length} request(s): ${r.message}`,
+      );
       // stopped at the 1 GiB default total limit, in the 5th of 40 files: a tenth of the content
       expect(r.message).toMatch(/exceeds 1073741824 bytes \(at "bomb-4\.yaml"\)/);
       // on the wire: about 1 MiB consumed, the rest of what was sent sat in loopback socket buffers

@@ -22,10 +22,17 @@ afterAll(async () => {
   await webhook?.close();
 });
 
-const guardConfigMaps = (name: string, label: Record<string, string>, clientConfig?: { url: string; caBundle?: string }, timeoutSeconds?: number): Promise<void> => guard(t.client, name, label, clientConfig, timeoutSeconds);
+const guardConfigMaps = (
+  name: string,
+  label: Record<string, string>,
+  clientConfig?: { url: string; caBundle?: string },
+  timeoutSeconds?: number,
+): Promise<void> => guard(t.client, name, label, clientConfig, timeoutSeconds);
 
 describe('API server errors during an upgrade (onFailure: Rollback)', () => {
-  const configMap = (label: Record<string, string>, value: string) => ({ 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }) });
+  const configMap = (label: Record<string, string>, value: string) => ({
+    'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: label }, data: { value } }),
+  });
 
   it('a 500 is retried, not rolled back: the upgrade lands once the server recovers', async () => {
     const bd = `upg5xx-${t.runId}`;
@@ -37,7 +44,12 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
     await guardConfigMaps(hook, label);
     try {
       await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
-      const failing = await t.waitFor(bd, (b) => b.status?.attemptedRevision?.failingSince !== undefined && cond(b, 'Progressing')?.reason === 'Retrying', 'revision 2 retrying after a 500', 60_000);
+      const failing = await t.waitFor(
+        bd,
+        (b) => b.status?.attemptedRevision?.failingSince !== undefined && cond(b, 'Progressing')?.reason === 'Retrying',
+        'revision 2 retrying after a 500',
+        60_000,
+      );
       expect(cond(failing, 'Progressing')?.message).toMatch(/failed calling webhook/);
       expect(cond(failing, 'Progressing')?.message).toMatch(/rolled back to revision 1 if still failing 10m after/);
       // the installed revision is still the one in use, and reported as such
@@ -57,13 +69,23 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
     const bd = `upg5xxdl-${t.runId}`;
     const ns = `upg5xxdl-${t.runId}`;
     const label = { 'hoist.test/upgrade-5xx-deadline': t.runId };
-    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade: { progressDeadline: '3s' }, sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')) });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      upgrade: { progressDeadline: '3s' },
+      sources: await servePinned(files, `/${bd}-v1.tgz`, configMap(label, 'one')),
+    });
     await t.waitFor(bd, isDone, 'revision 1 installed', 60_000);
     const hook = `hoist-test-upg5xxdl-${t.runId}`;
     await guardConfigMaps(hook, label);
     try {
       await t.patchSpec(bd, { sources: await servePinned(files, `/${bd}-v2.tgz`, configMap(label, 'two')) });
-      await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Retrying' && b.status?.attemptedRevision?.number === 2, 'revision 2 retrying first', 60_000);
+      await t.waitFor(
+        bd,
+        (b) => cond(b, 'Progressing')?.reason === 'Retrying' && b.status?.attemptedRevision?.number === 2,
+        'revision 2 retrying first',
+        60_000,
+      );
       const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back past the deadline', 60_000);
       expect(cond(rolled, 'Progressing')?.message).toMatch(/failed calling webhook/);
       expect(rolled.status?.activeRevision?.number).toBe(1);
@@ -76,7 +98,7 @@ describe('API server errors during an upgrade (onFailure: Rollback)', () => {
 });
 
 describe('API server errors', () => {
-  it('a 500 for content server-side apply cannot type is the bundle\'s error: Blocked, naming the object and field, not retried', async () => {
+  it("a 500 for content server-side apply cannot type is the bundle's error: Blocked, naming the object and field, not retried", async () => {
     const bd = `untyped-${t.runId}`;
     const ns = `untyped-${t.runId}`;
     // YAML 1.1 (as kubectl reads manifests): `enabled: yes` is a boolean, a ConfigMap's data must be strings
@@ -95,10 +117,17 @@ describe('API server errors', () => {
     const label = { 'hoist.test/fail-5xx': t.runId };
     // nothing listens on port 1: every call fails, so the API server answers 500 (failurePolicy Fail)
     await guardConfigMaps(`hoist-test-5xx-${t.runId}`, label);
-    const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guarded', labels: label }, data: { a: '1' } }) });
+    const sources = await servePinned(files, `/${bd}.tgz`, {
+      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guarded', labels: label }, data: { a: '1' } }),
+    });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });
 
-    const failing = await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying', 'Retrying after a 500', 60_000);
+    const failing = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying',
+      'Retrying after a 500',
+      60_000,
+    );
     expect(cond(failing, 'Installed')?.message).toContain(`v1 ConfigMap ${ns}/guarded`);
     expect(cond(failing, 'Installed')?.message).toMatch(/failed calling webhook/);
     expect(cond(failing, 'Progressing')?.reason).not.toBe('Blocked');
@@ -115,13 +144,22 @@ describe('API server errors', () => {
     const ns = `status500-${t.runId}`;
     const label = { 'hoist.test/status-500': t.runId };
     let healthy = false;
-    webhook = await startAdmissionWebhook(() => (healthy ? { allowed: true } : { allowed: false, status: { code: 500, reason: 'InternalError', message: 'the quota service behind this policy is down' } }));
+    webhook = await startAdmissionWebhook(() =>
+      healthy ? { allowed: true } : { allowed: false, status: { code: 500, reason: 'InternalError', message: 'the quota service behind this policy is down' } },
+    );
     const { url, caBundle } = webhook;
     await guardConfigMaps(`hoist-test-500-${t.runId}`, label, { url, caBundle }, 5);
-    const sources = await servePinned(files, `/${bd}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'quota', labels: label }, data: { a: '1' } }) });
+    const sources = await servePinned(files, `/${bd}.tgz`, {
+      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'quota', labels: label }, data: { a: '1' } }),
+    });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources });
 
-    const failing = await t.waitFor(bd, (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying', 'Retrying after a 500', 60_000);
+    const failing = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying',
+      'Retrying after a 500',
+      60_000,
+    );
     expect(cond(failing, 'Installed')?.message).toContain('the quota service behind this policy is down');
     expect(cond(failing, 'Installed')?.message).not.toMatch(/connect|timeout|throttl|conflict|try again|ECONN|socket/i);
 

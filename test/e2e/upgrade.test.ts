@@ -18,7 +18,9 @@ const { t, files, sent } = controllerWithFiles();
 
 type Container = { name: string; args?: string[]; readinessProbe?: unknown };
 async function container(ns: string, name: string): Promise<Container> {
-  const d = (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, name, ns)) as unknown as { spec: { template: { spec: { containers: Container[] } } } };
+  const d = (await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, name, ns)) as unknown as {
+    spec: { template: { spec: { containers: Container[] } } };
+  };
   return d.spec.template.spec.containers[0]!;
 }
 
@@ -26,7 +28,10 @@ async function container(ns: string, name: string): Promise<Container> {
 async function deletesDuring(fn: () => Promise<void>): Promise<string[]> {
   const from = sent.length;
   await fn();
-  return sent.slice(from).filter((e) => e.verb === 'delete').map((e) => e.path);
+  return sent
+    .slice(from)
+    .filter((e) => e.verb === 'delete')
+    .map((e) => e.path);
 }
 
 function expectSameUids(before: Map<string, string>, after: Map<string, string>, dropped: readonly string[]): void {
@@ -48,7 +53,12 @@ describe('upgrade in place', () => {
 
     // argo-rollouts v1.9.1's CRDs make hostAliases[].ip required and drop resourceClaims[].source (from the PodSpec they embed): upgrade.crdSafety Enforce refuses that, as OLM v1 would
     const upgrade = { crdSafety: 'None' as const };
-    await t.create(bd, { installNamespace: ns, format: 'plain', upgrade, sources: [{ kind: 'http', http: { url: files.url('/plain-v1.tgz'), sha256: sha256(v1) } }] });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      upgrade,
+      sources: [{ kind: 'http', http: { url: files.url('/plain-v1.tgz'), sha256: sha256(v1) } }],
+    });
     const first = await t.waitFor(bd, isDone, 'v1.8.4 installed', 90_000);
     expect(first.status?.activeRevision).toMatchObject({ number: 1, objects: 16 });
     const before = await ownedUids(t.client, bd);
@@ -59,7 +69,10 @@ describe('upgrade in place', () => {
       await t.patchSpec(bd, { sources: [{ kind: 'http', http: { url: files.url('/plain-v2.tgz'), sha256: sha256(v2) } }] });
       const second = await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'v1.9.1 installed', 90_000);
       expect(cond(second, 'Installed')?.message).toBe('revision 2: 15 objects');
-      expect(second.status?.revisions?.map((r) => [r.number, r.phase])).toEqual([[1, 'Superseded'], [2, 'Active']]);
+      expect(second.status?.revisions?.map((r) => [r.number, r.phase])).toEqual([
+        [1, 'Superseded'],
+        [2, 'Active'],
+      ]);
     });
 
     const after = await ownedUids(t.client, bd);
@@ -70,7 +83,9 @@ describe('upgrade in place', () => {
     expect(deletes).toEqual([`/api/v1/namespaces/${ns}/configmaps/argo-rollouts-legacy`]);
     // v1.9.1 removed the controller's readinessProbe and added a rule
     expect((await container(ns, 'argo-rollouts')).readinessProbe).toBeUndefined();
-    const role = (await t.client.get({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, `argo-rollouts-${id}`)) as unknown as { rules: Array<{ apiGroups?: string[] }> };
+    const role = (await t.client.get({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, `argo-rollouts-${id}`)) as unknown as {
+      rules: Array<{ apiGroups?: string[] }>;
+    };
     expect(role.rules.some((r) => r.apiGroups?.includes('eks.amazonaws.com'))).toBe(true);
     const live = await t.client.get({ apiVersion: 'apps/v1', kind: 'Deployment' }, 'argo-rollouts', ns);
     expect(live?.metadata.annotations?.['core.rukpak.io/revision']).toBe('2');
@@ -103,7 +118,10 @@ describe('upgrade in place', () => {
     expect((await container(ns, deployment)).args).toContain('--loglevel=debug');
 
     const deletes = await deletesDuring(async () => {
-      await t.patchSpec(bd, { sources: [{ kind: 'http', http: { url: files.url('/chart-v2.tgz'), sha256: sha256(v2) } }], config: { helm: { releaseName: release, values: null } } });
+      await t.patchSpec(bd, {
+        sources: [{ kind: 'http', http: { url: files.url('/chart-v2.tgz'), sha256: sha256(v2) } }],
+        config: { helm: { releaseName: release, values: null } },
+      });
       await t.waitFor(bd, (b) => isDone(b) && b.status?.activeRevision?.number === 2, 'chart 2.41.0 installed', 90_000);
     });
 

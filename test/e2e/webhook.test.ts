@@ -49,7 +49,9 @@ async function deliver(body: string, opts: { delivery?: string; secret?: string 
       'content-type': 'application/json',
       'x-github-event': 'push',
       'x-github-delivery': opts.delivery ?? randomUUID(),
-      'x-hub-signature-256': `sha256=${createHmac('sha256', opts.secret ?? GH_SECRET).update(body).digest('hex')}`,
+      'x-hub-signature-256': `sha256=${createHmac('sha256', opts.secret ?? GH_SECRET)
+        .update(body)
+        .digest('hex')}`,
     },
   });
   return { status: r.status, body: await r.text() };
@@ -58,14 +60,17 @@ async function deliver(body: string, opts: { delivery?: string; secret?: string 
 /** a GitHub push payload as GitHub spells it: clone_url with .git, html_url without, another host case */
 const pushPayload = (url: string, branch = 'main'): string => {
   const u = new URL(url);
-  return JSON.stringify({ ref: `refs/heads/${branch}`, after: 'f'.repeat(40), repository: { clone_url: `${u.protocol}//${u.host.toUpperCase()}${u.pathname}`, html_url: url.replace(/\.git$/, '') } });
+  return JSON.stringify({
+    ref: `refs/heads/${branch}`,
+    after: 'f'.repeat(40),
+    repository: { clone_url: `${u.protocol}//${u.host.toUpperCase()}${u.pathname}`, html_url: url.replace(/\.git$/, '') },
+  });
 };
 
 async function value(ns: string): Promise<string | undefined> {
   const o = (await t.client.get(CM, 'pushed', ns)) as (KubeObject & { data?: Record<string, string> }) | undefined;
   return o?.data?.value;
 }
-
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hoist-e2e-webhook-'));
@@ -78,9 +83,22 @@ beforeAll(async () => {
   git(clone, ['init', '-q', '-b', 'main']);
   gitServer = await startGitServer({ projectRoot: repos });
   t = await startTestController();
-  await t.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hoist-webhook', namespace: t.namespace }, stringData: { github: GH_SECRET } } as unknown as KubeObject);
+  await t.client.create({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'hoist-webhook', namespace: t.namespace },
+    stringData: { github: GH_SECRET },
+  } as unknown as KubeObject);
   const log = pino({ level: 'debug' }, { write: (s: string) => void logs.push(s) });
-  receiver = await startWebhook({ client: t.ctl.client, pushes: t.ctl.manager.pushes, secret: `${t.namespace}/hoist-webhook`, host: '127.0.0.1', port: 0, registry: t.ctl.registry, log });
+  receiver = await startWebhook({
+    client: t.ctl.client,
+    pushes: t.ctl.manager.pushes,
+    secret: `${t.namespace}/hoist-webhook`,
+    host: '127.0.0.1',
+    port: 0,
+    registry: t.ctl.registry,
+    log,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -95,7 +113,12 @@ describe('push webhook', () => {
 
   it('a push and a signed GitHub delivery install the new commit in under 5s with pollInterval 1h', async () => {
     const c1 = await commit('one');
-    await t.create('follows-main', { installNamespace: ns(), format: 'plain', pollInterval: '1h', sources: [{ kind: 'git', git: { repository: repoUrl(), ref: { branch: 'main' }, directory: 'manifests' } }] });
+    await t.create('follows-main', {
+      installNamespace: ns(),
+      format: 'plain',
+      pollInterval: '1h',
+      sources: [{ kind: 'git', git: { repository: repoUrl(), ref: { branch: 'main' }, directory: 'manifests' } }],
+    });
     let bd = await t.waitFor('follows-main', isDone, 'installed', 60_000);
     expect(bd.status?.resolvedSources?.[0]).toMatchObject({ kind: 'git', commit: c1 });
     expect(await value(ns())).toBe('one');
@@ -127,7 +150,11 @@ describe('push webhook', () => {
     const accepted = await deliver(pushPayload(`${gitServer.url}/unknown.git`));
     const otherBranch = await deliver(pushPayload(repoUrl(), 'release'));
     const bad = await deliver(pushPayload(repoUrl()), { secret: 'not-the-secret' });
-    const unsigned = await fetch(`http://127.0.0.1:${receiver.port}/hooks/github`, { method: 'POST', body: pushPayload(repoUrl()), headers: { 'x-github-event': 'push', 'x-github-delivery': randomUUID() } });
+    const unsigned = await fetch(`http://127.0.0.1:${receiver.port}/hooks/github`, {
+      method: 'POST',
+      body: pushPayload(repoUrl()),
+      headers: { 'x-github-event': 'push', 'x-github-delivery': randomUUID() },
+    });
     const unknown = await deliver(pushPayload(`${gitServer.url}/unknown-too.git`));
     // a captured delivery sent again under a fresh delivery id (ids are not signed): the same signed body
     const original = await deliver(pushPayload(`${gitServer.url}/elsewhere.git`));

@@ -40,7 +40,15 @@ function webPod(name: string, args: string[]): KubeObject {
     metadata: { name, namespace: ns },
     spec: {
       ...onRealNode(),
-      containers: [{ name: 'web', image: theRealNode().images.web, imagePullPolicy: 'Never', args, readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 } }],
+      containers: [
+        {
+          name: 'web',
+          image: theRealNode().images.web,
+          imagePullPolicy: 'Never',
+          args,
+          readinessProbe: { httpGet: { path: '/readyz', port: 8080 }, periodSeconds: 1 },
+        },
+      ],
     },
   } as KubeObject;
 }

@@ -35,7 +35,25 @@ export interface AdmissionWebhook {
 
 export async function startAdmissionWebhook(answer: (request: AdmissionRequest) => AdmissionAnswer): Promise<AdmissionWebhook> {
   const pki = await mkdtemp(join(tmpdir(), 'hoist-webhook-'));
-  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(pki, 'key.pem'), '-out', join(pki, 'cert.pem')]);
+  await promisify(execFile)('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    join(pki, 'key.pem'),
+    '-out',
+    join(pki, 'cert.pem'),
+  ]);
   const cert = await readFile(join(pki, 'cert.pem'));
   const requests: AdmissionRequest[] = [];
   const server = createServer({ key: await readFile(join(pki, 'key.pem')), cert }, (req, res) => {
@@ -66,7 +84,13 @@ export async function startAdmissionWebhook(answer: (request: AdmissionRequest) 
  * (failurePolicy Fail); by default one nothing answers (port 1), so the API server refuses their
  * writes with a 500.
  */
-export async function guardConfigMaps(client: KubeClient, name: string, label: Record<string, string>, clientConfig: { url: string; caBundle?: string } = { url: 'https://127.0.0.1:1/validate' }, timeoutSeconds = 1): Promise<void> {
+export async function guardConfigMaps(
+  client: KubeClient,
+  name: string,
+  label: Record<string, string>,
+  clientConfig: { url: string; caBundle?: string } = { url: 'https://127.0.0.1:1/validate' },
+  timeoutSeconds = 1,
+): Promise<void> {
   await client.create({
     ...WEBHOOK_CONFIG,
     metadata: { name },

@@ -46,7 +46,12 @@ export class AuditReader {
   }
 
   private read(from: number): Promise<AuditEvent[]> {
-    return readAudit(this.path, from, (line) => line.includes(this.userAgent), (e) => e.userAgent === this.userAgent);
+    return readAudit(
+      this.path,
+      from,
+      (line) => line.includes(this.userAgent),
+      (e) => e.userAgent === this.userAgent,
+    );
   }
 }
 
@@ -57,7 +62,13 @@ export async function auditOffset(path: string): Promise<number> {
 
 /** every completed request between byte offsets `from` and `to` (default: the end) whose User-Agent passes `agent` (default: any client) */
 export function auditEvents(path: string, from: number, agent: (userAgent: string) => boolean = () => true, to?: number): Promise<AuditEvent[]> {
-  return readAudit(path, from, () => true, (e) => agent(e.userAgent ?? ''), to);
+  return readAudit(
+    path,
+    from,
+    () => true,
+    (e) => agent(e.userAgent ?? ''),
+    to,
+  );
 }
 
 /** "<resource>/<name>" of the object a request was about */
@@ -75,7 +86,13 @@ export function isCreate(e: AuditEvent): boolean {
   return (e.verb === 'create' || e.verb === 'patch') && e.responseStatus?.code === 201 && !e.objectRef?.subresource;
 }
 
-async function readAudit(path: string, from: number, keepLine: (line: string) => boolean, keep: (e: AuditEvent) => boolean, to?: number): Promise<AuditEvent[]> {
+async function readAudit(
+  path: string,
+  from: number,
+  keepLine: (line: string) => boolean,
+  keep: (e: AuditEvent) => boolean,
+  to?: number,
+): Promise<AuditEvent[]> {
   const fh = await open(path, 'r');
   try {
     const size = (await fh.stat()).size;

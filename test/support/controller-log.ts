@@ -57,14 +57,20 @@ export class LogCapture {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => this.waiters.push({ test, resolve })),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for the controller: ${what}\n${this.tail(mark)}`)), timeoutMs))),
+        new Promise<never>(
+          (_, reject) =>
+            (timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for the controller: ${what}\n${this.tail(mark)}`)), timeoutMs)),
+        ),
       ]).finally(() => clearTimeout(timer));
     }
     return this.since(mark);
   }
 
   private tail(mark: number): string {
-    return this.since(mark).slice(-15).map((r) => `${r.msg} ${JSON.stringify({ ...r, level: undefined, time: undefined, msg: undefined, pid: undefined, hostname: undefined })}`).join('\n');
+    return this.since(mark)
+      .slice(-15)
+      .map((r) => `${r.msg} ${JSON.stringify({ ...r, level: undefined, time: undefined, msg: undefined, pid: undefined, hostname: undefined })}`)
+      .join('\n');
   }
 }
 

@@ -82,7 +82,10 @@ export function current(bd: BundleDeployment): boolean {
 }
 
 export async function startTestController(
-  opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<ControllerOptions, 'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount' | 'maxRevisionBytes' | 'reconcileTimeoutMs' | 'budgetClock'> = {},
+  opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<
+    ControllerOptions,
+    'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount' | 'maxRevisionBytes' | 'reconcileTimeoutMs' | 'budgetClock'
+  > = {},
 ): Promise<TestController> {
   const runId = opts.runId ?? randomBytes(4).toString('hex');
   const namespace = `hoist-test-${runId}`;
@@ -94,7 +97,22 @@ export async function startTestController(
   const log = pino({ level: 'debug' }, logs.stream(echo ? (pino.levels.values[echo] ?? 0) : undefined));
   await installCRD(client, log);
   const cacheDir = await mkdtemp(join(tmpdir(), 'hoist-test-cache-'));
-  const ctl = await startController({ kubeconfig, namespace, cacheDir, log, selector: `${TEST_LABEL}=${runId}`, userAgent: `hoist/test-${runId}`, workers: opts.workers ?? 4, sources: opts.sources, gcIntervalMs: opts.gcIntervalMs, cacheMaxBytes: opts.cacheMaxBytes, defaultServiceAccount: opts.defaultServiceAccount, maxRevisionBytes: opts.maxRevisionBytes, reconcileTimeoutMs: opts.reconcileTimeoutMs, budgetClock: opts.budgetClock });
+  const ctl = await startController({
+    kubeconfig,
+    namespace,
+    cacheDir,
+    log,
+    selector: `${TEST_LABEL}=${runId}`,
+    userAgent: `hoist/test-${runId}`,
+    workers: opts.workers ?? 4,
+    sources: opts.sources,
+    gcIntervalMs: opts.gcIntervalMs,
+    cacheMaxBytes: opts.cacheMaxBytes,
+    defaultServiceAccount: opts.defaultServiceAccount,
+    maxRevisionBytes: opts.maxRevisionBytes,
+    reconcileTimeoutMs: opts.reconcileTimeoutMs,
+    budgetClock: opts.budgetClock,
+  });
   // a test that stops the controller itself (a restart) and the file's afterAll stop it once
   const stopController = ctl.stop.bind(ctl);
   let stopped: Promise<void> | undefined;

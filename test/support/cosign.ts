@@ -34,7 +34,11 @@ export interface Cosign {
 export function cosignCli(work: string, caCertPath?: string): Cosign {
   const bin = toolPath('cosign');
   const run = async (args: string[], env: Record<string, string> = {}, cwd = work): Promise<string> => {
-    const { stdout } = await exec(bin, args, { cwd, env: { ...process.env, COSIGN_PASSWORD: '', HOME: work, ...(caCertPath ? { SSL_CERT_FILE: caCertPath } : {}), ...env }, maxBuffer: 16 << 20 });
+    const { stdout } = await exec(bin, args, {
+      cwd,
+      env: { ...process.env, COSIGN_PASSWORD: '', HOME: work, ...(caCertPath ? { SSL_CERT_FILE: caCertPath } : {}), ...env },
+      maxBuffer: 16 << 20,
+    });
     return stdout;
   };
   return {

@@ -20,7 +20,11 @@ export function configMap(name: string, data: Record<string, string>, labels?: R
 }
 
 /** a one-replica Deployment of the pause image; `podSpec` goes into its pod spec (e.g. a nodeSelector no node matches: never Available) */
-export function deployment(name: string, podSpec: Record<string, unknown> = {}, metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): KubeObject {
+export function deployment(
+  name: string,
+  podSpec: Record<string, unknown> = {},
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): KubeObject {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

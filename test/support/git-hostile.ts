@@ -36,7 +36,16 @@ export async function createHostileRepos(root: string): Promise<HostileRepos> {
     execFileSync('git', args, {
       cwd: join(repos, 'bounds.git'),
       input,
-      env: { PATH: process.env.PATH, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@hoist.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@hoist.invalid' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: root,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@hoist.invalid',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@hoist.invalid',
+      },
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
     }).trim();
@@ -53,7 +62,10 @@ export async function createHostileRepos(root: string): Promise<HostileRepos> {
   const bomb = commit('bomb', tree);
   const biglink = commit('biglink', mktree([`100644 blob ${file}\tcm.yaml`, `120000 blob ${blob('a/'.repeat(512 * 1024))}\tlink`]));
   const target = blob('cm.yaml');
-  const links = commit('links', mktree([`100644 blob ${file}\tcm.yaml`, ...Array.from({ length: 30 }, (_, i) => `120000 blob ${target}\tl${String(i).padStart(2, '0')}`)]));
+  const links = commit(
+    'links',
+    mktree([`100644 blob ${file}\tcm.yaml`, ...Array.from({ length: 30 }, (_, i) => `120000 blob ${target}\tl${String(i).padStart(2, '0')}`)]),
+  );
   const bigBlob = blob(randomBytes(5 * 1024 * 1024));
   const big = commit('big', mktree([`100644 blob ${bigBlob}\tbig.bin`]));
   const main = commit('main', mktree([`100644 blob ${file}\tcm.yaml`]));

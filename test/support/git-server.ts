@@ -176,7 +176,9 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
     requests.push(record);
     handle(req, res, opts, record);
   };
-  const server: Server = opts.tls ? createHttpsServer({ cert: readFileSync(opts.tls.serverCertPath), key: readFileSync(opts.tls.serverKeyPath) }, handler) : createServer(handler);
+  const server: Server = opts.tls
+    ? createHttpsServer({ cert: readFileSync(opts.tls.serverCertPath), key: readFileSync(opts.tls.serverKeyPath) }, handler)
+    : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -101,7 +101,11 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
       name: 'yaml-huge-document',
       what: 'one 15 MiB document without aliases: a flow sequence of 7.5 M one-digit numbers',
       spec: async (id) =>
-        plain(await servePinned(s.files, `/huge-${id}.tgz`, { 'huge.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  list: [${'1,'.repeat(7_500_000)}1]\n` })),
+        plain(
+          await servePinned(s.files, `/huge-${id}.tgz`, {
+            'huge.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  list: [${'1,'.repeat(7_500_000)}1]\n`,
+          }),
+        ),
       refusal: processFailed(YAML_LIMIT),
     },
     {
@@ -132,7 +136,12 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
         });
       },
       // a revision that never became healthy stays Progressing (until progressDeadline), naming why
-      refusal: { condition: 'Healthy', status: 'False', reason: 'Progressing', message: /health check all: jsonPath \$\.\.\*: yields more than 1000 values \(the limit\)/ },
+      refusal: {
+        condition: 'Healthy',
+        status: 'False',
+        reason: 'Progressing',
+        message: /health check all: jsonPath \$\.\.\*: yields more than 1000 values \(the limit\)/,
+      },
     },
     {
       name: 'git-tree-bomb',
@@ -161,13 +170,24 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
     {
       name: 'symlink-chain',
       what: `a tarball of ${CHAINS * MAX_SYMLINK_HOPS} symlinks in chains of ${MAX_SYMLINK_HOPS} (the most resolving the budgets allow), then a loop`,
-      spec: async (id) => plain(await serveLayer(s, `/chain-${id}.tgz`, linkChains(id, CHAINS, MAX_SYMLINK_HOPS, [{ name: 'zz-a', type: 'symlink', linkname: 'zz-b' }, { name: 'zz-b', type: 'symlink', linkname: 'zz-a' }]))),
+      spec: async (id) =>
+        plain(
+          await serveLayer(
+            s,
+            `/chain-${id}.tgz`,
+            linkChains(id, CHAINS, MAX_SYMLINK_HOPS, [
+              { name: 'zz-a', type: 'symlink', linkname: 'zz-b' },
+              { name: 'zz-b', type: 'symlink', linkname: 'zz-a' },
+            ]),
+          ),
+        ),
       refusal: fetchFailed(new RegExp(`symlink "zz-a" has more than ${MAX_SYMLINK_HOPS} levels of links \\(the limit per chain`)),
     },
     {
       name: 'revision-too-large',
       what: 'a rendered revision of 12 MiB of random text, about 9 MiB gzip-compressed (over the 8Mi --max-revision-size)',
-      spec: async (id) => plain(await servePinned(s.files, `/big-${id}.tgz`, { 'big.yaml': cm(`big-${id}`, { blob: randomBytes(9 * 1024 * 1024).toString('base64') }) })),
+      spec: async (id) =>
+        plain(await servePinned(s.files, `/big-${id}.tgz`, { 'big.yaml': cm(`big-${id}`, { blob: randomBytes(9 * 1024 * 1024).toString('base64') }) })),
       refusal: processFailed(/over the limit of 8 MiB per revision \(hoist run --max-revision-size\)/),
     },
     {
@@ -192,5 +212,9 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
 
 /** a healthy plain bundle: one ConfigMap named `healthy-<id>` */
 export async function healthySpec(files: FileServer, id: string): Promise<Spec> {
-  return plain(await servePinned(files, `/healthy-${id}.tgz`, { 'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `healthy-${id}` }, data: { id } }) }));
+  return plain(
+    await servePinned(files, `/healthy-${id}.tgz`, {
+      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `healthy-${id}` }, data: { id } }),
+    }),
+  );
 }

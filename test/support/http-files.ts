@@ -38,7 +38,9 @@ export async function startFileServer(opts: { auth?: { username: string; passwor
     if (req.headers['if-none-match'] === etag) return void res.writeHead(304).end();
     res.writeHead(200, { 'content-length': body.length, etag }).end(req.method === 'HEAD' ? undefined : body);
   };
-  const server: Server = opts.tls ? createHttpsServer({ cert: readFileSync(opts.tls.serverCertPath), key: readFileSync(opts.tls.serverKeyPath) }, handler) : createServer(handler);
+  const server: Server = opts.tls
+    ? createHttpsServer({ cert: readFileSync(opts.tls.serverCertPath), key: readFileSync(opts.tls.serverKeyPath) }, handler)
+    : createServer(handler);
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((r) => server.listen(0, host, () => r()));
   const a = server.address();

@@ -48,10 +48,43 @@ export interface TestPki {
 export async function makePki(dir: string): Promise<TestPki> {
   await mkdir(dir, { recursive: true });
   const p = (n: string): string => join(dir, n);
-  await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('ca.key'), '-out', p('ca.crt'), '-days', '2', '-subj', '/CN=hoist test ca']);
-  await writeFile(p('server.ext'), 'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=hoist test ca',
+  ]);
+  await writeFile(
+    p('server.ext'),
+    'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n',
+  );
   await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=127.0.0.1']);
-  await run('openssl', ['x509', '-req', '-in', p('server.csr'), '-CA', p('ca.crt'), '-CAkey', p('ca.key'), '-CAcreateserial', '-out', p('server.crt'), '-days', '2', '-extfile', p('server.ext')]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    p('server.csr'),
+    '-CA',
+    p('ca.crt'),
+    '-CAkey',
+    p('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    p('server.crt'),
+    '-days',
+    '2',
+    '-extfile',
+    p('server.ext'),
+  ]);
   const certDir = p('certs.d');
   await mkdir(certDir, { recursive: true });
   const caCert = await readFile(p('ca.crt'), 'utf8');
@@ -92,7 +125,21 @@ export interface TokenIssuerOptions {
 export async function startTokenIssuer(opts: TokenIssuerOptions): Promise<TokenIssuer> {
   const dir = join(opts.pki.dir, 'token');
   await mkdir(dir, { recursive: true });
-  await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'signing.key'), '-out', join(dir, 'signing.crt'), '-days', '2', '-subj', '/CN=hoist token signer']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    join(dir, 'signing.key'),
+    '-out',
+    join(dir, 'signing.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=hoist token signer',
+  ]);
   const key = await readFile(join(dir, 'signing.key'), 'utf8');
   const certPem = await readFile(join(dir, 'signing.crt'), 'utf8');
   const certDer = Buffer.from(certPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64').toString('base64');
@@ -128,11 +175,22 @@ export async function startTokenIssuer(opts: TokenIssuerOptions): Promise<TokenI
     const header = { typ: 'JWT', alg: 'RS256', x5c: [certDer] };
     const lifetime = state.nextLifetime ?? expiresIn;
     state.nextLifetime = undefined;
-    const claims = { iss: issuer, sub: user ?? '', aud: service, exp: now + lifetime, nbf: now - 300, iat: now - 300, jti: randomBytes(8).toString('hex'), access };
+    const claims = {
+      iss: issuer,
+      sub: user ?? '',
+      aud: service,
+      exp: now + lifetime,
+      nbf: now - 300,
+      iat: now - 300,
+      jti: randomBytes(8).toString('hex'),
+      access,
+    };
     const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
     const sig = createSign('RSA-SHA256').update(input).sign(key);
     counts.issued++;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token: `${input}.${b64url(sig)}`, expires_in: expiresIn, issued_at: new Date().toISOString() }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ token: `${input}.${b64url(sig)}`, expires_in: expiresIn, issued_at: new Date().toISOString() }));
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -223,7 +281,14 @@ export async function startRegistry(options: RegistryOptions = {}): Promise<Test
       pki,
       ...(options.tokenExpiresIn ? { expiresIn: options.tokenExpiresIn } : {}),
     });
-    lines.push('auth:', '  token:', `    realm: ${issuer.realm}`, `    service: ${issuer.service}`, `    issuer: ${issuer.issuer}`, `    rootcertbundle: ${issuer.rootCertBundle}`);
+    lines.push(
+      'auth:',
+      '  token:',
+      `    realm: ${issuer.realm}`,
+      `    service: ${issuer.service}`,
+      `    issuer: ${issuer.issuer}`,
+      `    rootcertbundle: ${issuer.rootCertBundle}`,
+    );
   }
   await writeFile(join(dir, 'config.yml'), `${lines.join('\n')}\n`);
   const log = openSync(join(dir, 'registry.log'), 'a');

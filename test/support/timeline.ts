@@ -41,7 +41,13 @@ export class Timeline {
     let rv = from;
     while (!this.abort.signal.aborted) {
       try {
-        for await (const e of this.client.watch(type, { namespace, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 300, signal: this.abort.signal })) {
+        for await (const e of this.client.watch(type, {
+          namespace,
+          resourceVersion: rv,
+          allowWatchBookmarks: true,
+          timeoutSeconds: 300,
+          signal: this.abort.signal,
+        })) {
           if (e.type === 'ERROR') throw new Error(`watch of ${type.kind}: ${JSON.stringify(e.object)}`);
           rv = e.object.metadata.resourceVersion ?? rv;
           if (e.type === 'BOOKMARK') continue;

@@ -25,7 +25,9 @@ export function isolateGroup(text: string, id: string): string {
 
 /** plain manifests: the group renamed and cluster-scoped RBAC names suffixed with `id` */
 export function isolatePlain(text: string, id: string): string {
-  const docs = parseAllDocuments(isolateGroup(text, id)).map((d) => d.toJS() as KubeObject | null).filter((d): d is KubeObject => !!d);
+  const docs = parseAllDocuments(isolateGroup(text, id))
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((d): d is KubeObject => !!d);
   for (const d of docs) {
     if (d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding') d.metadata.name = `${d.metadata.name}-${id}`;
     const roleRef = (d as { roleRef?: { kind: string; name: string } }).roleRef;

@@ -84,7 +84,11 @@ export function condition(bd: BundleDeployment, type: Condition['type']): Condit
 
 /** done per the status contract (docs/status.md): Installed=True, Progressing=False, at the current generation */
 export function isDone(bd: BundleDeployment): boolean {
-  return bd.status?.observedGeneration === bd.metadata.generation && condition(bd, 'Installed')?.status === 'True' && condition(bd, 'Progressing')?.status === 'False';
+  return (
+    bd.status?.observedGeneration === bd.metadata.generation &&
+    condition(bd, 'Installed')?.status === 'True' &&
+    condition(bd, 'Progressing')?.status === 'False'
+  );
 }
 
 /** kubectl's short age: 45s, 12m, 5h, 3d (and 2y) */
@@ -104,5 +108,14 @@ export function age(since: string | undefined, now: Date): string {
 export function table(rows: ReadonlyArray<readonly string[]>): string {
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('   ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+          .join('   ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }

@@ -16,7 +16,28 @@ exit codes: 0 printed; 2 usage error
 
 /** verb → its flags; verbs taking a BundleDeployment NAME complete names */
 export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
-  run: { flags: ['--kubeconfig', '--namespace', '--install-crd', '--metrics-bind-address', '--leader-elect', '--workers', '--shard', '--selector', '--cache-dir', '--cache-max-size', '--max-revision-size', '--fetch-timeout', '--reconcile-timeout', '--registries-conf', '--ca-dir', '--default-service-account', '--override-manager'], names: false },
+  run: {
+    flags: [
+      '--kubeconfig',
+      '--namespace',
+      '--install-crd',
+      '--metrics-bind-address',
+      '--leader-elect',
+      '--workers',
+      '--shard',
+      '--selector',
+      '--cache-dir',
+      '--cache-max-size',
+      '--max-revision-size',
+      '--fetch-timeout',
+      '--reconcile-timeout',
+      '--registries-conf',
+      '--ca-dir',
+      '--default-service-account',
+      '--override-manager',
+    ],
+    names: false,
+  },
   render: { flags: ['-f', '--dir', '--kubeconfig', '-o', '--kube-version', '--api-versions', '-n', '--namespace'], names: false },
   get: { flags: ['-o', '--output', '-l', '--selector', '--kubeconfig', '--help'], names: true },
   pause: { flags: ['--reason', '--kubeconfig', '--help'], names: true },
@@ -27,13 +48,30 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   retry: { flags: ['--timeout', '--kubeconfig', '--help'], names: true },
   tree: { flags: ['--not-ready', '-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   events: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  diff: { flags: ['-f', '--file', '--dir', '-n', '--namespace', '--default-service-account', '--override-manager', '--kube-version', '--api-versions', '--kubeconfig', '--help'], names: false },
+  diff: {
+    flags: [
+      '-f',
+      '--file',
+      '--dir',
+      '-n',
+      '--namespace',
+      '--default-service-account',
+      '--override-manager',
+      '--kube-version',
+      '--api-versions',
+      '--kubeconfig',
+      '--help',
+    ],
+    names: false,
+  },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };
 
 function cases(indent: string, body: (verb: string, spec: { flags: string[]; names: boolean }) => string): string {
-  return Object.entries(VERBS).map(([verb, spec]) => `${indent}${verb}) ${body(verb, spec)} ;;`).join('\n');
+  return Object.entries(VERBS)
+    .map(([verb, spec]) => `${indent}${verb}) ${body(verb, spec)} ;;`)
+    .join('\n');
 }
 
 export function bashCompletion(): string {

@@ -66,7 +66,10 @@ export function diffEntries(preview: RevisionPreview): DiffEntry[] {
       default: {
         const merged = clean(o.after);
         const action = o.kind === 'create' ? 'create' : o.kind === 'recreate' || live !== merged ? 'configure' : 'unchanged';
-        const notes = [...(o.kind === 'recreate' ? ['deleted and re-created: an immutable field changes'] : []), ...(o.reverts?.length ? [`hand edits reverted (${o.reverts.join(', ')})`] : [])];
+        const notes = [
+          ...(o.kind === 'recreate' ? ['deleted and re-created: an immutable field changes'] : []),
+          ...(o.reverts?.length ? [`hand edits reverted (${o.reverts.join(', ')})`] : []),
+        ];
         return { ...base, action, merged, ...(o.takeOver ? { takeOver: o.takeOver } : {}), ...(notes.length ? { note: notes.join('; ') } : {}) };
       }
     }
@@ -74,8 +77,10 @@ export function diffEntries(preview: RevisionPreview): DiffEntry[] {
   for (const p of preview.prune) {
     const live = clean(p.live);
     if (p.action === 'delete') entries.push({ id: p.id, subject: p.subject, action: 'prune', live, merged: '' });
-    else if (p.action === 'skipped' || p.action === 'orphaned') entries.push({ id: p.id, subject: p.subject, action: 'orphan', live, merged: live, note: `left the bundle; ${p.message ?? 'kept'}` });
-    else if (p.action === 'failed') entries.push({ id: p.id, subject: p.subject, action: 'refuse', live, merged: live, note: `left the bundle; deleting it would fail: ${p.message ?? ''}` });
+    else if (p.action === 'skipped' || p.action === 'orphaned')
+      entries.push({ id: p.id, subject: p.subject, action: 'orphan', live, merged: live, note: `left the bundle; ${p.message ?? 'kept'}` });
+    else if (p.action === 'failed')
+      entries.push({ id: p.id, subject: p.subject, action: 'refuse', live, merged: live, note: `left the bundle; deleting it would fail: ${p.message ?? ''}` });
   }
   return entries;
 }

@@ -70,7 +70,14 @@ controller runs them.
 exit codes: 0 no differences; 1 differences (or a refusal); 2 error (usage, render, API)
 `;
 
-const SYMBOL: Record<DiffEntry['action'], string> = { create: 'created', configure: 'configured', unchanged: 'unchanged', prune: 'pruned', orphan: 'kept (left the bundle)', refuse: 'refused' };
+const SYMBOL: Record<DiffEntry['action'], string> = {
+  create: 'created',
+  configure: 'configured',
+  unchanged: 'unchanged',
+  prune: 'pruned',
+  orphan: 'kept (left the bundle)',
+  refuse: 'refused',
+};
 
 /** `diff -u` of two texts, labelled like kubectl diff's live and merged files; "" when equal */
 async function unified(dir: string, label: string, live: string, merged: string): Promise<string> {
@@ -144,12 +151,19 @@ export async function diff(args: string[], io: Io): Promise<number> {
         // whoever the controller would act as: the BD's ServiceAccount (or the default one), impersonated
         const actor = new Identities(client, values['default-service-account'] || undefined).for(bd);
         const preview = await previewRevision(
-          { client, actor: actor.client, revisions: new RevisionStore(client, values.namespace), overrideManagers: [...DEFAULT_OVERRIDES, ...(values['override-manager'] ?? []).filter((m) => m !== '')] },
+          {
+            client,
+            actor: actor.client,
+            revisions: new RevisionStore(client, values.namespace),
+            overrideManagers: [...DEFAULT_OVERRIDES, ...(values['override-manager'] ?? []).filter((m) => m !== '')],
+          },
           bd,
           installed,
           out,
         );
-        io.err(`revision ${preview.revision}${preview.isNew ? '' : ' (the installed one: only drift would be corrected)'}${actor.user ? `, applied as ${actor.user}` : ''}\n`);
+        io.err(
+          `revision ${preview.revision}${preview.isNew ? '' : ' (the installed one: only drift would be corrected)'}${actor.user ? `, applied as ${actor.user}` : ''}\n`,
+        );
         io.err(outline(preview));
         const entries = diffEntries(preview);
         let found = preview.refusal !== undefined;

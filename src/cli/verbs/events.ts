@@ -46,7 +46,10 @@ export function lastSeen(e: EventObject): string | undefined {
 /** oldest first; Events without a time last, in the order given */
 export function byTime(events: readonly EventObject[]): EventObject[] {
   const t = (e: EventObject) => Date.parse(lastSeen(e) ?? '') || Infinity;
-  return events.map((e, i) => ({ e, i })).sort((a, b) => t(a.e) - t(b.e) || a.i - b.i).map(({ e }) => e);
+  return events
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => t(a.e) - t(b.e) || a.i - b.i)
+    .map(({ e }) => e);
 }
 
 const key = (kind: string | undefined, namespace: string | undefined, name: string | undefined) => `${kind}/${namespace ?? ''}/${name}`;
@@ -59,14 +62,16 @@ export async function events(args: string[], io: Io): Promise<number> {
       return EXIT_OK;
     }
     const name = oneName(positionals, 'events');
-    if (values.output && !['yaml', 'json'].includes(values.output)) throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
+    if (values.output && !['yaml', 'json'].includes(values.output))
+      throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
     const client = connect(values.kubeconfig);
     try {
       const bd = await readBD(client, name);
       // the BD's own: cluster-scoped, so in "default" (where kubectl describe looks); of this BD, not an earlier one of the same name
-      const own = ((await client.list(EVENT, { namespace: 'default', fieldSelector: `involvedObject.kind=BundleDeployment,involvedObject.name=${name}` })).items as EventObject[]).filter(
-        (e) => !e.involvedObject.uid || !bd.metadata.uid || e.involvedObject.uid === bd.metadata.uid,
-      );
+      const own = (
+        (await client.list(EVENT, { namespace: 'default', fieldSelector: `involvedObject.kind=BundleDeployment,involvedObject.name=${name}` }))
+          .items as EventObject[]
+      ).filter((e) => !e.involvedObject.uid || !bd.metadata.uid || e.involvedObject.uid === bd.metadata.uid);
       // the objects that are not ready, and the pods (and their ReplicaSets) of those that are workloads
       const wanted = new Set<string>();
       if (bd.status?.activeRevision) {
@@ -97,7 +102,11 @@ export async function events(args: string[], io: Io): Promise<number> {
           age(lastSeen(e), now),
           e.type ?? '',
           e.reason ?? '',
-          subjectOf({ kind: e.involvedObject.kind ?? '', ...(e.involvedObject.namespace && e.involvedObject.kind !== 'BundleDeployment' ? { namespace: e.involvedObject.namespace } : {}), name: e.involvedObject.name ?? '' }),
+          subjectOf({
+            kind: e.involvedObject.kind ?? '',
+            ...(e.involvedObject.namespace && e.involvedObject.kind !== 'BundleDeployment' ? { namespace: e.involvedObject.namespace } : {}),
+            name: e.involvedObject.name ?? '',
+          }),
           ...(repeated ? [String(e.series?.count ?? e.count ?? 1)] : []),
           (e.message ?? '').replace(/\s*\n\s*/g, ' '),
         ]);

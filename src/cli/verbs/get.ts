@@ -65,24 +65,29 @@ export async function get(args: string[], io: Io): Promise<number> {
     }
     if (positionals.length > 1) throw new UsageError('get takes at most one NAME');
     const output = values.output ?? 'table';
-    if (!['table', 'wide', 'name', 'yaml', 'json'].includes(output)) throw new UsageError(`unknown output format ${JSON.stringify(output)} (wide, name, yaml or json)`);
+    if (!['table', 'wide', 'name', 'yaml', 'json'].includes(output))
+      throw new UsageError(`unknown output format ${JSON.stringify(output)} (wide, name, yaml or json)`);
     if (positionals.length === 1 && values.selector) throw new UsageError('NAME and --selector exclude each other');
     const client = connect(values.kubeconfig);
     try {
       const name = positionals[0];
       const items: BundleDeployment[] = name
         ? [await readBD(client, name)]
-        : ((await client.list(BD_TYPE, values.selector ? { labelSelector: values.selector } : {})).items as unknown as BundleDeployment[]).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+        : ((await client.list(BD_TYPE, values.selector ? { labelSelector: values.selector } : {})).items as unknown as BundleDeployment[]).sort((a, b) =>
+            a.metadata.name.localeCompare(b.metadata.name),
+          );
       if (output === 'json') io.out(`${JSON.stringify(name ? items[0] : { apiVersion: 'v1', kind: 'List', items }, null, 2)}\n`);
       else if (output === 'yaml') io.out(stringify(name ? items[0] : { apiVersion: 'v1', kind: 'List', items }, { lineWidth: 0 }));
-      else if (output === 'name') io.out(items.map((bd) => `${bd.metadata.name}\n`).join(''))
+      else if (output === 'name') io.out(items.map((bd) => `${bd.metadata.name}\n`).join(''));
       else if (items.length === 0) io.err('No resources found\n');
       else {
         const now = new Date();
         const wide = output === 'wide';
         const known = new Map(items.map((bd) => [bd.metadata.name, bd]));
         // one NAME: its dependencies are read too (a missing one stays missing)
-        if (wide && name) for (const d of items[0]?.spec.dependsOn ?? []) if (!known.has(d.name)) await client.get(BD_TYPE, d.name).then((o) => o && known.set(d.name, o as unknown as BundleDeployment));
+        if (wide && name)
+          for (const d of items[0]?.spec.dependsOn ?? [])
+            if (!known.has(d.name)) await client.get(BD_TYPE, d.name).then((o) => o && known.set(d.name, o as unknown as BundleDeployment));
         io.out(table([wide ? [...GET_HEADER, 'DIGEST', 'DEPENDS'] : GET_HEADER, ...items.map((bd) => getRow(bd, now, wide, (n) => known.get(n)))]));
       }
       return EXIT_OK;

@@ -51,7 +51,8 @@ export function describeHooks(hooks: readonly HookRun[] | undefined): string {
 /** one line per source: kind and the pinned identity */
 export function describeSource(src: SourceSpec): string {
   if (src.image) return `image ${src.image.ref}`;
-  if (src.git) return `git ${src.git.repository}${src.git.directory ? `//${src.git.directory}` : ''}@${src.git.ref.commit ?? src.git.ref.tag ?? src.git.ref.branch}`;
+  if (src.git)
+    return `git ${src.git.repository}${src.git.directory ? `//${src.git.directory}` : ''}@${src.git.ref.commit ?? src.git.ref.tag ?? src.git.ref.branch}`;
   if (src.http) return `http ${src.http.url}${src.http.sha256 ? ` sha256:${src.http.sha256.slice(0, 12)}` : ''}`;
   return src.kind;
 }
@@ -59,12 +60,25 @@ export function describeSource(src: SourceSpec): string {
 export function historyEntries(stored: readonly RevisionRecord[], status: BundleDeploymentStatus | undefined): HistoryEntry[] {
   const byNumber = new Map<number, HistoryEntry>();
   for (const r of stored) {
-    byNumber.set(r.number, { revision: r.number, phase: 'Stored', contentDigest: r.contentDigest, ...(r.storedAt ? { storedAt: r.storedAt } : {}), ...(r.spec ? { sources: r.spec.sources } : {}), rollback: !!r.spec });
+    byNumber.set(r.number, {
+      revision: r.number,
+      phase: 'Stored',
+      contentDigest: r.contentDigest,
+      ...(r.storedAt ? { storedAt: r.storedAt } : {}),
+      ...(r.spec ? { sources: r.spec.sources } : {}),
+      rollback: !!r.spec,
+    });
   }
   for (const s of status?.revisions ?? []) {
     const e = byNumber.get(s.number) ?? { revision: s.number, phase: s.phase, contentDigest: s.contentDigest, rollback: false };
     const active = status?.activeRevision?.number === s.number ? status.activeRevision : undefined;
-    byNumber.set(s.number, { ...e, phase: s.phase, ...(active?.objects !== undefined ? { objects: active.objects } : {}), ...(active?.appliedAt ? { appliedAt: active.appliedAt } : {}), ...(s.hooks?.length ? { hooks: s.hooks } : {}) });
+    byNumber.set(s.number, {
+      ...e,
+      phase: s.phase,
+      ...(active?.objects !== undefined ? { objects: active.objects } : {}),
+      ...(active?.appliedAt ? { appliedAt: active.appliedAt } : {}),
+      ...(s.hooks?.length ? { hooks: s.hooks } : {}),
+    });
   }
   // a transition under way: its hooks so far
   const t = status?.transition;
@@ -81,7 +95,8 @@ export async function history(args: string[], io: Io): Promise<number> {
       return EXIT_OK;
     }
     const name = oneName(positionals, 'history');
-    if (values.output && !['yaml', 'json'].includes(values.output)) throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
+    if (values.output && !['yaml', 'json'].includes(values.output))
+      throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
     const client = connect(values.kubeconfig);
     try {
       const bd = await readBD(client, name);

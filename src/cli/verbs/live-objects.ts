@@ -40,7 +40,11 @@ export interface LiveObject {
 }
 
 /** the active revision and its managed objects (hooks are not managed objects) */
-export async function activeObjects(client: RestKubeClient, namespace: string, bd: BundleDeployment): Promise<{ active: ActiveRevision; objects: KubeObject[] }> {
+export async function activeObjects(
+  client: RestKubeClient,
+  namespace: string,
+  bd: BundleDeployment,
+): Promise<{ active: ActiveRevision; objects: KubeObject[] }> {
   const name = bd.metadata.name;
   const active = bd.status?.activeRevision;
   if (!active) throw new Error(`bundledeployment ${JSON.stringify(name)} has no active revision yet`);
@@ -68,7 +72,9 @@ const EXPLAIN_MAX = 5;
 export async function podsOf(client: RestKubeClient, workload: KubeObject): Promise<KubeObject[]> {
   const match = (workload.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels;
   if (!workload.metadata.namespace || !match || Object.keys(match).length === 0) return [];
-  const selector = Object.entries(match).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = Object.entries(match)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   return (await client.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: workload.metadata.namespace, labelSelector: selector })).items;
 }
 
@@ -81,7 +87,14 @@ export async function inspect(client: RestKubeClient, bd: BundleDeployment, obje
     // a check that does not compile is reported in Healthy already; judge by built-in readiness
   }
   const out = await mapLimit(objects, concurrency, async (o): Promise<LiveObject> => {
-    const base = { apiVersion: o.apiVersion, kind: o.kind, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), name: o.metadata.name, phase: phaseOf(o), wave: waveOf(o) ?? 0 };
+    const base = {
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+      name: o.metadata.name,
+      phase: phaseOf(o),
+      wave: waveOf(o) ?? 0,
+    };
     let live: KubeObject | undefined;
     try {
       live = await client.get(o, o.metadata.name, o.metadata.namespace);
@@ -94,7 +107,9 @@ export async function inspect(client: RestKubeClient, bd: BundleDeployment, obje
     const failedChecks = Object.entries(runChecks(checks, live) ?? {}).filter(([, r]) => !r.ok);
     const health: Health = verdict.readiness === 'Failed' ? 'Failed' : verdict.readiness === 'InProgress' || failedChecks.length ? 'InProgress' : 'Ready';
     if (health === 'Ready') return { ...base, owner, health, live };
-    const why = [verdict.message, ...failedChecks.map(([name, r]) => `health check ${name}: ${r.message ?? 'failing'}`), ...badConditions(live)].filter(Boolean);
+    const why = [verdict.message, ...failedChecks.map(([name, r]) => `health check ${name}: ${r.message ?? 'failing'}`), ...badConditions(live)].filter(
+      Boolean,
+    );
     return { ...base, owner, health, reason: why.join('; '), live };
   });
   // a workload's status only counts pods: its pods say why
@@ -106,7 +121,12 @@ export async function inspect(client: RestKubeClient, bd: BundleDeployment, obje
       if (why) x.reason = `${x.reason ?? ''}${x.reason ? '; ' : ''}${why}`;
     }),
   );
-  return out.map((x, i) => ({ x, i })).sort((a, b) => PHASES.indexOf(a.x.phase as (typeof PHASES)[number]) - PHASES.indexOf(b.x.phase as (typeof PHASES)[number]) || a.x.wave - b.x.wave || a.i - b.i).map(({ x }) => x);
+  return out
+    .map((x, i) => ({ x, i }))
+    .sort(
+      (a, b) => PHASES.indexOf(a.x.phase as (typeof PHASES)[number]) - PHASES.indexOf(b.x.phase as (typeof PHASES)[number]) || a.x.wave - b.x.wave || a.i - b.i,
+    )
+    .map(({ x }) => x);
 }
 
 /** "Deployment ns/name" */

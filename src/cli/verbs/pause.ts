@@ -94,7 +94,10 @@ export async function pause(args: string[], io: Io): Promise<number> {
       await readBD(client, name);
       const by = await whoAmI(client);
       const at = new Date().toISOString();
-      const patch = { metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: reason, [ANNOTATION_PAUSED_BY]: by, [ANNOTATION_PAUSED_AT]: at } }, spec: { paused: true } };
+      const patch = {
+        metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: reason, [ANNOTATION_PAUSED_BY]: by, [ANNOTATION_PAUSED_AT]: at } },
+        spec: { paused: true },
+      };
       const bd = (await client.patch(BD_TYPE, name, undefined, patch, 'merge', { fieldManager: 'hoist-cli' })) as unknown as BundleDeployment;
       await recordEvent(client, bd, 'Paused', `paused by ${by}: ${reason}`);
       io.out(`bundledeployment ${name} paused\n`);
@@ -117,7 +120,10 @@ export async function resume(args: string[], io: Io): Promise<number> {
     try {
       const before = await readBD(client, name);
       const by = await whoAmI(client);
-      const patch = { metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: null, [ANNOTATION_PAUSED_BY]: null, [ANNOTATION_PAUSED_AT]: null } }, spec: { paused: false } };
+      const patch = {
+        metadata: { annotations: { [ANNOTATION_PAUSED_REASON]: null, [ANNOTATION_PAUSED_BY]: null, [ANNOTATION_PAUSED_AT]: null } },
+        spec: { paused: false },
+      };
       const bd = (await client.patch(BD_TYPE, name, undefined, patch, 'merge', { fieldManager: 'hoist-cli' })) as unknown as BundleDeployment;
       const was = before.metadata.annotations?.[ANNOTATION_PAUSED_REASON];
       await recordEvent(client, bd, 'Resumed', `resumed by ${by}${was ? ` (was paused: ${was})` : ''}`);

@@ -10,7 +10,21 @@ import { randomBytes } from 'node:crypto';
 import { parseDuration } from '../../../api/v1alpha2/defaults.ts';
 import { ANNOTATION_REQUESTED_AT, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { RestKubeClient } from '../../kube/client.ts';
-import { BD_TYPE, condition, connect, CONNECTION_OPTIONS, EXIT_FAILED, EXIT_OK, isDone, oneName, parse, readBD, runVerb, UsageError, type Io } from './common.ts';
+import {
+  BD_TYPE,
+  condition,
+  connect,
+  CONNECTION_OPTIONS,
+  EXIT_FAILED,
+  EXIT_OK,
+  isDone,
+  oneName,
+  parse,
+  readBD,
+  runVerb,
+  UsageError,
+  type Io,
+} from './common.ts';
 
 export const RECONCILE_HELP = `usage: hoist reconcile NAME [--wait] [--timeout 5m] [--kubeconfig file]
 
@@ -67,7 +81,12 @@ export function handled(bd: BundleDeployment, token: string): boolean {
  * version seen when the time is up. A watch the server ends is resumed; one that fails is
  * replaced after a GET.
  */
-export async function watchUntil(client: RestKubeClient, from: BundleDeployment, until: (bd: BundleDeployment) => boolean, timeoutMs: number): Promise<{ bd: BundleDeployment; met: boolean }> {
+export async function watchUntil(
+  client: RestKubeClient,
+  from: BundleDeployment,
+  until: (bd: BundleDeployment) => boolean,
+  timeoutMs: number,
+): Promise<{ bd: BundleDeployment; met: boolean }> {
   let last = from;
   if (until(last)) return { bd: last, met: true };
   const stop = AbortSignal.timeout(timeoutMs);
@@ -103,7 +122,10 @@ export function outcome(bd: BundleDeployment): { ok: boolean; text: string } {
   const p = condition(bd, 'Progressing');
   const i = condition(bd, 'Installed');
   if (p?.reason === 'Succeeded') return { ok: true, text: `Progressing=False/Succeeded: ${p.message}` };
-  const lines = [p ? `Progressing=${p.status}/${p.reason}: ${p.message}` : 'Progressing not reported', i ? `Installed=${i.status}/${i.reason}: ${i.message}` : ''];
+  const lines = [
+    p ? `Progressing=${p.status}/${p.reason}: ${p.message}` : 'Progressing not reported',
+    i ? `Installed=${i.status}/${i.reason}: ${i.message}` : '',
+  ];
   return { ok: false, text: lines.filter(Boolean).join('\n  ') };
 }
 
@@ -116,7 +138,9 @@ async function requestAndWait(io: Io, client: RestKubeClient, name: string, wait
   const { bd, met } = await watchUntil(client, requested, (b) => handled(b, token), timeoutMs);
   if (!met) {
     const echoed = bd.status?.lastHandledRequest === token;
-    io.err(`hoist: bundledeployment ${name}: ${echoed ? 'handled but not done' : 'not handled yet'} after ${Math.round(timeoutMs / 1000)}s; now ${outcome(bd).text}\n`);
+    io.err(
+      `hoist: bundledeployment ${name}: ${echoed ? 'handled but not done' : 'not handled yet'} after ${Math.round(timeoutMs / 1000)}s; now ${outcome(bd).text}\n`,
+    );
     return EXIT_FAILED;
   }
   const o = outcome(bd);
@@ -145,7 +169,8 @@ export async function reconcile(args: string[], io: Io): Promise<number> {
     const client = connect(values.kubeconfig);
     try {
       const bd = await readBD(client, name);
-      if (bd.spec.paused) io.err(`hoist reconcile: bundledeployment ${name} is paused: the controller fetches and applies nothing until \`hoist resume ${name}\`\n`);
+      if (bd.spec.paused)
+        io.err(`hoist reconcile: bundledeployment ${name} is paused: the controller fetches and applies nothing until \`hoist resume ${name}\`\n`);
       return await requestAndWait(io, client, name, values.wait === true, timeoutMs);
     } finally {
       await client.close();
@@ -166,9 +191,16 @@ export async function retry(args: string[], io: Io): Promise<number> {
     try {
       const bd = await readBD(client, name);
       const p = condition(bd, 'Progressing');
-      const failed = p?.status === 'False' && (p.reason === 'RolledBack' || p.reason === 'Blocked') && p.observedGeneration === bd.metadata.generation && bd.status?.observedGeneration === bd.metadata.generation;
+      const failed =
+        p?.status === 'False' &&
+        (p.reason === 'RolledBack' || p.reason === 'Blocked') &&
+        p.observedGeneration === bd.metadata.generation &&
+        bd.status?.observedGeneration === bd.metadata.generation;
       if (bd.spec.paused) throw new Error(`bundledeployment ${JSON.stringify(name)} is paused: \`hoist resume ${name}\` first`);
-      if (!failed) throw new Error(`nothing to retry: bundledeployment ${JSON.stringify(name)} is ${p ? `Progressing=${p.status}/${p.reason}` : 'not reconciled yet'} (retry takes a RolledBack or Blocked revision of the current spec)`);
+      if (!failed)
+        throw new Error(
+          `nothing to retry: bundledeployment ${JSON.stringify(name)} is ${p ? `Progressing=${p.status}/${p.reason}` : 'not reconciled yet'} (retry takes a RolledBack or Blocked revision of the current spec)`,
+        );
       return await requestAndWait(io, client, name, true, timeoutMs);
     } finally {
       await client.close();

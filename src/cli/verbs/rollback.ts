@@ -65,7 +65,10 @@ export async function rollback(args: string[], io: Io): Promise<number> {
         const have = stored.map((r) => r.number).join(', ') || 'none';
         throw new Error(`revision ${to} of ${name} is not stored in namespace ${values.namespace} (stored: ${have}); nothing changed`);
       }
-      if (!rev.spec) throw new Error(`revision ${to} of ${name} was stored without the spec that produced it (by an older Hoist); nothing changed: set spec.sources to its sources by hand`);
+      if (!rev.spec)
+        throw new Error(
+          `revision ${to} of ${name} was stored without the spec that produced it (by an older Hoist); nothing changed: set spec.sources to its sources by hand`,
+        );
       // the objects must be there to re-apply: a rollback never fetches
       if (!(await store.load(name, rev))) throw new Error(`revision ${to} of ${name} is only partly stored (a chunk Secret is missing); nothing changed`);
       const ops = rollbackPatch(bd, rev.spec);
@@ -74,7 +77,9 @@ export async function rollback(args: string[], io: Io): Promise<number> {
         return EXIT_OK;
       }
       await client.patch(BD_TYPE, name, undefined, ops, 'json', { fieldManager: 'hoist-cli' });
-      io.out(`bundledeployment ${name} rolled back to revision ${to} (${rev.contentDigest})${bd.spec.paused ? '; it is paused: the controller applies it on hoist resume' : ''}\n`);
+      io.out(
+        `bundledeployment ${name} rolled back to revision ${to} (${rev.contentDigest})${bd.spec.paused ? '; it is paused: the controller applies it on hoist resume' : ''}\n`,
+      );
       return EXIT_OK;
     } finally {
       await client.close();

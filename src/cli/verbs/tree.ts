@@ -37,13 +37,19 @@ function plain(o: LiveObject): Omit<LiveObject, 'live' | 'pods'> {
 
 export async function tree(args: string[], io: Io): Promise<number> {
   return runVerb('tree', TREE_HELP, io, async () => {
-    const { values, positionals } = parse(args, { ...CONNECTION_OPTIONS, ...NAMESPACE_OPTION, output: { type: 'string', short: 'o' }, 'not-ready': { type: 'boolean' } });
+    const { values, positionals } = parse(args, {
+      ...CONNECTION_OPTIONS,
+      ...NAMESPACE_OPTION,
+      output: { type: 'string', short: 'o' },
+      'not-ready': { type: 'boolean' },
+    });
     if (values.help) {
       io.out(TREE_HELP);
       return EXIT_OK;
     }
     const name = oneName(positionals, 'tree');
-    if (values.output && !['yaml', 'json'].includes(values.output)) throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
+    if (values.output && !['yaml', 'json'].includes(values.output))
+      throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
     const client = connect(values.kubeconfig);
     try {
       const bd = await readBD(client, name);
@@ -55,7 +61,9 @@ export async function tree(args: string[], io: Io): Promise<number> {
       else if (values.output === 'yaml') io.out(stringify(shown.map(plain), { lineWidth: 0 }));
       else {
         const t = bd.status?.transition;
-        io.out(`BundleDeployment ${name}: revision ${active.number} (${active.contentDigest}), ${all.length} objects, ${notReady.length ? `${notReady.length} not ready` : 'all ready'}${t && t.revision !== active.number ? `; revision ${t.revision} on its way in` : ''}\n`);
+        io.out(
+          `BundleDeployment ${name}: revision ${active.number} (${active.contentDigest}), ${all.length} objects, ${notReady.length ? `${notReady.length} not ready` : 'all ready'}${t && t.revision !== active.number ? `; revision ${t.revision} on its way in` : ''}\n`,
+        );
         if (shown.length) {
           const rows = shown.map((o) => [o.wave ? `${o.phase} wave ${o.wave}` : o.phase, subjectOf(o), o.owner || '<none>', o.health, o.reason ?? '']);
           io.out(table([['PHASE', 'OBJECT', 'OWNER', 'HEALTH', 'REASON'], ...rows]));

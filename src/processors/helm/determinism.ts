@@ -69,9 +69,10 @@ export async function determinismWarnings(tree: ContentTree, chartRelDir: string
     const calls = nonDeterministicCalls(text);
     if (calls.length === 0) continue;
     const kinds = new Set(calls.map((c) => NON_DETERMINISTIC.get(c)));
-    const why = kinds.has('lookup') && kinds.size === 1
-      ? 'lookup returns nothing when rendering without cluster access'
-      : 'its output changes from render to render, so each render is a new revision';
+    const why =
+      kinds.has('lookup') && kinds.size === 1
+        ? 'lookup returns nothing when rendering without cluster access'
+        : 'its output changes from render to render, so each render is a new revision';
     warnings.push(`${shown} calls ${calls.join(', ')}: ${why}`);
   }
   return warnings;

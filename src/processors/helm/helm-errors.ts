@@ -83,8 +83,6 @@ export function parseHelmStderr(stderr: string): ParsedHelmFailure {
 /** The HoistError for a helm run that exited non-zero. `chart` is "name-version". */
 export function helmFailure(stderr: string, chart: string): HoistError {
   const parsed = parseHelmStderr(stderr);
-  const where = parsed.location
-    ? ` ${parsed.location.file}${parsed.location.line === undefined ? '' : `:${parsed.location.line}`}`
-    : '';
+  const where = parsed.location ? ` ${parsed.location.file}${parsed.location.line === undefined ? '' : `:${parsed.location.line}`}` : '';
   return helmError(parsed.message, parsed.code, `helm chart ${chart}${where}`);
 }

@@ -141,7 +141,15 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       const layers = [...files.layers, ...valuesFromLayers(ctx.helmValuesFrom ?? []), { from: 'config.helm.values', values }];
       // a Secret's values never reach a message, even where helm quotes a value (a schema's pattern)
       const secrets = secretStrings(layers);
-      const scrub = (text: string): string => redact(scrubPaths(text, [[home, '<helm-home>'], [tree, '.'], [realTree, '.']]), secrets);
+      const scrub = (text: string): string =>
+        redact(
+          scrubPaths(text, [
+            [home, '<helm-home>'],
+            [tree, '.'],
+            [realTree, '.'],
+          ]),
+          secrets,
+        );
       await checkDependencies(bundle, chart, async (dir) => {
         const r = await run(['dependency', 'list', dir], home, subject, 'helm dependency list');
         if (r.code !== 0) throw helmFailure(scrub(r.stderr), label);
@@ -158,15 +166,22 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
         ...(ctx.kubeVersion ? { kubeVersion: ctx.kubeVersion } : {}),
         ...(ctx.apiVersions ? { apiVersions: ctx.apiVersions } : {}),
       });
-      const [result, scanWarnings] = await Promise.all([
-        run(args, home, subject, 'helm template'),
-        determinismWarnings(bundle, chart.relDir, chart.name),
-      ]);
+      const [result, scanWarnings] = await Promise.all([run(args, home, subject, 'helm template'), determinismWarnings(bundle, chart.relDir, chart.name)]);
       if (result.code !== 0) throw helmFailure(scrub(result.stderr), label);
 
       const parsed = parseHelmOutput(result.stdout, label);
       // (without the original as cause: its message is what is being blanked)
-      const errors: HoistError[] = parsed.errors.map((e) => (secrets.length ? new HoistError(scrub(e.message), { stage: e.stage, reason: e.reason, code: e.code, ...(e.subject ? { subject: e.subject } : {}), terminal: e.terminal }) : e));
+      const errors: HoistError[] = parsed.errors.map((e) =>
+        secrets.length
+          ? new HoistError(scrub(e.message), {
+              stage: e.stage,
+              reason: e.reason,
+              code: e.code,
+              ...(e.subject ? { subject: e.subject } : {}),
+              terminal: e.terminal,
+            })
+          : e,
+      );
       const kept = parsed.objects.filter((o) => classifyHook(o.object).action !== 'drop');
       errors.push(...duplicateErrors(kept, namespace));
       const failure = combineProcessErrors(errors);

@@ -20,12 +20,19 @@ export const HELM_HOOK = 'helm.sh/hook';
 export const HELM_HOOK_WEIGHT = 'helm.sh/hook-weight';
 export const HELM_HOOK_DELETE_POLICY = 'helm.sh/hook-delete-policy';
 
-export const HOOK_EVENTS: readonly HookEvent[] = ['pre-install', 'post-install', 'pre-upgrade', 'post-upgrade', 'pre-rollback', 'post-rollback', 'pre-delete', 'post-delete'];
+export const HOOK_EVENTS: readonly HookEvent[] = [
+  'pre-install',
+  'post-install',
+  'pre-upgrade',
+  'post-upgrade',
+  'pre-rollback',
+  'post-rollback',
+  'pre-delete',
+  'post-delete',
+];
 
 export type HookDecision =
-  | { action: 'keep-manifest' }
-  | { action: 'keep-hook'; events: HookEvent[]; weight: number }
-  | { action: 'drop'; events: string[]; why: string };
+  { action: 'keep-manifest' } | { action: 'keep-hook'; events: HookEvent[]; weight: number } | { action: 'drop'; events: string[]; why: string };
 
 function annotation(obj: KubeObject, key: string): string | undefined {
   const v = obj.metadata.annotations?.[key];
@@ -53,7 +60,9 @@ export type HookDeletePolicy = 'before-hook-creation' | 'hook-succeeded' | 'hook
 
 /** helm.sh/hook-delete-policy; Helm's default when none is given is before-hook-creation */
 export function hookDeletePolicies(obj: KubeObject): HookDeletePolicy[] {
-  const known = (list(annotation(obj, HELM_HOOK_DELETE_POLICY)) ?? []).filter((p): p is HookDeletePolicy => p === 'before-hook-creation' || p === 'hook-succeeded' || p === 'hook-failed');
+  const known = (list(annotation(obj, HELM_HOOK_DELETE_POLICY)) ?? []).filter(
+    (p): p is HookDeletePolicy => p === 'before-hook-creation' || p === 'hook-succeeded' || p === 'hook-failed',
+  );
   return known.length > 0 ? known : ['before-hook-creation'];
 }
 
@@ -99,7 +108,44 @@ const CRDS_DIR_SOURCE = /^[^/]+(\/charts\/[^/]+)*\/crds\//;
 
 /** Helm's InstallOrder (pkg/releaseutil/kind_sorter.go): hooks of equal weight and name run in this kind order */
 const HELM_INSTALL_ORDER = [
-  'PriorityClass', 'Namespace', 'NetworkPolicy', 'ResourceQuota', 'LimitRange', 'PodSecurityPolicy', 'PodDisruptionBudget', 'ServiceAccount', 'Secret', 'SecretList', 'ConfigMap', 'StorageClass', 'PersistentVolume', 'PersistentVolumeClaim', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleList', 'ClusterRoleBinding', 'ClusterRoleBindingList', 'Role', 'RoleList', 'RoleBinding', 'RoleBindingList', 'Service', 'DaemonSet', 'Pod', 'ReplicationController', 'ReplicaSet', 'Deployment', 'HorizontalPodAutoscaler', 'StatefulSet', 'Job', 'CronJob', 'IngressClass', 'Ingress', 'APIService', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration',
+  'PriorityClass',
+  'Namespace',
+  'NetworkPolicy',
+  'ResourceQuota',
+  'LimitRange',
+  'PodSecurityPolicy',
+  'PodDisruptionBudget',
+  'ServiceAccount',
+  'Secret',
+  'SecretList',
+  'ConfigMap',
+  'StorageClass',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'CustomResourceDefinition',
+  'ClusterRole',
+  'ClusterRoleList',
+  'ClusterRoleBinding',
+  'ClusterRoleBindingList',
+  'Role',
+  'RoleList',
+  'RoleBinding',
+  'RoleBindingList',
+  'Service',
+  'DaemonSet',
+  'Pod',
+  'ReplicationController',
+  'ReplicaSet',
+  'Deployment',
+  'HorizontalPodAutoscaler',
+  'StatefulSet',
+  'Job',
+  'CronJob',
+  'IngressClass',
+  'Ingress',
+  'APIService',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
 ];
 
 function kindRank(kind: string): number {

@@ -67,14 +67,21 @@ function valuesDocument(text: string, from: string, secret: boolean, budget: Yam
     const line = /:(\d+)$/.exec(e.subject ?? '')?.[1];
     throw helmError(`${from} is not valid YAML${line ? ` (line ${line})` : ''}`, ProcessCode.InvalidConfig, from);
   }
-  if (parsed.documents.length > 1) throw helmError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, ProcessCode.InvalidConfig, from);
+  if (parsed.documents.length > 1)
+    throw helmError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, ProcessCode.InvalidConfig, from);
   const value = parsed.documents[0]?.value ?? {};
-  if (!isJsonObject(value)) throw helmError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, ProcessCode.InvalidConfig, from);
+  if (!isJsonObject(value))
+    throw helmError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, ProcessCode.InvalidConfig, from);
   return { values: value, warnings: secret ? [] : parsed.warnings };
 }
 
 /** config.helm.valuesFiles read from the chart's directory, in order; a missing file is an error naming it */
-export async function readValuesFiles(bundle: ContentTree, chart: Pick<ChartInfo, 'relDir'>, files: readonly string[], budget: YamlBudget = yamlBudget()): Promise<{ layers: ValuesLayer[]; warnings: string[] }> {
+export async function readValuesFiles(
+  bundle: ContentTree,
+  chart: Pick<ChartInfo, 'relDir'>,
+  files: readonly string[],
+  budget: YamlBudget = yamlBudget(),
+): Promise<{ layers: ValuesLayer[]; warnings: string[] }> {
   const layers: ValuesLayer[] = [];
   const warnings: string[] = [];
   const errors: HoistError[] = [];
@@ -97,7 +104,8 @@ export async function readValuesFiles(bundle: ContentTree, chart: Pick<ChartInfo
     }
   }
   if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw helmError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, ProcessCode.InvalidConfig, errors[0]!.subject);
+  if (errors.length > 1)
+    throw helmError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, ProcessCode.InvalidConfig, errors[0]!.subject);
   return { layers, warnings };
 }
 
@@ -129,7 +137,11 @@ export function targetPathKeys(path: string, from = 'targetPath'): string[] {
     } else if (/[A-Za-z0-9_/-]/.test(c)) {
       key += c;
     } else {
-      throw helmError(`${from}: targetPath ${JSON.stringify(path)} has ${JSON.stringify(c)}; keys are letters, digits, '_', '-', '/' and '\\.' (list indexes are not supported)`, ProcessCode.InvalidConfig, from);
+      throw helmError(
+        `${from}: targetPath ${JSON.stringify(path)} has ${JSON.stringify(c)}; keys are letters, digits, '_', '-', '/' and '\\.' (list indexes are not supported)`,
+        ProcessCode.InvalidConfig,
+        from,
+      );
     }
   }
   keys.push(key);
@@ -155,7 +167,11 @@ export function setValue(text: string, from = 'value'): JsonValue {
     // Go's ParseInt range; beyond ±2^53 JSON numbers here would round: refused, not changed
     if (!Number.isSafeInteger(n)) {
       if (BigInt(text) > 2n ** 63n - 1n || BigInt(text) < -(2n ** 63n)) return text;
-      throw helmError(`${from}: the integer value is beyond ±2^53, which Hoist cannot pass on exactly; quote it to pass it as a string`, ProcessCode.InvalidConfig, from);
+      throw helmError(
+        `${from}: the integer value is beyond ±2^53, which Hoist cannot pass on exactly; quote it to pass it as a string`,
+        ProcessCode.InvalidConfig,
+        from,
+      );
     }
     return n;
   }

@@ -23,7 +23,13 @@ export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', '
 
 /** an entry that names something on a network: a URL, scp-like git, or a host/path as kustomize reads one */
 export function looksRemote(entry: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(entry) || /^[^/]+@[^/]+:/.test(entry) || /^(git::|github\.com\/|gitlab\.com\/|bitbucket\.org\/)/.test(entry) || /[?&]ref=/.test(entry) || entry.includes('//');
+  return (
+    /^[a-z][a-z0-9+.-]*:\/\//i.test(entry) ||
+    /^[^/]+@[^/]+:/.test(entry) ||
+    /^(git::|github\.com\/|gitlab\.com\/|bitbucket\.org\/)/.test(entry) ||
+    /[?&]ref=/.test(entry) ||
+    entry.includes('//')
+  );
 }
 
 /** `dir/entry` inside the tree, or undefined when it would leave it */
@@ -60,7 +66,13 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     const file = await kustomizationFile(bundle, d);
     if (!file) {
       const where = d === '' ? 'the bundle root' : JSON.stringify(d);
-      problems.push(kustomizeError(`${where} has no kustomization (${KUSTOMIZATION_FILES.join(', ')})${from ? `; referred to by ${from}` : ''}`, ProcessCode.KustomizationNotFound, d || '.'));
+      problems.push(
+        kustomizeError(
+          `${where} has no kustomization (${KUSTOMIZATION_FILES.join(', ')})${from ? `; referred to by ${from}` : ''}`,
+          ProcessCode.KustomizationNotFound,
+          d || '.',
+        ),
+      );
       return;
     }
     const docs = parseYamlStream(await bundle.readText(file), file).documents;
@@ -70,25 +82,47 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
       return;
     }
     if ((Array.isArray(k.helmCharts) && k.helmCharts.length > 0) || k.helmGlobals !== undefined) {
-      problems.push(kustomizeError(`${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`, ProcessCode.UnsupportedKustomization, file));
+      problems.push(
+        kustomizeError(
+          `${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`,
+          ProcessCode.UnsupportedKustomization,
+          file,
+        ),
+      );
     }
     // files kustomize loads by path, which it would also fetch from a URL
     const loaded = [
-      ...['generators', 'transformers', 'validators', 'crds', 'configurations', 'patchesStrategicMerge'].flatMap((field) => stringList(k, field).map((entry) => ({ field, entry }))),
-      ...(Array.isArray(k.patches) ? k.patches : []).flatMap((p) => (isJsonObject(p) && typeof p.path === 'string' ? [{ field: 'patches', entry: p.path }] : [])),
+      ...['generators', 'transformers', 'validators', 'crds', 'configurations', 'patchesStrategicMerge'].flatMap((field) =>
+        stringList(k, field).map((entry) => ({ field, entry })),
+      ),
+      ...(Array.isArray(k.patches) ? k.patches : []).flatMap((p) =>
+        isJsonObject(p) && typeof p.path === 'string' ? [{ field: 'patches', entry: p.path }] : [],
+      ),
       ...(isJsonObject(k.openapi) && typeof k.openapi.path === 'string' ? [{ field: 'openapi', entry: k.openapi.path }] : []),
     ];
     for (const { field, entry } of loaded) {
       // an inline config or patch (several lines) is not a location
       if (!entry.includes('\n') && looksRemote(entry)) {
-        problems.push(kustomizeError(`${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, ProcessCode.RemoteBase, `${file} ${field} ${entry}`));
+        problems.push(
+          kustomizeError(
+            `${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`,
+            ProcessCode.RemoteBase,
+            `${file} ${field} ${entry}`,
+          ),
+        );
       }
     }
     for (const field of ['resources', 'bases', 'components']) {
       for (const entry of stringList(k, field)) {
         const subject = `${file} ${field} ${entry}`;
         if (looksRemote(entry)) {
-          problems.push(kustomizeError(`${file}: remote base ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`, ProcessCode.RemoteBase, subject));
+          problems.push(
+            kustomizeError(
+              `${file}: remote base ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`,
+              ProcessCode.RemoteBase,
+              subject,
+            ),
+          );
           continue;
         }
         const target = joinInTree(d, entry);
@@ -100,12 +134,23 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
           await visit(target, file);
         } else if (!(await bundle.resolveFile(target))) {
           // kustomize would try a missing entry as a remote base: refused before it can
-          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} is not a file or directory of the bundle (remote bases are not fetched)`, ProcessCode.RemoteBase, subject));
+          problems.push(
+            kustomizeError(
+              `${file}: ${field} entry ${JSON.stringify(entry)} is not a file or directory of the bundle (remote bases are not fetched)`,
+              ProcessCode.RemoteBase,
+              subject,
+            ),
+          );
         }
       }
     }
   };
   await visit(dir, undefined);
   if (problems.length === 1) throw problems[0]!;
-  if (problems.length > 1) throw kustomizeError(`${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`, problems[0]!.code as KustomizeErrorCode, problems[0]!.subject);
+  if (problems.length > 1)
+    throw kustomizeError(
+      `${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`,
+      problems[0]!.code as KustomizeErrorCode,
+      problems[0]!.subject,
+    );
 }

@@ -12,7 +12,13 @@ export type KustomizeErrorCode = ProcessCode;
 const TRANSIENT: ReadonlySet<KustomizeErrorCode> = new Set([ProcessCode.KustomizeUnavailable, ProcessCode.KustomizeTimeout]);
 
 export function kustomizeError(message: string, code: KustomizeErrorCode, subject?: string, cause?: unknown): HoistError {
-  return new HoistError(message, { stage: 'process', code, ...(subject === undefined ? {} : { subject }), terminal: !TRANSIENT.has(code), ...(cause === undefined ? {} : { cause }) });
+  return new HoistError(message, {
+    stage: 'process',
+    code,
+    ...(subject === undefined ? {} : { subject }),
+    terminal: !TRANSIENT.has(code),
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 /** kustomize's stderr as a message: its text on one line, without the "Error: " prefix */

@@ -104,7 +104,13 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
         await writeFile(path.join(wrap, 'kustomization.yaml'), overrideKustomization(overrides!, dir), { mode: 0o600 });
         target = wrap;
       }
-      const scrub = (text: string): string => scrubPaths(text, [[path.join(home, 'wrap', TREE_LINK), '.'], [home, '<kustomize-home>'], [tree, '.'], [realTree, '.']]);
+      const scrub = (text: string): string =>
+        scrubPaths(text, [
+          [path.join(home, 'wrap', TREE_LINK), '.'],
+          [home, '<kustomize-home>'],
+          [tree, '.'],
+          [realTree, '.'],
+        ]);
       let result: SealedRunResult;
       try {
         result = await runSealed(kustomize(), kustomizeBuildArgs(target), { home, timeoutMs, maxOutputBytes, env: kustomizeEnv(home) });
@@ -112,7 +118,12 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
         throw kustomizeError(`cannot run kustomize: ${describeFsError(e)}`, ProcessCode.KustomizeUnavailable, subject, e);
       }
       if (result.timedOut) throw kustomizeError(`kustomize build did not finish within ${timeoutMs / 1000}s`, ProcessCode.KustomizeTimeout, subject);
-      if (result.outputTooLarge) throw kustomizeError(`${WHO}: kustomize build rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, ProcessCode.OutputTooLarge, subject);
+      if (result.outputTooLarge)
+        throw kustomizeError(
+          `${WHO}: kustomize build rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`,
+          ProcessCode.OutputTooLarge,
+          subject,
+        );
       if (result.code !== 0) throw kustomizeFailure(scrub(result.stderr), subject);
 
       const read = readManifestText(result.stdout, subject);

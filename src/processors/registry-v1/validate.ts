@@ -170,8 +170,7 @@ const checkObjectSupport: Check = (b) =>
  * the aggregated API server; Hoist does not render them yet and says so rather than installing
  * an operator without its API.
  */
-const checkNoOwnedApiServices: Check = (b) =>
-  b.csv.ownedAPIServices.map((n) => `owned APIService '${n}' (spec.apiservicedefinitions) is not supported`);
+const checkNoOwnedApiServices: Check = (b) => b.csv.ownedAPIServices.map((n) => `owned APIService '${n}' (spec.apiservicedefinitions) is not supported`);
 
 const CHECKS: readonly Check[] = [
   checkDeploymentSpecUniqueness,

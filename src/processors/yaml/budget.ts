@@ -107,6 +107,14 @@ export function checkBudgetBeforeParse(text: string, budget: YamlBudget, file: s
 
 function overBudget(which: 'document' | 'bundle', budget: YamlBudget, file: string): HoistError {
   return which === 'document'
-    ? processError(`a YAML document expands to more than ${budget.perDocument} nodes (the limit per document; aliases are counted as expanded)`, YAML_BUDGET_CODE, file)
-    : processError(`the bundle's YAML expands to more than ${budget.perBundle} nodes (the limit per bundle; aliases are counted as expanded)`, YAML_BUDGET_CODE, file);
+    ? processError(
+        `a YAML document expands to more than ${budget.perDocument} nodes (the limit per document; aliases are counted as expanded)`,
+        YAML_BUDGET_CODE,
+        file,
+      )
+    : processError(
+        `the bundle's YAML expands to more than ${budget.perBundle} nodes (the limit per bundle; aliases are counted as expanded)`,
+        YAML_BUDGET_CODE,
+        file,
+      );
 }

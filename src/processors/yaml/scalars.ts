@@ -7,11 +7,7 @@
  */
 
 export type Resolved =
-  | { kind: 'str'; value: string }
-  | { kind: 'bool'; value: boolean }
-  | { kind: 'null' }
-  | { kind: 'int'; value: bigint }
-  | { kind: 'float'; value: number };
+  { kind: 'str'; value: string } | { kind: 'bool'; value: boolean } | { kind: 'null' } | { kind: 'int'; value: bigint } | { kind: 'float'; value: number };
 
 const LONG_TAG_PREFIX = 'tag:yaml.org,2002:';
 
@@ -21,17 +17,11 @@ export function shortTag(tag: string | undefined): string {
 }
 
 const BOOL_NULL: ReadonlyMap<string, Resolved> = new Map<string, Resolved>([
-  ...['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON'].map(
-    (s): [string, Resolved] => [s, { kind: 'bool', value: true }],
-  ),
-  ...['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF'].map(
-    (s): [string, Resolved] => [s, { kind: 'bool', value: false }],
-  ),
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON'].map((s): [string, Resolved] => [s, { kind: 'bool', value: true }]),
+  ...['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF'].map((s): [string, Resolved] => [s, { kind: 'bool', value: false }]),
   ...['', '~', 'null', 'Null', 'NULL'].map((s): [string, Resolved] => [s, { kind: 'null' }]),
   ...['.nan', '.NaN', '.NAN'].map((s): [string, Resolved] => [s, { kind: 'float', value: Number.NaN }]),
-  ...['.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF'].map(
-    (s): [string, Resolved] => [s, { kind: 'float', value: Number.POSITIVE_INFINITY }],
-  ),
+  ...['.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF'].map((s): [string, Resolved] => [s, { kind: 'float', value: Number.POSITIVE_INFINITY }]),
   ...['-.inf', '-.Inf', '-.INF'].map((s): [string, Resolved] => [s, { kind: 'float', value: Number.NEGATIVE_INFINITY }]),
 ]);
 

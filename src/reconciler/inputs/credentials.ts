@@ -41,11 +41,21 @@ export interface RefScope {
 }
 
 /** The scope `readCredentials` and the CA references (source-ca.ts) share; `subject` names the ref. */
-export function refScope(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, defaultServiceAccount: string | undefined, subject: string): RefScope {
+export function refScope(
+  client: KubeClient,
+  controllerNamespace: string,
+  bd: BundleDeployment,
+  defaultServiceAccount: string | undefined,
+  subject: string,
+): RefScope {
   const sa = bd.spec.serviceAccount?.name ?? defaultServiceAccount;
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
   if (!namespace) {
-    throw reconcileError('serviceAccount needs installNamespace to read secrets and config maps', ReconcileCode.BadSpec, { stage: 'spec', subject, terminal: true });
+    throw reconcileError('serviceAccount needs installNamespace to read secrets and config maps', ReconcileCode.BadSpec, {
+      stage: 'spec',
+      subject,
+      terminal: true,
+    });
   }
   return sa ? { namespace, serviceAccount: sa, reader: client.impersonate(`system:serviceaccount:${namespace}:${sa}`) } : { namespace, reader: client };
 }
@@ -57,19 +67,32 @@ export async function getInScope<T extends KubeObject>(scope: RefScope, kind: 'S
   } catch (e) {
     if (isForbidden(e)) {
       const what = `${kind.toLowerCase()} ${scope.namespace}/${name}`;
-      throw reconcileError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, referenceCode(kind, 'forbidden'), { stage: 'resolve', subject: what, terminal: false, cause: e });
+      throw reconcileError(`service account ${scope.namespace}/${scope.serviceAccount ?? ''} may not read ${what}`, referenceCode(kind, 'forbidden'), {
+        stage: 'resolve',
+        subject: what,
+        terminal: false,
+        cause: e,
+      });
     }
     throw e;
   }
 }
 
-export async function readCredentials(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<Credentials | undefined> {
+export async function readCredentials(
+  client: KubeClient,
+  controllerNamespace: string,
+  bd: BundleDeployment,
+  source: SourceSpec,
+  defaultServiceAccount?: string,
+): Promise<Credentials | undefined> {
   const name = secretRefOf(source);
   if (!name) return undefined;
   const { object: secret, namespace } = await readReferenced(client, controllerNamespace, bd, 'Secret', name, defaultServiceAccount);
   const data: Record<string, string> = {};
   for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
-  const hosts = secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_HOSTS]?.split(',').map((h) => h.trim()).filter((h) => h !== '');
+  const hosts = secret.metadata.annotations?.[ANNOTATION_CREDENTIAL_HOSTS]?.split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
   return { data, secret: `${namespace}/${name}`, ...(hosts && hosts.length > 0 ? { hosts } : {}) };
 }
 
@@ -89,7 +112,11 @@ export async function readReferenced(
   const scope = refScope(client, controllerNamespace, bd, defaultServiceAccount, `${what} ${name}`);
   const object = await getInScope<KubeObject & { data?: Record<string, string> }>(scope, kind, name);
   if (!object) {
-    throw reconcileError(`${what} ${scope.namespace}/${name} not found`, referenceCode(kind, 'missing'), { stage: 'resolve', subject: `${what} ${scope.namespace}/${name}`, terminal: false });
+    throw reconcileError(`${what} ${scope.namespace}/${name} not found`, referenceCode(kind, 'missing'), {
+      stage: 'resolve',
+      subject: `${what} ${scope.namespace}/${name}`,
+      terminal: false,
+    });
   }
   return { object, namespace: scope.namespace };
 }

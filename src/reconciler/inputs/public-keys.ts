@@ -18,11 +18,20 @@ export function verifyKeysRefOf(source: SourceSpec): { kind: 'Secret' | 'ConfigM
 }
 
 /** A loader for the source's keys, or undefined when it verifies nothing. */
-export function publicKeysOf(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): (() => Promise<PublicKeySet>) | undefined {
+export function publicKeysOf(
+  client: KubeClient,
+  controllerNamespace: string,
+  bd: BundleDeployment,
+  source: SourceSpec,
+  defaultServiceAccount?: string,
+): (() => Promise<PublicKeySet>) | undefined {
   const from = verifyKeysRefOf(source);
   if (!from) return undefined;
   return async () => {
-    const { kind, ref: { name } } = from;
+    const {
+      kind,
+      ref: { name },
+    } = from;
     const { object, namespace } = await readReferenced(client, controllerNamespace, bd, kind, name, defaultServiceAccount);
     const entries = Object.entries(object.data ?? {})
       .filter(([k]) => k.endsWith('.pub'))

@@ -35,18 +35,30 @@ export function caRefOf(source: SourceSpec): { kind: RefKind; ref: CARef } | und
 }
 
 /** Where the objects a source references live, as watch keys: "namespace/name" per kind. */
-export function referencedObjects(bd: BundleDeployment, source: SourceSpec, controllerNamespace: string, defaultServiceAccount?: string): { secrets: string[]; configMaps: string[] } {
+export function referencedObjects(
+  bd: BundleDeployment,
+  source: SourceSpec,
+  controllerNamespace: string,
+  defaultServiceAccount?: string,
+): { secrets: string[]; configMaps: string[] } {
   const secrets: string[] = [];
   const configMaps: string[] = [];
   const auth = secretKeyOf(bd, source, controllerNamespace, defaultServiceAccount);
   if (auth) secrets.push(auth);
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
-  for (const ref of [caRefOf(source), verifyKeysRefOf(source)]) if (ref && namespace) (ref.kind === 'Secret' ? secrets : configMaps).push(`${namespace}/${ref.ref.name}`);
+  for (const ref of [caRefOf(source), verifyKeysRefOf(source)])
+    if (ref && namespace) (ref.kind === 'Secret' ? secrets : configMaps).push(`${namespace}/${ref.ref.name}`);
   return { secrets, configMaps };
 }
 
 /** Whether the keys `verify.publicKeys` names are among the rotated ones (rotationKeysOf's form). */
-export function verifyKeysRotated(bd: BundleDeployment, source: SourceSpec, rotated: ReadonlySet<string>, controllerNamespace: string, defaultServiceAccount?: string): boolean {
+export function verifyKeysRotated(
+  bd: BundleDeployment,
+  source: SourceSpec,
+  rotated: ReadonlySet<string>,
+  controllerNamespace: string,
+  defaultServiceAccount?: string,
+): boolean {
   const ref = verifyKeysRefOf(source);
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
   if (!ref || !namespace) return false;
@@ -60,7 +72,13 @@ export function rotationKeysOf(bd: BundleDeployment, source: SourceSpec, control
 }
 
 /** The source's CA bundle, read and checked; undefined when it names none. Throws HoistError (resolve). */
-export async function readSourceCA(client: KubeClient, controllerNamespace: string, bd: BundleDeployment, source: SourceSpec, defaultServiceAccount?: string): Promise<SourceCA | undefined> {
+export async function readSourceCA(
+  client: KubeClient,
+  controllerNamespace: string,
+  bd: BundleDeployment,
+  source: SourceSpec,
+  defaultServiceAccount?: string,
+): Promise<SourceCA | undefined> {
   const ca = caRefOf(source);
   if (!ca) return undefined;
   const key = ca.ref.key ?? DEFAULT_CA_KEY;

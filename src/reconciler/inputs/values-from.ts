@@ -24,7 +24,11 @@ export function valuesFromRefs(bd: BundleDeployment): readonly HelmValuesReferen
 }
 
 /** the watch keys of the referenced objects: Secrets "ns/name", ConfigMaps "ns/name" (SecretWatch's form) */
-export function valuesFromObjects(bd: BundleDeployment, controllerNamespace: string, defaultServiceAccount?: string): { secrets: string[]; configMaps: string[] } {
+export function valuesFromObjects(
+  bd: BundleDeployment,
+  controllerNamespace: string,
+  defaultServiceAccount?: string,
+): { secrets: string[]; configMaps: string[] } {
   const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
   const refs = valuesFromRefs(bd);
   if (!namespace) return { secrets: [], configMaps: [] };

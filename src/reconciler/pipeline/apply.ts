@@ -34,7 +34,13 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const { d } = ctx;
   const { status, spec } = s;
   const active = status.activeRevision;
-  const decision = decideRevision({ generation: s.generation, contentDigest: rendered.contentDigest, active, attempted: status.attemptedRevision, retry: s.request !== undefined });
+  const decision = decideRevision({
+    generation: s.generation,
+    contentDigest: rendered.contentDigest,
+    active,
+    attempted: status.attemptedRevision,
+    retry: s.request !== undefined,
+  });
   if (decision.kind === 'held-back' && active) {
     await keepActive(ctx, s, active);
     s.note = `revision ${status.attemptedRevision?.number} held back after rollback`;
@@ -68,8 +74,15 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     Promise.all([
       isNew
         ? d.revisions
-            .save(s.name, { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) }, packed ?? [...rendered.objects, ...rendered.hooks])
-            .then((bytes) => recordRevisionBytes(d.metrics, s.name, bytes), (e: unknown) => storeFailed(s, number, e))
+            .save(
+              s.name,
+              { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) },
+              packed ?? [...rendered.objects, ...rendered.hooks],
+            )
+            .then(
+              (bytes) => recordRevisionBytes(d.metrics, s.name, bytes),
+              (e: unknown) => storeFailed(s, number, e),
+            )
         : undefined,
       watchObjects(ctx, rendered.objects, s.signal),
     ]),
@@ -82,7 +95,9 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
   if (t && rendered.hooks.length > 0) {
     await d.applier.ensureInstallNamespace(target, rendered.objects, s.signal).catch((e: unknown) => hooksBroke(s, number, e));
-    const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) => hooksBroke(s, number, e));
+    const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) =>
+      hooksBroke(s, number, e),
+    );
     if (failed) {
       await failedRevision(ctx, s, failed, rev, rendered.objects);
       return false;
@@ -150,21 +165,40 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   const { status, spec } = s;
   // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
   const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
-  const pruned = await s.time(
-    'prune',
-    deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal }),
-  ).catch((e: unknown) => {
-    if (e instanceof CancelledError) throw e;
-    // the new revision is applied; what failed is removing what left the bundle: say so, retry
-    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
-    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
-    s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff` });
-    throw err;
-  });
+  const pruned = await s
+    .time(
+      'prune',
+      deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), {
+        keepCRDs: !spec.deleteCRDsOnUninstall,
+        log: d.log,
+        retained: rendered.objects,
+        writtenUid: writtenUid(ctx, s.bd),
+        signal: s.signal,
+      }),
+    )
+    .catch((e: unknown) => {
+      if (e instanceof CancelledError) throw e;
+      // the new revision is applied; what failed is removing what left the bundle: say so, retry
+      const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
+      s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+      s.set({
+        type: 'Progressing',
+        status: 'True',
+        reason: 'Retrying',
+        message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
+      });
+      throw err;
+    });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
-  status.activeRevision = { number, contentDigest: rendered.contentDigest, objects: rendered.objects.length, appliedAt: t?.startedAt ?? s.now().toISOString(), inventory: inventory(ctx, s.bd, number, rendered.objects) };
+  status.activeRevision = {
+    number,
+    contentDigest: rendered.contentDigest,
+    objects: rendered.objects.length,
+    appliedAt: t?.startedAt ?? s.now().toISOString(),
+    inventory: inventory(ctx, s.bd, number, rendered.objects),
+  };
   status.attemptedRevision = undefined;
   // with hooks, the transition stays until its post hooks ran (rollout.ts)
   if (t && rendered.hooks.length > 0) {
@@ -172,9 +206,17 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     t.waiting = undefined;
     status.transition = t;
   } else status.transition = undefined;
-  status.revisions = trimHistory(recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' }), spec.revisionHistoryLimit);
+  status.revisions = trimHistory(
+    recordRevision(status.revisions, { number, contentDigest: rendered.contentDigest, phase: 'Active' }),
+    spec.revisionHistoryLimit,
+  );
   await s.time('history', d.revisions.prune(s.name, keptRevisions(status)));
-  d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`);
+  d.events.event(
+    s.bd,
+    'Normal',
+    'Installed',
+    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`,
+  );
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
 }
 
@@ -185,7 +227,12 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
  */
 function storeFailed(s: ReconcileState, number: number | undefined, e: unknown): never {
   const what = number === undefined ? 'the new revision could not be numbered' : `revision ${number} could not be stored`;
-  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.RevisionStore, subject: number === undefined ? 'revision store' : `revision ${number}`, terminal: false });
+  const err = asHoistError(e, {
+    stage: 'apply',
+    code: ReconcileCode.RevisionStore,
+    subject: number === undefined ? 'revision store' : `revision ${number}`,
+    terminal: false,
+  });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
   throw err;
 }
@@ -202,7 +249,12 @@ function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: reado
   if (reverted.length === 0) return;
   // the fields hand edits (kubectl edit/set/patch...) had set, so the person on call sees the hotfix go
   const what = (r: ObjectResult) => (r.action === 'created' ? 're-created' : r.reverted?.length ? `reverted (${r.reverted.join(', ')})` : 'reverted');
-  ctx.d.events.event(s.bd, 'Normal', 'DriftCorrected', `changed back to revision ${s.bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${what(r)}`).join(', ')}`);
+  ctx.d.events.event(
+    s.bd,
+    'Normal',
+    'DriftCorrected',
+    `changed back to revision ${s.bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${what(r)}`).join(', ')}`,
+  );
 }
 
 function summarize(results: readonly ObjectResult[]): string {
@@ -219,7 +271,13 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), { keepCRDs: !s.spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: rendered.objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal });
+  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), {
+    keepCRDs: !s.spec.deleteCRDsOnUninstall,
+    log: ctx.d.log,
+    retained: rendered.objects,
+    writtenUid: writtenUid(ctx, s.bd),
+    signal: s.signal,
+  });
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }
@@ -235,26 +293,47 @@ function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
     const writes = results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
     if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
     // CRDs: the applier itself waited until they are Established (their watch may lag behind)
-    const { failed, waiting } = assess(ctx, s, objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)));
+    const { failed, waiting } = assess(
+      ctx,
+      s,
+      objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)),
+    );
     const notReady = [...failed, ...waiting];
     return notReady.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(notReady) };
   };
 }
 
 /** a phase waits for the ones before it: say so, and fail the revision once progressDeadline has passed */
-async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, pending: NonNullable<ApplyReport['pending']>, rendered: Rendered): Promise<false> {
+async function waitForPhase(
+  ctx: StepContext,
+  s: ReconcileState,
+  t: Transition,
+  pending: NonNullable<ApplyReport['pending']>,
+  rendered: Rendered,
+): Promise<false> {
   const { status, spec } = s;
   t.phase = pending.step;
   t.waiting = clip(`${pending.after}: ${pending.waiting}`, 4000);
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
   if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${t.revision}`, terminal: true });
+    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, {
+      stage: 'observe',
+      code: ReconcileCode.ProgressDeadline,
+      subject: `revision ${t.revision}`,
+      terminal: true,
+    });
     await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
     return false;
   }
   const active = status.activeRevision;
-  if (active) s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${t.revision} being applied, phase by phase)` });
+  if (active)
+    s.set({
+      type: 'Installed',
+      status: 'True',
+      reason: 'Installed',
+      message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${t.revision} being applied, phase by phase)`,
+    });
   else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `${what}` });
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${what}: ${pending.waiting}` });
   await observeHealth(ctx, s);
@@ -267,6 +346,11 @@ async function waitForPhase(ctx: StepContext, s: ReconcileState, t: Transition, 
 function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
   if (e instanceof CancelledError) throw e;
   const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.HookFailed, subject: `revision ${number} hooks`, terminal: false });
-  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff` });
+  s.set({
+    type: 'Progressing',
+    status: 'True',
+    reason: 'Retrying',
+    message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff`,
+  });
   throw err;
 }

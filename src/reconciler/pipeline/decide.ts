@@ -22,7 +22,13 @@ export type RevisionDecision =
  * generation is not tried again until the spec changes (a new generation), or once more when a
  * reconcile is requested (`retry`: a new core.rukpak.io/requested-at value).
  */
-export function decideRevision(input: { generation: number; contentDigest: string; active: ActiveRevision | undefined; attempted: AttemptedRevision | undefined; retry?: boolean }): RevisionDecision {
+export function decideRevision(input: {
+  generation: number;
+  contentDigest: string;
+  active: ActiveRevision | undefined;
+  attempted: AttemptedRevision | undefined;
+  retry?: boolean;
+}): RevisionDecision {
   const { active, attempted } = input;
   if (active?.contentDigest === input.contentDigest) return { kind: 'same' };
   const rolledBack = attempted?.rolledBackTo !== undefined && attempted.generation === input.generation && attempted.contentDigest === input.contentDigest;
@@ -82,7 +88,13 @@ export type ApplyFailureDecision =
  * briefly unreachable) is no reason to give up on the revision: it is retried until
  * progressDeadline after the first one (kept in status, so restarts do not reset it).
  */
-export function decideApplyFailure(r: { terminal: boolean; contentDigest: string; attempted: AttemptedRevision | undefined; progressDeadlineMs: number; now: number }): ApplyFailureDecision {
+export function decideApplyFailure(r: {
+  terminal: boolean;
+  contentDigest: string;
+  attempted: AttemptedRevision | undefined;
+  progressDeadlineMs: number;
+  now: number;
+}): ApplyFailureDecision {
   if (r.terminal) return { kind: 'give-up' };
   const prior = r.attempted?.contentDigest === r.contentDigest && r.attempted.rolledBackTo === undefined ? r.attempted.failingSince : undefined;
   const since = prior ?? new Date(r.now).toISOString();
@@ -161,17 +173,32 @@ export const CONFLICT_RECHECK_MS = 60_000;
  */
 export function decideRevisionFailure(r: RevisionFailureInput): RevisionFailureDecision {
   const { code, terminal } = r.failure;
-  const reason: RevisionFailureReason = code === ApplyCode.ConflictingOwner ? FailureReason.ConflictingOwner : code === ApplyCode.UnsafeCrdUpgrade ? FailureReason.UnsafeCRDUpgrade : 'ApplyFailed';
+  const reason: RevisionFailureReason =
+    code === ApplyCode.ConflictingOwner ? FailureReason.ConflictingOwner : code === ApplyCode.UnsafeCrdUpgrade ? FailureReason.UnsafeCRDUpgrade : 'ApplyFailed';
   const forbidden = code === ApplyCode.Forbidden;
   const deadline = code === ReconcileCode.ProgressDeadline;
   if (r.onFailure === 'Rollback' && r.lastGood) {
     if (r.active && !forbidden && !deadline) {
-      const attempt = decideApplyFailure({ terminal, contentDigest: r.contentDigest, attempted: r.attempted, progressDeadlineMs: r.progressDeadlineMs, now: r.now });
+      const attempt = decideApplyFailure({
+        terminal,
+        contentDigest: r.contentDigest,
+        attempted: r.attempted,
+        progressDeadlineMs: r.progressDeadlineMs,
+        now: r.now,
+      });
       if (attempt.kind === 'retry') return { kind: 'retry-upgrade', reason, since: attempt.since, to: r.lastGood };
     }
-    return { kind: 'roll-back', reason, to: r.lastGood, prune: !forbidden, refused: reason !== 'ApplyFailed' || forbidden, metric: deadline ? 'ProgressDeadline' : reason };
+    return {
+      kind: 'roll-back',
+      reason,
+      to: r.lastGood,
+      prune: !forbidden,
+      refused: reason !== 'ApplyFailed' || forbidden,
+      metric: deadline ? 'ProgressDeadline' : reason,
+    };
   }
   // Hold retries even what looks terminal (a refused object may be accepted once a CRD or webhook appears)
-  if (terminal && r.onFailure !== 'Hold') return reason === 'ConflictingOwner' ? { kind: 'block', reason, requeueAfterMs: CONFLICT_RECHECK_MS } : { kind: 'block', reason };
+  if (terminal && r.onFailure !== 'Hold')
+    return reason === 'ConflictingOwner' ? { kind: 'block', reason, requeueAfterMs: CONFLICT_RECHECK_MS } : { kind: 'block', reason };
   return { kind: 'retry', reason, by: terminal ? 'requeue' : 'backoff' };
 }

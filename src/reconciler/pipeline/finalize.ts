@@ -49,7 +49,10 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
     const installed = active ? await ctx.objects.of(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
     // and what a revision still being applied phase by phase has applied so far
     const t = bd.status?.transition;
-    const halfway = t && t.revision !== active?.number ? await ctx.objects.of(name, { number: t.revision, contentDigest: t.contentDigest }).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
+    const halfway =
+      t && t.revision !== active?.number
+        ? await ctx.objects.of(name, { number: t.revision, contentDigest: t.contentDigest }).catch((e: unknown) => uninstallBlocked(ctx, bd, e))
+        : [];
     const seen = new Set(installed.map(objectId));
     const objects = [...installed, ...halfway.filter((o) => !seen.has(objectId(o)))];
     const kept = await installedByLineage(ctx, bd);
@@ -61,16 +64,27 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
     const results =
       doomed.length === 0
         ? []
-        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, { keepCRDs: !spec.deleteCRDsOnUninstall, log: d.log, writtenUid: writtenUid(ctx, bd), signal }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+        : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, doomed, {
+            keepCRDs: !spec.deleteCRDsOnUninstall,
+            log: d.log,
+            writtenUid: writtenUid(ctx, bd),
+            signal,
+          }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
     await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0, signal);
     d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
   }
   await d.revisions.prune(name);
   try {
-    await d.client.patch(bd, name, undefined, [
-      { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
-      { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
-    ], 'json');
+    await d.client.patch(
+      bd,
+      name,
+      undefined,
+      [
+        { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
+        { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
+      ],
+      'json',
+    );
   } catch (e) {
     // already gone: someone (or an earlier reconcile) finished the job
     if (!isNotFound(e)) throw e;
@@ -79,17 +93,42 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
 }
 
 /** runs the delete hooks of `event` for the uninstall; a failed one blocks it (uninstallBlocked) */
-async function deleteHooks(ctx: StepContext, bd: BundleDeployment, event: 'pre-delete' | 'post-delete', hooks: readonly KubeObject[], revision: number, signal: AbortSignal | undefined): Promise<void> {
+async function deleteHooks(
+  ctx: StepContext,
+  bd: BundleDeployment,
+  event: 'pre-delete' | 'post-delete',
+  hooks: readonly KubeObject[],
+  revision: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   if (hooksFor(hooks, event).length === 0) return;
   const spec = withDefaults(bd.spec);
   const result = await ctx.d.hooks
-    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, { deadline: (ctx.d.clock ?? systemClock).now() + spec.progressDeadlineMs, signal })
+    .run({ name: bd.metadata.name, revision, installNamespace: spec.installNamespace, actor: actor(ctx, bd) }, event, hooks, {
+      deadline: (ctx.d.clock ?? systemClock).now() + spec.progressDeadlineMs,
+      signal,
+    })
     .catch((e: unknown) => uninstallBlocked(ctx, bd, e));
   if (result.failed) {
     const { run, subject } = result.failed;
-    uninstallBlocked(ctx, bd, new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.HookFailed, subject, terminal: false }));
+    uninstallBlocked(
+      ctx,
+      bd,
+      new HoistError(`${subject} failed: ${run.message ?? 'failed'}`, {
+        stage: 'apply',
+        reason: FailureReason.PruneFailed,
+        code: ReconcileCode.HookFailed,
+        subject,
+        terminal: false,
+      }),
+    );
   }
-  ctx.d.events.event(bd, 'Normal', 'HooksRan', `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`);
+  ctx.d.events.event(
+    bd,
+    'Normal',
+    'HooksRan',
+    `${event}: ${result.runs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.result}`).join(', ')}`,
+  );
 }
 
 /** uninstall cannot go on: say why (log, event) and throw, so the finalizer stays and the controller retries with backoff */
@@ -114,7 +153,10 @@ async function installedByLineage(ctx: StepContext, bd: BundleDeployment): Promi
     const active = other.status?.activeRevision;
     if (!active) continue;
     const objects = await ctx.objects.of(other.metadata.name, active).catch((e: unknown) => {
-      ctx.d.log.warn({ bd: bd.metadata.name, other: other.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'lineage member revision not readable');
+      ctx.d.log.warn(
+        { bd: bd.metadata.name, other: other.metadata.name, err: e instanceof Error ? e.message : String(e) },
+        'lineage member revision not readable',
+      );
       return [];
     });
     for (const o of objects) ids.add(objectId(o));

@@ -104,8 +104,19 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
     if (!match || Object.keys(match).length === 0) continue;
     listed++;
     const pods = await ctx.d.client
-      .list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: o.metadata.namespace, labelSelector: Object.entries(match).map(([k, v]) => `${k}=${v}`).join(',') })
-      .then((r) => r.items, () => undefined);
+      .list(
+        { apiVersion: 'v1', kind: 'Pod' },
+        {
+          namespace: o.metadata.namespace,
+          labelSelector: Object.entries(match)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(','),
+        },
+      )
+      .then(
+        (r) => r.items,
+        () => undefined,
+      );
     const why = pods ? podProblems(pods) : undefined;
     if (!why) continue;
     lines.forEach((l, n) => {

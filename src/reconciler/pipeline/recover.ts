@@ -28,12 +28,23 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
   s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
   if (decision.condition === 'Resolved') s.set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
   const active = s.status.activeRevision;
-  if (active) s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (a newer spec failed to ${stage})` });
+  if (active)
+    s.set({
+      type: 'Installed',
+      status: 'True',
+      reason: 'Installed',
+      message: `revision ${active.number}: ${active.objects ?? 0} objects (a newer spec failed to ${stage})`,
+    });
   else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${stage} failed` });
   s.set(
     decision.retry
       ? { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` }
-      : { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec${decision.unblockedBy === 'spec-or-reference' ? ' or a Secret or ConfigMap it references' : ''} changes` },
+      : {
+          type: 'Progressing',
+          status: 'False',
+          reason: 'Blocked',
+          message: `${message}; retried when the spec${decision.unblockedBy === 'spec-or-reference' ? ' or a Secret or ConfigMap it references' : ''} changes`,
+        },
   );
   await observeHealth(ctx, s);
   if (decision.retry) throw err;
@@ -44,7 +55,13 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
  * Revision `failed` could not be applied (or did not become healthy in time): roll back, hold or
  * block, as decideRevisionFailure (decide.ts) says. Throws to have the controller retry with backoff.
  */
-export async function failedRevision(ctx: StepContext, s: ReconcileState, err: HoistError, failed: { number: number; contentDigest: string }, failedObjects: readonly KubeObject[]): Promise<void> {
+export async function failedRevision(
+  ctx: StepContext,
+  s: ReconcileState,
+  err: HoistError,
+  failed: { number: number; contentDigest: string },
+  failedObjects: readonly KubeObject[],
+): Promise<void> {
   const { spec, status } = s;
   const active = status.activeRevision;
   const decision = decideRevisionFailure({
@@ -62,8 +79,18 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
   status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason, generation: s.generation };
   if (decision.kind === 'retry-upgrade') {
     status.attemptedRevision.failingSince = decision.since;
-    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active?.number}: ${active?.objects ?? 0} objects (revision ${failed.number} not applied completely, retrying)` });
-    s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `revision ${failed.number}: ${message}; retrying with backoff, rolled back to revision ${decision.to.number} if still failing ${spec.upgrade.progressDeadline} after ${decision.since}` });
+    s.set({
+      type: 'Installed',
+      status: 'True',
+      reason: 'Installed',
+      message: `revision ${active?.number}: ${active?.objects ?? 0} objects (revision ${failed.number} not applied completely, retrying)`,
+    });
+    s.set({
+      type: 'Progressing',
+      status: 'True',
+      reason: 'Retrying',
+      message: `revision ${failed.number}: ${message}; retrying with backoff, rolled back to revision ${decision.to.number} if still failing ${spec.upgrade.progressDeadline} after ${decision.since}`,
+    });
     await observeHealth(ctx, s);
     s.note = 'transient apply failure, retrying';
     throw err;
@@ -81,18 +108,43 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
       const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects, { signal: s.signal });
       const pruned = !decision.prune
         ? []
-        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), { keepCRDs: !spec.deleteCRDsOnUninstall, log: ctx.d.log, retained: objects, writtenUid: writtenUid(ctx, s.bd), signal: s.signal });
+        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), {
+            keepCRDs: !spec.deleteCRDsOnUninstall,
+            log: ctx.d.log,
+            retained: objects,
+            writtenUid: writtenUid(ctx, s.bd),
+            signal: s.signal,
+          });
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
       if (e instanceof CancelledError) throw e;
       const rb = asHoistError(e, { stage: 'apply', code: ReconcileCode.RollbackFailed, terminal: false });
-      s.set({ type: 'Installed', status: 'False', reason: 'ApplyFailed', message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}` });
+      s.set({
+        type: 'Installed',
+        status: 'False',
+        reason: 'ApplyFailed',
+        message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}`,
+      });
       s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
       throw rb;
     }
     status.attemptedRevision.rolledBackTo = lastGood.number;
-    status.activeRevision = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, appliedAt: s.now().toISOString(), inventory: inventory(ctx, s.bd, lastGood.number, objects) };
-    status.revisions = trimHistory(recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' }), spec.revisionHistoryLimit);
+    status.activeRevision = {
+      number: lastGood.number,
+      contentDigest: lastGood.contentDigest,
+      objects: objects.length,
+      appliedAt: s.now().toISOString(),
+      inventory: inventory(ctx, s.bd, lastGood.number, objects),
+    };
+    status.revisions = trimHistory(
+      recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), {
+        number: lastGood.number,
+        contentDigest: lastGood.contentDigest,
+        objects: objects.length,
+        phase: 'Active',
+      }),
+      spec.revisionHistoryLimit,
+    );
     await pruneHistory(ctx, s);
     if (back) {
       const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
@@ -101,7 +153,13 @@ export async function failedRevision(ctx: StepContext, s: ReconcileState, err: H
     }
     // refused before any write: the new revision installed nothing, say that rather than "rolled back"
     if (decision.refused) s.set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
-    else s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)` });
+    else
+      s.set({
+        type: 'Installed',
+        status: 'True',
+        reason: 'Installed',
+        message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)`,
+      });
     s.set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
     ctx.d.metrics?.rollbacks.inc({ reason: decision.metric });
     ctx.d.events.event(s.bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
@@ -141,7 +199,12 @@ export async function driftNotCorrected(ctx: StepContext, s: ReconcileState, err
   const active = s.status.activeRevision;
   const number = active?.number ?? s.revision?.number;
   const message = err.describe();
-  s.set({ type: 'Installed', status: 'True', reason: 'Drifted', message: `revision ${number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}` });
+  s.set({
+    type: 'Installed',
+    status: 'True',
+    reason: 'Drifted',
+    message: `revision ${number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}`,
+  });
   s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `correcting drift from revision ${number}: ${message}; retrying with backoff` });
   ctx.d.events.event(s.bd, 'Warning', 'DriftNotCorrected', `revision ${number}: ${message}`);
   await observeHealth(ctx, s, objects);

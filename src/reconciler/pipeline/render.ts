@@ -50,30 +50,39 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   if (memo) return memo;
 
   const reuse = await storedRevision(d.revisions, s.name, inputs);
-  if (reuse) return remember(ctx, s.name, { inputs, contentDigest: reuse.contentDigest, ...split(reuse.objects), ...(reuse.stored ? { stored: reuse.stored } : {}) });
+  if (reuse)
+    return remember(ctx, s.name, { inputs, contentDigest: reuse.contentDigest, ...split(reuse.objects), ...(reuse.stored ? { stored: reuse.stored } : {}) });
 
-  const out = await d.renders.run(() => renderBundle(
-    { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
-    {
-      name: s.name,
-      spec,
-      resolved,
-      helmValuesFrom: valuesFrom,
-      signal: s.signal,
-      time: s.time,
-      // credentials also on a store hit: the source proves this BD's access before serving
-      // content another BD fetched (DESIGN §2); without them it would ask anonymously
-      credentials: (i) => readCredentials(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
-      ca: (i) => readSourceCA(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
-      onFetched: async (kind, served, dir) => {
-        if (!served || !d.metrics) return;
-        d.metrics.fetches.inc({ kind, result: served });
-        // counted off the reconcile's path: a metric need not delay the render
-        const bytes = d.metrics.fetchBytes;
-        if (served === 'downloaded') void treeBytes(dir).then((n) => bytes.inc({ kind }, n), () => undefined);
-      },
-    },
-  ), s.signal);
+  const out = await d.renders.run(
+    () =>
+      renderBundle(
+        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
+        {
+          name: s.name,
+          spec,
+          resolved,
+          helmValuesFrom: valuesFrom,
+          signal: s.signal,
+          time: s.time,
+          // credentials also on a store hit: the source proves this BD's access before serving
+          // content another BD fetched (DESIGN §2); without them it would ask anonymously
+          credentials: (i) => readCredentials(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
+          ca: (i) => readSourceCA(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
+          onFetched: async (kind, served, dir) => {
+            if (!served || !d.metrics) return;
+            d.metrics.fetches.inc({ kind, result: served });
+            // counted off the reconcile's path: a metric need not delay the render
+            const bytes = d.metrics.fetchBytes;
+            if (served === 'downloaded')
+              void treeBytes(dir).then(
+                (n) => bytes.inc({ kind }, n),
+                () => undefined,
+              );
+          },
+        },
+      ),
+    s.signal,
+  );
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
   return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
 }
@@ -91,7 +100,11 @@ async function readBDValuesFrom(ctx: StepContext, s: ReconcileState): Promise<Va
  * The stored revision these inputs produced, with its objects. Reading the revision store (the
  * API server) failing is named as such, not as a source's fetch: transient, retried with backoff.
  */
-export async function storedRevision(revisions: Pick<RevisionStore, 'findByInputs' | 'load'>, name: string, inputs: string): Promise<Pick<Rendered, 'contentDigest' | 'objects' | 'stored'> | undefined> {
+export async function storedRevision(
+  revisions: Pick<RevisionStore, 'findByInputs' | 'load'>,
+  name: string,
+  inputs: string,
+): Promise<Pick<Rendered, 'contentDigest' | 'objects' | 'stored'> | undefined> {
   let subject = 'stored revisions';
   try {
     const stored = await revisions.findByInputs(name, inputs);

@@ -37,11 +37,19 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
         const keysRotated = verifyKeysRotated(s.bd, src, rotated, d.controllerNamespace, d.identities.defaultServiceAccount);
         const recheck = !!previous && (pollDue || keysRotated || ((pushed || refRotated) && !pinnedBySpec(src)));
         // a recorded resolution is reused without a network call, so no credentials are read
-        const credentials = !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
+        const credentials =
+          !previous || recheck ? await readCredentials(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const publicKeys = publicKeysOf(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount);
         const ca = !previous || recheck ? await readSourceCA(d.client, d.controllerNamespace, s.bd, src, d.identities.defaultServiceAccount) : undefined;
         const resolve = (): Promise<Resolved> =>
-          d.sourceFor(src.kind).resolve(src, { previous, recheck, credentials, ...(ca ? { ca } : {}), ...(publicKeys ? { publicKeys } : {}), ...(s.signal ? { signal: s.signal } : {}) });
+          d.sourceFor(src.kind).resolve(src, {
+            previous,
+            recheck,
+            credentials,
+            ...(ca ? { ca } : {}),
+            ...(publicKeys ? { publicKeys } : {}),
+            ...(s.signal ? { signal: s.signal } : {}),
+          });
         // a resolve that may ask the network holds a slot of the resolve semaphore: a BD's up to 8
         // sources, and many BDs at once, cannot read advertisements or indexes beyond its size;
         // a recorded resolution reused without a request waits for nothing
@@ -55,7 +63,15 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
   ctx.pendingRotations.delete(s.name);
   s.status.resolvedSources = resolved.map((r) => r.status);
   // image.verify under policy Warn installs unverified content: say so where people look first
-  const signature = (v: ResolvedSourceStatus['verification']): string => (!v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`);
-  s.set({ type: 'Resolved', status: 'True', reason: 'Resolved', message: resolved.map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`).join(', ') });
+  const signature = (v: ResolvedSourceStatus['verification']): string =>
+    !v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`;
+  s.set({
+    type: 'Resolved',
+    status: 'True',
+    reason: 'Resolved',
+    message: resolved
+      .map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`)
+      .join(', '),
+  });
   return resolved;
 }

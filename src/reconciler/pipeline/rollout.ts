@@ -69,7 +69,12 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   const why = `revision ${active.number} not healthy within progressDeadline ${spec.upgrade.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
   if (decision.kind === 'blocked') {
     const before = getCondition(status.conditions, 'Progressing');
-    s.set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${why}; ${decision.because === 'hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}` });
+    s.set({
+      type: 'Progressing',
+      status: 'False',
+      reason: 'Blocked',
+      message: `${why}; ${decision.because === 'hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}`,
+    });
     // once per miss, not once per reconcile
     if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
     return;

@@ -20,7 +20,15 @@ export type TransitionAction = NonNullable<Transition['action']>;
 export function transitionOf(s: ReconcileState, rev: { number: number; contentDigest: string }, action: TransitionAction): Transition {
   const t = s.status.transition;
   if (t && t.revision === rev.number && t.contentDigest === rev.contentDigest) return t;
-  const fresh: Transition = { revision: rev.number, contentDigest: rev.contentDigest, action, startedAt: s.now().toISOString().replace(/\.\d+Z$/, 'Z') };
+  const fresh: Transition = {
+    revision: rev.number,
+    contentDigest: rev.contentDigest,
+    action,
+    startedAt: s
+      .now()
+      .toISOString()
+      .replace(/\.\d+Z$/, 'Z'),
+  };
   s.status.transition = fresh;
   return fresh;
 }
@@ -35,7 +43,13 @@ export function deadlineOf(s: ReconcileState, t: Transition): number {
  * Returns the failure as a terminal HoistError naming the hook and why, undefined when every
  * hook succeeded (or there are none). API errors on the way throw (retried with backoff).
  */
-export async function runHooks(ctx: StepContext, s: ReconcileState, t: Transition, event: HookEvent, hooks: readonly KubeObject[]): Promise<HoistError | undefined> {
+export async function runHooks(
+  ctx: StepContext,
+  s: ReconcileState,
+  t: Transition,
+  event: HookEvent,
+  hooks: readonly KubeObject[],
+): Promise<HoistError | undefined> {
   if (hooksFor(hooks, event).length === 0) return undefined;
   const record = (run: HookRun) => {
     const runs = (t.hooks ?? []).filter((r) => !(r.event === run.event && r.kind === run.kind && r.name === run.name && r.namespace === run.namespace));
@@ -64,5 +78,9 @@ export function endTransition(s: ReconcileState, phase: 'Active' | 'Failed'): vo
   s.status.transition = undefined;
   if (!t.hooks?.length) return;
   const entry = s.status.revisions?.find((r) => r.number === t.revision);
-  s.status.revisions = recordRevision(s.status.revisions, { ...(entry ?? { number: t.revision, contentDigest: t.contentDigest }), phase: entry?.phase ?? phase, hooks: t.hooks });
+  s.status.revisions = recordRevision(s.status.revisions, {
+    ...(entry ?? { number: t.revision, contentDigest: t.contentDigest }),
+    phase: entry?.phase ?? phase,
+    hooks: t.hooks,
+  });
 }

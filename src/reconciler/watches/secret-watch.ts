@@ -70,7 +70,11 @@ export class SecretWatch {
       namespace,
       metadataOnly: true,
       // nothing but the identity is kept
-      transform: (o: KubeObject) => ({ apiVersion: 'v1', kind: this.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion } }),
+      transform: (o: KubeObject) => ({
+        apiVersion: 'v1',
+        kind: this.kind,
+        metadata: { name: o.metadata.name, namespace: o.metadata.namespace, resourceVersion: o.metadata.resourceVersion },
+      }),
       logger: this.log,
     });
     inf.addHandler({
@@ -91,7 +95,10 @@ export class SecretWatch {
     const stopOnForbidden = (e: unknown): never => {
       if (isForbidden(e) && !this.refused.has(namespace)) {
         this.refused.add(namespace);
-        this.log.warn({ namespace, kind: this.kind }, `may not list ${this.kind}s in this namespace: rotation there is noticed at the next spec change or poll`);
+        this.log.warn(
+          { namespace, kind: this.kind },
+          `may not list ${this.kind}s in this namespace: rotation there is noticed at the next spec change or poll`,
+        );
         const inf = this.informers.get(namespace);
         this.informers.delete(namespace);
         void inf?.stop();

@@ -156,14 +156,29 @@ async function listTree(req: CheckoutRequest, treeOid: string): Promise<ListingS
     if (!isSafeTreePath(e.path)) throw fetchError(`unsafe path in tree: ${JSON.stringify(e.path)}`, SourceCode.UnsafePath, subject, true);
     summary.bytes += e.size;
     if (summary.bytes > limits.maxBytes) {
-      throw fetchError(`directory holds more than ${formatBytes(limits.maxBytes)} (the limit), at ${JSON.stringify(e.path)}`, SourceCode.TooLarge, subject, true);
+      throw fetchError(
+        `directory holds more than ${formatBytes(limits.maxBytes)} (the limit), at ${JSON.stringify(e.path)}`,
+        SourceCode.TooLarge,
+        subject,
+        true,
+      );
     }
     if (e.mode !== '120000') return;
     if (e.size > MAX_SYMLINK_TARGET_BYTES) {
-      throw fetchError(`symlink ${e.path}: its target is ${e.size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, SourceCode.SymlinkTargetTooLarge, subject, true);
+      throw fetchError(
+        `symlink ${e.path}: its target is ${e.size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`,
+        SourceCode.SymlinkTargetTooLarge,
+        subject,
+        true,
+      );
     }
     if (summary.symlinks.length >= maxLinks) {
-      throw fetchError(`directory has more than ${maxLinks} symlinks (the limit per tree), at ${JSON.stringify(e.path)}`, SourceCode.TooManyLinks, subject, true);
+      throw fetchError(
+        `directory has more than ${maxLinks} symlinks (the limit per tree), at ${JSON.stringify(e.path)}`,
+        SourceCode.TooManyLinks,
+        subject,
+        true,
+      );
     }
     summary.symlinks.push(e);
   });
@@ -212,7 +227,12 @@ async function checkSymlinkTargets(symlinks: readonly TreeEntry[], req: Checkout
       const paths = byOid.get(order[next] ?? '') ?? [];
       if (oid !== order[next] || type !== 'blob' || !Number.isSafeInteger(size)) throw new Error(`cat-file: unexpected header for ${order[next] ?? '?'}`);
       if (size > MAX_SYMLINK_TARGET_BYTES) {
-        throw fetchError(`symlink ${paths[0] ?? ''}: its target is ${size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`, SourceCode.SymlinkTargetTooLarge, req.subject, true);
+        throw fetchError(
+          `symlink ${paths[0] ?? ''}: its target is ${size} bytes, more than the limit of ${MAX_SYMLINK_TARGET_BYTES} bytes per link`,
+          SourceCode.SymlinkTargetTooLarge,
+          req.subject,
+          true,
+        );
       }
       if (buf.length < nl + 1 + size + 1) return; // the rest of this blob is still coming
       const target = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
@@ -271,6 +291,11 @@ export async function checkoutDirectory(req: CheckoutRequest): Promise<ListingSu
   } catch (e) {
     throw gitFailure(e, req);
   }
-  await verifyTree(req.target, { stage: 'fetch', who: `git ${subject}`, maxLinks: req.limits.maxLinks ?? DEFAULT_MAX_LINKS, ...(run.signal ? { signal: run.signal } : {}) });
+  await verifyTree(req.target, {
+    stage: 'fetch',
+    who: `git ${subject}`,
+    maxLinks: req.limits.maxLinks ?? DEFAULT_MAX_LINKS,
+    ...(run.signal ? { signal: run.signal } : {}),
+  });
   return listing;
 }

@@ -33,8 +33,7 @@ export function gitAuthFrom(credentials: Credentials | undefined, stage: Stage, 
   const username = nonEmpty(data.username);
   const password = nonEmpty(data.password);
   const token = nonEmpty(data.token);
-  const invalid = (message: string): HoistError =>
-    sourceError(message, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
+  const invalid = (message: string): HoistError => sourceError(message, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
   let user: string | undefined;
   let secret: string | undefined;
   if (token !== undefined) {

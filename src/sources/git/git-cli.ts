@@ -15,7 +15,8 @@ import { redactSecrets } from './git-auth.ts';
 import { SourceCode, sourceError } from '../errors.ts';
 
 /** curl's words (GnuTLS and OpenSSL builds) for a chain that ends at a CA nobody configured */
-const UNKNOWN_AUTHORITY = /server certificate verification failed|unable to get local issuer certificate|self[- ]signed certificate|unable to get issuer certificate|certificate signer not found|issuer is not known/i;
+const UNKNOWN_AUTHORITY =
+  /server certificate verification failed|unable to get local issuer certificate|self[- ]signed certificate|unable to get issuer certificate|certificate signer not found|issuer is not known/i;
 
 export interface GitRunOptions {
   /** private directory used as HOME (and as cwd) */
@@ -263,8 +264,7 @@ export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: 
   const reason = stage === 'resolve' ? 'ResolveFailed' : 'FetchFailed';
   const s = e.stderr;
   const summary = stderrSummary(s);
-  const make = (message: string, code: SourceCode, terminal: boolean): HoistError =>
-    sourceError(message, { stage, reason, code, subject, terminal, cause: e });
+  const make = (message: string, code: SourceCode, terminal: boolean): HoistError => sourceError(message, { stage, reason, code, subject, terminal, cause: e });
   if (e.aborted) return sourceError(SourceCode.Aborted, { stage, reason: FailureReason.Aborted, code: SourceCode.Aborted, subject, terminal: false, cause: e });
   if (e.timedOut) return make(`git fetch timed out after ${timeoutMs} ms`, SourceCode.Timeout, false);
   if (e.outputLimit !== undefined) {
@@ -283,7 +283,11 @@ export function classifyFetchFailure(e: GitCommandError, stage: Stage, subject: 
   }
   if (/SSL certificate|certificate verify|server certificate|SSL:|certificate file|CAfile/i.test(s)) {
     // curl names the CA file: the controller's temp directory or trust store, never shown
-    return make(`tls verification failed: ${summary.replace(/\s*\b(cafile|crlfile|capath|certificate file):?\s*\S+/gi, '').replace(/[.:]$/, '')}`, SourceCode.TlsVerifyFailed, true);
+    return make(
+      `tls verification failed: ${summary.replace(/\s*\b(cafile|crlfile|capath|certificate file):?\s*\S+/gi, '').replace(/[.:]$/, '')}`,
+      SourceCode.TlsVerifyFailed,
+      true,
+    );
   }
   if (/returned error: 3\d\d\b/i.test(s)) {
     return make('repository redirected; credentials are not followed across redirects, set spec.git.repository to the final url', SourceCode.Redirect, true);

@@ -94,7 +94,6 @@ export function gitContentKey(commit: string, directory: string): string {
   return `git:${commit.toLowerCase()}:${directory}`;
 }
 
-
 /** "manifests/", "./manifests", "/manifests" → "manifests"; "" and "." → "". Refuses "..". */
 export function normalizeDirectory(directory: string | undefined): string | undefined {
   if (directory === undefined) return '';
@@ -113,8 +112,7 @@ function refLabel(ref: GitTarget['ref']): string {
 /** Validates `spec.git`; every problem here is terminal (the spec must change). */
 export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
   const git = spec.git;
-  const bad = (message: string, code: SourceCode, subject?: string): HoistError =>
-    sourceError(message, { stage, code, subject, terminal: true });
+  const bad = (message: string, code: SourceCode, subject?: string): HoistError => sourceError(message, { stage, code, subject, terminal: true });
   if (spec.kind !== 'git' || !git) throw bad('source is not of kind git', SourceCode.InvalidSpec);
   let url: URL;
   try {
@@ -139,7 +137,8 @@ export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
   const rangeProblem = kind === 'semver' ? semverRangeProblem(value) : undefined;
   if (rangeProblem) throw bad(`semver ${rangeProblem}`, SourceCode.InvalidRef, subject);
   const directory = normalizeDirectory(git.directory);
-  if (directory === undefined) throw bad(`directory ${JSON.stringify(git.directory)} must be a relative path inside the repository`, SourceCode.InvalidDirectory, subject);
+  if (directory === undefined)
+    throw bad(`directory ${JSON.stringify(git.directory)} must be a relative path inside the repository`, SourceCode.InvalidDirectory, subject);
   return {
     repository: git.repository,
     displayUrl,
@@ -213,7 +212,9 @@ export class GitSource implements Source {
     }
     if (target.ref.kind === 'semver') return this.resolveSemver(target, auth, subject, ctx);
     const name = refName(target.ref);
-    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { names: [name] }));
+    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) =>
+      this.advertise(target, auth, 'resolve', subject, signal, { names: [name] }),
+    );
     const ref = adv.refs.get(name);
     if (!ref) {
       throw sourceError(`${target.ref.kind} ${JSON.stringify(target.ref.value)} not found in repository`, {
@@ -233,11 +234,18 @@ export class GitSource implements Source {
    * only the tags. None matching is transient: the next poll (or a retry) may find one pushed.
    */
   private async resolveSemver(target: GitTarget, auth: GitAuth, subject: string, ctx: SourceContext): Promise<Resolved> {
-    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) => this.advertise(target, auth, 'resolve', subject, signal, { prefix: TAGS }));
+    const adv = await withDeadline(ctx.signal, this.resolveTimeoutMs, 'resolve', subject, (signal) =>
+      this.advertise(target, auth, 'resolve', subject, signal, { prefix: TAGS }),
+    );
     const tags = new Map([...adv.refs.values()].map((r) => [r.name.slice(TAGS.length), r]));
     const chosen = highestMatching(tags.keys(), target.ref.value);
     if (!chosen) {
-      throw sourceError(`no tag of ${tags.size} is a version semver ${JSON.stringify(target.ref.value)} admits`, { stage: 'resolve', code: SourceCode.NoMatchingVersion, subject, terminal: false });
+      throw sourceError(`no tag of ${tags.size} is a version semver ${JSON.stringify(target.ref.value)} admits`, {
+        stage: 'resolve',
+        code: SourceCode.NoMatchingVersion,
+        subject,
+        terminal: false,
+      });
     }
     const commit = commitOf(tags.get(chosen.tag)!);
     const status: ResolvedSourceStatus = { kind: 'git', commit, ref: `${TAGS}${chosen.tag}`, resolvedAt: new Date().toISOString() };
@@ -292,7 +300,15 @@ export class GitSource implements Source {
 
   /** the ref advertisement, keeping only the refs `wants` names */
   private advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal, wants: RefWants): Promise<RefAdvertisement> {
-    return fetchRefAdvertisement(target.repository, { auth, transport: this.transport(auth.ca), stage, subject, signal, wants, maxBytes: this.maxAdvertisementBytes });
+    return fetchRefAdvertisement(target.repository, {
+      auth,
+      transport: this.transport(auth.ca),
+      stage,
+      subject,
+      signal,
+      wants,
+      maxBytes: this.maxAdvertisementBytes,
+    });
   }
 
   /**
@@ -300,7 +316,16 @@ export class GitSource implements Source {
    * checkout charged to `space`, the repository's objects to its scratch directory's allowance
    * (the store's, unless workRoot names another place).
    */
-  private async fetchInto(target: GitTarget, commit: string, out: string, auth: GitAuth, subject: string, signal: AbortSignal, space: SpaceAllowance, scratch: () => Promise<Scratch>): Promise<void> {
+  private async fetchInto(
+    target: GitTarget,
+    commit: string,
+    out: string,
+    auth: GitAuth,
+    subject: string,
+    signal: AbortSignal,
+    space: SpaceAllowance,
+    scratch: () => Promise<Scratch>,
+  ): Promise<void> {
     const dir = this.workRoot === undefined ? await scratch() : { dir: await mkdtemp(join(this.workRoot, 'hoist-git-')), space: undefined };
     const work = dir.dir;
     // the object store grows while git fetches: each measurement charges what it grew by
@@ -404,7 +429,14 @@ export class GitSource implements Source {
         await fetchWithPackLimit(fetchArgs(true, [`+${name}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run, onPack);
         return;
       }
-      await fetchWithPackLimit(fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']), gitDir, this.maxPackBytes, subject, run, onPack);
+      await fetchWithPackLimit(
+        fetchArgs(false, ['+refs/heads/*:refs/hoist/heads/*', '+refs/tags/*:refs/hoist/tags/*']),
+        gitDir,
+        this.maxPackBytes,
+        subject,
+        run,
+        onPack,
+      );
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
       throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);

@@ -30,7 +30,11 @@ export async function objectStoreBytes(gitDir: string): Promise<number> {
     for (const e of entries) {
       const p = join(dir, e.name);
       if (e.isDirectory()) await walk(p);
-      else if (e.isFile()) total += await stat(p).then((s) => s.size, () => 0);
+      else if (e.isFile())
+        total += await stat(p).then(
+          (s) => s.size,
+          () => 0,
+        );
     }
   };
   await walk(join(gitDir, 'objects'));

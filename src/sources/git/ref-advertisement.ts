@@ -160,7 +160,10 @@ export class AdvertisementStream {
     if (this.firstRef) {
       const nul = text.indexOf('\0');
       if (nul >= 0) {
-        this.capabilities = text.slice(nul + 1).split(' ').filter((c) => c.length > 0);
+        this.capabilities = text
+          .slice(nul + 1)
+          .split(' ')
+          .filter((c) => c.length > 0);
         text = text.slice(0, nul);
       }
       this.firstRef = false;
@@ -179,7 +182,13 @@ export class AdvertisementStream {
       return;
     }
     this.last = { name, oid };
-    if (this.names === undefined || this.names.has(name) || this.wants?.commit === oid || (this.wants?.prefix !== undefined && name.startsWith(this.wants.prefix))) this.refs.set(name, { name, oid });
+    if (
+      this.names === undefined ||
+      this.names.has(name) ||
+      this.wants?.commit === oid ||
+      (this.wants?.prefix !== undefined && name.startsWith(this.wants.prefix))
+    )
+      this.refs.set(name, { name, oid });
   }
 }
 
@@ -198,7 +207,12 @@ function fail(opts: AdvertisementOptions, message: string, code: SourceCode, ter
 function statusError(status: number, opts: AdvertisementOptions, withAuth: boolean): HoistError {
   const answer = classifyStatus(status);
   if (answer === 'unauthorized' || answer === 'forbidden') {
-    return fail(opts, withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`, SourceCode.AuthFailed, true);
+    return fail(
+      opts,
+      withAuth ? `credentials rejected (http ${status})` : `repository requires credentials (http ${status}); set auth.secretRef`,
+      SourceCode.AuthFailed,
+      true,
+    );
   }
   if (answer === 'not-found') return fail(opts, 'repository not found (http 404)', SourceCode.NotFound, true);
   // 5xx, 429 and anything odd are the server's trouble; try again later.
@@ -232,7 +246,8 @@ export async function fetchRefAdvertisement(repository: string, opts: Advertisem
     throw fail(opts, `server does not speak git smart http (content-type "${type}")`, SourceCode.NotSmartHttp, true);
   }
   const stream = new AdvertisementStream(opts.wants ?? {});
-  const malformed = (e: unknown): HoistError => fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, SourceCode.ProtocolError, false);
+  const malformed = (e: unknown): HoistError =>
+    fail(opts, `malformed ref advertisement: ${redactSecrets((e as Error).message, opts.auth.secrets)}`, SourceCode.ProtocolError, false);
   let sinceYield = 0;
   await consumeCapped(res, maxBytes, 'ref advertisement', opts.stage, opts.subject, opts.signal, async (chunk) => {
     try {

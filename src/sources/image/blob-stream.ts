@@ -81,7 +81,13 @@ export class BlobStream implements AsyncIterable<Uint8Array> {
     if (r.done) {
       this.done = true;
       if (this.bytes < this.descriptor.size) {
-        throw imageError(this.stage, SourceCode.Truncated, `blob ${this.descriptor.digest} is truncated: ${this.bytes} of ${this.descriptor.size} bytes`, this.subject, false);
+        throw imageError(
+          this.stage,
+          SourceCode.Truncated,
+          `blob ${this.descriptor.digest} is truncated: ${this.bytes} of ${this.descriptor.size} bytes`,
+          this.subject,
+          false,
+        );
       }
       const got = `${this.descriptor.digest.split(':')[0]}:${this.hash.digest('hex')}`;
       if (got !== this.descriptor.digest) {
@@ -93,7 +99,13 @@ export class BlobStream implements AsyncIterable<Uint8Array> {
     this.bytes += r.value.length;
     if (this.bytes > this.descriptor.size) {
       this.abort();
-      throw imageError(this.stage, SourceCode.SizeMismatch, `blob ${this.descriptor.digest} is larger than the ${this.descriptor.size} bytes its manifest declares`, this.subject, true);
+      throw imageError(
+        this.stage,
+        SourceCode.SizeMismatch,
+        `blob ${this.descriptor.digest} is larger than the ${this.descriptor.size} bytes its manifest declares`,
+        this.subject,
+        true,
+      );
     }
     this.hash.update(r.value);
     return { done: false, value: r.value };

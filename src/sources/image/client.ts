@@ -200,7 +200,13 @@ export class RegistryClient {
     const cacheKey = ref.digest ? `${credentialIdentity(ctx.credential)}|${ref.registry}/${ref.repository}@${ref.digest}` : undefined;
     const cached = cacheKey ? this.manifestCache.get(cacheKey) : undefined;
     if (cached && ref.digest) {
-      return { digest: ref.digest, mediaType: cached.mediaType, size: cached.bytes.length, bytes: cached.bytes, manifest: parseManifest(cached.bytes, cached.mediaType, subject) };
+      return {
+        digest: ref.digest,
+        mediaType: cached.mediaType,
+        size: cached.bytes.length,
+        bytes: cached.bytes,
+        manifest: parseManifest(cached.bytes, cached.mediaType, subject),
+      };
     }
     const res = await this.request(ref, { method: 'GET', path: this.manifestPath(ref), headers: { accept: MANIFEST_ACCEPT }, scope: 'pull' }, ctx);
     if (res.statusCode < 200 || res.statusCode >= 300) await res.body.dump();
@@ -287,7 +293,13 @@ export class RegistryClient {
       this.challenges.set(ref.apiHost, challenge);
       const next = await this.authorizationFor(ref, scope, ctx, true);
       if (next === undefined) {
-        throw imageError(ctx.stage, SourceCode.CredentialsRequired, 'registry requires authentication and no credentials match this image (auth.secretRef)', subject, true);
+        throw imageError(
+          ctx.stage,
+          SourceCode.CredentialsRequired,
+          'registry requires authentication and no credentials match this image (auth.secretRef)',
+          subject,
+          true,
+        );
       }
       authorization = next;
     }
@@ -391,7 +403,14 @@ export class RegistryClient {
       throw imageError(ctx.stage, SourceCode.Token, `token service answered ${res.statusCode}`, subject, retryCannotHelp(res.statusCode));
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
-    const raw = await readCapped({ status: res.statusCode, headers: res.headers, body: res.body, url: new URL(url) }, MAX_TOKEN_RESPONSE_BYTES, 'token response', ctx.stage, subject, ctx.signal);
+    const raw = await readCapped(
+      { status: res.statusCode, headers: res.headers, body: res.body, url: new URL(url) },
+      MAX_TOKEN_RESPONSE_BYTES,
+      'token response',
+      ctx.stage,
+      subject,
+      ctx.signal,
+    );
     try {
       parsed = JSON.parse(raw.toString('utf8')) as typeof parsed;
     } catch (e) {

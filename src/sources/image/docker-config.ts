@@ -76,7 +76,12 @@ function parseKey(key: string): { hostLabels: string[]; port: string; pathParts:
 /** Go's filepath.Match restricted to what appears in registry hosts: `*` and `?` within one label. */
 function globLabel(glob: string, label: string): boolean {
   if (!glob.includes('*') && !glob.includes('?')) return glob === label;
-  const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^.]*').replace(/\?/g, '[^.]')}$`);
+  const re = new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^.]*')
+      .replace(/\?/g, '[^.]')}$`,
+  );
   return re.test(label);
 }
 

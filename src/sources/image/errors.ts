@@ -32,14 +32,7 @@ export type ImageErrorCode =
   | typeof SourceCode.InvalidTagList
   | typeof SourceCode.NoMatchingVersion;
 
-export function imageError(
-  stage: ImageStage,
-  code: ImageErrorCode,
-  message: string,
-  subject: string,
-  terminal: boolean,
-  cause?: unknown,
-): HoistError {
+export function imageError(stage: ImageStage, code: ImageErrorCode, message: string, subject: string, terminal: boolean, cause?: unknown): HoistError {
   return sourceError(message, {
     stage,
     code,

@@ -111,14 +111,21 @@ export class ImageSource implements Source {
     if (ref.digest) {
       // pinned by the spec: no network at all, unless mirrors decide where it comes from
       if (locations.length === 1) return this.resolved(spec, ref, ref.digest, formatReference(locations[0]!.ref), true);
-      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck) return { ...this.resolved(spec, ref, ref.digest, recorded.ref, true), status: { ...recorded } };
+      if (recorded?.kind === 'image' && recorded.digest === ref.digest && recorded.ref && !ctx.recheck)
+        return { ...this.resolved(spec, ref, ref.digest, recorded.ref, true), status: { ...recorded } };
       const digest = ref.digest;
       return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
         // the first location whose manifest matches the digest (verified over its bytes) serves it
-        const served = await this.inOrder(locations, subject, 'resolve', async (loc) => {
-          await this.client.getManifest(loc.ref, { ...this.op(loc.ref, ctx, 'resolve'), signal });
-          return loc;
-        }, signal);
+        const served = await this.inOrder(
+          locations,
+          subject,
+          'resolve',
+          async (loc) => {
+            await this.client.getManifest(loc.ref, { ...this.op(loc.ref, ctx, 'resolve'), signal });
+            return loc;
+          },
+          signal,
+        );
         return this.resolved(spec, ref, digest, formatReference(served.ref), true);
       });
     }
@@ -128,7 +135,9 @@ export class ImageSource implements Source {
       return { status: { ...recorded }, key: this.key(recorded.digest, spec), pinned: false, pinnedRef: formatReference(withDigest(ref, recorded.digest)) };
     }
     const location = locations[0]!.ref;
-    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => this.resolveTag(spec, location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx));
+    return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) =>
+      this.resolveTag(spec, location, subject, { ...this.op(location, ctx, 'resolve'), signal }, ctx),
+    );
   }
 
   /**
@@ -153,7 +162,14 @@ export class ImageSource implements Source {
         throw e instanceof HoistError ? atStage(e, 'resolve') : e;
       }
       const chosen = highestMatching(tags, range);
-      if (!chosen) throw imageError('resolve', SourceCode.NoMatchingVersion, `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`, subject, false);
+      if (!chosen)
+        throw imageError(
+          'resolve',
+          SourceCode.NoMatchingVersion,
+          `no tag of ${tags.length} is a version semver ${JSON.stringify(range)} admits`,
+          subject,
+          false,
+        );
       const tagged = { ...location, tag: chosen.tag };
       // the recorded resolution stands only for the same tag: a newer tag is recorded by its name
       const sameTag = recorded?.kind === 'image' && recorded.ref?.startsWith(`${formatReference(tagged)}@`);
@@ -174,11 +190,18 @@ export class ImageSource implements Source {
     const location = parseReference(resolved.status.ref!);
     const subject = resolved.pinnedRef;
     if (!ctx.publicKeys) {
-      throw sourceError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', { stage: 'spec', code: SourceCode.InvalidSource, subject, terminal: true });
+      throw sourceError('image.verify needs the public keys of verify.publicKeys, which only the controller reads', {
+        stage: 'spec',
+        code: SourceCode.InvalidSource,
+        subject,
+        terminal: true,
+      });
     }
     const keys = await ctx.publicKeys();
     const op = this.op(location, ctx, 'resolve');
-    const verification = await withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) => verifyImage(this.client, location, digest, verify, keys, { ...op, signal }, subject));
+    const verification = await withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, (signal) =>
+      verifyImage(this.client, location, digest, verify, keys, { ...op, signal }, subject),
+    );
     return { ...resolved, status: { ...resolved.status, verification } };
   }
 
@@ -206,26 +229,43 @@ export class ImageSource implements Source {
     const subject = formatReference(ref);
     const locations = this.ordered(ref, resolved);
     return withDeadline(ctx.signal, this.timeoutMs, 'fetch', subject, (signal) =>
-      this.inOrder(locations, subject, 'fetch', (loc) => {
-        const op = this.op(loc.ref, ctx, 'fetch');
-        const where = `${loc.ref.registry}/${loc.ref.repository}`;
-        return fetchThroughStore({
-          store,
-          key: resolved.key,
-          // the location actually used: a mirror's pull never proves access at the original
-          origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
-          subject,
-          ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-          download: async (tmp, space) => {
-            const layerSelector = spec.image?.layerSelector;
-            const result = await pullImage(this.client, loc.ref, tmp, { ...op, signal }, { platform: this.platform, ...(this.limits ? { limits: this.limits } : {}), ...(layerSelector ? { layerSelector } : {}), charge: (n) => space.charge(n) });
-            this.onPull?.(result, formatReference(loc.ref));
-          },
-          prove: async () => {
-            await this.client.headManifest(loc.ref, { ...op, signal });
-          },
-        });
-      }, signal),
+      this.inOrder(
+        locations,
+        subject,
+        'fetch',
+        (loc) => {
+          const op = this.op(loc.ref, ctx, 'fetch');
+          const where = `${loc.ref.registry}/${loc.ref.repository}`;
+          return fetchThroughStore({
+            store,
+            key: resolved.key,
+            // the location actually used: a mirror's pull never proves access at the original
+            origin: { location: where, credential: op.credential ? credentialIdentity(op.credential) : undefined, display: where },
+            subject,
+            ...(ctx.onStore ? { observe: ctx.onStore } : {}),
+            download: async (tmp, space) => {
+              const layerSelector = spec.image?.layerSelector;
+              const result = await pullImage(
+                this.client,
+                loc.ref,
+                tmp,
+                { ...op, signal },
+                {
+                  platform: this.platform,
+                  ...(this.limits ? { limits: this.limits } : {}),
+                  ...(layerSelector ? { layerSelector } : {}),
+                  charge: (n) => space.charge(n),
+                },
+              );
+              this.onPull?.(result, formatReference(loc.ref));
+            },
+            prove: async () => {
+              await this.client.headManifest(loc.ref, { ...op, signal });
+            },
+          });
+        },
+        signal,
+      ),
     );
   }
 
@@ -233,7 +273,13 @@ export class ImageSource implements Source {
    * Runs `attempt` on each location in turn until one succeeds. With a single location its error
    * is the error; otherwise the error names every location tried and why it failed.
    */
-  private async inOrder<T>(locations: PullLocation[], subject: string, stage: ImageStage, attempt: (loc: PullLocation) => Promise<T>, signal: AbortSignal): Promise<T> {
+  private async inOrder<T>(
+    locations: PullLocation[],
+    subject: string,
+    stage: ImageStage,
+    attempt: (loc: PullLocation) => Promise<T>,
+    signal: AbortSignal,
+  ): Promise<T> {
     if (locations.length === 1) return attempt(locations[0]!);
     const failures: HoistError[] = [];
     for (const loc of locations) {
@@ -247,7 +293,10 @@ export class ImageSource implements Source {
     const last = failures.at(-1)!;
     const why = locations.map((l, i) => `${formatReference(l.ref)}: ${failures[i]!.message}`).join('; ');
     throw new HoistError(`no location served the image (${why})`, {
-      stage, code: last.code, subject, terminal: failures.every((f) => f.terminal),
+      stage,
+      code: last.code,
+      subject,
+      terminal: failures.every((f) => f.terminal),
     });
   }
 
@@ -287,7 +336,12 @@ export class ImageSource implements Source {
     const isDefault = p.os === DEFAULT_PLATFORM.os && p.architecture === DEFAULT_PLATFORM.architecture && p.variant === undefined;
     const platform = isDefault ? '' : `:${formatPlatform(p).replaceAll('/', '-')}`;
     const selector = spec.image?.layerSelector;
-    const layer = selector ? `:layer-${createHash('sha256').update(`${selector.mediaType}\n${selector.operation ?? 'extract'}`).digest('hex').slice(0, 16)}` : '';
+    const layer = selector
+      ? `:layer-${createHash('sha256')
+          .update(`${selector.mediaType}\n${selector.operation ?? 'extract'}`)
+          .digest('hex')
+          .slice(0, 16)}`
+      : '';
     return `oci:${digest}${platform}${layer}`;
   }
 
@@ -300,7 +354,12 @@ export class ImageSource implements Source {
     if (image.semver === undefined) return ref;
     // with semver the ref names the repository only: no tag (not even the default), no digest
     if (/@|\/[^/]*:[^/]*$/.test(image.ref)) {
-      throw sourceError('with semver, image.ref names the repository only (no tag, no digest)', { stage: 'spec', code: SourceCode.InvalidSource, subject: image.ref, terminal: true });
+      throw sourceError('with semver, image.ref names the repository only (no tag, no digest)', {
+        stage: 'spec',
+        code: SourceCode.InvalidSource,
+        subject: image.ref,
+        terminal: true,
+      });
     }
     const { tag: _default, ...repository } = ref;
     return repository;
@@ -311,7 +370,12 @@ export class ImageSource implements Source {
     const ref = this.reference(spec);
     const digest = resolved.status.digest;
     if (!digest) {
-      throw sourceError('resolved image source has no digest', { stage: 'fetch', code: SourceCode.NotResolved, subject: formatReference(ref), terminal: false });
+      throw sourceError('resolved image source has no digest', {
+        stage: 'fetch',
+        code: SourceCode.NotResolved,
+        subject: formatReference(ref),
+        terminal: false,
+      });
     }
     return withDigest(ref, digest);
   }

@@ -29,12 +29,7 @@ export const MEDIA_TYPES = {
 } as const;
 
 /** Accept header for manifest requests: every manifest type we can use. */
-export const MANIFEST_ACCEPT = [
-  MEDIA_TYPES.ociIndex,
-  MEDIA_TYPES.ociManifest,
-  MEDIA_TYPES.dockerManifestList,
-  MEDIA_TYPES.dockerManifest,
-].join(', ');
+export const MANIFEST_ACCEPT = [MEDIA_TYPES.ociIndex, MEDIA_TYPES.ociManifest, MEDIA_TYPES.dockerManifestList, MEDIA_TYPES.dockerManifest].join(', ');
 
 export type Compression = 'gzip' | 'zstd' | 'none';
 
@@ -239,12 +234,15 @@ export function layerPlan(m: ImageManifest, subject: string, selector?: LayerSel
   if (selector) {
     const chosen = m.layers.find((l) => l.mediaType === selector.mediaType);
     if (!chosen) {
-      throw sourceError(`no layer of media type "${selector.mediaType}" (layerSelector); the artifact has ${m.layers.map((l) => `"${l.mediaType}"`).join(', ') || 'no layers'}`, {
-        stage: 'fetch',
-        code: SourceCode.LayerNotFound,
-        subject,
-        terminal: true,
-      });
+      throw sourceError(
+        `no layer of media type "${selector.mediaType}" (layerSelector); the artifact has ${m.layers.map((l) => `"${l.mediaType}"`).join(', ') || 'no layers'}`,
+        {
+          stage: 'fetch',
+          code: SourceCode.LayerNotFound,
+          subject,
+          terminal: true,
+        },
+      );
     }
     const operation = selector.operation ?? 'extract';
     return [{ descriptor: chosen, compression: operation === 'copy' ? 'none' : extractCompression(chosen.mediaType), operation }];
@@ -265,7 +263,10 @@ export function layerPlan(m: ImageManifest, subject: string, selector?: LayerSel
   return m.layers.map((d) => {
     const compression = layerCompression(d.mediaType);
     if (!compression || d.mediaType === MEDIA_TYPES.helmChart) {
-      throw unsupported(subject, `unsupported layer media type "${d.mediaType}" (supported: tar, tar+gzip, tar+zstd, Flux content; image.layerSelector picks one layer of any type)`);
+      throw unsupported(
+        subject,
+        `unsupported layer media type "${d.mediaType}" (supported: tar, tar+gzip, tar+zstd, Flux content; image.layerSelector picks one layer of any type)`,
+      );
     }
     return { descriptor: d, compression, operation: 'extract' as const };
   });

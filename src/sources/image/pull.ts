@@ -73,7 +73,13 @@ async function platformManifest(
   const chosen = selectPlatform(top.manifest, platform, formatReference(ref));
   const inner = await client.getManifest(withDigest(ref, chosen.digest), ctx);
   if (inner.manifest.kind !== 'manifest') {
-    throw imageError(ctx.stage, SourceCode.UnsupportedMediaType, `index entry ${chosen.digest} for ${formatPlatform(platform)} is not an image manifest`, formatReference(ref), true);
+    throw imageError(
+      ctx.stage,
+      SourceCode.UnsupportedMediaType,
+      `index entry ${chosen.digest} for ${formatPlatform(platform)} is not an image manifest`,
+      formatReference(ref),
+      true,
+    );
   }
   return { manifest: inner.manifest, digest: inner.digest, platform: formatPlatform(chosen.platform ?? platform) };
 }
@@ -96,7 +102,13 @@ export async function pullImage(
   // refuse unsupported media types before downloading a single layer
   const plan = layerPlan(manifest, subject, options.layerSelector);
   // a selected layer or a Flux artifact is a plain tarball, not an image layer: no whiteouts
-  const kind: PullResult['kind'] = options.layerSelector ? 'layer' : isFluxArtifact(manifest) ? 'flux-artifact' : isHelmChart(manifest) ? 'helm-chart' : 'image';
+  const kind: PullResult['kind'] = options.layerSelector
+    ? 'layer'
+    : isFluxArtifact(manifest)
+      ? 'flux-artifact'
+      : isHelmChart(manifest)
+        ? 'helm-chart'
+        : 'image';
   const helm = kind === 'helm-chart';
   const limits: UnpackLimits = { ...DEFAULT_UNPACK_LIMITS, ...stripUndefined(options.limits ?? {}) };
 
@@ -248,7 +260,13 @@ async function copyBlob(blob: BlobStream, file: string, maxBytes: number, subjec
       written += chunk.byteLength;
       if (written > maxBytes) {
         blob.abort();
-        throw sourceError(`layer ${blob.descriptor.digest} is larger than the limit of ${maxBytes} bytes per file`, { stage: 'fetch', reason: FailureReason.UnpackFailed, code: SourceCode.TooLarge, subject, terminal: true });
+        throw sourceError(`layer ${blob.descriptor.digest} is larger than the limit of ${maxBytes} bytes per file`, {
+          stage: 'fetch',
+          reason: FailureReason.UnpackFailed,
+          code: SourceCode.TooLarge,
+          subject,
+          terminal: true,
+        });
       }
       await out.write(chunk);
     }

@@ -92,20 +92,30 @@ export async function writeLayer(
       cb(null, chunk);
     },
   });
-  const compressor =
-    compression === 'gzip' ? zlib.createGzip({ level: 6 }) : compression === 'zstd' ? zlib.createZstdCompress() : new PassThrough();
+  const compressor = compression === 'gzip' ? zlib.createGzip({ level: 6 }) : compression === 'zstd' ? zlib.createZstdCompress() : new PassThrough();
   const written = pipeline(pack, tapDiff, compressor, tapBlob, createWriteStream(outPath));
   const mtime = new Date(0);
   for await (const e of entries) {
     const type = e.type ?? 'file';
-    const header: Parameters<tar.Pack['entry']>[0] = { name: e.name, type, mtime, uid: 0, gid: 0, uname: '', gname: '', mode: e.mode ?? (type === 'directory' ? 0o755 : 0o644) };
+    const header: Parameters<tar.Pack['entry']>[0] = {
+      name: e.name,
+      type,
+      mtime,
+      uid: 0,
+      gid: 0,
+      uname: '',
+      gname: '',
+      mode: e.mode ?? (type === 'directory' ? 0o755 : 0o644),
+    };
     if (e.linkname !== undefined) header.linkname = e.linkname;
     if (type === 'file' && e.sourcePath) {
       const st = await stat(e.sourcePath);
       header.size = st.size;
       await new Promise<void>((resolve, reject) => {
         const w = pack.entry(header, (err) => (err ? reject(err) : resolve()));
-        createReadStream(e.sourcePath as string).on('error', reject).pipe(w);
+        createReadStream(e.sourcePath as string)
+          .on('error', reject)
+          .pipe(w);
       });
     } else if (type === 'file') {
       const data = typeof e.data === 'string' ? Buffer.from(e.data) : (e.data ?? Buffer.alloc(0));
@@ -148,7 +158,11 @@ export async function pushBlob(
   await head.body.dump();
   // the registry has the blob already (any 2xx to HEAD): nothing to upload
   if (classifyStatus(head.statusCode) === 'ok') return { digest, size };
-  const start = await client.request(ref, { method: 'POST', path: `/v2/${ref.repository}/blobs/uploads/`, headers: { 'content-length': '0' }, scope: 'pull,push' }, ctx);
+  const start = await client.request(
+    ref,
+    { method: 'POST', path: `/v2/${ref.repository}/blobs/uploads/`, headers: { 'content-length': '0' }, scope: 'pull,push' },
+    ctx,
+  );
   await start.body.dump();
   client.check(start, ref, ctx, 'blob upload');
   const location = start.headers.location;
@@ -252,7 +266,12 @@ export async function pushIndex(client: RegistryClient, ref: ImageReference, man
     }),
   );
   const digest = await pushManifest(client, ref, index, MEDIA_TYPES.ociIndex, ctx);
-  return { digest, manifest: index, descriptor: { mediaType: MEDIA_TYPES.ociIndex, digest, size: index.length }, ref: formatReference(withDigest(ref, digest)) };
+  return {
+    digest,
+    manifest: index,
+    descriptor: { mediaType: MEDIA_TYPES.ociIndex, digest, size: index.length },
+    ref: formatReference(withDigest(ref, digest)),
+  };
 }
 
 /** A ready blob file (e.g. a chart .tgz) as a layer descriptor with the given media type. */

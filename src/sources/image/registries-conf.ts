@@ -44,7 +44,13 @@ export interface PullLocation {
 }
 
 function confError(source: string, why: string): HoistError {
-  return sourceError(`invalid registries.conf ${source}: ${why}`, { stage: 'spec', reason: FailureReason.InvalidConfig, code: SourceCode.InvalidRegistriesConf, subject: source, terminal: true });
+  return sourceError(`invalid registries.conf ${source}: ${why}`, {
+    stage: 'spec',
+    reason: FailureReason.InvalidConfig,
+    code: SourceCode.InvalidRegistriesConf,
+    subject: source,
+    terminal: true,
+  });
 }
 
 function str(v: unknown, what: string, source: string): string {
@@ -124,7 +130,10 @@ export function pullLocations(conf: RegistriesConf | undefined, ref: ImageRefere
   if (!entry) return [{ ref, insecure: false, mirror: false }];
   if (entry.blocked) {
     throw sourceError(`registry ${entry.prefix} is blocked by the controller's registries.conf`, {
-      stage, code: SourceCode.RegistryBlocked, subject: formatReference(ref), terminal: true,
+      stage,
+      code: SourceCode.RegistryBlocked,
+      subject: formatReference(ref),
+      terminal: true,
     });
   }
   const prefix = entry.prefix.toLowerCase();

@@ -31,17 +31,25 @@ export function nextLink(link: string | string[] | undefined): string | undefine
   return undefined;
 }
 
-export async function listTags(client: RegistryClient, ref: ImageReference, ctx: OperationContext, limits: TagListLimits = DEFAULT_TAG_LIST_LIMITS): Promise<string[]> {
+export async function listTags(
+  client: RegistryClient,
+  ref: ImageReference,
+  ctx: OperationContext,
+  limits: TagListLimits = DEFAULT_TAG_LIST_LIMITS,
+): Promise<string[]> {
   const subject = formatReference(ref);
   const origin = `${client.schemeFor(ref.apiHost)}://${ref.apiHost}`;
   const tags: string[] = [];
   let path: string | undefined = `/v2/${ref.repository}/tags/list?n=${limits.pageSize}`;
   for (let page = 0; path !== undefined; page++) {
-    if (page >= limits.maxPages) throw imageError(ctx.stage, SourceCode.TooManyTags, `the repository lists more than ${limits.maxPages} pages of tags`, subject, true);
+    if (page >= limits.maxPages)
+      throw imageError(ctx.stage, SourceCode.TooManyTags, `the repository lists more than ${limits.maxPages} pages of tags`, subject, true);
     const res = await client.request(ref, { method: 'GET', path, headers: { accept: 'application/json' }, scope: 'pull' }, ctx);
     if (res.statusCode < 200 || res.statusCode >= 300) await res.body.dump();
     client.check(res, ref, ctx, 'tag list');
-    const body = await readCapped(res.body, limits.maxPageBytes, () => imageError(ctx.stage, SourceCode.TooManyTags, `a page of the tag list is larger than ${limits.maxPageBytes} bytes`, subject, true));
+    const body = await readCapped(res.body, limits.maxPageBytes, () =>
+      imageError(ctx.stage, SourceCode.TooManyTags, `a page of the tag list is larger than ${limits.maxPageBytes} bytes`, subject, true),
+    );
     let doc: unknown;
     try {
       doc = JSON.parse(body.toString('utf8'));
@@ -49,7 +57,8 @@ export async function listTags(client: RegistryClient, ref: ImageReference, ctx:
       throw imageError(ctx.stage, SourceCode.InvalidTagList, 'the tag list is not JSON', subject, true);
     }
     const list = (doc as { tags?: unknown } | null)?.tags;
-    if (list !== null && list !== undefined && !Array.isArray(list)) throw imageError(ctx.stage, SourceCode.InvalidTagList, 'the tag list has no tags array', subject, true);
+    if (list !== null && list !== undefined && !Array.isArray(list))
+      throw imageError(ctx.stage, SourceCode.InvalidTagList, 'the tag list has no tags array', subject, true);
     for (const t of list ?? []) if (typeof t === 'string') tags.push(t);
     if (tags.length > limits.maxTags) throw imageError(ctx.stage, SourceCode.TooManyTags, `the repository has more than ${limits.maxTags} tags`, subject, true);
     const next = nextLink(res.headers.link);

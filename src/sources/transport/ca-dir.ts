@@ -20,7 +20,13 @@ export async function readCaDir(dir: string): Promise<HostCAs> {
     const host = entry.name.slice(0, -'.crt'.length).toLowerCase();
     const pem = await readFile(join(dir, entry.name), 'utf8');
     if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw sourceError(`${entry.name} in the CA directory ${dir} holds no PEM certificate`, { stage: 'spec', reason: FailureReason.InvalidConfig, code: SourceCode.InvalidCaDir, subject: dir, terminal: true });
+      throw sourceError(`${entry.name} in the CA directory ${dir} holds no PEM certificate`, {
+        stage: 'spec',
+        reason: FailureReason.InvalidConfig,
+        code: SourceCode.InvalidCaDir,
+        subject: dir,
+        terminal: true,
+      });
     }
     cas.set(host, pem);
   }

@@ -78,7 +78,6 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** distinct per-source CA bundles kept open at once */
 const MAX_WITH_CA = 32;
 
-
 /** `Basic base64(user:password)`, the one place it is built */
 export function basicAuth(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
@@ -186,8 +185,7 @@ export class HttpTransport {
   async send(req: SendRequest): Promise<SendResponse> {
     const start = typeof req.url === 'string' ? new URL(req.url) : new URL(req.url.toString());
     const subject = req.subject ?? redactUrl(start.toString());
-    const fail = (message: string, code: SourceCode, terminal: boolean): HoistError =>
-      sourceError(message, { stage: req.stage, code, subject, terminal });
+    const fail = (message: string, code: SourceCode, terminal: boolean): HoistError => sourceError(message, { stage: req.stage, code, subject, terminal });
     const credentialOrigin = req.credentialOrigin ?? start.origin;
     const follow = req.followRedirects ?? (req.method === 'GET' || req.method === 'HEAD');
     let current = start;
@@ -241,7 +239,13 @@ export class HttpTransport {
 /** what to do about an unknown authority, for every source's message (git's too) */
 export const UNKNOWN_AUTHORITY_HINT = 'trust its CA with --ca-dir, or caSecretRef / caConfigMapRef on a git or http source';
 
-const UNKNOWN_AUTHORITY = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+const UNKNOWN_AUTHORITY = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
 
 /**
  * A failure to talk to the server: transient. When the operation's signal fired (deadline or
@@ -257,7 +261,9 @@ export function networkError(e: unknown, stage: SourceStage, subject: string, si
   const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/i.test(`${code ?? ''} ${message}`);
   // the server's chain ends at a CA nobody configured: say so, not Node's command-line hint
   const unknownAuthority = code !== undefined && UNKNOWN_AUTHORITY.has(code);
-  const detail = unknownAuthority ? `certificate signed by unknown authority (${code}); ${UNKNOWN_AUTHORITY_HINT}` : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
+  const detail = unknownAuthority
+    ? `certificate signed by unknown authority (${code}); ${UNKNOWN_AUTHORITY_HINT}`
+    : `${code ? `${code}: ` : ''}${message.toLowerCase()}`;
   return sourceError(`${tls ? 'tls verification failed' : 'request failed'}: ${detail}`, {
     stage,
     code: tls ? SourceCode.TlsVerifyFailed : SourceCode.Network,
@@ -285,7 +291,14 @@ async function* capped(body: AsyncIterable<Buffer>, maxBytes: number, what: stri
 }
 
 /** Reads a whole body into memory, at most `maxBytes`; read failures map through networkError. */
-export async function readCapped(res: SendResponse, maxBytes: number, what: string, stage: SourceStage, subject: string, signal?: AbortSignal): Promise<Buffer> {
+export async function readCapped(
+  res: SendResponse,
+  maxBytes: number,
+  what: string,
+  stage: SourceStage,
+  subject: string,
+  signal?: AbortSignal,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   await consumeCapped(res, maxBytes, what, stage, subject, signal, (chunk) => {
     chunks.push(chunk);

@@ -75,7 +75,9 @@ describe('BundleDeployment CRD on a real API server', () => {
     it('plain from an http tarball', async () => {
       const bd = await create('plain', {
         format: 'plain',
-        sources: [{ kind: 'http', http: { url: 'https://downloads.example.com/rollouts-1.9.1.tar.gz', sha256: HEX64, auth: { secretRef: { name: 'http-creds' } } } }],
+        sources: [
+          { kind: 'http', http: { url: 'https://downloads.example.com/rollouts-1.9.1.tar.gz', sha256: HEX64, auth: { secretRef: { name: 'http-creds' } } } },
+        ],
         pollInterval: '10m',
       });
       expect(bd.spec.sources[0]?.http?.sha256).toBe(HEX64);
@@ -86,7 +88,11 @@ describe('BundleDeployment CRD on a real API server', () => {
         format: 'plain',
         sources: [
           { kind: 'http', http: { url: 'https://files.corp.example/a.tgz', caSecretRef: { name: 'corp-ca' } } },
-          { kind: 'git', git: { repository: 'https://git.corp.example/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca', key: 'bundle.pem' } }, destination: 'b' },
+          {
+            kind: 'git',
+            git: { repository: 'https://git.corp.example/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca', key: 'bundle.pem' } },
+            destination: 'b',
+          },
         ],
       });
       expect(bd.spec.sources[0]?.http?.caSecretRef).toEqual({ name: 'corp-ca', key: 'ca.crt' });
@@ -100,7 +106,12 @@ describe('BundleDeployment CRD on a real API server', () => {
         sources: [
           {
             kind: 'git',
-            git: { repository: 'https://git.example.com/acme/deploy.git', ref: { commit: HEX40 }, directory: 'charts/rollouts', auth: { secretRef: { name: 'git-creds' } } },
+            git: {
+              repository: 'https://git.example.com/acme/deploy.git',
+              ref: { commit: HEX40 },
+              directory: 'charts/rollouts',
+              auth: { secretRef: { name: 'git-creds' } },
+            },
             destination: 'chart',
           },
         ],
@@ -118,7 +129,11 @@ describe('BundleDeployment CRD on a real API server', () => {
         installNamespace: 'operators',
         sources: [
           { kind: 'image', image: { ref: `quay.io/acme/rollouts-bundle:v1.9.1@sha256:${HEX64}`, auth: { secretRef: { name: 'acme-pull' } } } },
-          { kind: 'image', image: { ref: 'localhost:5000/acme/extra_bits:latest', verify: { publicKeys: { configMapRef: { name: 'acme-keys' } }, policy: 'Warn' } }, destination: 'extra/bits' },
+          {
+            kind: 'image',
+            image: { ref: 'localhost:5000/acme/extra_bits:latest', verify: { publicKeys: { configMapRef: { name: 'acme-keys' } }, policy: 'Warn' } },
+            destination: 'extra/bits',
+          },
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
         ],
@@ -127,7 +142,12 @@ describe('BundleDeployment CRD on a real API server', () => {
         upgrade: { onFailure: 'Hold', progressDeadline: '90s' },
         healthChecks: [
           { name: 'available', match: { group: 'apps', kind: 'Deployment', selector: { app: 'rollouts' } }, condition: { type: 'Available', status: 'True' } },
-          { name: 'replicas', match: { kind: 'Deployment', name: 'rollouts', namespace: 'operators' }, jsonPath: { path: '{.status.readyReplicas}', value: '2' }, periodSeconds: 5 },
+          {
+            name: 'replicas',
+            match: { kind: 'Deployment', name: 'rollouts', namespace: 'operators' },
+            jsonPath: { path: '{.status.readyReplicas}', value: '2' },
+            periodSeconds: 5,
+          },
           { name: 'cel', match: { kind: 'ConfigMap' }, cel: "has(self.data) && self.data.ready == 'yes'", failureThreshold: 1, initialDelaySeconds: 30 },
         ],
         revisionHistoryLimit: 0,
@@ -137,16 +157,25 @@ describe('BundleDeployment CRD on a real API server', () => {
         driftIgnore: [
           { target: { group: 'apps', kind: 'Deployment', name: 'rollouts' }, jsonPointers: ['/spec/replicas'] },
           { target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' }, jsonPointers: ['/spec/conversion/webhook/clientConfig/caBundle'] },
-          { target: { labelSelector: { matchLabels: { app: 'x' }, matchExpressions: [{ key: 'tier', operator: 'Exists' }] } }, jsonPointers: ['/metadata/annotations/example.com~1hash'] },
+          {
+            target: { labelSelector: { matchLabels: { app: 'x' }, matchExpressions: [{ key: 'tier', operator: 'Exists' }] } },
+            jsonPointers: ['/metadata/annotations/example.com~1hash'],
+          },
         ],
       });
       // verify's defaults: provider cosign; an explicit policy is kept
       expect(bd.spec.sources[1]?.image?.verify).toEqual({ provider: 'cosign', publicKeys: { configMapRef: { name: 'acme-keys' } }, policy: 'Warn' });
-      expect(bd.spec).toMatchObject({ paused: true, revisionHistoryLimit: 0, collisionProtection: 'IfNotOwned', deleteCRDsOnUninstall: true, config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } } });
+      expect(bd.spec).toMatchObject({
+        paused: true,
+        revisionHistoryLimit: 0,
+        collisionProtection: 'IfNotOwned',
+        deleteCRDsOnUninstall: true,
+        config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
+      });
     });
   });
 
-  it('registry-v1 deploymentConfig with every member (OLM v1\'s regression options) is kept as written', async () => {
+  it("registry-v1 deploymentConfig with every member (OLM v1's regression options) is kept as written", async () => {
     const deploymentConfig = {
       nodeSelector: { 'kubernetes.io/os': 'linux' },
       tolerations: [
@@ -154,14 +183,28 @@ describe('BundleDeployment CRD on a real API server', () => {
         { key: 'someother/key', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 120 },
       ],
       resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: 1, memory: '512Mi' } },
-      env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }, { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+      env: [
+        { name: 'HTTPS_PROXY', value: 'http://proxy:3128' },
+        { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      ],
       envFrom: [{ prefix: 'test' }, { configMapRef: { name: 'cm' } }, { secretRef: { name: 's', optional: true } }],
-      volumes: [{ name: 'cfg', configMap: { name: 'cm' } }, { name: 'scratch', emptyDir: {} }],
+      volumes: [
+        { name: 'cfg', configMap: { name: 'cm' } },
+        { name: 'scratch', emptyDir: {} },
+      ],
       volumeMounts: [{ name: 'cfg', mountPath: '/cfg', readOnly: true }],
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'infra', operator: 'Exists' }] }] } }, podAffinity: {} },
+      affinity: {
+        nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'infra', operator: 'Exists' }] }] } },
+        podAffinity: {},
+      },
       annotations: { foo: 'bar' },
     };
-    const bd = await create('deployment-config', { format: 'registry-v1', installNamespace: 'operators', sources: [httpSource], config: { registryV1: { deploymentConfig } } });
+    const bd = await create('deployment-config', {
+      format: 'registry-v1',
+      installNamespace: 'operators',
+      sources: [httpSource],
+      config: { registryV1: { deploymentConfig } },
+    });
     expect(bd.spec.config?.registryV1?.deploymentConfig).toEqual(deploymentConfig);
   });
 
@@ -170,7 +213,15 @@ describe('BundleDeployment CRD on a real API server', () => {
       format: 'helm',
       installNamespace: 'apps',
       sources: [httpSource],
-      config: { helm: { valuesFiles: ['values-prod.yaml', 'env/extra.yaml'], valuesFrom: [{ kind: 'Secret', name: 'db' }, { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true }] } },
+      config: {
+        helm: {
+          valuesFiles: ['values-prod.yaml', 'env/extra.yaml'],
+          valuesFrom: [
+            { kind: 'Secret', name: 'db' },
+            { kind: 'ConfigMap', name: 'env.cfg', valuesKey: 'host', targetPath: 'podAnnotations.app\\.kubernetes\\.io/name', optional: true },
+          ],
+        },
+      },
     });
     expect(bd.spec.config?.helm).toEqual({
       valuesFiles: ['values-prod.yaml', 'env/extra.yaml'],
@@ -191,7 +242,10 @@ describe('BundleDeployment CRD on a real API server', () => {
   });
 
   it('defaults an image layerSelector to extract', async () => {
-    const bd = await create('layer-selector', { format: 'plain', sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }] });
+    const bd = await create('layer-selector', {
+      format: 'plain',
+      sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }],
+    });
     expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
   });
 
@@ -218,14 +272,25 @@ describe('BundleDeployment CRD on a real API server', () => {
       sources: [{ ...httpSource, destination: '' }],
       upgrade: { onFailure: 'Rollback', progressDeadline: '10m', crdSafety: 'Enforce' },
       healthChecks: [
-        { name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' }, periodSeconds: 10, failureThreshold: 3, initialDelaySeconds: 0 },
+        {
+          name: 'ready',
+          match: { kind: 'Deployment' },
+          condition: { type: 'Available', status: 'True' },
+          periodSeconds: 10,
+          failureThreshold: 3,
+          initialDelaySeconds: 0,
+        },
       ],
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       deleteCRDsOnUninstall: false,
     });
     // withDefaults on the un-defaulted spec must agree with the server on every member.
-    const local = withDefaults({ format: 'plain', sources: [httpSource], healthChecks: [{ name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' } }] });
+    const local = withDefaults({
+      format: 'plain',
+      sources: [httpSource],
+      healthChecks: [{ name: 'ready', match: { kind: 'Deployment' }, condition: { type: 'Available', status: 'True' } }],
+    });
     const { pollIntervalMs: _p, progressDeadlineMs: _d, ...localSpec } = local;
     expect(localSpec).toEqual(bd.spec);
   });
@@ -246,7 +311,17 @@ describe('BundleDeployment CRD on a real API server', () => {
       ],
       resolvedSources: [{ kind: 'http', sha256: HEX64, generation: 1, etag: '"abc"', resolvedAt: now }],
       contentDigest: `sha256:${HEX64}`,
-      activeRevision: { number: 1, contentDigest: `sha256:${HEX64}`, objects: 2, inventory: { entries: [{ id: 'ns_web_apps_Deployment', v: 'apps/v1' }, { id: 'ns_web__Service', v: 'v1' }] } },
+      activeRevision: {
+        number: 1,
+        contentDigest: `sha256:${HEX64}`,
+        objects: 2,
+        inventory: {
+          entries: [
+            { id: 'ns_web_apps_Deployment', v: 'apps/v1' },
+            { id: 'ns_web__Service', v: 'v1' },
+          ],
+        },
+      },
       revisions: [{ number: 1, contentDigest: `sha256:${HEX64}`, objects: 2, phase: 'Active' }],
       skippedOptional: ['monitoring.coreos.com/v1 ServiceMonitor ns/metrics'],
       lastHandledRequest: '2026-11-28T10:00:00.123456789Z',
@@ -255,7 +330,10 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(updated.status).toEqual(status);
 
     const err = await client
-      .updateStatus({ ...updated, status: { ...status, conditions: [{ ...status.conditions[0], status: 'Maybe' }], revisions: [{ number: 0, contentDigest: 'x', phase: 'Gone' }] } })
+      .updateStatus({
+        ...updated,
+        status: { ...status, conditions: [{ ...status.conditions[0], status: 'Maybe' }], revisions: [{ number: 0, contentDigest: 'x', phase: 'Gone' }] },
+      })
       .catch((e: unknown) => e);
     expect(isInvalid(err)).toBe(true);
     const message = (err as ApiError).apiMessage;
@@ -282,7 +360,10 @@ describe('BundleDeployment CRD on a real API server', () => {
     [
       'kind and member mismatch',
       { ...plain, sources: [{ kind: 'image', http: httpSource.http }] },
-      ['spec.sources[0].image: Required value: a source of kind image must set image', 'spec.sources[0].http: Forbidden: http is not allowed in a source of kind image'],
+      [
+        'spec.sources[0].image: Required value: a source of kind image must set image',
+        'spec.sources[0].http: Forbidden: http is not allowed in a source of kind image',
+      ],
     ],
     [
       'bad image digest',
@@ -329,21 +410,37 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, sources: [{ kind: 'http', http: { url: 'https://user:secret@downloads.example.com/a.tgz' } }] },
       ['spec.sources[0].http.url: Forbidden: must not contain credentials'],
     ],
-    ['ftp url', { ...plain, sources: [{ kind: 'http', http: { url: 'ftp://downloads.example.com/a.tgz' } }] }, ['spec.sources[0].http.url', 'http:// or https://']],
+    [
+      'ftp url',
+      { ...plain, sources: [{ kind: 'http', http: { url: 'ftp://downloads.example.com/a.tgz' } }] },
+      ['spec.sources[0].http.url', 'http:// or https://'],
+    ],
     [
       'bad sha256',
       { ...plain, sources: [{ kind: 'http', http: { url: httpSource.http.url, sha256: HEX64.toUpperCase() } }] },
       ['spec.sources[0].http.sha256', 'sha256 must be 64 lowercase hex characters'],
     ],
-    ['destination with ..', { ...plain, sources: [{ ...httpSource, destination: 'a/../../etc' }] }, ['spec.sources[0].destination', "must not contain a '..' path segment"]],
+    [
+      'destination with ..',
+      { ...plain, sources: [{ ...httpSource, destination: 'a/../../etc' }] },
+      ['spec.sources[0].destination', "must not contain a '..' path segment"],
+    ],
     ['absolute destination', { ...plain, sources: [{ ...httpSource, destination: '/etc' }] }, ['spec.sources[0].destination', "must not start with '/'"]],
-    ['destination with a backslash', { ...plain, sources: [{ ...httpSource, destination: 'a\\b' }] }, ['spec.sources[0].destination', 'backslashes are not allowed']],
+    [
+      'destination with a backslash',
+      { ...plain, sources: [{ ...httpSource, destination: 'a\\b' }] },
+      ['spec.sources[0].destination', 'backslashes are not allowed'],
+    ],
     [
       'git directory escaping the repository',
       { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' }, directory: '..' } }] },
       ['spec.sources[0].git.directory', "'..' path segment"],
     ],
-    ['config.helm with plain', { ...plain, config: { helm: { releaseName: 'x' } } }, ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)']],
+    [
+      'config.helm with plain',
+      { ...plain, config: { helm: { releaseName: 'x' } } },
+      ['spec.config.helm: Forbidden: config.helm is only allowed with format: helm (format is plain)'],
+    ],
     [
       'an image layerSelector without a media type, with a bad one or an unknown operation',
       {
@@ -362,7 +459,13 @@ describe('BundleDeployment CRD on a real API server', () => {
     ],
     [
       'image semver with a tagged ref',
-      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', semver: '>=1.9 <2.0' } }, { kind: 'image', image: { ref: `quay.io/acme/a@sha256:${'a'.repeat(64)}`, semver: '~1' } }] },
+      {
+        ...plain,
+        sources: [
+          { kind: 'image', image: { ref: 'quay.io/acme/a:v1', semver: '>=1.9 <2.0' } },
+          { kind: 'image', image: { ref: `quay.io/acme/a@sha256:${'a'.repeat(64)}`, semver: '~1' } },
+        ],
+      },
       ['spec.sources[0].image.ref', 'with semver, ref names the repository only', 'spec.sources[1].image.ref'],
     ],
     [
@@ -383,12 +486,18 @@ describe('BundleDeployment CRD on a real API server', () => {
     [
       'kustomize path, namePrefix and image digest out of bounds',
       { ...plain, format: 'kustomize', config: { kustomize: { path: '../x', namePrefix: 'Bad_', images: [{ name: 'a', digest: 'latest' }] } } },
-      ["spec.config.kustomize.path", "'..' path segment", 'spec.config.kustomize.namePrefix', 'spec.config.kustomize.images[0].digest', 'sha256:<64 lowercase hex>'],
+      [
+        'spec.config.kustomize.path',
+        "'..' path segment",
+        'spec.config.kustomize.namePrefix',
+        'spec.config.kustomize.images[0].digest',
+        'sha256:<64 lowercase hex>',
+      ],
     ],
     [
       'helm valuesFiles out of the chart',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { helm: { valuesFiles: ['../secrets.yaml', '/etc/passwd'] } } },
-      ["spec.config.helm.valuesFiles[0]", "'..' path segment", 'spec.config.helm.valuesFiles[1]', "must not start with '/'"],
+      ['spec.config.helm.valuesFiles[0]', "'..' path segment", 'spec.config.helm.valuesFiles[1]', "must not start with '/'"],
     ],
     [
       'helm valuesFrom of another kind or without a name',
@@ -401,9 +510,23 @@ describe('BundleDeployment CRD on a real API server', () => {
         ...plain,
         format: 'helm',
         installNamespace: 'ns',
-        config: { helm: { valuesFrom: [{ kind: 'Secret', name: 'Bad_Name' }, { kind: 'Secret', name: 'ok', valuesKey: 'a/b' }, { kind: 'Secret', name: 'ok', targetPath: 'list[0]' }] } },
+        config: {
+          helm: {
+            valuesFrom: [
+              { kind: 'Secret', name: 'Bad_Name' },
+              { kind: 'Secret', name: 'ok', valuesKey: 'a/b' },
+              { kind: 'Secret', name: 'ok', targetPath: 'list[0]' },
+            ],
+          },
+        },
       },
-      ['spec.config.helm.valuesFrom[0].name', 'DNS-1123 subdomain', 'spec.config.helm.valuesFrom[1].valuesKey', 'spec.config.helm.valuesFrom[2].targetPath', 'list indexes are not supported'],
+      [
+        'spec.config.helm.valuesFrom[0].name',
+        'DNS-1123 subdomain',
+        'spec.config.helm.valuesFrom[1].valuesKey',
+        'spec.config.helm.valuesFrom[2].targetPath',
+        'list indexes are not supported',
+      ],
     ],
     [
       'config.registryV1 with helm',
@@ -432,13 +555,26 @@ describe('BundleDeployment CRD on a real API server', () => {
     ],
     [
       'deploymentConfig toleration with an unknown operator',
-      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { tolerations: [{ key: 'k', operator: 'Is' }] } } } },
+      {
+        ...plain,
+        format: 'registry-v1',
+        installNamespace: 'ns',
+        config: { registryV1: { deploymentConfig: { tolerations: [{ key: 'k', operator: 'Is' }] } } },
+      },
       ['spec.config.registryV1.deploymentConfig.tolerations[0].operator: Unsupported value: "Is"'],
     ],
     [
       'deploymentConfig volume without a name, mount without a path',
-      { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { volumes: [{ emptyDir: {} }], volumeMounts: [{ name: 'v' }] } } } },
-      ['spec.config.registryV1.deploymentConfig.volumes[0].name: Required value', 'spec.config.registryV1.deploymentConfig.volumeMounts[0].mountPath: Required value'],
+      {
+        ...plain,
+        format: 'registry-v1',
+        installNamespace: 'ns',
+        config: { registryV1: { deploymentConfig: { volumes: [{ emptyDir: {} }], volumeMounts: [{ name: 'v' }] } } },
+      },
+      [
+        'spec.config.registryV1.deploymentConfig.volumes[0].name: Required value',
+        'spec.config.registryV1.deploymentConfig.volumeMounts[0].mountPath: Required value',
+      ],
     ],
     [
       'deploymentConfig resources that are not quantities',
@@ -450,11 +586,23 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, format: 'registry-v1', installNamespace: 'ns', config: { registryV1: { deploymentConfig: { env: [{ value: 'x' }] } } } },
       ['spec.config.registryV1.deploymentConfig.env[0].name: Required value'],
     ],
-    ['helm without installNamespace', { ...plain, format: 'helm' }, ['spec.installNamespace: Required value: installNamespace is required when format is helm']],
+    [
+      'helm without installNamespace',
+      { ...plain, format: 'helm' },
+      ['spec.installNamespace: Required value: installNamespace is required when format is helm'],
+    ],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
     ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
-    ['serviceAccount without installNamespace', { ...plain, serviceAccount: { name: 'installer' } }, ['spec.installNamespace: Required value: serviceAccount requires installNamespace']],
-    ['pollInterval in words', { ...plain, pollInterval: '10 minutes' }, ['spec.pollInterval', 'must be a duration such as 30s, 10m or 1h30m', 'got 10 minutes']],
+    [
+      'serviceAccount without installNamespace',
+      { ...plain, serviceAccount: { name: 'installer' } },
+      ['spec.installNamespace: Required value: serviceAccount requires installNamespace'],
+    ],
+    [
+      'pollInterval in words',
+      { ...plain, pollInterval: '10 minutes' },
+      ['spec.pollInterval', 'must be a duration such as 30s, 10m or 1h30m', 'got 10 minutes'],
+    ],
     ['pollInterval in days', { ...plain, pollInterval: '1d' }, ['spec.pollInterval', 'units ms, s, m, h']],
     ['zero pollInterval', { ...plain, pollInterval: '0s' }, ['spec.pollInterval', 'must be at least 10s']],
     ['pollInterval under the minimum', { ...plain, pollInterval: '9999ms' }, ['spec.pollInterval', 'must be at least 10s']],
@@ -462,7 +610,11 @@ describe('BundleDeployment CRD on a real API server', () => {
     ['bad progressDeadline', { ...plain, upgrade: { progressDeadline: 'soon' } }, ['spec.upgrade.progressDeadline', 'must be a duration']],
     ['unknown onFailure', { ...plain, upgrade: { onFailure: 'Retry' } }, ['spec.upgrade.onFailure: Unsupported value: "Retry"', '"Rollback", "Hold"']],
     ['unknown crdSafety', { ...plain, upgrade: { crdSafety: 'Warn' } }, ['spec.upgrade.crdSafety: Unsupported value: "Warn"', '"Enforce", "None"']],
-    ['unknown collisionProtection', { ...plain, collisionProtection: 'Always' }, ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"']],
+    [
+      'unknown collisionProtection',
+      { ...plain, collisionProtection: 'Always' },
+      ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"'],
+    ],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
     [
@@ -475,7 +627,11 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true', condition: { type: 'Complete', status: 'True' } }] },
       ['spec.healthChecks[0]', 'exactly one of condition, jsonPath or cel'],
     ],
-    ['health check matching everything', { ...plain, healthChecks: [{ name: 'x', match: {}, cel: 'true' }] }, ['spec.healthChecks[0].match', 'at least one of kind, name or selector']],
+    [
+      'health check matching everything',
+      { ...plain, healthChecks: [{ name: 'x', match: {}, cel: 'true' }] },
+      ['spec.healthChecks[0].match', 'at least one of kind, name or selector'],
+    ],
     [
       'health check period of zero',
       { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true', periodSeconds: 0 }] },
@@ -483,14 +639,36 @@ describe('BundleDeployment CRD on a real API server', () => {
     ],
     [
       'duplicate health check names',
-      { ...plain, healthChecks: [{ name: 'x', match: { kind: 'Job' }, cel: 'true' }, { name: 'x', match: { kind: 'Pod' }, cel: 'true' }] },
+      {
+        ...plain,
+        healthChecks: [
+          { name: 'x', match: { kind: 'Job' }, cel: 'true' },
+          { name: 'x', match: { kind: 'Pod' }, cel: 'true' },
+        ],
+      },
       ['spec.healthChecks[1]: Duplicate value'],
     ],
     ['drift ignore rule without target', { ...plain, driftIgnore: [{ jsonPointers: ['/spec/replicas'] }] }, ['spec.driftIgnore[0].target: Required value']],
-    ['drift ignore rule without pointers', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: [] }] }, ['spec.driftIgnore[0].jsonPointers', 'at least 1 item']],
-    ['drift ignore pointer without leading slash', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['spec/replicas'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'a JSON pointer starts with /']],
-    ['drift ignore pointer with a bad escape', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/annotations/a~2b'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'escapes ~ as ~0']],
-    ['drift ignore of the object name', { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/name'] }] }, ['spec.driftIgnore[0].jsonPointers[0]', 'cannot be ignored']],
+    [
+      'drift ignore rule without pointers',
+      { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: [] }] },
+      ['spec.driftIgnore[0].jsonPointers', 'at least 1 item'],
+    ],
+    [
+      'drift ignore pointer without leading slash',
+      { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['spec/replicas'] }] },
+      ['spec.driftIgnore[0].jsonPointers[0]', 'a JSON pointer starts with /'],
+    ],
+    [
+      'drift ignore pointer with a bad escape',
+      { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/annotations/a~2b'] }] },
+      ['spec.driftIgnore[0].jsonPointers[0]', 'escapes ~ as ~0'],
+    ],
+    [
+      'drift ignore of the object name',
+      { ...plain, driftIgnore: [{ target: { kind: 'Deployment' }, jsonPointers: ['/metadata/name'] }] },
+      ['spec.driftIgnore[0].jsonPointers[0]', 'cannot be ignored'],
+    ],
     [
       'drift ignore selector In without values',
       { ...plain, driftIgnore: [{ target: { labelSelector: { matchExpressions: [{ key: 'app', operator: 'In' }] } }, jsonPointers: ['/spec/replicas'] }] },
@@ -499,7 +677,12 @@ describe('BundleDeployment CRD on a real API server', () => {
     ['missing format', { sources: plain.sources }, ['spec.format: Required value']],
     [
       'image.verify with both a Secret and a ConfigMap of keys',
-      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { publicKeys: { secretRef: { name: 'a' }, configMapRef: { name: 'b' } } } } }] },
+      {
+        ...plain,
+        sources: [
+          { kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { publicKeys: { secretRef: { name: 'a' }, configMapRef: { name: 'b' } } } } },
+        ],
+      },
       ['spec.sources[0].image.verify.publicKeys', 'exactly one of secretRef or configMapRef'],
     ],
     [
@@ -509,12 +692,18 @@ describe('BundleDeployment CRD on a real API server', () => {
     ],
     [
       'image.verify with provider notation (not supported)',
-      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { provider: 'notation', publicKeys: { secretRef: { name: 'a' } } } } }] },
+      {
+        ...plain,
+        sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { provider: 'notation', publicKeys: { secretRef: { name: 'a' } } } } }],
+      },
       ['spec.sources[0].image.verify.provider: Unsupported value: "notation"', '"cosign"'],
     ],
     [
       'image.verify with an unknown policy',
-      { ...plain, sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { policy: 'Audit', publicKeys: { secretRef: { name: 'a' } } } } }] },
+      {
+        ...plain,
+        sources: [{ kind: 'image', image: { ref: 'quay.io/acme/bundle:v1', verify: { policy: 'Audit', publicKeys: { secretRef: { name: 'a' } } } } }],
+      },
       ['spec.sources[0].image.verify.policy: Unsupported value: "Audit"', '"Enforce", "Warn"'],
     ],
     [
@@ -524,12 +713,20 @@ describe('BundleDeployment CRD on a real API server', () => {
     ],
     [
       'a CA reference on a plain-http repository',
-      { ...plain, sources: [{ kind: 'git', git: { repository: 'http://git.example.com/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca' } } }] },
+      {
+        ...plain,
+        sources: [{ kind: 'git', git: { repository: 'http://git.example.com/a.git', ref: { branch: 'main' }, caConfigMapRef: { name: 'corp-ca' } } }],
+      },
       ['spec.sources[0].git', 'caSecretRef and caConfigMapRef need an https:// repository'],
     ],
     [
       'a CA key with a slash',
-      { ...plain, sources: [{ kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' }, caSecretRef: { name: 'corp-ca', key: '../ca.crt' } } }] },
+      {
+        ...plain,
+        sources: [
+          { kind: 'git', git: { repository: 'https://git.example.com/a.git', ref: { branch: 'main' }, caSecretRef: { name: 'corp-ca', key: '../ca.crt' } } },
+        ],
+      },
       ['spec.sources[0].git.caSecretRef.key', 'must be a Secret or ConfigMap key'],
     ],
   ];
@@ -540,8 +737,14 @@ describe('BundleDeployment CRD on a real API server', () => {
   });
 
   it('accepts dependsOn with and without readyExpr, and refuses a BundleDeployment depending on itself, a bad name and a name twice', async () => {
-    const bd = await create('deps', { ...plain, dependsOn: [{ name: 'crds' }, { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" }] });
-    expect(bd.spec.dependsOn).toEqual([{ name: 'crds' }, { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" }]);
+    const bd = await create('deps', {
+      ...plain,
+      dependsOn: [{ name: 'crds' }, { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" }],
+    });
+    expect(bd.spec.dependsOn).toEqual([
+      { name: 'crds' },
+      { name: 'operator.v2', readyExpr: "dep.status.conditions.exists(c, c.type == 'Healthy' && c.status == 'True')" },
+    ]);
     const self = nextName('self');
     expect(await refusal({ ...plain, dependsOn: [{ name: self }] }, self)).toContain('spec.dependsOn must not name the BundleDeployment itself');
     expect(await refusal({ ...plain, dependsOn: [{ name: 'Not_A_Name' }] })).toContain('dependsOn name must be a BundleDeployment name');

@@ -93,7 +93,9 @@ async function grant(name: string, rules: unknown[], subject: string, namespace?
   cleanup.push(() => admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind }, meta.name, namespace));
 }
 
-const TENANT_RULES = [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }];
+const TENANT_RULES = [
+  { apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+];
 const impersonateSA = (name: string) => [{ apiGroups: [''], resources: ['serviceaccounts'], verbs: ['impersonate'], resourceNames: [name] }];
 const useLineage = (name: string) => [{ apiGroups: ['core.rukpak.io'], resources: ['lineages'], verbs: ['use'], resourceNames: [name] }];
 const useShard = (name: string) => [{ apiGroups: ['core.rukpak.io'], resources: ['shards'], verbs: ['use'], resourceNames: [name] }];

@@ -21,9 +21,22 @@ const run = randomBytes(3).toString('hex');
 const ns = `applier-${run}`;
 let client: RestKubeClient;
 
-const cm = (name: string, data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(annotations ? { annotations } : {}) }, data });
-const target = (name: string, over: Partial<ApplyTarget> = {}): ApplyTarget => ({ name, lineage: name, revision: 1, protection: 'Prevent', installNamespace: ns, ...over });
-const actions = (r: { results: Array<{ subject: string; action: string }> }) => Object.fromEntries(r.results.map((x) => [x.subject.split(' ').at(-1)!, x.action]));
+const cm = (name: string, data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, ...(annotations ? { annotations } : {}) },
+  data,
+});
+const target = (name: string, over: Partial<ApplyTarget> = {}): ApplyTarget => ({
+  name,
+  lineage: name,
+  revision: 1,
+  protection: 'Prevent',
+  installNamespace: ns,
+  ...over,
+});
+const actions = (r: { results: Array<{ subject: string; action: string }> }) =>
+  Object.fromEntries(r.results.map((x) => [x.subject.split(' ').at(-1)!, x.action]));
 
 /** the requests `fn` sends, by verb */
 async function counted<T>(fn: () => Promise<T>): Promise<[T, Record<string, number>]> {
@@ -64,15 +77,17 @@ describe('Applier against the API server', () => {
     expect(third.appliedDigest).toMatch(/^sha256:|^[0-9a-f]+$/);
   });
 
-  it('refuses another lineage\'s object and a pre-existing one under Prevent before any write; IfNotOwned adopts', async () => {
+  it("refuses another lineage's object and a pre-existing one under Prevent before any write; IfNotOwned adopts", async () => {
     const applier = new Applier(client, { log });
     await client.create({ ...cm('foreign', { k: 'theirs' }), metadata: { name: 'foreign', namespace: ns } });
-    const [err, r] = await counted(() => applier.apply(target('other'), [cm('a', { k: 'mine' }), cm('foreign', { k: 'mine' }), cm('fresh', { k: '1' })]).catch((e: unknown) => e));
+    const [err, r] = await counted(() =>
+      applier.apply(target('other'), [cm('a', { k: 'mine' }), cm('foreign', { k: 'mine' }), cm('fresh', { k: '1' })]).catch((e: unknown) => e),
+    );
     expect(isHoistError(err) && err.reason === 'ConflictingOwner' && err.terminal).toBe(true);
     expect((err as Error).message).toContain(`${ns}/a is owned by`);
     expect((err as Error).message).toContain(`${ns}/foreign`);
     expect(r).toEqual({ get: 3 });
-    expect((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'fresh', ns))).toBeUndefined();
+    expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'fresh', ns)).toBeUndefined();
 
     const [adopted, r2] = await counted(() => applier.apply(target('other', { protection: 'IfNotOwned' }), [cm('foreign', { k: 'mine' })]));
     expect(actions(adopted)).toEqual({ [`${ns}/foreign`]: 'adopted' });
@@ -111,7 +126,9 @@ describe('Applier against the API server', () => {
   it('content server-side apply cannot type (a 500) is told from a failing server by a dry-run create (a 400): terminal', async () => {
     const applier = new Applier(client, { log });
     // YAML 1.1 reads `enabled: yes` as true; a ConfigMap's data must be strings
-    const [err, r] = await counted(() => applier.apply(target('typed'), [cm('typed', { enabled: true } as unknown as Record<string, string>)]).catch((e: unknown) => e));
+    const [err, r] = await counted(() =>
+      applier.apply(target('typed'), [cm('typed', { enabled: true } as unknown as Record<string, string>)]).catch((e: unknown) => e),
+    );
     expect(isHoistError(err) && err.terminal).toBe(true);
     expect((err as Error).message).toMatch(/failed to create typed patch object .*\.data\.enabled: expected string/);
     // the object and the install namespace read (no watch cache here), the apply, the dry-run
@@ -122,7 +139,10 @@ describe('Applier against the API server', () => {
 
   describe('with the watch-fed live index (as the controller runs it)', () => {
     let index: ManagedObjects;
-    const types = [{ apiVersion: 'v1', kind: 'ConfigMap' }, { apiVersion: 'v1', kind: 'ServiceAccount' }];
+    const types = [
+      { apiVersion: 'v1', kind: 'ConfigMap' },
+      { apiVersion: 'v1', kind: 'ServiceAccount' },
+    ];
     beforeAll(async () => {
       index = new ManagedObjects(client, () => {}, log);
       await index.watch(types);
@@ -137,15 +157,21 @@ describe('Applier against the API server', () => {
 
     it('creates objects no watch knows without reading them first: one apply each', async () => {
       const applier = new Applier(client, { log, live: index });
-      const [res, r] = await counted(() => applier.apply(target('fast'), [cm('fast-a', { k: '1' }), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'fast-sa' } }]));
+      const [res, r] = await counted(() =>
+        applier.apply(target('fast'), [cm('fast-a', { k: '1' }), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'fast-sa' } }]),
+      );
       expect(actions(res)).toEqual({ [`${ns}/fast-a`]: 'created', [`${ns}/fast-sa`]: 'created' });
       // (and the install namespace, read once per process)
       expect(r).toEqual({ get: 1, apply: 2 });
       // created by server-side apply: one Apply entry, so a field the bundle drops later is removed
       const live = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'fast-a', ns);
-      expect(live?.metadata.managedFields?.map((e) => `${(e as { manager: string }).manager}/${(e as { operation: string }).operation}`)).toEqual(['hoist-fast/Apply']);
+      expect(live?.metadata.managedFields?.map((e) => `${(e as { manager: string }).manager}/${(e as { operation: string }).operation}`)).toEqual([
+        'hoist-fast/Apply',
+      ]);
       await indexed('fast-a');
-      const [dropped] = await counted(() => applier.apply({ ...target('fast'), revision: 2 }, [cm('fast-a', {}), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'fast-sa' } }]));
+      const [dropped] = await counted(() =>
+        applier.apply({ ...target('fast'), revision: 2 }, [cm('fast-a', {}), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'fast-sa' } }]),
+      );
       expect(actions(dropped)[`${ns}/fast-a`]).toBe('configured');
       expect(((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'fast-a', ns)) as KubeObject & { data?: object }).data).toBeUndefined();
     });
@@ -177,14 +203,18 @@ describe('Applier against the API server', () => {
       await client.create({ ...cm('theirs-diff', { k: 'theirs' }), metadata: { name: 'theirs-diff', namespace: ns } });
       const before = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-same', ns);
       for (const name of ['theirs-same', 'theirs-diff']) {
-        const err = await applier.apply(target('late'), [cm('late-new', { k: '1' }), cm(name, name === 'theirs-same' ? { k: '1' } : { k: 'mine' })]).catch((e: unknown) => e);
+        const err = await applier
+          .apply(target('late'), [cm('late-new', { k: '1' }), cm(name, name === 'theirs-same' ? { k: '1' } : { k: 'mine' })])
+          .catch((e: unknown) => e);
         expect(isHoistError(err) && err.reason === 'ConflictingOwner' && err.terminal, JSON.stringify(err, Object.getOwnPropertyNames(err))).toBe(true);
         expect((err as Error).message).toContain(`${ns}/${name} is owned by none`);
         // what this call created is gone again
         expect(await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'late-new', ns).then((o) => o?.metadata.deletionTimestamp ?? o)).toBeFalsy();
       }
       // undoing makes watch events that reconcile the BD again: from now on it reads first and writes nothing
-      const [again, r] = await counted(() => applier.apply(target('late'), [cm('late-new', { k: '1' }), cm('theirs-diff', { k: 'mine' })]).catch((e: unknown) => e));
+      const [again, r] = await counted(() =>
+        applier.apply(target('late'), [cm('late-new', { k: '1' }), cm('theirs-diff', { k: 'mine' })]).catch((e: unknown) => e),
+      );
       expect(isHoistError(again) && again.reason === 'ConflictingOwner').toBe(true);
       expect(r).toEqual({ get: 2 });
       const after = (await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'theirs-same', ns)) as KubeObject & { data: object };
@@ -203,7 +233,11 @@ describe('Applier against the API server', () => {
     it('recreate-on-immutable never deletes an object this BundleDeployment did not own: a foreign immutable ConfigMap is refused under Prevent and left as it was', async () => {
       const applier = new Applier(client, { log, live: index });
       // as a PVC would be: an immutable object someone else made, holding their data
-      const theirs = await client.create({ ...cm('frozen-theirs', { k: '1' }), immutable: true, metadata: { name: 'frozen-theirs', namespace: ns } } as KubeObject);
+      const theirs = await client.create({
+        ...cm('frozen-theirs', { k: '1' }),
+        immutable: true,
+        metadata: { name: 'frozen-theirs', namespace: ns },
+      } as KubeObject);
       // equal values share fields (no conflict), the added key makes the update an immutable-field refusal
       const mine = { ...cm('frozen-theirs', { k: '1', more: '2' }, { [ANNOTATION_RECREATE]: 'true' }), immutable: true } as KubeObject;
       const err = await applier.apply(target('frozen-late'), [cm('frozen-new', { k: '1' }), mine]).catch((e: unknown) => e);
@@ -242,7 +276,10 @@ describe('Applier against the API server', () => {
       // replaced since it was applied: deleted and created again by someone else, Hoist's labels and all
       const written = await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns);
       await client.delete({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns);
-      const copy = await client.create({ ...cm('prune-a', { k: 'restored' }), metadata: { name: 'prune-a', namespace: ns, labels: written!.metadata.labels! } });
+      const copy = await client.create({
+        ...cm('prune-a', { k: 'restored' }),
+        metadata: { name: 'prune-a', namespace: ns, labels: written!.metadata.labels! },
+      });
       const [res] = await deleteOwned(client, owner, [stale('prune-a')], { log, writtenUid: (o) => applier.writtenUid('pruned', o) });
       expect(res).toMatchObject({ action: 'skipped', message: expect.stringContaining('replaced since') });
       expect((await client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'prune-a', ns))?.metadata.uid).toBe(copy.metadata.uid);
@@ -250,7 +287,10 @@ describe('Applier against the API server', () => {
       // replaced between prune's read (labels checked) and its DELETE
       let replacement: KubeObject | undefined;
       const actor = swapBeforeDelete(client, 'prune-b', async () => {
-        replacement = await client.create({ ...cm('prune-b', { k: 'replacement' }), metadata: { name: 'prune-b', namespace: ns, labels: written!.metadata.labels! } });
+        replacement = await client.create({
+          ...cm('prune-b', { k: 'replacement' }),
+          metadata: { name: 'prune-b', namespace: ns, labels: written!.metadata.labels! },
+        });
       });
       const [raced] = await deleteOwned(actor, owner, [stale('prune-b')], { log });
       expect(raced).toMatchObject({ action: 'skipped', message: expect.stringContaining('uid precondition') });
@@ -263,7 +303,16 @@ describe('Applier against the API server', () => {
       await index.watch([{ apiVersion: 'apps/v1', kind: 'Deployment' }]);
       const applier = new Applier(client, { log, live: index });
       const deployment = (image: string): KubeObject =>
-        ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'obs' }, spec: { replicas: 0, selector: { matchLabels: { app: 'obs' } }, template: { metadata: { labels: { app: 'obs' } }, spec: { containers: [{ name: 'c', image }] } } } }) as KubeObject;
+        ({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'obs' },
+          spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: 'obs' } },
+            template: { metadata: { labels: { app: 'obs' } }, spec: { containers: [{ name: 'c', image }] } },
+          },
+        }) as KubeObject;
       const id = `apps/Deployment/${ns}/obs`;
       const first = await applier.apply(target('obs'), [deployment('a:1')]);
       const created = first.results[0]!;

@@ -24,7 +24,12 @@ const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 const HOLD = 'hoist.test/hold';
 let client: RestKubeClient;
 
-const cm = (name: string, data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(annotations ? { annotations } : {}) }, data });
+const cm = (name: string, data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, ...(annotations ? { annotations } : {}) },
+  data,
+});
 const frozen = (k: string): KubeObject => ({ ...cm('frozen', { k }, { [ANNOTATION_RECREATE]: 'true' }), immutable: true });
 const target = (name: string): ApplyTarget => ({ name, lineage: name, revision: 1, protection: 'Prevent', installNamespace: ns });
 const data = async (name: string) => (await client.get<KubeObject & { data?: Record<string, string> }>(CM, name, ns))?.data;
@@ -60,7 +65,9 @@ describe('cancelling the applier', () => {
     expect(isHoistError(err) && err.code === 'cancelled' && !err.terminal).toBe(true);
     expect(client.requests.snapshot()).toEqual({});
     // the kube client's own writes take the signal: an aborted one is not sent
-    await expect(client.apply({ ...cm('early', { k: '1' }), metadata: { name: 'early', namespace: ns } }, { fieldManager: 'test', signal: AbortSignal.abort() })).rejects.toBeDefined();
+    await expect(
+      client.apply({ ...cm('early', { k: '1' }), metadata: { name: 'early', namespace: ns } }, { fieldManager: 'test', signal: AbortSignal.abort() }),
+    ).rejects.toBeDefined();
     expect(await client.get(CM, 'early', ns)).toBeUndefined();
   });
 
@@ -160,7 +167,12 @@ describe('cancelling the hook runner', () => {
 
   it('while it waits for a hook Pod to complete: ends at once, the run reported as started', async () => {
     // kwok runs pods not owned by a Job forever: this one never completes
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'waits', annotations: { 'core.rukpak.io/hook': 'post-upgrade', 'helm.sh/hook': 'post-upgrade' } }, spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } } as KubeObject;
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'waits', annotations: { 'core.rukpak.io/hook': 'post-upgrade', 'helm.sh/hook': 'post-upgrade' } },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] },
+    } as KubeObject;
     const runner = new HookRunner({ log });
     const ac = new AbortController();
     const runs: string[] = [];

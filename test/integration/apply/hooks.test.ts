@@ -39,7 +39,12 @@ const job = (name: string, annotations: Record<string, string>, ttl?: number): K
 const sa = (name: string, annotations: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, annotations } });
 const cm = (name: string, annotations: Record<string, string>): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, annotations } });
 const pod = (name: string, annotations: Record<string, string>): KubeObject =>
-  ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, annotations }, spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } }) as KubeObject;
+  ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, annotations },
+    spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] },
+  }) as KubeObject;
 
 const target = (name: string): HookTarget => ({ name, revision: 1, installNamespace: ns, actor: client });
 const deadline = () => Date.now() + 120_000;
@@ -120,20 +125,25 @@ describe('HookRunner against the API server', () => {
     expect((await client.get({ apiVersion: 'batch/v1', kind: 'Job' }, 'long-migrate', ns))?.metadata.uid).toBe(uid);
   });
 
-  it('never deletes an object of the same name that is not this BundleDeployment\'s hook', async () => {
+  it("never deletes an object of the same name that is not this BundleDeployment's hook", async () => {
     await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'foreign', namespace: ns }, data: { mine: 'yes' } });
     const runner = new HookRunner({ log });
     const err = await runner.run(target('other'), 'pre-upgrade', [cm('foreign', annotated('pre-upgrade'))], { deadline: deadline() }).catch((e: unknown) => e);
     expect(isHoistError(err) && err.reason).toBe('ConflictingOwner');
     expect(String(err)).toContain('is not a hook of this BundleDeployment');
-    expect((await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap' }, 'foreign', ns))?.data).toEqual({ mine: 'yes' });
+    expect((await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap' }, 'foreign', ns))?.data).toEqual({
+      mine: 'yes',
+    });
   });
 
   it('fails a hook that does not complete before the deadline, and deletes it under hook-failed', async () => {
     // kwok runs pods not owned by a Job forever: this Pod hook never succeeds
     const runner = new HookRunner({ log });
     const runs: HookRun[] = [];
-    const r = await runner.run(target('slow'), 'post-upgrade', [pod('never-done', annotated('post-upgrade', 0, 'hook-failed'))], { deadline: Date.now() + 3000, onRun: (x) => runs.push(x) });
+    const r = await runner.run(target('slow'), 'post-upgrade', [pod('never-done', annotated('post-upgrade', 0, 'hook-failed'))], {
+      deadline: Date.now() + 3000,
+      onRun: (x) => runs.push(x),
+    });
     expect(r.failed?.subject).toBe(`post-upgrade hook v1 Pod ${ns}/never-done`);
     expect(r.failed?.run).toMatchObject({ result: 'Failed', message: 'did not complete within the progressDeadline', deleted: true });
     expect(runs.map((x) => x.result)).toEqual(['Running', 'Failed']);

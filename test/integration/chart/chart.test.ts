@@ -132,7 +132,12 @@ interface Container {
 }
 function podSpec(objs: KubeObject[]) {
   const dep = find(objs, 'Deployment') as KubeObject & { spec: { replicas: number; template: { spec: Record<string, unknown> } } };
-  const spec = dep.spec.template.spec as { serviceAccountName: string; securityContext: Record<string, unknown>; containers: Container[]; volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }> };
+  const spec = dep.spec.template.spec as {
+    serviceAccountName: string;
+    securityContext: Record<string, unknown>;
+    containers: Container[];
+    volumes: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
+  };
   return { dep, spec, c: spec.containers[0]! };
 }
 
@@ -170,13 +175,29 @@ describe('helm template', () => {
     expect(dep.metadata.namespace).toBe('hoist-system');
     expect(dep.spec.replicas).toBe(1);
     expect(spec.serviceAccountName).toBe('hoist');
-    expect(c.args).toEqual(['run', '--namespace=hoist-system', '--leader-elect', '--metrics-bind-address=:8080', '--workers=16', '--max-concurrent-renders=4', '--cache-max-size=1536Mi', '--fetch-timeout=10m', '--reconcile-timeout=5m', '--max-revision-size=8Mi']);
+    expect(c.args).toEqual([
+      'run',
+      '--namespace=hoist-system',
+      '--leader-elect',
+      '--metrics-bind-address=:8080',
+      '--workers=16',
+      '--max-concurrent-renders=4',
+      '--cache-max-size=1536Mi',
+      '--fetch-timeout=10m',
+      '--reconcile-timeout=5m',
+      '--max-revision-size=8Mi',
+    ]);
     expect(c.image).toBe('hoist:0.1.0');
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true });
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     const cacheDir = c.env.find((e) => e.name === 'HOIST_CACHE')?.value;
     expect(cacheDir).toBe('/var/cache/hoist');
-    expect(c.volumeMounts).toEqual(expect.arrayContaining([{ name: 'cache', mountPath: cacheDir }, { name: 'tmp', mountPath: '/tmp' }]));
+    expect(c.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'cache', mountPath: cacheDir },
+        { name: 'tmp', mountPath: '/tmp' },
+      ]),
+    );
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ sizeLimit: '2Gi' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
@@ -220,10 +241,23 @@ describe('helm template', () => {
     expect(dep.spec.replicas).toBe(2);
     expect(dep.metadata.labels).toMatchObject({ team: 'platform' });
     expect(spec.serviceAccountName).toBe('existing-sa');
-    expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' }]);
+    expect((find(objs, 'RoleBinding') as unknown as { subjects: unknown[] }).subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'existing-sa', namespace: 'ops' },
+    ]);
     expect(c.image).toBe(`registry.example/hoist:v9@${digest}`);
     // no cache budget when maxSize is empty
-    expect(c.args).toEqual(['run', '--namespace=ops', '--leader-elect', '--metrics-bind-address=:9090', '--workers=8', '--max-concurrent-renders=2', '--fetch-timeout=90s', '--reconcile-timeout=2m', '--max-revision-size=4Mi', '--install-crd']);
+    expect(c.args).toEqual([
+      'run',
+      '--namespace=ops',
+      '--leader-elect',
+      '--metrics-bind-address=:9090',
+      '--workers=8',
+      '--max-concurrent-renders=2',
+      '--fetch-timeout=90s',
+      '--reconcile-timeout=2m',
+      '--max-revision-size=4Mi',
+      '--install-crd',
+    ]);
     expect(c.env).toContainEqual({ name: 'HOIST_LOG_LEVEL', value: 'debug' });
     expect(spec.volumes.find((v) => v.name === 'cache')?.emptyDir).toEqual({ medium: 'Memory' });
     expect(spec).toMatchObject({ nodeSelector: { 'kubernetes.io/os': 'linux' } });
@@ -245,7 +279,11 @@ describe('helm template', () => {
       if (core && r.resources?.includes('*')) expect(r.verbs, JSON.stringify(r)).toEqual(['list', 'watch']);
     }
     // the custom resources of bundles without a ServiceAccount: their groups are granted by name
-    const withGroup = (find(await render('least', 'ops', { 'rbac.clusterAdmin': false, 'rbac.extraApiGroups': ['cert-manager.io'] }), 'ClusterRole') as unknown as { rules: PolicyRule[] }).rules;
+    const withGroup = (
+      find(await render('least', 'ops', { 'rbac.clusterAdmin': false, 'rbac.extraApiGroups': ['cert-manager.io'] }), 'ClusterRole') as unknown as {
+        rules: PolicyRule[];
+      }
+    ).rules;
     expect(rulesAllow(rules, request('create certificates.cert-manager.io'))).toBe(false);
     expect(rulesAllow(withGroup, request('create certificates.cert-manager.io'))).toBe(true);
     for (const req of FORBIDDEN_TO_CONTROLLER) expect(rulesAllow(withGroup, req), describeRequest(req)).toBe(false);
@@ -270,7 +308,9 @@ describe('helm template', () => {
     const role = find(objs, 'Role') as unknown as { metadata: { namespace: string }; rules: Array<Record<string, unknown>> };
     expect(role.metadata.namespace).toBe('ops');
     expect(role.rules).toContainEqual({ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] });
-    expect((dep.spec as unknown as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations['checksum/registries-conf']).toMatch(/^[a-f0-9]{64}$/);
+    expect(
+      (dep.spec as unknown as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations['checksum/registries-conf'],
+    ).toMatch(/^[a-f0-9]{64}$/);
 
     const fromCm = podSpec(await render('air', 'ops', { caDir: { configMapName: 'corp-cas' } }));
     expect(fromCm.spec.volumes).toContainEqual({ name: 'ca-dir', configMap: { name: 'corp-cas' } });
@@ -278,12 +318,16 @@ describe('helm template', () => {
     await expect(render('air', 'ops', { caDir: { configMapName: 'a', secretName: 'b' } })).rejects.toThrow(/caDir/);
   });
 
-  it('tenancy policy: on by default, filled in with the chart\'s ServiceAccount and defaultServiceAccount, bound to itself; off with tenancyPolicy.enabled=false', async () => {
+  it("tenancy policy: on by default, filled in with the chart's ServiceAccount and defaultServiceAccount, bound to itself; off with tenancyPolicy.enabled=false", async () => {
     type Variables = { spec: { variables: Array<{ name: string; expression: string }> } };
-    const vars = (objs: KubeObject[], name: string) => Object.fromEntries((find(objs, 'ValidatingAdmissionPolicy', name) as unknown as Variables).spec.variables.map((v) => [v.name, v.expression]));
+    const vars = (objs: KubeObject[], name: string) =>
+      Object.fromEntries((find(objs, 'ValidatingAdmissionPolicy', name) as unknown as Variables).spec.variables.map((v) => [v.name, v.expression]));
     const defaults = await render('hoist', 'hoist-system');
     expect(vars(defaults, 'hoist-tenancy')).toMatchObject({ controllerUser: "'system:serviceaccount:hoist-system:hoist'", defaultServiceAccount: "''" });
-    expect((find(defaults, 'ValidatingAdmissionPolicyBinding') as unknown as { spec: unknown }).spec).toEqual({ policyName: 'hoist-tenancy', validationActions: ['Deny'] });
+    expect((find(defaults, 'ValidatingAdmissionPolicyBinding') as unknown as { spec: unknown }).spec).toEqual({
+      policyName: 'hoist-tenancy',
+      validationActions: ['Deny'],
+    });
     const set = await render('t', 'ops', { serviceAccount: { create: false, name: 'existing-sa' }, defaultServiceAccount: 'installer' });
     expect(vars(set, 't-hoist-tenancy')).toMatchObject({ controllerUser: "'system:serviceaccount:ops:existing-sa'", defaultServiceAccount: "'installer'" });
     const off = await render('hoist', 'hoist-system', { 'tenancyPolicy.enabled': false });
@@ -300,10 +344,16 @@ describe('helm template', () => {
     expect(podSpec(objs).c.args).toContain('--default-service-account=hoist-installer');
   });
 
-  it('webhook: the default shard serves it (flag, port, Service on that shard\'s pods only), an optional Ingress for /hooks/ only', async () => {
+  it("webhook: the default shard serves it (flag, port, Service on that shard's pods only), an optional Ingress for /hooks/ only", async () => {
     expect(kinds(await render('hoist', 'hoist-system')).filter((k) => k.includes('webhook'))).toEqual([]);
-    const objs = await render('hoist', 'hoist-system', { webhook: { enabled: true, port: 9393, secretName: 'forge-hooks', ingress: { enabled: true, className: 'nginx', host: 'hooks.example.com' } }, shards: ['a'] });
-    const deps = objs.filter((o) => o.kind === 'Deployment') as unknown as Array<{ metadata: { name: string }; spec: { template: { spec: { containers: Array<Container & { ports: Array<{ name: string; containerPort: number }> }> } } } }>;
+    const objs = await render('hoist', 'hoist-system', {
+      webhook: { enabled: true, port: 9393, secretName: 'forge-hooks', ingress: { enabled: true, className: 'nginx', host: 'hooks.example.com' } },
+      shards: ['a'],
+    });
+    const deps = objs.filter((o) => o.kind === 'Deployment') as unknown as Array<{
+      metadata: { name: string };
+      spec: { template: { spec: { containers: Array<Container & { ports: Array<{ name: string; containerPort: number }> }> } } };
+    }>;
     const byName = Object.fromEntries(deps.map((d) => [d.metadata.name, d.spec.template.spec.containers[0]!]));
     expect(byName.hoist!.args).toEqual(expect.arrayContaining(['--webhook-bind-address=:9393', '--webhook-secret=hoist-system/forge-hooks']));
     expect(byName.hoist!.ports).toContainEqual({ name: 'webhook', containerPort: 9393, protocol: 'TCP' });
@@ -312,7 +362,15 @@ describe('helm template', () => {
     expect(svc.spec.selector).toEqual({ 'app.kubernetes.io/name': 'hoist', 'app.kubernetes.io/instance': 'hoist', 'hoist.rukpak.io/shard': '' });
     expect(svc.spec.ports).toEqual([{ name: 'webhook', port: 80, targetPort: 'webhook', protocol: 'TCP' }]);
     const ing = find(objs, 'Ingress', 'hoist-webhook') as unknown as { spec: Record<string, unknown> };
-    expect(ing.spec).toEqual({ ingressClassName: 'nginx', rules: [{ host: 'hooks.example.com', http: { paths: [{ path: '/hooks/', pathType: 'Prefix', backend: { service: { name: 'hoist-webhook', port: { name: 'webhook' } } } }] } }] });
+    expect(ing.spec).toEqual({
+      ingressClassName: 'nginx',
+      rules: [
+        {
+          host: 'hooks.example.com',
+          http: { paths: [{ path: '/hooks/', pathType: 'Prefix', backend: { service: { name: 'hoist-webhook', port: { name: 'webhook' } } } }] },
+        },
+      ],
+    });
   });
 
   it('renders overrideManagers as one --override-manager each, and refuses an empty name', async () => {
@@ -324,7 +382,14 @@ describe('helm template', () => {
 
   it('shards: one Deployment per shard beside the default one, each with its own selector and --shard', async () => {
     const objs = await render('hoist', 'hoist-system', { shards: ['a', 'b'] });
-    const deployments = objs.filter((o) => o.kind === 'Deployment') as Array<KubeObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } } } }>;
+    const deployments = objs.filter((o) => o.kind === 'Deployment') as Array<
+      KubeObject & {
+        spec: {
+          selector: { matchLabels: Record<string, string> };
+          template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } };
+        };
+      }
+    >;
     expect(deployments.map((d) => d.metadata.name)).toEqual(['hoist', 'hoist-a', 'hoist-b']);
     expect(deployments.map((d) => d.spec.template.spec.containers[0]!.args.filter((a) => a.startsWith('--shard')))).toEqual([[], ['--shard=a'], ['--shard=b']]);
     expect(deployments.map((d) => d.spec.selector.matchLabels['hoist.rukpak.io/shard'])).toEqual(['', 'a', 'b']);
@@ -407,19 +472,26 @@ describe('the chart on a real API server', () => {
   /** a kubeconfig that authenticates as the ServiceAccount with a real token (TokenRequest) */
   async function serviceAccountKubeconfig(namespace: string, sa: string): Promise<string> {
     const { stdout } = await run(toolPath('kubectl'), ['--kubeconfig', kubeconfigPath(), '-n', namespace, 'create', 'token', sa, '--duration=1h']);
-    const kc = parse(readFileSync(kubeconfigPath(), 'utf8')) as { clusters: Array<{ name: string }>; 'current-context': string; contexts: Array<{ name: string; context: { cluster: string } }> };
+    const kc = parse(readFileSync(kubeconfigPath(), 'utf8')) as {
+      clusters: Array<{ name: string }>;
+      'current-context': string;
+      contexts: Array<{ name: string; context: { cluster: string } }>;
+    };
     const cluster = kc.clusters.find((c) => c.name === kc.contexts.find((x) => x.name === kc['current-context'])!.context.cluster)!;
     const dir = await mkdtemp(join(tmpdir(), 'hoist-chart-'));
     tmpDirs.push(dir);
     const path = join(dir, 'kubeconfig');
-    await writeFile(path, stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [cluster],
-      users: [{ name: sa, user: { token: stdout.trim() } }],
-      contexts: [{ name: sa, context: { cluster: cluster.name, user: sa } }],
-      'current-context': sa,
-    }));
+    await writeFile(
+      path,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [cluster],
+        users: [{ name: sa, user: { token: stdout.trim() } }],
+        contexts: [{ name: sa, context: { cluster: cluster.name, user: sa } }],
+        'current-context': sa,
+      }),
+    );
     return path;
   }
 
@@ -438,7 +510,12 @@ describe('the chart on a real API server', () => {
     const bd = {
       ...BD_TYPE,
       metadata: { name, labels: { 'hoist.test/chart': label } },
-      spec: { installNamespace, format: 'plain', sources: [{ kind: 'http', http: { url: files.url(`/${name}.tgz`), sha256: sha256(body) } }], ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) },
+      spec: {
+        installNamespace,
+        format: 'plain',
+        sources: [{ kind: 'http', http: { url: files.url(`/${name}.tgz`), sha256: sha256(body) } }],
+        ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}),
+      },
     };
     await admin.create(bd as unknown as KubeObject);
     cleanup.push(bd as unknown as KubeObject);
@@ -457,17 +534,37 @@ describe('the chart on a real API server', () => {
   const app = (ns: string) => [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'app' } },
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config' }, data: { color: 'blue' } },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'app' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }] },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'app' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'app' }, subjects: [{ kind: 'ServiceAccount', name: 'app', namespace: ns }] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'app' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'app' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'app' },
+      subjects: [{ kind: 'ServiceAccount', name: 'app', namespace: ns }],
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'app' },
-      spec: { replicas: 1, selector: { matchLabels: { app: 'app' } }, template: { metadata: { labels: { app: 'app' } }, spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'busybox:1.36' }] } } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'app' } },
+        template: { metadata: { labels: { app: 'app' } }, spec: { serviceAccountName: 'app', containers: [{ name: 'app', image: 'busybox:1.36' }] } },
+      },
     },
   ];
   /** a ClusterRole granting "*": RBAC lets only a subject that holds every verb create it */
-  const wide = (name: string) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }] });
+  const wide = (name: string) => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+  });
   const bundle = async (objs: object[]) => tarGz({ 'objects.yaml': objs.map((o) => stringify(o)).join('---\n') });
 
   it('rbac.clusterAdmin=false: the controller as the chart ServiceAccount installs and deletes a plain bundle, takes the Lease, and is refused "*" RBAC', async () => {
@@ -477,7 +574,9 @@ describe('the chart on a real API server', () => {
     const ctl = await controllerAs(namespace, sa, label);
 
     // the client really is the ServiceAccount, held to the chart's RBAC
-    await expect(ctl.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `probe-${runId}` }, rules: wide('x').rules })).rejects.toThrow(/forbidden/i);
+    await expect(
+      ctl.client.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `probe-${runId}` }, rules: wide('x').rules }),
+    ).rejects.toThrow(/forbidden/i);
 
     const installNs = `least-app-${runId}`;
     cleanup.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: installNs } });
@@ -524,7 +623,7 @@ describe('the chart on a real API server', () => {
     expect(await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', installNs)).toBeUndefined();
   }, 120_000);
 
-  it('rbac.clusterAdmin=false on the API server: kubectl auth can-i as the chart\'s ServiceAccount says no to token requests, exec, attach, port-forward, proxies, escalate, bind and impersonating users (issue 23)', async () => {
+  it("rbac.clusterAdmin=false on the API server: kubectl auth can-i as the chart's ServiceAccount says no to token requests, exec, attach, port-forward, proxies, escalate, bind and impersonating users (issue 23)", async () => {
     const { namespace, sa } = await install('nocan', { 'rbac.clusterAdmin': false });
     const kubeconfig = await serviceAccountKubeconfig(namespace, sa);
     /** `kubectl auth can-i` as the ServiceAccount itself (a SelfSubjectAccessReview with its own token) */
@@ -558,7 +657,11 @@ describe('the chart on a real API server', () => {
     // no write verb on anything but its own API, events and impersonation
     for (const r of rules) {
       const own = r.apiGroups.includes('core.rukpak.io') || r.resources.includes('events') || r.verbs.every((v) => v === 'impersonate');
-      if (!own) expect(r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v)), JSON.stringify(r)).toEqual([]);
+      if (!own)
+        expect(
+          r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v)),
+          JSON.stringify(r),
+        ).toEqual([]);
     }
     const label = `imp-${runId}`;
     const ctl = await controllerAs(namespace, sa, label);
@@ -582,11 +685,19 @@ describe('the chart on a real API server', () => {
 
     // a tenant's account with rights in its namespace installs the app bundle as itself
     await admin.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'installer', namespace: tenant } });
-    await admin.create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'installer-admin', namespace: tenant }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' }, subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: tenant }] } as KubeObject);
+    await admin.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'installer-admin', namespace: tenant },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'installer', namespace: tenant }],
+    } as KubeObject);
     await createBD(`imp-app-${runId}`, label, tenant, await bundle(app(tenant)), 'installer');
     const bd = await waitFor(`imp-app-${runId}`, isDone, 'installed as the tenant account');
     expect(cond(bd, 'Installed')).toMatchObject({ status: 'True', message: 'revision 1: 5 objects' });
-    expect((await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', tenant))?.metadata.labels?.['core.rukpak.io/owner-name']).toBe(`imp-app-${runId}`);
+    expect((await admin.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'app-config', tenant))?.metadata.labels?.['core.rukpak.io/owner-name']).toBe(
+      `imp-app-${runId}`,
+    );
 
     await admin.delete(BD_TYPE, `imp-app-${runId}`, undefined);
     const deadline = Date.now() + 60_000;

@@ -36,10 +36,28 @@ function metricsIn(expr: string): string[] {
 }
 
 async function shippedExpressions(): Promise<{ alerts: string[]; panels: string[] }> {
-  const { stdout } = await run(toolPath('helm'), ['template', 'hoist', CHART, '--namespace', 'hoist-system', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.grafanaDashboard.enabled=true'], { maxBuffer: 64 << 20 });
-  const objs = parseAllDocuments(stdout).map((d) => d.toJS() as KubeObject | null).filter((o): o is KubeObject => o !== null);
-  const rule = objs.find((o) => o.kind === 'PrometheusRule') as (KubeObject & { spec: { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> } }) | undefined;
-  const dashboard = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')) as (KubeObject & { data: Record<string, string> }) | undefined;
+  const { stdout } = await run(
+    toolPath('helm'),
+    [
+      'template',
+      'hoist',
+      CHART,
+      '--namespace',
+      'hoist-system',
+      '--set',
+      'metrics.prometheusRule.enabled=true',
+      '--set',
+      'metrics.grafanaDashboard.enabled=true',
+    ],
+    { maxBuffer: 64 << 20 },
+  );
+  const objs = parseAllDocuments(stdout)
+    .map((d) => d.toJS() as KubeObject | null)
+    .filter((o): o is KubeObject => o !== null);
+  const rule = objs.find((o) => o.kind === 'PrometheusRule') as
+    (KubeObject & { spec: { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> } }) | undefined;
+  const dashboard = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')) as
+    (KubeObject & { data: Record<string, string> }) | undefined;
   expect(rule, 'PrometheusRule rendered').toBeDefined();
   expect(dashboard, 'dashboard ConfigMap rendered').toBeDefined();
   expect(dashboard!.metadata.labels?.grafana_dashboard).toBe('1');

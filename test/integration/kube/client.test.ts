@@ -25,7 +25,12 @@ describe('kube client against a real api server', () => {
     const d = createKubeClient(loadKubeConfig(kubeconfigPath()));
     try {
       expect(await d.discovery.resourceFor({ apiVersion: 'apps/v1', kind: 'Deployment' })).toEqual({
-        group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true, verbs: expect.arrayContaining(['list', 'watch', 'patch']),
+        group: 'apps',
+        version: 'v1',
+        resource: 'deployments',
+        kind: 'Deployment',
+        namespaced: true,
+        verbs: expect.arrayContaining(['list', 'watch', 'patch']),
       });
       expect(await d.discovery.resourceFor(NS)).toMatchObject({ resource: 'namespaces', namespaced: false });
       expect(await d.discovery.apiVersions()).toEqual(expect.arrayContaining(['v1', 'apps/v1', 'coordination.k8s.io/v1']));

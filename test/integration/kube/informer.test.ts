@@ -22,7 +22,6 @@ function recorder(informer: Informer) {
   return log;
 }
 
-
 describe('informer against a real api server', () => {
   let cfg: ClusterConfig;
   let client: RestKubeClient;
@@ -50,7 +49,11 @@ describe('informer against a real api server', () => {
     await client.create({ ...cm('idx-pre', 'a'), metadata: { name: 'idx-pre', namespace: ns, labels: { team: 'a' } } });
     const informer = new Informer({ client, type: CM, namespace: ns, labelSelector: 'team' });
     informer.addIndex('team', (o) => [o.metadata.labels?.team ?? '']);
-    const names = (team: string) => informer.byIndex('team', team).map((o) => o.metadata.name).sort();
+    const names = (team: string) =>
+      informer
+        .byIndex('team', team)
+        .map((o) => o.metadata.name)
+        .sort();
     informer.start();
     await informer.waitForSync();
     expect(names('a')).toEqual(['idx-pre']);
@@ -125,12 +128,7 @@ describe('informer against a real api server', () => {
     }
     await waitUntil('events after reconnects', () => log.length === 10);
     // the three updates may be coalesced by nothing: each is a separate watch event
-    expect(log).toEqual([
-      'add c1',
-      'update c1 r0', 'add n0', 'delete n0',
-      'update c1 r1', 'add n1', 'delete n1',
-      'update c1 r2', 'add n2', 'delete n2',
-    ]);
+    expect(log).toEqual(['add c1', 'update c1 r0', 'add n0', 'delete n0', 'update c1 r1', 'add n1', 'delete n1', 'update c1 r2', 'add n2', 'delete n2']);
     expect(informer.watches).toBeGreaterThan(watchesBefore);
     expect(informer.relists).toBe(1); // resumed from its resourceVersion every time
     await informer.stop();

@@ -10,7 +10,6 @@ const NS = { apiVersion: 'v1', kind: 'Namespace' };
 const LEASE = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
 const FAST = { leaseDurationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 200 };
 
-
 describe('leader election on a Lease', () => {
   let cfg: ClusterConfig;
   let client: RestKubeClient;
@@ -63,7 +62,12 @@ describe('leader election on a Lease', () => {
     const holders: string[] = [];
     const watching = new AbortController();
     const history = (async () => {
-      for await (const ev of client.watch<Lease>(LEASE, { namespace: ns, fieldSelector: 'metadata.name=one', resourceVersion: lease!.metadata.resourceVersion!, signal: watching.signal })) {
+      for await (const ev of client.watch<Lease>(LEASE, {
+        namespace: ns,
+        fieldSelector: 'metadata.name=one',
+        resourceVersion: lease!.metadata.resourceVersion!,
+        signal: watching.signal,
+      })) {
         if (ev.type !== 'BOOKMARK') holders.push(ev.object.spec?.holderIdentity ?? '');
       }
     })().catch(() => undefined);

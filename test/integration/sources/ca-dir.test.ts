@@ -84,7 +84,7 @@ describe('--ca-dir for http and git sources', () => {
   });
 });
 
-describe('a source\'s own CA (ctx.ca) for http and git', () => {
+describe("a source's own CA (ctx.ca) for http and git", () => {
   const ca = (): SourceContext => ({ ca: { pem: caPem, ref: 'secret ops/corp-ca key ca.crt' } });
 
   it('http: trusted for the source that names it, and only for it', async () => {

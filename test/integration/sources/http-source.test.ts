@@ -166,7 +166,6 @@ const hostOf = (url: string): string => new URL(url).host;
 const bound = (data: Record<string, string>): SourceContext => ({ credentials: { data, secret: 'test/creds', hosts: [hostOf(A)] } });
 const basicCreds = (): SourceContext => bound({ username: USER, password: PASSWORD });
 
-
 function noSecrets(e: HoistError): void {
   const text = `${e.message} ${e.subject ?? ''} ${e.describe()} ${JSON.stringify(e)}`;
   expect(text).not.toContain(PASSWORD);

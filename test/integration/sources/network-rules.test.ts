@@ -55,7 +55,9 @@ let imageDigest: string;
 
 const closers: Array<() => Promise<void>> = [];
 const hostOf = (url: string): string => new URL(url).host;
-const bound = (data: Record<string, string>, ...hosts: string[]): SourceContext => ({ credentials: { data, secret: 'tenant-a/creds', hosts } satisfies Credentials });
+const bound = (data: Record<string, string>, ...hosts: string[]): SourceContext => ({
+  credentials: { data, secret: 'tenant-a/creds', hosts } satisfies Credentials,
+});
 const httpSpec = (url: string, pin?: string): SourceSpec => ({ kind: 'http', http: { url, ...(pin ? { sha256: pin } : {}) } });
 const gitSpec = (repository: string, ref: { commit?: string; branch?: string }): SourceSpec => ({ kind: 'git', git: { repository, ref } });
 const imageSpec = (ref: string): SourceSpec => ({ kind: 'image', image: { ref } });
@@ -170,7 +172,9 @@ beforeAll(async () => {
   const client = new RegistryClient({ ca: reg.pki!.caCert });
   try {
     const layer = await writeLayer([{ name: 'image.yaml', data: 'kind: ConfigMap\nmetadata: { name: tenant-a-image }\n' }], join(work, 'layer.tgz'));
-    imageDigest = (await pushImage(client, parseReference(`${reg.host}/tenant-a/app:v1`), [layer], { stage: 'fetch', credential: { username: USER, password: PW } })).digest;
+    imageDigest = (
+      await pushImage(client, parseReference(`${reg.host}/tenant-a/app:v1`), [layer], { stage: 'fetch', credential: { username: USER, password: PW } })
+    ).digest;
   } finally {
     await client.close();
   }
@@ -196,14 +200,29 @@ describe('a Secret bound to host A is never sent to host B', () => {
     const before = hostB.log.length;
     const url = hostB.url('/private.tgz?sig=query-is-not-shown');
     const r = await failure(http().resolve(httpSpec(url), creds));
-    expect(r).toMatchObject({ stage: 'resolve', reason: 'ResolveFailed', code: 'credential-host-mismatch', terminal: true, subject: hostB.url('/private.tgz') });
+    expect(r).toMatchObject({
+      stage: 'resolve',
+      reason: 'ResolveFailed',
+      code: 'credential-host-mismatch',
+      terminal: true,
+      subject: hostB.url('/private.tgz'),
+    });
     expect(r.message).toContain('secret tenant-a/creds is not bound to host 127.0.0.2:');
     expectNoSecret(r);
     const pinned = httpSpec(url, sha256(privateTgz));
-    const f = await failure(http().fetch(pinned, { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'hb') }), creds));
+    const f = await failure(
+      http().fetch(
+        pinned,
+        { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true },
+        new FsContentStore({ root: join(work, 'hb') }),
+        creds,
+      ),
+    );
     expect(f).toMatchObject({ stage: 'fetch', code: 'credential-host-mismatch' });
     // a secret that names no hosts at all is not used either
-    const unbound = await failure(http().resolve(httpSpec(hostA.url('/private.tgz')), { credentials: { data: { username: USER, password: PW }, secret: 'tenant-a/creds' } }));
+    const unbound = await failure(
+      http().resolve(httpSpec(hostA.url('/private.tgz')), { credentials: { data: { username: USER, password: PW }, secret: 'tenant-a/creds' } }),
+    );
     expect(unbound).toMatchObject({ code: 'credential-hosts-missing' });
     expect(unbound.message).toContain('core.rukpak.io/credential-hosts');
     expect(hostB.log.length).toBe(before);
@@ -247,7 +266,12 @@ describe('redirects: to another origin without credentials, never from https to 
     const toB = await redirector(() => hostOf(hostB.url('/')).replace(/^/, 'https://'));
     const creds = bound({ username: USER, password: PW }, hostOf(toB.url));
     const bBefore = hostB.log.length;
-    const dir = await http().fetch(httpSpec(`${toB.url}/mirror.tgz`, sha256(otherTgz)), { status: { kind: 'http', sha256: sha256(otherTgz) }, key: `sha256:${sha256(otherTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'r1') }), creds);
+    const dir = await http().fetch(
+      httpSpec(`${toB.url}/mirror.tgz`, sha256(otherTgz)),
+      { status: { kind: 'http', sha256: sha256(otherTgz) }, key: `sha256:${sha256(otherTgz)}`, pinned: true },
+      new FsContentStore({ root: join(work, 'r1') }),
+      creds,
+    );
     expect(await readFile(join(dir, 'other.yaml'), 'utf8')).toContain('attacker');
     expect(toB.log.map((r) => r.authorization)).toEqual([BASIC]);
     expect(hostB.log.slice(bBefore)).toEqual([{ method: 'GET', path: '/mirror.tgz', authorization: undefined }]);
@@ -269,7 +293,14 @@ describe('redirects: to another origin without credentials, never from https to 
 
     // the CLI fetch: redirected, git stops instead of replaying the header elsewhere
     const bBeforeFetch = hostB.log.length;
-    const f = await failure(gitSource().fetch(gitSpec(`${toB.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g1') }), creds));
+    const f = await failure(
+      gitSource().fetch(
+        gitSpec(`${toB.url}/repo.git`, { commit }),
+        { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true },
+        new FsContentStore({ root: join(work, 'g1') }),
+        creds,
+      ),
+    );
     expect(f.stage).toBe('fetch');
     expect(noAuth(hostB.log.slice(bBeforeFetch))).toBe(true);
 
@@ -278,7 +309,14 @@ describe('redirects: to another origin without credentials, never from https to 
     const pBefore = plain.log.length;
     const r = await failure(gitSource().resolve(gitSpec(`${toPlain.url}/repo.git`, { branch: 'main' }), {}));
     expect(r).toMatchObject({ code: 'insecure-redirect' });
-    await failure(gitSource().fetch(gitSpec(`${toPlain.url}/repo.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 'g2') }), {}));
+    await failure(
+      gitSource().fetch(
+        gitSpec(`${toPlain.url}/repo.git`, { commit }),
+        { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true },
+        new FsContentStore({ root: join(work, 'g2') }),
+        {},
+      ),
+    );
     expect(plain.log.length).toBe(pBefore);
   });
 
@@ -294,18 +332,25 @@ describe('redirects: to another origin without credentials, never from https to 
 
     const toPlain = await redirector(() => plain.url('').replace(/\/$/, ''));
     const pBefore = plain.log.length;
-    const e = await failure(image().resolve(imageSpec(`${hostOf(toPlain.url)}/tenant-a/app:v1`), { credentials: { data: reg.dockerConfig(USER, PW, hostOf(toPlain.url)) } }));
+    const e = await failure(
+      image().resolve(imageSpec(`${hostOf(toPlain.url)}/tenant-a/app:v1`), { credentials: { data: reg.dockerConfig(USER, PW, hostOf(toPlain.url)) } }),
+    );
     expect(e).toMatchObject({ stage: 'resolve', code: 'insecure-redirect', terminal: true });
     expect(plain.log.length).toBe(pBefore);
   });
 });
 
-describe('a second tenant cannot obtain the first tenant\'s private content by digest', () => {
+describe("a second tenant cannot obtain the first tenant's private content by digest", () => {
   it('http: its own server (HEAD 200, other bytes) and the victim URL without credentials are both refused, before and after a restart', async () => {
     const root = join(work, 'tenants-http');
     const key = `sha256:${sha256(privateTgz)}`;
     const resolved = { status: { kind: 'http' as const, sha256: sha256(privateTgz) }, key, pinned: true };
-    await http().fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), resolved, new FsContentStore({ root }), bound({ username: USER, password: PW }, hostOf(hostA.url('/'))));
+    await http().fetch(
+      httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)),
+      resolved,
+      new FsContentStore({ root }),
+      bound({ username: USER, password: PW }, hostOf(hostA.url('/'))),
+    );
     for (const phase of ['running', 'restarted']) {
       const store = new FsContentStore({ root }); // a restart reopens the store from disk
       const attacker = http();
@@ -319,7 +364,12 @@ describe('a second tenant cannot obtain the first tenant\'s private content by d
   it('git: its own repository and the victim repository without credentials are both refused, before and after a restart', async () => {
     const root = join(work, 'tenants-git');
     const resolved = { status: { kind: 'git' as const, commit }, key: `git:${commit}:`, pinned: true };
-    await gitSource().fetch(gitSpec(`${gitPrivate.url}/private.git`, { commit }), resolved, new FsContentStore({ root }), bound({ username: USER, password: PW }, hostOf(gitPrivate.url)));
+    await gitSource().fetch(
+      gitSpec(`${gitPrivate.url}/private.git`, { commit }),
+      resolved,
+      new FsContentStore({ root }),
+      bound({ username: USER, password: PW }, hostOf(gitPrivate.url)),
+    );
     for (const phase of ['running', 'restarted']) {
       const store = new FsContentStore({ root });
       const attacker = gitSource();
@@ -359,9 +409,27 @@ describe('a trickling server does not hold a worker past the deadline', () => {
     });
 
   it.each([
-    ['http fetch', (url: string) => http({ timeoutMs: 1500 }).fetch(httpSpec(`${url}/x.tgz`, 'a'.repeat(64)), { status: { kind: 'http', sha256: 'a'.repeat(64) }, key: `sha256:${'a'.repeat(64)}`, pinned: true }, new FsContentStore({ root: join(work, 't1') }), {})],
+    [
+      'http fetch',
+      (url: string) =>
+        http({ timeoutMs: 1500 }).fetch(
+          httpSpec(`${url}/x.tgz`, 'a'.repeat(64)),
+          { status: { kind: 'http', sha256: 'a'.repeat(64) }, key: `sha256:${'a'.repeat(64)}`, pinned: true },
+          new FsContentStore({ root: join(work, 't1') }),
+          {},
+        ),
+    ],
     ['git resolve', (url: string) => gitSource({ resolveTimeoutMs: 1500 }).resolve(gitSpec(`${url}/r.git`, { branch: 'main' }), {})],
-    ['git fetch', (url: string) => gitSource({ fetchTimeoutMs: 1500 }).fetch(gitSpec(`${url}/r.git`, { commit }), { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true }, new FsContentStore({ root: join(work, 't2') }), {})],
+    [
+      'git fetch',
+      (url: string) =>
+        gitSource({ fetchTimeoutMs: 1500 }).fetch(
+          gitSpec(`${url}/r.git`, { commit }),
+          { status: { kind: 'git', commit }, key: `git:${commit}:`, pinned: true },
+          new FsContentStore({ root: join(work, 't2') }),
+          {},
+        ),
+    ],
     ['image resolve', (url: string) => image({ timeoutMs: 1500 }).resolve(imageSpec(`${hostOf(url)}/a/b:v1`), {})],
   ])('%s: fails at the deadline, naming it, and the connection is closed', async (what, run) => {
     const t = await trickle();
@@ -373,7 +441,7 @@ describe('a trickling server does not hold a worker past the deadline', () => {
     expect([what, t.open()]).toEqual([what, 0]);
   });
 
-  it('the caller\'s abort signal ends a resolve too', async () => {
+  it("the caller's abort signal ends a resolve too", async () => {
     const t = await trickle();
     const ctl = new AbortController();
     setTimeout(() => ctl.abort(new Error('reconcile cancelled')), 300);
@@ -404,7 +472,12 @@ describe('HTTPS_PROXY and NO_PROXY are honoured by every source', () => {
     closers.push(() => proxy.close());
     await withProxyEnv(proxy.url, undefined, async () => {
       // sources read the proxy settings when they are created
-      const dir = await http().fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'p1') }), bound({ username: USER, password: PW }, hostOf(hostA.url('/'))));
+      const dir = await http().fetch(
+        httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)),
+        { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true },
+        new FsContentStore({ root: join(work, 'p1') }),
+        bound({ username: USER, password: PW }, hostOf(hostA.url('/'))),
+      );
       expect(await readFile(join(dir, 'private.yaml'), 'utf8')).toContain('tenant-a-private');
       expect(proxy.connects).toContain(hostOf(hostA.url('/')));
 
@@ -429,7 +502,12 @@ describe('HTTPS_PROXY and NO_PROXY are honoured by every source', () => {
     closers.push(() => proxy.close());
     // everything but host B (127.0.0.2) runs on 127.0.0.1; curl (git) matches NO_PROXY by host name, without a port
     await withProxyEnv(proxy.url, '127.0.0.1', async () => {
-      const dir = await http().fetch(httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)), { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true }, new FsContentStore({ root: join(work, 'np1') }), bound({ username: USER, password: PW }, hostOf(hostA.url('/'))));
+      const dir = await http().fetch(
+        httpSpec(hostA.url('/private.tgz'), sha256(privateTgz)),
+        { status: { kind: 'http', sha256: sha256(privateTgz) }, key: `sha256:${sha256(privateTgz)}`, pinned: true },
+        new FsContentStore({ root: join(work, 'np1') }),
+        bound({ username: USER, password: PW }, hostOf(hostA.url('/'))),
+      );
       expect(await readFile(join(dir, 'private.yaml'), 'utf8')).toContain('tenant-a-private');
 
       const g = gitSource();

@@ -85,7 +85,9 @@ describe('bundleDeploymentCRD', () => {
         { kind: 'git', git: { repository: 'u', ref: { commit: 'c', tag: 't', branch: 'b' }, directory: 'd', auth: { secretRef: { name: 's' } } } },
         { kind: 'http', http: { url: 'u', sha256: 'h', auth: { secretRef: { name: 's' } } } },
       ],
-      config: { helm: { releaseName: 'r', values: {} }, registryV1: {
+      config: {
+        helm: { releaseName: 'r', values: {} },
+        registryV1: {
           watchNamespace: '',
           watchNamespaces: ['a'],
           deploymentConfig: {
@@ -95,7 +97,9 @@ describe('bundleDeploymentCRD', () => {
             env: [{ name: 'n', value: 'v', valueFrom: {} }],
             envFrom: [{ prefix: 'p', configMapRef: { name: 'c', optional: true }, secretRef: { name: 's', optional: true } }],
             volumes: [{ name: 'v' }],
-            volumeMounts: [{ name: 'v', mountPath: '/m', readOnly: true, recursiveReadOnly: 'Disabled', subPath: 's', subPathExpr: 'e', mountPropagation: 'None' }],
+            volumeMounts: [
+              { name: 'v', mountPath: '/m', readOnly: true, recursiveReadOnly: 'Disabled', subPath: 's', subPathExpr: 'e', mountPropagation: 'None' },
+            ],
             affinity: { nodeAffinity: {}, podAffinity: {}, podAntiAffinity: {} },
             annotations: {},
           },
@@ -117,7 +121,14 @@ describe('bundleDeploymentCRD', () => {
       ],
       driftIgnore: [
         {
-          target: { group: 'apps', version: 'v1', kind: 'Deployment', name: 'n', namespace: 'ns', labelSelector: { matchLabels: { a: 'b' }, matchExpressions: [{ key: 'k', operator: 'In', values: ['v'] }] } },
+          target: {
+            group: 'apps',
+            version: 'v1',
+            kind: 'Deployment',
+            name: 'n',
+            namespace: 'ns',
+            labelSelector: { matchLabels: { a: 'b' }, matchExpressions: [{ key: 'k', operator: 'In', values: ['v'] }] },
+          },
           jsonPointers: ['/spec/replicas'],
         },
       ],
@@ -129,11 +140,22 @@ describe('bundleDeploymentCRD', () => {
     const status = {
       observedGeneration: 1,
       conditions: [{ type: 'Installed', status: 'True', reason: 'Installed', message: '', observedGeneration: 1, lastTransitionTime: 't' }],
-      resolvedSources: [
-        { kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' },
-      ],
+      resolvedSources: [{ kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' }],
       contentDigest: 'd',
-      activeRevision: { number: 1, contentDigest: 'd', objects: 1, appliedDigest: 'a', appliedAt: 't', healthyAt: 't', inventory: { entries: [{ id: 'ns_n_apps_Deployment', v: 'apps/v1' }], truncated: true, total: 2, revisionSecrets: { namespace: 'ns', labelSelector: 's' } } },
+      activeRevision: {
+        number: 1,
+        contentDigest: 'd',
+        objects: 1,
+        appliedDigest: 'a',
+        appliedAt: 't',
+        healthyAt: 't',
+        inventory: {
+          entries: [{ id: 'ns_n_apps_Deployment', v: 'apps/v1' }],
+          truncated: true,
+          total: 2,
+          revisionSecrets: { namespace: 'ns', labelSelector: 's' },
+        },
+      },
       attemptedRevision: { number: 2, contentDigest: 'd', objects: 1, reason: 'ApplyFailed' },
       transition: {
         revision: 2,
@@ -142,16 +164,32 @@ describe('bundleDeploymentCRD', () => {
         startedAt: 't',
         phase: 'publish',
         waiting: 'w',
-        hooks: [{ event: 'pre-upgrade', kind: 'Job', name: 'j', namespace: 'ns', result: 'Succeeded', message: 'm', startedAt: 't', completedAt: 't', deleted: true }],
+        hooks: [
+          { event: 'pre-upgrade', kind: 'Job', name: 'j', namespace: 'ns', result: 'Succeeded', message: 'm', startedAt: 't', completedAt: 't', deleted: true },
+        ],
       },
-      revisions: [{ number: 1, contentDigest: 'd', objects: 1, phase: 'Active', hooks: [{ event: 'pre-install', kind: 'Job', name: 'j', namespace: 'ns', result: 'Failed', message: 'm', startedAt: 't', completedAt: 't', deleted: false }] }],
+      revisions: [
+        {
+          number: 1,
+          contentDigest: 'd',
+          objects: 1,
+          phase: 'Active',
+          hooks: [
+            { event: 'pre-install', kind: 'Job', name: 'j', namespace: 'ns', result: 'Failed', message: 'm', startedAt: 't', completedAt: 't', deleted: false },
+          ],
+        },
+      ],
       skippedOptional: ['x'],
       lastHandledRequest: 'r',
     } satisfies Required<BundleDeploymentStatus>;
 
     const declared = new Set([...nodes(root)].map(([p]) => p));
     const missing = [...valuePaths(spec, '.spec'), ...valuePaths(status, '.status')].filter(
-      (p) => !declared.has(p) && !p.startsWith('.spec.config.helm.values.') && !p.startsWith('.spec.healthChecks[].match.selector.') && !p.startsWith('.spec.driftIgnore[].target.labelSelector.matchLabels.'),
+      (p) =>
+        !declared.has(p) &&
+        !p.startsWith('.spec.config.helm.values.') &&
+        !p.startsWith('.spec.healthChecks[].match.selector.') &&
+        !p.startsWith('.spec.driftIgnore[].target.labelSelector.matchLabels.'),
     );
     expect(missing).toEqual([]);
   });

@@ -122,7 +122,9 @@ describe('withDefaults', () => {
   it('the CRD refuses a pollInterval under MIN_POLL_INTERVAL with the same number', () => {
     const spec = bundleDeploymentCRD().spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!['pollInterval']!;
     const rules = (spec as JSONSchemaProps & { 'x-kubernetes-validations'?: Array<{ rule: string; message?: string }> })['x-kubernetes-validations'] ?? [];
-    expect(rules.some((r) => r.rule.includes(`duration(self) >= duration('${MIN_POLL_INTERVAL}')`) && r.message === `must be at least ${MIN_POLL_INTERVAL}`)).toBe(true);
+    expect(
+      rules.some((r) => r.rule.includes(`duration(self) >= duration('${MIN_POLL_INTERVAL}')`) && r.message === `must be at least ${MIN_POLL_INTERVAL}`),
+    ).toBe(true);
   });
 
   it.each([

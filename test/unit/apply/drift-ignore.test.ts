@@ -11,7 +11,14 @@ const deployment = (): KubeObject =>
     metadata: { name: 'web', namespace: 'shop', labels: { tier: 'web' } },
     spec: {
       replicas: 2,
-      template: { spec: { containers: [{ name: 'web', image: 'web:1', args: ['a', 'b'] }, { name: 'side', image: 'side:1' }] } },
+      template: {
+        spec: {
+          containers: [
+            { name: 'web', image: 'web:1', args: ['a', 'b'] },
+            { name: 'side', image: 'side:1' },
+          ],
+        },
+      },
     },
   }) as KubeObject;
 
@@ -64,7 +71,16 @@ describe('withoutIgnored', () => {
     const d = deployment();
     const { obj, present } = withoutIgnored(d, ['/spec/replicas', '/spec/template/spec/containers/0/image', '/spec/paused']);
     expect(present).toEqual(['/spec/replicas', '/spec/template/spec/containers/0/image']);
-    expect(obj.spec).toEqual({ template: { spec: { containers: [{ name: 'web', args: ['a', 'b'] }, { name: 'side', image: 'side:1' }] } } });
+    expect(obj.spec).toEqual({
+      template: {
+        spec: {
+          containers: [
+            { name: 'web', args: ['a', 'b'] },
+            { name: 'side', image: 'side:1' },
+          ],
+        },
+      },
+    });
     expect((d.spec as { replicas: number }).replicas).toBe(2);
   });
 
@@ -82,7 +98,9 @@ const hoist: ManagedFieldsEntry = {
   operation: 'Apply',
   apiVersion: 'apps/v1',
   fieldsType: 'FieldsV1',
-  fieldsV1: { 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } } },
+  fieldsV1: {
+    'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } } },
+  },
 };
 const kubectlPatch: ManagedFieldsEntry = {
   manager: 'kubectl-patch',
@@ -118,7 +136,7 @@ describe('takeOverManagedFields with drift-ignore rules', () => {
     expect(out[1]!.fieldsV1).toEqual({ 'f:spec': { 'f:replicas': {} } });
   });
 
-  it('only releasing (no manager to take over) still rewrites Hoist\'s entry; nothing to release is undefined', () => {
+  it("only releasing (no manager to take over) still rewrites Hoist's entry; nothing to release is undefined", () => {
     const out = takeOverManagedFields([hoist, kubectlPatch], 'hoist-web', 'apps/v1', new Set(), hold)!;
     expect(out.map((e) => e.manager)).toEqual(['hoist-web', 'kubectl-patch']);
     expect((out[0]!.fieldsV1!['f:spec'] as Record<string, unknown>)['f:replicas']).toBeUndefined();
@@ -137,9 +155,21 @@ describe('takeOverManagedFields with drift-ignore rules', () => {
 describe('withValuesOf', () => {
   const obj = (spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' }, spec }) as KubeObject;
   it.each<[string, KubeObject, KubeObject, string[], Record<string, unknown>]>([
-    ['a field the apply would remove keeps its live value', obj({ paused: false }), obj({ paused: false, replicas: 5 }), ['/spec/replicas'], { paused: false, replicas: 5 }],
+    [
+      'a field the apply would remove keeps its live value',
+      obj({ paused: false }),
+      obj({ paused: false, replicas: 5 }),
+      ['/spec/replicas'],
+      { paused: false, replicas: 5 },
+    ],
     ['a field the live object lacks is not there', obj({ replicas: 2 }), obj({}), ['/spec/replicas'], {}],
-    ['a field inside a list element found by index', obj({ c: [{ name: 'a', image: 'x:2' }] }), obj({ c: [{ name: 'a', image: 'x:1' }] }), ['/spec/c/0/image'], { c: [{ name: 'a', image: 'x:1' }] }],
+    [
+      'a field inside a list element found by index',
+      obj({ c: [{ name: 'a', image: 'x:2' }] }),
+      obj({ c: [{ name: 'a', image: 'x:1' }] }),
+      ['/spec/c/0/image'],
+      { c: [{ name: 'a', image: 'x:1' }] },
+    ],
     ['a pointer whose parent the object lacks is left out', obj({}), obj({ template: { x: 1 } }), ['/spec/template/x'], {}],
   ])('%s', (_, target, source, pointers, want) => {
     expect(withValuesOf(target, source, pointers).spec).toEqual(want);

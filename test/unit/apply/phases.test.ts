@@ -36,8 +36,12 @@ describe('phaseOf', () => {
   });
 
   it('puts a CRD served by a conversion webhook after the workloads', () => {
-    expect(phaseOf(o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'c', { spec: { conversion: { strategy: 'Webhook' } } } as Partial<KubeObject>))).toBe('publish');
-    expect(phaseOf(o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'c', { spec: { conversion: { strategy: 'None' } } } as Partial<KubeObject>))).toBe('crds');
+    expect(
+      phaseOf(o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'c', { spec: { conversion: { strategy: 'Webhook' } } } as Partial<KubeObject>)),
+    ).toBe('publish');
+    expect(phaseOf(o('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'c', { spec: { conversion: { strategy: 'None' } } } as Partial<KubeObject>))).toBe(
+      'crds',
+    );
   });
 });
 

@@ -168,7 +168,9 @@ describe('FsContentStore', () => {
       await charged.promise;
       const err = await store.put('b', async (_dir, space) => space.charge(700)).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'cache-full', terminal: false, stage: 'fetch' });
-      expect((err as Error).message).toMatch(/^content store is full: 0 bytes of entries in use and 700 bytes of downloads and composed sources in flight leave no room for 700 bytes more within its budget of 1000 bytes \(hoist run --cache-max-size\)$/);
+      expect((err as Error).message).toMatch(
+        /^content store is full: 0 bytes of entries in use and 700 bytes of downloads and composed sources in flight leave no room for 700 bytes more within its budget of 1000 bytes \(hoist run --cache-max-size\)$/,
+      );
       // the refused write left nothing behind; the first one lands
       first.resolve();
       await holding;
@@ -193,7 +195,9 @@ describe('FsContentStore', () => {
         })
         .catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'cache-budget', terminal: true });
-      expect((err as Error).message).toBe('this download would take more than the whole content-store budget of 1000 bytes (hoist run --cache-max-size): 1200 bytes so far');
+      expect((err as Error).message).toBe(
+        'this download would take more than the whole content-store budget of 1000 bytes (hoist run --cache-max-size): 1200 bytes so far',
+      );
       expect(wrote).toBe(false);
       expect(await readdir(join(root, 'tmp'))).toEqual([]);
     });

@@ -9,7 +9,11 @@ describe('parseCapabilityFlags', () => {
     ['1.30', undefined, { kubeVersion: 'v1.30' }],
     ['v1.30.2', undefined, { kubeVersion: 'v1.30.2' }],
     ['1.31.0-rc.1', undefined, { kubeVersion: 'v1.31.0-rc.1' }],
-    [undefined, ['apps/v1', 'monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor', ' v1 '], { apiVersions: ['apps/v1', 'monitoring.coreos.com/v1', 'monitoring.coreos.com/v1/ServiceMonitor', 'v1'] }],
+    [
+      undefined,
+      ['apps/v1', 'monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor', ' v1 '],
+      { apiVersions: ['apps/v1', 'monitoring.coreos.com/v1', 'monitoring.coreos.com/v1/ServiceMonitor', 'v1'] },
+    ],
   ])('%s %j → %j', (kube, apis, want) => {
     expect(parseCapabilityFlags(kube, apis)).toEqual(want);
   });
@@ -42,7 +46,7 @@ describe('previewCapabilities', () => {
     expect(c.assumed).toContain('Kubernetes v1.28.0 (--kube-version)');
   });
 
-  it("with a cluster: its facts, the flags replacing the version and adding API versions", async () => {
+  it('with a cluster: its facts, the flags replacing the version and adding API versions', async () => {
     const plain = previewCapabilities({}, discovery);
     expect(await plain.cluster.serverVersion()).toBe('v1.33.1');
     expect(await plain.cluster.apiVersions()).toEqual(['v1', 'apps/v1']);

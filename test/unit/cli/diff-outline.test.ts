@@ -4,16 +4,35 @@ import { hookRunsFor } from '../../../src/apply/preview.ts';
 import { outline } from '../../../src/cli/verbs/diff-outline.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
-const o = (apiVersion: string, kind: string, name: string, annotations?: Record<string, string>): KubeObject => ({ apiVersion, kind, metadata: { name, namespace: 'ns', ...(annotations ? { annotations } : {}) } });
+const o = (apiVersion: string, kind: string, name: string, annotations?: Record<string, string>): KubeObject => ({
+  apiVersion,
+  kind,
+  metadata: { name, namespace: 'ns', ...(annotations ? { annotations } : {}) },
+});
 const hook = (name: string, events: string, weight = '0', policy?: string) =>
-  o('batch/v1', 'Job', name, { 'core.rukpak.io/hook': events, 'helm.sh/hook': events, 'helm.sh/hook-weight': weight, ...(policy ? { 'helm.sh/hook-delete-policy': policy } : {}) });
+  o('batch/v1', 'Job', name, {
+    'core.rukpak.io/hook': events,
+    'helm.sh/hook': events,
+    'helm.sh/hook-weight': weight,
+    ...(policy ? { 'helm.sh/hook-delete-policy': policy } : {}),
+  });
 
 /** the outline of a change to these objects and hooks, planned as the preview plans it */
-const of = (objects: KubeObject[], hooks: KubeObject[], action: 'install' | 'upgrade' | undefined): string => outline({ steps: planSteps(objects, (x) => x).steps, ...hookRunsFor(hooks, action), isNew: action !== undefined });
+const of = (objects: KubeObject[], hooks: KubeObject[], action: 'install' | 'upgrade' | undefined): string =>
+  outline({ steps: planSteps(objects, (x) => x).steps, ...hookRunsFor(hooks, action), isNew: action !== undefined });
 
 describe('hoist diff outline', () => {
-  const objects = [o('apps/v1', 'Deployment', 'web'), o('v1', 'ConfigMap', 'cfg'), o('admissionregistration.k8s.io/v1', 'ValidatingWebhookConfiguration', 'vwc')];
-  const hooks = [hook('check', 'post-install,post-upgrade'), hook('migrate-b', 'pre-install,pre-upgrade', '5', 'hook-succeeded'), hook('migrate-a', 'pre-upgrade', '-5'), hook('cleanup', 'pre-delete')];
+  const objects = [
+    o('apps/v1', 'Deployment', 'web'),
+    o('v1', 'ConfigMap', 'cfg'),
+    o('admissionregistration.k8s.io/v1', 'ValidatingWebhookConfiguration', 'vwc'),
+  ];
+  const hooks = [
+    hook('check', 'post-install,post-upgrade'),
+    hook('migrate-b', 'pre-install,pre-upgrade', '5', 'hook-succeeded'),
+    hook('migrate-a', 'pre-upgrade', '-5'),
+    hook('cleanup', 'pre-delete'),
+  ];
 
   it('lists the phases and, for an upgrade, the upgrade hooks in the order they run', () => {
     expect(of(objects, hooks, 'upgrade')).toBe(

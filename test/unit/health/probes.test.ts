@@ -13,7 +13,8 @@ const rollout = (status: object, labels: Record<string, string> = { app: 'web' }
   spec: { replicas: 3 },
   status,
 });
-const one = (check: Omit<HealthCheck, 'name' | 'match'>, match: HealthCheck['match'] = { kind: 'Rollout' }) => compileHealthChecks([{ name: 'c', match, ...check }])[0]!;
+const one = (check: Omit<HealthCheck, 'name' | 'match'>, match: HealthCheck['match'] = { kind: 'Rollout' }) =>
+  compileHealthChecks([{ name: 'c', match, ...check }])[0]!;
 
 describe('health check selection', () => {
   const obj = rollout({});
@@ -37,7 +38,7 @@ describe('health check selection', () => {
 });
 
 describe('health check evaluation', () => {
-  it('condition: passes on the wanted status; otherwise says so without the object\'s reason or message', () => {
+  it("condition: passes on the wanted status; otherwise says so without the object's reason or message", () => {
     const c = one({ condition: { type: 'Healthy', status: 'True' } });
     expect(c.test(rollout({ conditions: [{ type: 'Healthy', status: 'True' }] }))).toEqual({ ok: true });
     expect(c.test(rollout({ conditions: [{ type: 'Healthy', status: 'False', reason: 'Degraded', message: 'pods crash' }] }))).toEqual({
@@ -56,7 +57,16 @@ describe('health check evaluation', () => {
     expect(phase.test(rollout({ phase: 'Degraded' }))).toEqual({ ok: false, message: '{.status.phase} does not yield Healthy' });
     expect(phase.test(rollout({})).message).toBe('{.status.phase} does not yield Healthy');
     const filtered = one({ jsonPath: { path: '$.status.conditions[?(@.type=="Available")].status', value: 'True' } });
-    expect(filtered.test(rollout({ conditions: [{ type: 'Paused', status: 'False' }, { type: 'Available', status: 'True' }] })).ok).toBe(true);
+    expect(
+      filtered.test(
+        rollout({
+          conditions: [
+            { type: 'Paused', status: 'False' },
+            { type: 'Available', status: 'True' },
+          ],
+        }),
+      ).ok,
+    ).toBe(true);
     const count = one({ jsonPath: { path: '.status.readyReplicas', value: '3' } });
     expect(count.test(rollout({ readyReplicas: 3 })).ok).toBe(true);
   });
@@ -111,10 +121,22 @@ describe('probe timing', () => {
     expect(verdictOf(t, timing, 1_000_000)).toEqual({ readiness: 'InProgress', message: 'condition Healthy is False' });
   });
   it('passing counts at once', () => {
-    expect(verdictOf(at([[0, fail], [5_000, pass]]), timing, 5_000).readiness).toBe('Ready');
+    expect(
+      verdictOf(
+        at([
+          [0, fail],
+          [5_000, pass],
+        ]),
+        timing,
+        5_000,
+      ).readiness,
+    ).toBe('Ready');
   });
   it('after passing, a failure is tolerated for failureThreshold × periodSeconds, then fails', () => {
-    const t = at([[0, pass], [100_000, fail]]);
+    const t = at([
+      [0, pass],
+      [100_000, fail],
+    ]);
     expect(verdictOf(t, timing, 100_000)).toEqual({ readiness: 'Ready', changesAt: 130_000 });
     expect(verdictOf(t, timing, 129_999).readiness).toBe('Ready');
     const failed = verdictOf(t, timing, 130_000);
@@ -122,15 +144,50 @@ describe('probe timing', () => {
     expect(failed.message).toBe('condition Healthy is False (for 30s, failureThreshold 3 × periodSeconds 10)');
   });
   it('repeated failing results do not restart the clock; a pass in between does', () => {
-    expect(verdictOf(at([[0, pass], [10_000, fail], [20_000, fail], [35_000, fail]]), timing, 40_000).readiness).toBe('Failed');
-    expect(verdictOf(at([[0, pass], [10_000, fail], [25_000, pass], [30_000, fail]]), timing, 45_000).readiness).toBe('Ready');
+    expect(
+      verdictOf(
+        at([
+          [0, pass],
+          [10_000, fail],
+          [20_000, fail],
+          [35_000, fail],
+        ]),
+        timing,
+        40_000,
+      ).readiness,
+    ).toBe('Failed');
+    expect(
+      verdictOf(
+        at([
+          [0, pass],
+          [10_000, fail],
+          [25_000, pass],
+          [30_000, fail],
+        ]),
+        timing,
+        45_000,
+      ).readiness,
+    ).toBe('Ready');
   });
   it('recovers at once after failing', () => {
-    expect(verdictOf(at([[0, pass], [10_000, fail], [50_000, pass]]), timing, 50_000).readiness).toBe('Ready');
+    expect(
+      verdictOf(
+        at([
+          [0, pass],
+          [10_000, fail],
+          [50_000, pass],
+        ]),
+        timing,
+        50_000,
+      ).readiness,
+    ).toBe('Ready');
   });
   it('initialDelaySeconds: pending from first sight, and a failure counts only after it', () => {
     const delayed = { ...timing, initialDelayMs: 60_000 };
-    const t = at([[0, pass], [1_000, fail]]);
+    const t = at([
+      [0, pass],
+      [1_000, fail],
+    ]);
     expect(verdictOf(t, delayed, 30_000)).toEqual({ readiness: 'InProgress', message: 'initial delay (30s left)', changesAt: 60_000 });
     expect(verdictOf(t, delayed, 60_000)).toEqual({ readiness: 'Ready', changesAt: 90_000 });
     expect(verdictOf(t, delayed, 90_000).readiness).toBe('Failed');
@@ -197,7 +254,7 @@ describe('budgets: CEL cost and JSONPath limits (issue 23)', () => {
     ['one comprehension over the object', 'self.status.conditions.exists(c, c.type == "Ready" && c.status == "True")', true],
     ['two nested over the object', 'self.spec.containers.all(c, c.ports.all(p, p.containerPort > 0))', true],
     ['three nested over ten-element lists', nested(3), true],
-    ['the issue\'s: nine nested over ten-element lists', nested(9), false],
+    ["the issue's: nine nested over ten-element lists", nested(9), false],
     ['six nested over ten-element lists', nested(6), false],
     ['three nested over the object', 'self.a.all(x, self.a.all(y, self.a.all(z, x == y && y == z)))', false],
     ['exponential strings through cel.bind', `cel.bind(a, self.s + self.s, ${'cel.bind(a, a + a, '.repeat(20)}a.size() > 0${')'.repeat(20)})`, false],
@@ -212,7 +269,7 @@ describe('budgets: CEL cost and JSONPath limits (issue 23)', () => {
     expect(e.message).toMatch(/^healthChecks\[hostile\]: cel: estimated cost .* exceeds the limit of 1000000 /);
   });
 
-  it('the issue\'s depth-9 expression is refused without evaluating anything (the old code blocked the event loop 39 s)', () => {
+  it("the issue's depth-9 expression is refused without evaluating anything (the old code blocked the event loop 39 s)", () => {
     expect(estimateCost(parse(nested(9)).ast, ASSUMED_DATA_SIZES)).toBeGreaterThan(1e9);
   });
 

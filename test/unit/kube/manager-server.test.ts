@@ -9,7 +9,12 @@ import { waitUntil } from '../../support/wait.ts';
 describe('manager server', () => {
   it('serves healthz, readiness from informers and leader election, and metrics', async () => {
     const registry = new Registry();
-    const informer = { synced: false, hasSynced() { return this.synced; } };
+    const informer = {
+      synced: false,
+      hasSynced() {
+        return this.synced;
+      },
+    };
     const elector = { state: 'candidate' as ElectorState };
     new Controller({ name: 'bd', registry, reconcile: async () => undefined });
     const srv = await startManagerServer({ port: 0, host: '127.0.0.1', registry, informers: () => [informer], elector });
@@ -59,10 +64,12 @@ describe('manager server', () => {
     const srv = await startManagerServer({ port: 0, host: '127.0.0.1', registry });
     const port = srv.port;
     const abort = new AbortController();
-    const done = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => {
-      order.push('lease released');
-      resolve();
-    }));
+    const done = new Promise<void>((resolve) =>
+      abort.signal.addEventListener('abort', () => {
+        order.push('lease released');
+        resolve();
+      }),
+    );
     let finished: boolean | undefined;
     const handle = handleShutdown({
       signals: ['SIGUSR2'],

@@ -3,7 +3,10 @@ import { canonicalJson, canonicalOrder, contentDigest } from '../../../src/proce
 import type { KubeObject } from '../../../src/kube/types.ts';
 
 const obj = (apiVersion: string, kind: string, name: string, namespace?: string, extra: Record<string, unknown> = {}): KubeObject => ({
-  apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) }, ...extra,
+  apiVersion,
+  kind,
+  metadata: { name, ...(namespace ? { namespace } : {}) },
+  ...extra,
 });
 
 describe('contentDigest', () => {
@@ -35,7 +38,9 @@ describe('contentDigest', () => {
 
   it('is the sha256 of the canonical JSON array', async () => {
     const { createHash } = await import('node:crypto');
-    const expected = createHash('sha256').update(`[${canonicalJson(b)}]`).digest('hex');
+    const expected = createHash('sha256')
+      .update(`[${canonicalJson(b)}]`)
+      .digest('hex');
     expect(contentDigest([b])).toBe(`sha256:${expected}`);
   });
 
@@ -55,12 +60,7 @@ describe('canonicalJson', () => {
 
 describe('canonicalOrder', () => {
   it('sorts by group, kind, namespace, name', () => {
-    const objs = [
-      obj('v1', 'Service', 'b', 'ns'),
-      obj('apps/v1', 'Deployment', 'a', 'ns'),
-      obj('v1', 'Service', 'a', 'ns'),
-      obj('v1', 'ConfigMap', 'z'),
-    ];
+    const objs = [obj('v1', 'Service', 'b', 'ns'), obj('apps/v1', 'Deployment', 'a', 'ns'), obj('v1', 'Service', 'a', 'ns'), obj('v1', 'ConfigMap', 'z')];
     expect(canonicalOrder(objs).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ConfigMap/z', 'Service/a', 'Service/b', 'Deployment/a']);
   });
 });

@@ -31,7 +31,10 @@ const cm = (name: string, extra = '') => `apiVersion: v1\nkind: ConfigMap\nmetad
 
 describe('plain processor', () => {
   it('renders the argo-rollouts v1.8.4 install.yaml: 15 objects, in file order', async () => {
-    const { objects, warnings } = await plainProcessor.render(join(FIXTURES, 'argo-rollouts-v1.8.4'), undefined, { name: 'rollouts', installNamespace: 'argo-rollouts' });
+    const { objects, warnings } = await plainProcessor.render(join(FIXTURES, 'argo-rollouts-v1.8.4'), undefined, {
+      name: 'rollouts',
+      installNamespace: 'argo-rollouts',
+    });
     expect(warnings).toEqual([]);
     expect(objects.map((o) => `${o.apiVersion} ${o.kind} ${o.metadata.name}`)).toEqual([
       'apiextensions.k8s.io/v1 CustomResourceDefinition analysisruns.argoproj.io',
@@ -79,7 +82,10 @@ describe('plain processor', () => {
   });
 
   it('multi-document files, empty documents, and List kinds flattened', async () => {
-    await write('all.yaml', `---\n${cm('one')}---\n# just a comment\n---\napiVersion: v1\nkind: List\nitems:\n- ${cm('two').replaceAll('\n', '\n  ')}\n- apiVersion: v1\n  kind: ConfigMapList\n  items:\n  - ${cm('three').replaceAll('\n', '\n    ')}\n`);
+    await write(
+      'all.yaml',
+      `---\n${cm('one')}---\n# just a comment\n---\napiVersion: v1\nkind: List\nitems:\n- ${cm('two').replaceAll('\n', '\n  ')}\n- apiVersion: v1\n  kind: ConfigMapList\n  items:\n  - ${cm('three').replaceAll('\n', '\n    ')}\n`,
+    );
     const { objects } = await plainProcessor.render(dir, undefined, { name: 'bd' });
     expect(objects.map((o) => o.metadata.name)).toEqual(['one', 'two', 'three']);
   });
@@ -131,7 +137,10 @@ describe('plain processor', () => {
   });
 
   it('the same name in different groups or kinds is not a duplicate', async () => {
-    await write('a.yaml', `${cm('x')}---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n---\napiVersion: example.com/v1\nkind: ConfigMap\nmetadata:\n  name: x\n`);
+    await write(
+      'a.yaml',
+      `${cm('x')}---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n---\napiVersion: example.com/v1\nkind: ConfigMap\nmetadata:\n  name: x\n`,
+    );
     const { objects } = await plainProcessor.render(dir, undefined, { name: 'bd' });
     expect(objects).toHaveLength(3);
   });

@@ -32,7 +32,10 @@ export function toGoldenYaml(objects: KubeObject[]): string {
 }
 
 const dirsIn = async (dir: string): Promise<string[]> =>
-  (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => join(dir, e.name)).sort();
+  (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => join(dir, e.name))
+    .sort();
 const bundles = [...(await dirsIn(FIXTURES)), join(TESTDATA, 'argocd-operator.v0.6.0-multinamespace')];
 
 describe('registry-v1 golden files', () => {

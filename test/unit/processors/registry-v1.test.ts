@@ -80,7 +80,7 @@ describe('registry-v1 install modes', () => {
     expect(deploy.spec.template.metadata.annotations['olm.targetNamespaces']).toBe('team-a');
   });
 
-  it('the bundle\'s other manifests get the install namespace when namespaced', async () => {
+  it("the bundle's other manifests get the install namespace when namespaced", async () => {
     const r = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd' });
     expect(names(r.objects.filter((o) => ['Service', 'ConfigMap'].includes(o.kind)))).toEqual([
       'Service argocd/argocd-operator-controller-manager-metrics-service',
@@ -130,7 +130,9 @@ describe('registry-v1 MultiNamespace (config.registryV1.watchNamespaces)', () =>
       'RoleBinding team-b/argocd-operator.v0-22gmilmgp91wu25is5i2ec598hni8owq3l71bbkl7iz3',
     ]);
     // no promotion to cluster scope outside AllNamespaces
-    expect(r.objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).not.toContain('argocd-operator.v0.-3gkm3u8zfarktdile5wekso69zs9bgzb988mhjm0y6p');
+    expect(r.objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).not.toContain(
+      'argocd-operator.v0.-3gkm3u8zfarktdile5wekso69zs9bgzb988mhjm0y6p',
+    );
     const annotations = (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.metadata.annotations;
     expect(annotations['olm.targetNamespaces']).toBe('team-a,team-b');
     expect(annotations['olm.operatorNamespace']).toBe('argocd');
@@ -151,12 +153,16 @@ describe('registry-v1 MultiNamespace (config.registryV1.watchNamespaces)', () =>
   it('the install namespace among the targets also needs OwnNamespace (OLM v1)', async () => {
     const err = await errorOf(renderRegistryV1(MULTI, { installNamespace: 'argocd', watchNamespaces: ['argocd', 'team-a'] }));
     expect(err.code).toBe('unsupported-install-mode');
-    expect(err.message).toMatch(/does not support install mode MultiNamespace with the install namespace "argocd" among its targets \(that needs OwnNamespace\)/);
+    expect(err.message).toMatch(
+      /does not support install mode MultiNamespace with the install namespace "argocd" among its targets \(that needs OwnNamespace\)/,
+    );
   });
 
   it('a bundle without MultiNamespace refuses two namespaces; one listed namespace is watchNamespace', async () => {
     const err = await errorOf(renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespaces: ['team-a', 'team-b'] }));
-    expect(err.message).toMatch(/^ClusterServiceVersion argocd-operator\.v0\.6\.0 does not support install mode MultiNamespace; it supports AllNamespaces, OwnNamespace, SingleNamespace /);
+    expect(err.message).toMatch(
+      /^ClusterServiceVersion argocd-operator\.v0\.6\.0 does not support install mode MultiNamespace; it supports AllNamespaces, OwnNamespace, SingleNamespace /,
+    );
     const one = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespaces: ['team-a'] });
     const shorthand = await renderRegistryV1(ARGOCD, { installNamespace: 'argocd', watchNamespace: 'team-a' });
     expect(one.mode).toBe('SingleNamespace');
@@ -178,7 +184,9 @@ describe('registry-v1 MultiNamespace (config.registryV1.watchNamespaces)', () =>
   });
 
   it('the processor reads deploymentConfig from config.registryV1 and applies it to the Deployments', async () => {
-    const config = { registryV1: { deploymentConfig: { nodeSelector: { 'node-role.kubernetes.io/infra': '' }, env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }] } } };
+    const config = {
+      registryV1: { deploymentConfig: { nodeSelector: { 'node-role.kubernetes.io/infra': '' }, env: [{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }] } },
+    };
     const r = await registryV1Processor.render(ARGOCD, config, { name: 'bd', installNamespace: 'argocd' });
     const pod = (r.objects.find((o) => o.kind === 'Deployment') as any).spec.template.spec;
     expect(pod.nodeSelector).toEqual({ 'node-role.kubernetes.io/infra': '' });
@@ -238,7 +246,9 @@ describe('registry-v1 webhooks (cert-manager)', () => {
   it('is an error when the cluster does not serve cert-manager.io/v1', async () => {
     const err = await errorOf(renderRegistryV1(WEBHOOK5, { installNamespace: 'webhooks', apiVersions: SERVED.filter((v) => !v.startsWith('cert-manager')) }));
     expect(err.code).toBe('unsupported-api');
-    expect(err.message).toContain('cert-manager.io/v1 Issuer webhooks/webhook-operator-controller-manager-service-c-selfsigned-issuer: the cluster does not serve cert-manager.io/v1 (webhook certificates need cert-manager installed)');
+    expect(err.message).toContain(
+      'cert-manager.io/v1 Issuer webhooks/webhook-operator-controller-manager-service-c-selfsigned-issuer: the cluster does not serve cert-manager.io/v1 (webhook certificates need cert-manager installed)',
+    );
   });
 
   it('rendering is deterministic: same bundle, same digest', async () => {
@@ -274,7 +284,9 @@ describe('registry-v1 bundle errors', () => {
   it('a CSV that does not parse names the file and the fields', async () => {
     const dir = await copyBundle(WEBHOOK5);
     const csvPath = join(dir, 'manifests/webhook-operator.clusterserviceversion.yaml');
-    const text = (await readFile(csvPath, 'utf8')).replace('    - supported: true\n      type: AllNamespaces', '    - supported: sometimes\n      type: AllNamespaces').replace('      containerPort: 443\n      conversionCRDs', '      containerPort: https\n      conversionCRDs');
+    const text = (await readFile(csvPath, 'utf8'))
+      .replace('    - supported: true\n      type: AllNamespaces', '    - supported: sometimes\n      type: AllNamespaces')
+      .replace('      containerPort: 443\n      conversionCRDs', '      containerPort: https\n      conversionCRDs');
     await writeFile(csvPath, text);
     const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'webhooks' }));
     expect(err.code).toBe('invalid-bundle');
@@ -286,7 +298,10 @@ describe('registry-v1 bundle errors', () => {
 
   it('a CSV with a YAML syntax error names the file and line', async () => {
     const dir = await copyBundle(WEBHOOK5);
-    await writeFile(join(dir, 'manifests/webhook-operator.clusterserviceversion.yaml'), 'apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata: {name: x\n');
+    await writeFile(
+      join(dir, 'manifests/webhook-operator.clusterserviceversion.yaml'),
+      'apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata: {name: x\n',
+    );
     const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'webhooks' }));
     expect(err.code).toBe('parse-error');
     expect(err.subject).toMatch(/^manifests\/webhook-operator\.clusterserviceversion\.yaml:\d+$/);
@@ -300,7 +315,9 @@ describe('registry-v1 bundle errors', () => {
     await writeFile(join(dir, 'manifests/argoproj.io_argocds.yaml'), crd.replace('apiextensions.k8s.io/v1', 'apiextensions.k8s.io/v1beta1'));
     const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'argocd' }));
     expect(err.message).toContain('manifests/extra: subdirectories are not allowed in manifests/');
-    expect(err.message).toContain('CustomResourceDefinition argocds.argoproj.io uses apiextensions.k8s.io/v1beta1; registry+v1 bundles must use apiextensions.k8s.io/v1');
+    expect(err.message).toContain(
+      'CustomResourceDefinition argocds.argoproj.io uses apiextensions.k8s.io/v1beta1; registry+v1 bundles must use apiextensions.k8s.io/v1',
+    );
   });
 
   it('a kind OLM does not allow in bundles is refused', async () => {
@@ -317,21 +334,29 @@ describe('registry-v1 bundle errors', () => {
     await writeFile(csvPath, (await readFile(csvPath, 'utf8')).replaceAll('deploymentName: webhook-operator-controller-manager', 'deploymentName: gone'));
     await unlink(join(dir, 'manifests/webhook.operators.coreos.io_webhooktests.yaml'));
     const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'webhooks' }));
-    expect(err.message).toContain("cluster service definition references owned custom resource definition 'webhooktests.webhook.operators.coreos.io' not found in bundle");
+    expect(err.message).toContain(
+      "cluster service definition references owned custom resource definition 'webhooktests.webhook.operators.coreos.io' not found in bundle",
+    );
     expect(err.message).toContain("webhook of type 'ConversionWebhook' with name 'cwebhooktests.kb.io' references non-existent deployment 'gone'");
   });
 
   it('conversion webhooks require a bundle that supports only AllNamespaces', async () => {
     const dir = await copyBundle(WEBHOOK1);
     const csvPath = join(dir, 'manifests/webhook-operator.clusterserviceversion.yaml');
-    await writeFile(csvPath, (await readFile(csvPath, 'utf8')).replace('    - supported: false\n      type: OwnNamespace', '    - supported: true\n      type: OwnNamespace'));
+    await writeFile(
+      csvPath,
+      (await readFile(csvPath, 'utf8')).replace('    - supported: false\n      type: OwnNamespace', '    - supported: true\n      type: OwnNamespace'),
+    );
     const err = await errorOf(renderRegistryV1(dir, { installNamespace: 'webhooks' }));
     expect(err.message).toContain('bundle contains conversion webhook "cwebhooktests.kb.io" and supports install modes [AllNamespaces OwnNamespace]');
   });
 
   it('metadata/properties.yaml is merged into the olm.properties annotation', async () => {
     const dir = await copyBundle(ARGOCD);
-    await writeFile(join(dir, 'metadata/properties.yaml'), 'properties:\n- type: olm.maxOpenShiftVersion\n  value: "4.14"\n- type: olm.package\n  value: {version: 0.6.0, packageName: argocd-operator}\n');
+    await writeFile(
+      join(dir, 'metadata/properties.yaml'),
+      'properties:\n- type: olm.maxOpenShiftVersion\n  value: "4.14"\n- type: olm.package\n  value: {version: 0.6.0, packageName: argocd-operator}\n',
+    );
     const r = await renderRegistryV1(dir, { installNamespace: 'argocd' });
     const deploy = r.objects.find((o) => o.kind === 'Deployment') as any;
     expect(deploy.spec.template.metadata.annotations['olm.properties']).toBe(
@@ -344,7 +369,7 @@ describe('registry-v1 containment (links and size caps)', () => {
   const CM_FILE = 'manifests/argocd-operator-manager-config_v1_configmap.yaml';
 
   for (const [name, target] of [
-    ['/proc/self/environ (the controller\'s environment)', '/proc/self/environ'],
+    ["/proc/self/environ (the controller's environment)", '/proc/self/environ'],
     ['/dev/zero (endless)', '/dev/zero'],
     ['/dev/zero by a relative path', `${'../'.repeat(30)}dev/zero`],
   ] as const) {

@@ -77,7 +77,9 @@ describe('YAML node budget', () => {
     expect(e.stage).toBe('process');
     expect(e.terminal).toBe(true);
     expect(e.subject).toBe('bomb.yaml');
-    expect(e.message).toBe(`a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`);
+    expect(e.message).toBe(
+      `a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`,
+    );
     // not walked again by the reference reader
     expect(referenceRuns.count).toBe(runsBefore);
     // the old budget (2 M + 50 × bytes = 127 M nodes here) built values until 2.8 GiB of RSS
@@ -94,7 +96,9 @@ describe('YAML node budget', () => {
     const e = refusal(() => parseManifestStream(text, 'huge.yaml'));
     expect(e.code).toBe('yaml-alias-budget');
     expect(e.subject).toBe('huge.yaml');
-    expect(e.message).toBe(`a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`);
+    expect(e.message).toBe(
+      `a YAML document expands to more than ${YAML_MAX_NODES_PER_DOCUMENT} nodes (the limit per document; aliases are counted as expanded)`,
+    );
     expect({ fast: fastRuns.count, reference: referenceRuns.count }).toEqual(runs);
     expect(Math.max(process.resourceUsage().maxRSS * 1024, peakBefore) - before.rss).toBeLessThan(200 * MiB);
   });
@@ -102,7 +106,13 @@ describe('YAML node budget', () => {
   it.each([
     ['one document over the per-document limit', `a: [${'1,'.repeat(600)}1]\n`, 500, 10_000, /more than 500 nodes \(the limit per document/],
     ['null items (no scalar at all)', `${'-\n'.repeat(600)}`, 500, 10_000, /more than 500 nodes \(the limit per document/],
-    ['documents each within, together over the per-bundle limit', `${'---\n- 1\n- 2\n'.repeat(600)}`, 500, 1000, /the bundle's YAML expands to more than 1000 nodes/],
+    [
+      'documents each within, together over the per-bundle limit',
+      `${'---\n- 1\n- 2\n'.repeat(600)}`,
+      500,
+      1000,
+      /the bundle's YAML expands to more than 1000 nodes/,
+    ],
   ])('a stream of PRESCAN_MIN_CHARS or more is checked before it is parsed: %s', (_name, body, perDocument, perBundle, refused) => {
     const text = `# ${'p'.repeat(PRESCAN_MIN_CHARS)}\n${body}`;
     const runs = fastRuns.count;
@@ -110,12 +120,14 @@ describe('YAML node budget', () => {
     expect(fastRuns.count).toBe(runs);
   });
 
-  it('the reference reader reads at most REFERENCE_READER_MAX_NODES nodes: past them the fast reader\'s own error', () => {
+  it("the reference reader reads at most REFERENCE_READER_MAX_NODES nodes: past them the fast reader's own error", () => {
     const runs = referenceRuns.count;
     // a %TAG directive is left to the reference reader
     const tagged = refusal(() => parseManifestStream(`%TAG !e! tag:example.com,2000:\n---\n[${'1,'.repeat(REFERENCE_READER_MAX_NODES)}1]\n`, 'tagged.yaml'));
     expect(tagged.code).toBe('yaml-alias-budget');
-    expect(tagged.message).toBe(`%TAG directive: this YAML needs the reference reader, which reads at most ${REFERENCE_READER_MAX_NODES} nodes per stream (the limit; the stream has more)`);
+    expect(tagged.message).toBe(
+      `%TAG directive: this YAML needs the reference reader, which reads at most ${REFERENCE_READER_MAX_NODES} nodes per stream (the limit; the stream has more)`,
+    );
     // a walk error (null keys) is reported by the walk, with its line
     const nullKeys = refusal(() => parseManifestStream(`x: 1\ny: [${':,'.repeat(REFERENCE_READER_MAX_NODES)}:]\n`, 'keys.yaml'));
     expect(nullKeys.code).toBe('parse-error');
@@ -142,7 +154,13 @@ describe('YAML node budget', () => {
     ['one document within both limits', ['a'], 100, 1000, undefined],
     ['one document over the per-document limit', [bomb(2)], 100, 1000, /more than 100 nodes \(the limit per document/],
     // 31 nodes each
-    ['documents each within, together over the per-bundle limit', [SMALL, SMALL, SMALL], 100, 80, /the bundle's YAML expands to more than 80 nodes \(the limit per bundle/],
+    [
+      'documents each within, together over the per-bundle limit',
+      [SMALL, SMALL, SMALL],
+      100,
+      80,
+      /the bundle's YAML expands to more than 80 nodes \(the limit per bundle/,
+    ],
     ['documents each within, together within the per-bundle limit', [SMALL, SMALL, SMALL], 100, 93, undefined],
   ] as const)('%s', (_name, docs, perDocument, perBundle, refused) => {
     const budget = yamlBudget(perDocument, perBundle);
@@ -159,7 +177,7 @@ describe('YAML node budget', () => {
     expect(budget.remaining).toBe(997);
   });
 
-  it('nesting beyond the depth limit and recursive aliases keep the walk\'s own error', () => {
+  it("nesting beyond the depth limit and recursive aliases keep the walk's own error", () => {
     expect(() => parseManifestStream(`${'['.repeat(600)}${']'.repeat(600)}\n`, 'deep.yaml')).toThrow(/nesting deeper than 512 levels/);
   });
 
@@ -194,7 +212,9 @@ describe('YAML node budget', () => {
           const rel = relative(root, p);
           try {
             const r = parseManifestStream(await readFile(p, 'utf8'), rel);
-            got[rel] = createHash('sha256').update(JSON.stringify([r.documents, r.warnings])).digest('hex');
+            got[rel] = createHash('sha256')
+              .update(JSON.stringify([r.documents, r.warnings]))
+              .digest('hex');
           } catch (err) {
             got[rel] = `error: ${(err as Error).message}`;
           }

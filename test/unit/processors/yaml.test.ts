@@ -11,13 +11,45 @@ function one(text: string): unknown {
 
 describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
   it.each([
-    ['yes', true], ['Yes', true], ['YES', true], ['y', true], ['Y', true], ['on', true], ['ON', true], ['true', true],
-    ['no', false], ['n', false], ['off', false], ['Off', false], ['FALSE', false],
-    ['~', null], ['null', null], ['', null],
-    ['0755', 493], ['0o17', 15], ['0x1F', 31], ['0b101', 5], ['-0b11', -3], ['+12', 12], ['1_000', 1000],
-    ['08', 8], ['1e3', 1000], ['1.5', 1.5], ['.5', 0.5], ['-.5e1', -5],
-    ['1:20', '1:20'], ['190:20:30', '190:20:30'], ['2001-12-14', '2001-12-14'], ['2001-12-14t21:59:43.10-05:00', '2001-12-14t21:59:43.10-05:00'],
-    ['1e400', '1e400'], ['0x', '0x'], ['yess', 'yess'], ['True', true], ['tRUE', 'tRUE'], ['1.2.3', '1.2.3'], ['-x', '-x'],
+    ['yes', true],
+    ['Yes', true],
+    ['YES', true],
+    ['y', true],
+    ['Y', true],
+    ['on', true],
+    ['ON', true],
+    ['true', true],
+    ['no', false],
+    ['n', false],
+    ['off', false],
+    ['Off', false],
+    ['FALSE', false],
+    ['~', null],
+    ['null', null],
+    ['', null],
+    ['0755', 493],
+    ['0o17', 15],
+    ['0x1F', 31],
+    ['0b101', 5],
+    ['-0b11', -3],
+    ['+12', 12],
+    ['1_000', 1000],
+    ['08', 8],
+    ['1e3', 1000],
+    ['1.5', 1.5],
+    ['.5', 0.5],
+    ['-.5e1', -5],
+    ['1:20', '1:20'],
+    ['190:20:30', '190:20:30'],
+    ['2001-12-14', '2001-12-14'],
+    ['2001-12-14t21:59:43.10-05:00', '2001-12-14t21:59:43.10-05:00'],
+    ['1e400', '1e400'],
+    ['0x', '0x'],
+    ['yess', 'yess'],
+    ['True', true],
+    ['tRUE', 'tRUE'],
+    ['1.2.3', '1.2.3'],
+    ['-x', '-x'],
   ])('plain %j → %j', (text, expected) => {
     const v = one(`v: ${text}\n`) as { v: unknown };
     expect(v.v).toEqual(expected);
@@ -29,7 +61,13 @@ describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
 
   it('explicit tags', () => {
     expect(one(`a: !!str yes\nb: !!int "12"\nc: !!float 1\nd: !custom 12\ne: ! 12\nf: !!binary aGk=\ng: !!timestamp 2001-01-01\n`)).toEqual({
-      a: 'yes', b: 12, c: 1, d: '12', e: '12', f: 'hi', g: '2001-01-01',
+      a: 'yes',
+      b: 12,
+      c: 1,
+      d: '12',
+      e: '12',
+      f: 'hi',
+      g: '2001-01-01',
     });
     expect(() => resolveYamlScalar('abc', '!!int')).toThrow(/cannot decode !!str `abc` as a !!int/);
   });
@@ -59,7 +97,9 @@ describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
 
   it('anchors, aliases and merge keys (explicit keys win)', () => {
     expect(one(`base: &b {x: 1, w: 2}\nd:\n  <<: *b\n  w: 3\nl:\n  <<: [*b, {z: 4}]\n`)).toEqual({
-      base: { x: 1, w: 2 }, d: { x: 1, w: 3 }, l: { x: 1, w: 2, z: 4 },
+      base: { x: 1, w: 2 },
+      d: { x: 1, w: 3 },
+      l: { x: 1, w: 2, z: 4 },
     });
   });
 
@@ -87,7 +127,10 @@ describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
 
   it('multi-document: empty and comment-only documents are skipped; lines are reported', () => {
     const r = parseManifestStream('---\n# nothing\n---\na: 1\n---\n---\nb: 2\n...\n', 'm.yaml');
-    expect(r.documents.map((d) => [d.value, d.line])).toEqual([[{ a: 1 }, 4], [{ b: 2 }, 7]]);
+    expect(r.documents.map((d) => [d.value, d.line])).toEqual([
+      [{ a: 1 }, 4],
+      [{ b: 2 }, 7],
+    ]);
   });
 
   it('syntax errors name file and line', () => {
@@ -106,7 +149,10 @@ describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
 
   it('JSON streams, including concatenated objects', () => {
     const r = parseManifestStream('{"a": 1}\n{"b": "yes", "c": [1, {"d": null}]}', 'x.json');
-    expect(r.documents.map((d) => [d.value, d.line])).toEqual([[{ a: 1 }, 1], [{ b: 'yes', c: [1, { d: null }] }, 2]]);
+    expect(r.documents.map((d) => [d.value, d.line])).toEqual([
+      [{ a: 1 }, 1],
+      [{ b: 'yes', c: [1, { d: null }] }, 2],
+    ]);
     expect(() => parseManifestStream('{"a": }', 'x.json')).toThrow(/invalid JSON/);
     expect(() => parseManifestStream('{"a": 12345678901234567890}', 'x.json')).toThrow(/cannot be represented exactly/);
   });

@@ -54,15 +54,37 @@ describe('reaches', () => {
   });
 });
 
-const cond = (type: Condition['type'], status: Condition['status'], reason: string, observedGeneration = 2): Condition => ({ type, status, reason, message: 'm', observedGeneration, lastTransitionTime: 't' });
+const cond = (type: Condition['type'], status: Condition['status'], reason: string, observedGeneration = 2): Condition => ({
+  type,
+  status,
+  reason,
+  message: 'm',
+  observedGeneration,
+  lastTransitionTime: 't',
+});
 
-function bd(name: string, opts: { generation?: number; observed?: number; installed?: Condition; progressing?: Condition; paused?: boolean; deleting?: boolean; labels?: Record<string, string> } = {}): BundleDeployment {
+function bd(
+  name: string,
+  opts: {
+    generation?: number;
+    observed?: number;
+    installed?: Condition;
+    progressing?: Condition;
+    paused?: boolean;
+    deleting?: boolean;
+    labels?: Record<string, string>;
+  } = {},
+): BundleDeployment {
   return {
     apiVersion: 'core.rukpak.io/v1alpha2',
     kind: 'BundleDeployment',
     metadata: { name, generation: opts.generation ?? 2, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.deleting ? { deletionTimestamp: 't' } : {}) },
     spec: { format: 'plain', sources: [], ...(opts.paused ? { paused: true } : {}) },
-    status: { observedGeneration: opts.observed ?? 2, conditions: [opts.installed ?? cond('Installed', 'True', 'Installed'), opts.progressing ?? cond('Progressing', 'False', 'Succeeded')], activeRevision: { number: 3, contentDigest: 'd' } },
+    status: {
+      observedGeneration: opts.observed ?? 2,
+      conditions: [opts.installed ?? cond('Installed', 'True', 'Installed'), opts.progressing ?? cond('Progressing', 'False', 'Succeeded')],
+      activeRevision: { number: 3, contentDigest: 'd' },
+    },
   };
 }
 
@@ -74,12 +96,32 @@ describe('dependencyState (the built-in check)', () => {
     ['paused', bd('d', { paused: true, progressing: cond('Progressing', 'False', 'Paused') }), false, 'paused'],
     ['a newer generation not reconciled yet', bd('d', { generation: 3 }), false, 'not reconciled at generation 3 yet'],
     ['rolled back', bd('d', { progressing: cond('Progressing', 'False', 'RolledBack') }), false, 'failed (Progressing=False/RolledBack)'],
-    ['blocked', bd('d', { installed: cond('Installed', 'False', 'ApplyFailed'), progressing: cond('Progressing', 'False', 'Blocked') }), false, 'failed (Progressing=False/Blocked)'],
+    [
+      'blocked',
+      bd('d', { installed: cond('Installed', 'False', 'ApplyFailed'), progressing: cond('Progressing', 'False', 'Blocked') }),
+      false,
+      'failed (Progressing=False/Blocked)',
+    ],
     ['rolling out', bd('d', { progressing: cond('Progressing', 'True', 'RollingOut') }), false, 'not done yet (Progressing=True/RollingOut)'],
     ['retrying', bd('d', { progressing: cond('Progressing', 'True', 'Retrying') }), false, 'not done yet (Progressing=True/Retrying)'],
-    ['a lineage conflict', bd('d', { installed: cond('Installed', 'False', 'Conflict'), progressing: cond('Progressing', 'False', 'Conflict') }), false, 'not done yet (Progressing=False/Conflict)'],
-    ['waiting for its own dependencies', bd('d', { installed: cond('Installed', 'False', 'Pending'), progressing: cond('Progressing', 'False', 'DependencyNotReady') }), false, 'waiting for its own dependencies (Progressing=False/DependencyNotReady)'],
-    ['a condition of an older generation', bd('d', { progressing: cond('Progressing', 'False', 'Succeeded', 1) }), false, 'not done yet (Progressing=False/Succeeded)'],
+    [
+      'a lineage conflict',
+      bd('d', { installed: cond('Installed', 'False', 'Conflict'), progressing: cond('Progressing', 'False', 'Conflict') }),
+      false,
+      'not done yet (Progressing=False/Conflict)',
+    ],
+    [
+      'waiting for its own dependencies',
+      bd('d', { installed: cond('Installed', 'False', 'Pending'), progressing: cond('Progressing', 'False', 'DependencyNotReady') }),
+      false,
+      'waiting for its own dependencies (Progressing=False/DependencyNotReady)',
+    ],
+    [
+      'a condition of an older generation',
+      bd('d', { progressing: cond('Progressing', 'False', 'Succeeded', 1) }),
+      false,
+      'not done yet (Progressing=False/Succeeded)',
+    ],
   ];
   it.each(cases)('%s', (_what, dep, succeeded, state) => {
     expect(dependencyState(dep)).toEqual({ succeeded, state });
@@ -109,7 +151,9 @@ describe('dependencyVerdicts', () => {
 
   it('readyExpr on a missing dependency: not found; one reading a missing key or yielding no bool: not ready, naming the expression only', () => {
     expect(dependencyVerdicts(self, [{ name: 'db', readyExpr: 'true' }], lookup)[0]!.why).toBe('not found');
-    expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: "dep.metadata.labels['secret-value'] == 'x'" }], lookup)[0]!.why).toBe(`readyExpr dep.metadata.labels['secret-value'] == 'x': no such key; state: ready`);
+    expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: "dep.metadata.labels['secret-value'] == 'x'" }], lookup)[0]!.why).toBe(
+      `readyExpr dep.metadata.labels['secret-value'] == 'x': no such key; state: ready`,
+    );
     expect(dependencyVerdicts(self, [{ name: 'crds', readyExpr: 'dep.metadata.name' }], lookup)[0]!.why).toMatch(/does not yield a bool/);
   });
 

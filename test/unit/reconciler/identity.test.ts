@@ -3,7 +3,8 @@ import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { serviceAccountOf } from '../../../src/reconciler/identity.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
-const bd = (spec: Partial<BundleDeployment['spec']>): BundleDeployment => ({ metadata: { name: 'app' }, spec: { format: 'plain', sources: [], ...spec } }) as unknown as BundleDeployment;
+const bd = (spec: Partial<BundleDeployment['spec']>): BundleDeployment =>
+  ({ metadata: { name: 'app' }, spec: { format: 'plain', sources: [], ...spec } }) as unknown as BundleDeployment;
 
 describe('serviceAccountOf', () => {
   it('the controller acts when neither the BD nor the controller names an account', () => {
@@ -11,7 +12,10 @@ describe('serviceAccountOf', () => {
   });
 
   it('spec.serviceAccount wins over the default, in installNamespace', () => {
-    expect(serviceAccountOf(bd({ installNamespace: 'team-a', serviceAccount: { name: 'installer' } }), 'hoist-default')).toEqual({ namespace: 'team-a', name: 'installer' });
+    expect(serviceAccountOf(bd({ installNamespace: 'team-a', serviceAccount: { name: 'installer' } }), 'hoist-default')).toEqual({
+      namespace: 'team-a',
+      name: 'installer',
+    });
     expect(serviceAccountOf(bd({ installNamespace: 'team-a' }), 'hoist-default')).toEqual({ namespace: 'team-a', name: 'hoist-default' });
   });
 

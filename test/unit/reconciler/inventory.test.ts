@@ -6,14 +6,21 @@ import { describe, expect, it } from 'vitest';
 import { inventoryEntry, inventoryOf, MAX_INVENTORY_BYTES, MAX_INVENTORY_ENTRIES, revisionSecretsOf } from '../../../src/reconciler/inventory.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
-const obj = (apiVersion: string, kind: string, name: string, namespace?: string): KubeObject => ({ apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) } });
+const obj = (apiVersion: string, kind: string, name: string, namespace?: string): KubeObject => ({
+  apiVersion,
+  kind,
+  metadata: { name, ...(namespace ? { namespace } : {}) },
+});
 const where = revisionSecretsOf('hoist-system', 'web', 3);
 
 describe('inventoryEntry (Flux ids)', () => {
   it.each([
     [obj('apps/v1', 'Deployment', 'web', 'prod'), { id: 'prod_web_apps_Deployment', v: 'apps/v1' }],
     [obj('v1', 'ConfigMap', 'cfg', 'prod'), { id: 'prod_cfg__ConfigMap', v: 'v1' }],
-    [obj('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'rollouts.argoproj.io'), { id: '_rollouts.argoproj.io_apiextensions.k8s.io_CustomResourceDefinition', v: 'apiextensions.k8s.io/v1' }],
+    [
+      obj('apiextensions.k8s.io/v1', 'CustomResourceDefinition', 'rollouts.argoproj.io'),
+      { id: '_rollouts.argoproj.io_apiextensions.k8s.io_CustomResourceDefinition', v: 'apiextensions.k8s.io/v1' },
+    ],
   ])('%o', (o, want) => {
     expect(inventoryEntry(o)).toEqual(want);
   });
@@ -22,14 +29,21 @@ describe('inventoryEntry (Flux ids)', () => {
 describe('inventoryOf', () => {
   it('lists every object, sorted by id, when they fit', () => {
     const inv = inventoryOf([obj('v1', 'Service', 'web', 'b'), obj('apps/v1', 'Deployment', 'web', 'a'), obj('v1', 'Namespace', 'a')], where);
-    expect(inv).toEqual({ entries: [{ id: '_a__Namespace', v: 'v1' }, { id: 'a_web_apps_Deployment', v: 'apps/v1' }, { id: 'b_web__Service', v: 'v1' }] });
+    expect(inv).toEqual({
+      entries: [
+        { id: '_a__Namespace', v: 'v1' },
+        { id: 'a_web_apps_Deployment', v: 'apps/v1' },
+        { id: 'b_web__Service', v: 'v1' },
+      ],
+    });
   });
 
   it('an empty revision: no entries', () => {
     expect(inventoryOf([], where)).toEqual({ entries: [] });
   });
 
-  const many = (n: number, nameLength = 8) => Array.from({ length: n }, (_, i) => obj('v1', 'ConfigMap', `${String(i).padStart(5, '0')}${'x'.repeat(nameLength)}`, 'ns'));
+  const many = (n: number, nameLength = 8) =>
+    Array.from({ length: n }, (_, i) => obj('v1', 'ConfigMap', `${String(i).padStart(5, '0')}${'x'.repeat(nameLength)}`, 'ns'));
   const cases: Array<[string, number, number, number]> = [
     // [what, objects, name length, entries listed]
     ['exactly the entry limit', MAX_INVENTORY_ENTRIES, 8, MAX_INVENTORY_ENTRIES],
@@ -45,7 +59,12 @@ describe('inventoryOf', () => {
     // the first ids in order, whatever order the objects came in
     expect(inv.entries.map((e) => e.id)).toEqual(objects.slice(0, listed).map((o) => inventoryEntry(o).id));
     expect(JSON.stringify(inv.entries).length).toBeLessThanOrEqual(MAX_INVENTORY_BYTES);
-    if (listed < n) expect(inv).toMatchObject({ truncated: true, total: n, revisionSecrets: { namespace: 'hoist-system', labelSelector: 'core.rukpak.io/revision-of=web,core.rukpak.io/revision=3' } });
+    if (listed < n)
+      expect(inv).toMatchObject({
+        truncated: true,
+        total: n,
+        revisionSecrets: { namespace: 'hoist-system', labelSelector: 'core.rukpak.io/revision-of=web,core.rukpak.io/revision=3' },
+      });
     else expect(inv).toEqual({ entries: inv.entries });
   });
 });

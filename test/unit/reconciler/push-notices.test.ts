@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, GitRef, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import { PushNotices } from '../../../src/reconciler/push-notices.ts';
 
-const bd = (name: string, sources: SourceSpec[]): BundleDeployment => ({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment', metadata: { name }, spec: { format: 'plain', sources } });
+const bd = (name: string, sources: SourceSpec[]): BundleDeployment => ({
+  apiVersion: 'core.rukpak.io/v1alpha2',
+  kind: 'BundleDeployment',
+  metadata: { name },
+  spec: { format: 'plain', sources },
+});
 const gitSrc = (repository: string, ref: GitRef): SourceSpec => ({ kind: 'git', git: { repository, ref } });
 
 describe('PushNotices', () => {
@@ -17,7 +22,10 @@ describe('PushNotices', () => {
 
   it('marks and re-queues only the BDs following that repository (normalised) and branch', () => {
     const queued: string[] = [];
-    const p = new PushNotices(() => all, (n) => queued.push(n));
+    const p = new PushNotices(
+      () => all,
+      (n) => queued.push(n),
+    );
     expect(p.notify(['https://git.example/Team/App'], 'main')).toBe(2);
     expect(queued).toEqual(['main', 'main-too']);
     expect(p.takePushed('main')).toBe(true);
@@ -28,14 +36,20 @@ describe('PushNotices', () => {
 
   it('an unknown repository or branch marks nothing', () => {
     const queued: string[] = [];
-    const p = new PushNotices(() => all, (n) => queued.push(n));
+    const p = new PushNotices(
+      () => all,
+      (n) => queued.push(n),
+    );
     expect(p.notify(['https://git.example/Team/Unknown.git'], 'main')).toBe(0);
     expect(p.notify(['https://git.example/Team/App.git'], 'feature')).toBe(0);
     expect(queued).toEqual([]);
   });
 
   it('forget drops a pending mark', () => {
-    const p = new PushNotices(() => all, () => undefined);
+    const p = new PushNotices(
+      () => all,
+      () => undefined,
+    );
     p.notify(['https://git.example/Team/App.git'], 'release');
     p.forget('release');
     expect(p.takePushed('release')).toBe(false);

@@ -42,7 +42,11 @@ function harness(slots: number): { ctx: StepContext; peak: () => number; calls: 
 }
 
 function bd(status?: BundleDeployment['status']): BundleDeployment {
-  const sources: SourceSpec[] = Array.from({ length: 8 }, (_, i) => ({ kind: 'git', destination: `s${i}`, git: { repository: `https://git.example/r${i}.git`, ref: { branch: 'main' } } }));
+  const sources: SourceSpec[] = Array.from({ length: 8 }, (_, i) => ({
+    kind: 'git',
+    destination: `s${i}`,
+    git: { repository: `https://git.example/r${i}.git`, ref: { branch: 'main' } },
+  }));
   return {
     apiVersion: 'core.rukpak.io/v1alpha2',
     kind: 'BundleDeployment',
@@ -55,7 +59,10 @@ function bd(status?: BundleDeployment['status']): BundleDeployment {
 describe('resolveSources', () => {
   it('8 sources resolve at most as many at once as the resolve semaphore has slots', async () => {
     const h = harness(2);
-    const resolved = await resolveSources(h.ctx, newState(bd(), () => new Date()));
+    const resolved = await resolveSources(
+      h.ctx,
+      newState(bd(), () => new Date()),
+    );
     expect(resolved).toHaveLength(8);
     expect(h.calls()).toBe(8);
     expect(h.peak()).toBe(2);
@@ -68,7 +75,10 @@ describe('resolveSources', () => {
     // every slot taken by someone else for the whole resolve: reuse must not need one
     let release!: () => void;
     const held = slots.run(() => new Promise<void>((r) => (release = r)));
-    const resolved = await resolveSources(h.ctx, newState(bd({ resolvedSources: recorded }), () => new Date()));
+    const resolved = await resolveSources(
+      h.ctx,
+      newState(bd({ resolvedSources: recorded }), () => new Date()),
+    );
     release();
     await held;
     expect(resolved).toHaveLength(8);

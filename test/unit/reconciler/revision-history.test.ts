@@ -21,7 +21,10 @@ describe('revision history', () => {
 
   it('rolls back to the active revision, else to the newest revision that did not fail', () => {
     expect(lastGoodRevision({ activeRevision: { number: 4, contentDigest: 'sha256:4' } }, 'sha256:5')).toMatchObject({ number: 4 });
-    const status = { activeRevision: { number: 5, contentDigest: 'sha256:5' }, revisions: [rev(2, 'Superseded'), rev(3, 'Superseded'), rev(4, 'Failed'), rev(5, 'Active')] };
+    const status = {
+      activeRevision: { number: 5, contentDigest: 'sha256:5' },
+      revisions: [rev(2, 'Superseded'), rev(3, 'Superseded'), rev(4, 'Failed'), rev(5, 'Active')],
+    };
     expect(lastGoodRevision(status, 'sha256:5')).toMatchObject({ number: 3 });
     expect(lastGoodRevision({ activeRevision: { number: 1, contentDigest: 'sha256:1' } }, 'sha256:1')).toBeUndefined();
   });
@@ -36,10 +39,26 @@ describe('revision history', () => {
     const cases: Array<[string, Parameters<typeof keptRevisions>[0], number[]]> = [
       ['nothing', {}, []],
       ['the trimmed list', { revisions: [rev(3, 'Failed'), rev(4, 'Active')] }, [3, 4]],
-      ['a failed attempt trimmed out of status (limit 0, Hold retries it)', { revisions: [rev(4, 'Active')], activeRevision: { number: 4, contentDigest: 'sha256:4' }, attemptedRevision: { number: 7, contentDigest: 'sha256:7', reason: 'ApplyFailed', generation: 3 } }, [4, 7]],
-      ['a revision applied phase by phase', { revisions: [rev(4, 'Active')], transition: { revision: 8, contentDigest: 'sha256:8', action: 'upgrade', startedAt: '2026-01-01T00:00:00Z' } }, [4, 8]],
+      [
+        'a failed attempt trimmed out of status (limit 0, Hold retries it)',
+        {
+          revisions: [rev(4, 'Active')],
+          activeRevision: { number: 4, contentDigest: 'sha256:4' },
+          attemptedRevision: { number: 7, contentDigest: 'sha256:7', reason: 'ApplyFailed', generation: 3 },
+        },
+        [4, 7],
+      ],
+      [
+        'a revision applied phase by phase',
+        { revisions: [rev(4, 'Active')], transition: { revision: 8, contentDigest: 'sha256:8', action: 'upgrade', startedAt: '2026-01-01T00:00:00Z' } },
+        [4, 8],
+      ],
     ];
-    for (const [what, status, want] of cases) expect([...keptRevisions(status)].sort((a, b) => a - b), what).toEqual(want);
+    for (const [what, status, want] of cases)
+      expect(
+        [...keptRevisions(status)].sort((a, b) => a - b),
+        what,
+      ).toEqual(want);
   });
 });
 
@@ -76,7 +95,13 @@ describe('lineage arbitration', () => {
       // [what, the BD, the BDs of lineage "op", labelled namesakes, members that may act]
       ['a newer namesake of a labelled lineage', squatter, [v1, squatter], ['op-v1'], ['op-v1']],
       ['an older namesake (the lineage named after it), once a labelled member joins', founder, [founder, v1], ['op-v1'], ['op-v1']],
-      ['a namesake of a lineage whose labelled member is paused', squatter, [bd('op-v1', '2026-01-01T00:00:00Z', { paused: true }), squatter], ['op-v1'], ['op-v1']],
+      [
+        'a namesake of a lineage whose labelled member is paused',
+        squatter,
+        [bd('op-v1', '2026-01-01T00:00:00Z', { paused: true }), squatter],
+        ['op-v1'],
+        ['op-v1'],
+      ],
       ['an unlabelled BundleDeployment alone in its lineage', squatter, [squatter], [], ['op']],
       ['a labelled member', v1, [v1, squatter], [], ['op-v1']],
     ] as const)('%s', (_what, subject, all, namesakes, members) => {

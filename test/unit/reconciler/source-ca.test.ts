@@ -3,7 +3,12 @@ import type { BundleDeployment, SourceSpec } from '../../../api/v1alpha2/types.t
 import { caRefOf, CONFIGMAP_KEY_PREFIX, referencedObjects, rotationKeysOf, verifyKeysRotated } from '../../../src/reconciler/inputs/source-ca.ts';
 
 const bd = (sources: SourceSpec[], serviceAccount?: string): BundleDeployment =>
-  ({ apiVersion: 'core.rukpak.io/v1alpha2', kind: 'BundleDeployment', metadata: { name: 'x' }, spec: { format: 'plain', installNamespace: 'team-a', sources, ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) } }) as BundleDeployment;
+  ({
+    apiVersion: 'core.rukpak.io/v1alpha2',
+    kind: 'BundleDeployment',
+    metadata: { name: 'x' },
+    spec: { format: 'plain', installNamespace: 'team-a', sources, ...(serviceAccount ? { serviceAccount: { name: serviceAccount } } : {}) },
+  }) as BundleDeployment;
 const git = (extra: object): SourceSpec => ({ kind: 'git', git: { repository: 'https://git.corp/a.git', ref: { branch: 'main' }, ...extra } });
 const http = (extra: object): SourceSpec => ({ kind: 'http', http: { url: 'https://files.corp/a.tgz', ...extra } });
 
@@ -28,8 +33,9 @@ describe('CA references of a source', () => {
     expect(rotationKeysOf(bd([cm]), cm, 'hoist-system')).toEqual(['hoist-system/ca', `${CONFIGMAP_KEY_PREFIX}hoist-system/ca`]);
   });
 
-  it('image.verify keys are referenced too, and their rotation is told apart from the auth Secret\'s', () => {
-    const img = (publicKeys: object): SourceSpec => ({ kind: 'image', image: { ref: 'quay.io/a/b:v1', auth: { secretRef: { name: 'pull' } }, verify: { publicKeys } } }) as SourceSpec;
+  it("image.verify keys are referenced too, and their rotation is told apart from the auth Secret's", () => {
+    const img = (publicKeys: object): SourceSpec =>
+      ({ kind: 'image', image: { ref: 'quay.io/a/b:v1', auth: { secretRef: { name: 'pull' } }, verify: { publicKeys } } }) as SourceSpec;
     const bySecret = img({ secretRef: { name: 'keys' } });
     const byConfigMap = img({ configMapRef: { name: 'keys' } });
     expect(referencedObjects(bd([bySecret]), bySecret, 'hoist-system')).toEqual({ secrets: ['hoist-system/pull', 'hoist-system/keys'], configMaps: [] });

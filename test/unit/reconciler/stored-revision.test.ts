@@ -26,7 +26,8 @@ function memoryClient(failListAfter = Infinity): KubeClient {
       return created;
     },
     async list(_type: unknown, opts: { labelSelector: string }) {
-      if (++lists > failListAfter) throw new TransportError('list', 'v1 Secret hoist-system', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' }));
+      if (++lists > failListAfter)
+        throw new TransportError('list', 'v1 Secret hoist-system', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' }));
       return { items: secrets.filter((s) => matches(s, opts.labelSelector)) };
     },
   } as unknown as KubeClient;
@@ -39,7 +40,11 @@ describe('storedRevision (render reuses what these inputs produced)', () => {
   it('finds the revision stored for the same inputs, with its objects; other inputs find none', async () => {
     const store = new RevisionStore(memoryClient(), 'hoist-system');
     await store.save('app', rev, objects);
-    expect(await storedRevision(store, 'app', 'in-1')).toEqual({ contentDigest: 'sha256:abc', objects, stored: { number: 3, contentDigest: 'sha256:abc', inputs: 'in-1' } });
+    expect(await storedRevision(store, 'app', 'in-1')).toEqual({
+      contentDigest: 'sha256:abc',
+      objects,
+      stored: { number: 3, contentDigest: 'sha256:abc', inputs: 'in-1' },
+    });
     expect(await storedRevision(store, 'app', 'in-2')).toBeUndefined();
     expect(await storedRevision(store, 'other', 'in-1')).toBeUndefined();
   });

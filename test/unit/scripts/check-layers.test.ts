@@ -55,25 +55,30 @@ describe('check-layers', () => {
   });
 
   it('passes on a tree that keeps the rules, including type-only imports of src/kube/types.ts', async () => {
-    const r = run(await tree({
-      ...base,
-      'src/processors/plain.ts': "import type { T } from '../kube/types.ts';\nimport { type T as U } from '../kube/types.ts';\n// import { c } from '../kube/client.ts';\nexport const p = (a: T, b: U) => [a, b];\n",
-      'src/cli/main.ts': "import { c } from '../kube/client.ts';\nimport '../devcluster/tools.ts';\nexport const m = c;\n",
-      'src/devcluster/tools.ts': "import { x } from '../util/errors.ts';\nexport const t = x;\n",
-    }));
+    const r = run(
+      await tree({
+        ...base,
+        'src/processors/plain.ts':
+          "import type { T } from '../kube/types.ts';\nimport { type T as U } from '../kube/types.ts';\n// import { c } from '../kube/client.ts';\nexport const p = (a: T, b: U) => [a, b];\n",
+        'src/cli/main.ts': "import { c } from '../kube/client.ts';\nimport '../devcluster/tools.ts';\nexport const m = c;\n",
+        'src/devcluster/tools.ts': "import { x } from '../util/errors.ts';\nexport const t = x;\n",
+      }),
+    );
     expect(r.out).toMatch(/layers: 7 files follow/);
     expect(r.code).toBe(0);
   });
 
   it('fails on an upward import, a value import of kube/types.ts from a pure layer, and devcluster imports', async () => {
-    const r = run(await tree({
-      ...base,
-      'src/util/bad.ts': "import { c } from '../kube/client.ts';\nexport const b = c;\n",
-      'src/processors/plain.ts': "import { helper } from '../kube/types.ts';\nexport const p = helper;\n",
-      'src/health/readiness.ts': "export { c } from '../kube/client.ts';\n",
-      'src/apply/applier.ts': "const m = await import('../devcluster/tools.ts');\nexport const a = m;\n",
-      'src/devcluster/tools.ts': "import { pino } from 'pino';\nexport const t = pino;\n",
-    }));
+    const r = run(
+      await tree({
+        ...base,
+        'src/util/bad.ts': "import { c } from '../kube/client.ts';\nexport const b = c;\n",
+        'src/processors/plain.ts': "import { helper } from '../kube/types.ts';\nexport const p = helper;\n",
+        'src/health/readiness.ts': "export { c } from '../kube/client.ts';\n",
+        'src/apply/applier.ts': "const m = await import('../devcluster/tools.ts');\nexport const a = m;\n",
+        'src/devcluster/tools.ts': "import { pino } from 'pino';\nexport const t = pino;\n",
+      }),
+    );
     expect(r.code).toBe(1);
     expect(r.out).toContain('src/util/bad.ts: imports src/kube/client.ts, outside what src/util may use');
     expect(r.out).toContain('src/processors/plain.ts: imports src/kube/types.ts, outside what src/processors may use (type-only imports of it are allowed');
@@ -83,14 +88,17 @@ describe('check-layers', () => {
     expect(r.out).toContain('5 violation(s), 0 cycle(s)');
   });
 
-  it('examples/ may build on src/kube and api/, not on Hoist\'s reconciler; src/webhook not on the reconciler either', async () => {
-    const r = run(await tree({
-      ...base,
-      'examples/operator/ok.ts': "import { c } from '../../src/kube/client.ts';\nimport { y } from '../../api/v1alpha2/types.ts';\nexport const o = [c, y];\n",
-      'examples/operator/bad.ts': "import { m } from '../../src/reconciler/manager.ts';\nexport const b = m;\n",
-      'src/reconciler/manager.ts': "export const m = 1;\n",
-      'src/webhook/receiver.ts': "import { m } from '../reconciler/manager.ts';\nimport { c } from '../kube/client.ts';\nexport const w = [m, c];\n",
-    }));
+  it("examples/ may build on src/kube and api/, not on Hoist's reconciler; src/webhook not on the reconciler either", async () => {
+    const r = run(
+      await tree({
+        ...base,
+        'examples/operator/ok.ts':
+          "import { c } from '../../src/kube/client.ts';\nimport { y } from '../../api/v1alpha2/types.ts';\nexport const o = [c, y];\n",
+        'examples/operator/bad.ts': "import { m } from '../../src/reconciler/manager.ts';\nexport const b = m;\n",
+        'src/reconciler/manager.ts': 'export const m = 1;\n',
+        'src/webhook/receiver.ts': "import { m } from '../reconciler/manager.ts';\nimport { c } from '../kube/client.ts';\nexport const w = [m, c];\n",
+      }),
+    );
     expect(r.code).toBe(1);
     expect(r.out).toContain('examples/operator/bad.ts: imports src/reconciler/manager.ts, outside what examples may use');
     expect(r.out).toContain('src/webhook/receiver.ts: imports src/reconciler/manager.ts, outside what src/webhook may use');
@@ -99,19 +107,23 @@ describe('check-layers', () => {
   });
 
   it('fails on a circular import among runtime imports, not among type-only ones', async () => {
-    const cyclic = run(await tree({
-      ...base,
-      'src/apply/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
-      'src/apply/b.ts': "import { c } from './c.ts';\nexport const b = () => c;\n",
-      'src/apply/c.ts': "import { a } from './a.ts';\nexport const c = () => a;\n",
-    }));
+    const cyclic = run(
+      await tree({
+        ...base,
+        'src/apply/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
+        'src/apply/b.ts': "import { c } from './c.ts';\nexport const b = () => c;\n",
+        'src/apply/c.ts': "import { a } from './a.ts';\nexport const c = () => a;\n",
+      }),
+    );
     expect(cyclic.code).toBe(1);
     expect(cyclic.out).toContain('circular import: src/apply/a.ts -> src/apply/b.ts -> src/apply/c.ts -> src/apply/a.ts');
-    const typesOnly = run(await tree({
-      ...base,
-      'src/apply/a.ts': "import type { B } from './b.ts';\nexport type A = { b?: B };\n",
-      'src/apply/b.ts': "import type { A } from './a.ts';\nexport type B = { a?: A };\n",
-    }));
+    const typesOnly = run(
+      await tree({
+        ...base,
+        'src/apply/a.ts': "import type { B } from './b.ts';\nexport type A = { b?: B };\n",
+        'src/apply/b.ts': "import type { A } from './a.ts';\nexport type B = { a?: A };\n",
+      }),
+    );
     expect(typesOnly.out).toMatch(/no circular imports/);
     expect(typesOnly.code).toBe(0);
   });

@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 describe('fetchThroughStore with concurrent misses', () => {
-  it('a caller that joined another origin\'s failed download makes its own', async () => {
+  it("a caller that joined another origin's failed download makes its own", async () => {
     const root = await mkdtemp(join(tmpdir(), 'hoist-cached-fetch-'));
     dirs.push(root);
     const store = new FsContentStore({ root });
@@ -27,7 +27,13 @@ describe('fetchThroughStore with concurrent misses', () => {
     const a = fetchAs('a', async () => {
       downloads.push('a');
       await gate;
-      throw new HoistError('tls verification failed: certificate signed by unknown authority', { stage: 'fetch', reason: 'FetchFailed', code: 'tls-verify-failed', subject: 'a', terminal: true });
+      throw new HoistError('tls verification failed: certificate signed by unknown authority', {
+        stage: 'fetch',
+        reason: 'FetchFailed',
+        code: 'tls-verify-failed',
+        subject: 'a',
+        terminal: true,
+      });
     });
     // B starts only once A's download is under way (under load A could otherwise come second and join B's)
     while (!downloads.includes('a')) await sleep(5);

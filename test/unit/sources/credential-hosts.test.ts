@@ -47,7 +47,10 @@ describe('credential hosts', () => {
 
   it('refuses a secret that names no hosts', () => {
     for (const hosts of [undefined, [], ['not a host']]) {
-      expect(refusal(() => credentialsForUrl(creds(hosts), new URL('https://git.example.com/'), 'fetch'))).toMatchObject({ code: 'credential-hosts-missing', stage: 'fetch' });
+      expect(refusal(() => credentialsForUrl(creds(hosts), new URL('https://git.example.com/'), 'fetch'))).toMatchObject({
+        code: 'credential-hosts-missing',
+        stage: 'fetch',
+      });
     }
   });
 });

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { reconciledSince, settledAfterChange, type LogRecord } from '../../support/controller-log.ts';
 
 const changed = (time: number, bd = 'app'): LogRecord => ({ level: 20, time, msg: 'managed object changed', bd });
-const reconciled = (time: number, durationMs: number, changedObjects: number, bd = 'app'): LogRecord => ({ level: 30, time, msg: 'reconciled', bd, durationMs, changed: changedObjects });
+const reconciled = (time: number, durationMs: number, changedObjects: number, bd = 'app'): LogRecord => ({
+  level: 30,
+  time,
+  msg: 'reconciled',
+  bd,
+  durationMs,
+  changed: changedObjects,
+});
 
 describe('settledAfterChange', () => {
   it.each([

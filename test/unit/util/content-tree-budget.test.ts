@@ -58,9 +58,11 @@ describe('verifyTree budget', () => {
     const reason = new Error('aborted');
     let checks = 0;
     // fires at the 5th check: root dir, a, b, the sub dir, then sub/l00
-    const signal = { throwIfAborted: () => {
-      if (++checks >= 5) throw reason;
-    } } as unknown as AbortSignal;
+    const signal = {
+      throwIfAborted: () => {
+        if (++checks >= 5) throw reason;
+      },
+    } as unknown as AbortSignal;
     await expect(verifyTree(root, { ...ctx, signal })).rejects.toBe(reason);
     expect(checks).toBe(5);
   });

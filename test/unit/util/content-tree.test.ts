@@ -72,10 +72,16 @@ describe('links that leave the tree, or end anywhere but at a regular file', () 
     ],
     ['/proc/self/environ', (r) => symlink('/proc/self/environ', join(r, 'x.yaml')), 'x.yaml', 'symlink-escape', /"\/proc\/self\/environ"/],
     ['/dev/zero by a relative path', (r) => symlink('../'.repeat(40) + 'dev/zero', join(r, 'x.yaml')), 'x.yaml', 'symlink-escape', /outside/],
-    ['a loop', async (r) => {
-      await symlink('b.yaml', join(r, 'a.yaml'));
-      await symlink('a.yaml', join(r, 'b.yaml'));
-    }, 'a.yaml', 'symlink-escape', /more than 40 levels of links \(the limit per chain/],
+    [
+      'a loop',
+      async (r) => {
+        await symlink('b.yaml', join(r, 'a.yaml'));
+        await symlink('a.yaml', join(r, 'b.yaml'));
+      },
+      'a.yaml',
+      'symlink-escape',
+      /more than 40 levels of links \(the limit per chain/,
+    ],
     ['a dangling link', (r) => symlink('nothing.yaml', join(r, 'x.yaml')), 'x.yaml', 'not-found', /does not exist in the content tree/],
     ['a link to a directory', (r) => symlink('sub', join(r, 'x')), 'x', 'not-a-regular-file', /a directory/],
   ];

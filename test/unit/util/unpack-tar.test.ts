@@ -17,7 +17,6 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-
 async function tree(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
   for (const ent of (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -96,18 +95,10 @@ describe('unpackTar: hostile archives', () => {
     ['absolute path', [{ header: { name: '/etc/evil' }, body: 'x' }], 'path-traversal', /absolute/],
     ['absolute symlink', [{ header: { name: 'l', type: 'symlink', linkname: '/etc/passwd' } }], 'symlink-escape', /"l"/],
     ['relative symlink escaping', [{ header: { name: 'a/l', type: 'symlink', linkname: '../../x' } }], 'symlink-escape', /outside/],
-    [
-      'hardlink escaping',
-      [{ header: { name: 'h', type: 'link', linkname: '../outside' } }],
-      'hardlink-escape',
-      /"h"/,
-    ],
+    ['hardlink escaping', [{ header: { name: 'h', type: 'link', linkname: '../outside' } }], 'hardlink-escape', /"h"/],
     [
       'hardlink to a symlink (would change meaning in another directory)',
-      [
-        { header: { name: 'a/b/l', type: 'symlink', linkname: '../x' } },
-        { header: { name: 'h', type: 'link', linkname: 'a/b/l' } },
-      ],
+      [{ header: { name: 'a/b/l', type: 'symlink', linkname: '../x' } }, { header: { name: 'h', type: 'link', linkname: 'a/b/l' } }],
       'hardlink-escape',
       /regular file/,
     ],
@@ -116,19 +107,13 @@ describe('unpackTar: hostile archives', () => {
     ['fifo', [{ header: { name: 'pipe', type: 'fifo' } }], 'special-file', /fifo/],
     [
       'write through an in-tree symlink to a directory',
-      [
-        { header: { name: 'd', type: 'symlink', linkname: '.' } },
-        { header: { name: 'd/f' }, body: 'x' },
-      ],
+      [{ header: { name: 'd', type: 'symlink', linkname: '.' } }, { header: { name: 'd/f' }, body: 'x' }],
       'path-traversal',
       /through symlink "d"/,
     ],
     [
       'symlink chain that only escapes once resolved (y -> ., x -> y/..)',
-      [
-        { header: { name: 'y', type: 'symlink', linkname: '.' } },
-        { header: { name: 'x', type: 'symlink', linkname: 'y/..' } },
-      ],
+      [{ header: { name: 'y', type: 'symlink', linkname: '.' } }, { header: { name: 'x', type: 'symlink', linkname: 'y/..' } }],
       'symlink-escape',
       /"x" resolves outside/,
     ],
@@ -188,7 +173,10 @@ describe('unpackTar: hostile archives', () => {
   });
 
   it('enforces the symlink count as they arrive, before resolving any (issue 23: each costs up to 40 lookups)', async () => {
-    const items = [{ header: { name: 'a.yaml' }, body: 'x' }, ...Array.from({ length: 4 }, (_, i) => ({ header: { name: `l${i}`, type: 'symlink' as const, linkname: 'a.yaml' } }))];
+    const items = [
+      { header: { name: 'a.yaml' }, body: 'x' },
+      ...Array.from({ length: 4 }, (_, i) => ({ header: { name: `l${i}`, type: 'symlink' as const, linkname: 'a.yaml' } })),
+    ];
     const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxLinks: 3 } }));
     expect(e.code).toBe('too-many-links');
     expect(e.message).toBe('archive has more than 3 symlinks (the limit per tree), at "l3"');
@@ -197,7 +185,9 @@ describe('unpackTar: hostile archives', () => {
   });
 
   it('enforces the single-file size from the header, before reading data', async () => {
-    const e = await failure(unpackTar(chunked(await buildTar([{ header: { name: 'big' }, body: 'x'.repeat(2000) }])), dest, { limits: { maxFileBytes: 1000 } }));
+    const e = await failure(
+      unpackTar(chunked(await buildTar([{ header: { name: 'big' }, body: 'x'.repeat(2000) }])), dest, { limits: { maxFileBytes: 1000 } }),
+    );
     expect(e.code).toBe('too-large');
     expect(e.message).toContain('"big"');
     await expect(lstat(join(dest, 'big'))).rejects.toThrow();
@@ -294,7 +284,15 @@ describe('unpackTar: OCI whiteouts', () => {
     it(`refuses the whiteout ${entry}, which would name a directory instead of an entry, and removes nothing`, async () => {
       const outside = join(work, 'outside.yaml');
       await writeFile(outside, 'x');
-      await unpackTar(chunked(await buildTar([{ header: { name: 'dir/keep.yaml' }, body: 'k' }, { header: { name: 'top.yaml' }, body: 't' }])), dest);
+      await unpackTar(
+        chunked(
+          await buildTar([
+            { header: { name: 'dir/keep.yaml' }, body: 'k' },
+            { header: { name: 'top.yaml' }, body: 't' },
+          ]),
+        ),
+        dest,
+      );
       const e = await failure(unpackTar(chunked(await buildTar([{ header: { name: entry } }])), dest, { whiteouts: true, subject: 'layer' }));
       expect(e).toMatchObject({ code: 'bad-archive', subject: 'layer', terminal: true });
       expect(e.message).toMatch(/^whiteout ".*" names "\.\.?", not an entry of its directory$/);

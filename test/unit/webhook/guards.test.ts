@@ -7,7 +7,13 @@ import { normalizeRepoUrl } from '../../../src/util/repo-url.ts';
 describe('normalizeRepoUrl', () => {
   it('one spelling for scheme/host case, userinfo, default port, trailing .git and slashes', () => {
     const want = 'https://github.com/Org/Repo';
-    for (const u of ['https://github.com/Org/Repo', 'HTTPS://GitHub.COM/Org/Repo.git', 'https://github.com/Org/Repo/', 'https://github.com/Org/Repo.git/', 'https://user:tok@github.com:443/Org/Repo.GIT']) {
+    for (const u of [
+      'https://github.com/Org/Repo',
+      'HTTPS://GitHub.COM/Org/Repo.git',
+      'https://github.com/Org/Repo/',
+      'https://github.com/Org/Repo.git/',
+      'https://user:tok@github.com:443/Org/Repo.GIT',
+    ]) {
       expect(normalizeRepoUrl(u), u).toBe(want);
     }
   });
@@ -76,7 +82,10 @@ describe('parsePush', () => {
   });
   it('GitLab Push Hook: project.git_http_url and the branch', () => {
     const push = { ref: 'refs/heads/release/1.x', project: { git_http_url: 'https://gitlab.com/g/p.git', web_url: 'https://gitlab.com/g/p' } };
-    expect(parsePush('gitlab', 'Push Hook', j(push))).toEqual({ repositories: ['https://gitlab.com/g/p.git', 'https://gitlab.com/g/p'], branch: 'release/1.x' });
+    expect(parsePush('gitlab', 'Push Hook', j(push))).toEqual({
+      repositories: ['https://gitlab.com/g/p.git', 'https://gitlab.com/g/p'],
+      branch: 'release/1.x',
+    });
     expect(parsePush('gitlab', 'Tag Push Hook', j(push))).toBeUndefined();
   });
   it('generic: {url, branch}', () => {

@@ -11,7 +11,11 @@ import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions
 import { signGeneric } from '../../../src/webhook/signatures.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 
-const SECRETS: Record<Provider, Buffer> = { github: Buffer.from('gh-secret-never-logged'), gitlab: Buffer.from('gl-secret-never-logged'), generic: Buffer.from('gen-secret-never-logged') };
+const SECRETS: Record<Provider, Buffer> = {
+  github: Buffer.from('gh-secret-never-logged'),
+  gitlab: Buffer.from('gl-secret-never-logged'),
+  generic: Buffer.from('gen-secret-never-logged'),
+};
 const REPO = 'http://git.example/org/app.git';
 
 let rx: WebhookReceiver | undefined;
@@ -25,7 +29,15 @@ async function start(extra: Partial<WebhookReceiverOptions> = {}, matched = 0) {
   const logs: string[] = [];
   const registry = new Registry();
   const log = pino({ level: 'debug' }, { write: (s: string) => void logs.push(s) });
-  rx = await startWebhookReceiver({ port: 0, host: '127.0.0.1', secrets: { secretFor: (p) => SECRETS[p] }, onPush: (e) => (pushes.push(e), matched), registry, log, ...extra });
+  rx = await startWebhookReceiver({
+    port: 0,
+    host: '127.0.0.1',
+    secrets: { secretFor: (p) => SECRETS[p] },
+    onPush: (e) => (pushes.push(e), matched),
+    registry,
+    log,
+    ...extra,
+  });
   const post = async (path: string, body: string, headers: Record<string, string>) => {
     const r = await fetch(`http://127.0.0.1:${rx!.port}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
     return { status: r.status, body: await r.text() };
@@ -61,14 +73,19 @@ describe('webhook receiver', () => {
       await s.post('/hooks/github', b, { 'x-github-event': 'push', 'x-github-delivery': 'x-2' }),
       await s.post('/hooks/github', b, ghHeaders(`${b} `, 'x-3')),
       await s.post('/hooks/gitlab', b, { 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': 'gl-secret-never-logge' }),
-      await s.post('/hooks/generic', b, { 'x-hoist-signature': signGeneric(b, Math.floor(Date.now() / 1000), SECRETS.github), 'x-hoist-timestamp': String(Math.floor(Date.now() / 1000)) }),
+      await s.post('/hooks/generic', b, {
+        'x-hoist-signature': signGeneric(b, Math.floor(Date.now() / 1000), SECRETS.github),
+        'x-hoist-timestamp': String(Math.floor(Date.now() / 1000)),
+      }),
     ];
     for (const a of answers) expect(a).toEqual({ status: 401, body: 'unauthorized\n' });
     expect(s.pushes).toEqual([]);
     const all = s.logs.join('');
     for (const secret of Object.values(SECRETS)) expect(all).not.toContain(secret.toString());
     expect(all).not.toContain('sha256=');
-    expect(await s.registry.getSingleMetricAsString('hoist_webhook_deliveries_total')).toContain('hoist_webhook_deliveries_total{provider="github",result="unauthorized"} 3');
+    expect(await s.registry.getSingleMetricAsString('hoist_webhook_deliveries_total')).toContain(
+      'hoist_webhook_deliveries_total{provider="github",result="unauthorized"} 3',
+    );
   });
 
   it('a replayed delivery is answered like the first and acts on nothing, under its own id or a fresh one', async () => {

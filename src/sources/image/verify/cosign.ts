@@ -88,7 +88,9 @@ export function parsePublicKeys(pem: string, label: string): TrustedKey[] {
     }
     const type = key.asymmetricKeyType;
     if (type !== 'ec' && type !== 'rsa' && type !== 'ed25519') throw badKey(label, `holds a ${type ?? 'unknown'} key; cosign keys are ECDSA, RSA or ed25519`);
-    const fingerprint = `sha256:${createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex')}`;
+    const fingerprint = `sha256:${createHash('sha256')
+      .update(key.export({ type: 'spki', format: 'der' }))
+      .digest('hex')}`;
     return { label: blocks.length > 1 ? `${label} #${i + 1}` : label, fingerprint, key };
   });
 }
@@ -125,13 +127,19 @@ export function checkPayload(payload: Buffer, digest: string): void {
     throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload is not JSON');
   }
   const critical = (doc as { critical?: { type?: unknown; image?: { 'docker-manifest-digest'?: unknown } } } | null)?.critical;
-  if (typeof critical !== 'object' || critical === null) throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload has no "critical" section');
+  if (typeof critical !== 'object' || critical === null)
+    throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload has no "critical" section');
   if (critical.type !== COSIGN_PAYLOAD_TYPE) {
-    throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, `the signed payload's critical.type is ${JSON.stringify(critical.type ?? null)}, not "${COSIGN_PAYLOAD_TYPE}"`);
+    throw new VerificationFailure(
+      SourceCode.SignaturePayloadInvalid,
+      `the signed payload's critical.type is ${JSON.stringify(critical.type ?? null)}, not "${COSIGN_PAYLOAD_TYPE}"`,
+    );
   }
   const signed = critical.image?.['docker-manifest-digest'];
-  if (typeof signed !== 'string') throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload names no critical.image.docker-manifest-digest');
-  if (signed !== digest) throw new VerificationFailure(SourceCode.SignatureDigestMismatch, `a trusted key signed ${signed}, not the resolved manifest ${digest}`);
+  if (typeof signed !== 'string')
+    throw new VerificationFailure(SourceCode.SignaturePayloadInvalid, 'the signed payload names no critical.image.docker-manifest-digest');
+  if (signed !== digest)
+    throw new VerificationFailure(SourceCode.SignatureDigestMismatch, `a trusted key signed ${signed}, not the resolved manifest ${digest}`);
 }
 
 /**

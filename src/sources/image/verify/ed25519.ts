@@ -95,7 +95,9 @@ export function verifyEd25519(message: Buffer, signature: Buffer, key: KeyObject
   if (!a || !r || s >= L) return false;
   const h = createHash('sha512');
   if (prehash) h.update(Buffer.concat([Buffer.from('SigEd25519 no Ed25519 collisions'), Buffer.from([1, 0])]));
-  h.update(signature.subarray(0, 32)).update(publicKey).update(prehash ? createHash('sha512').update(message).digest() : message);
+  h.update(signature.subarray(0, 32))
+    .update(publicKey)
+    .update(prehash ? createHash('sha512').update(message).digest() : message);
   const k = mod(littleEndian(h.digest()), L);
   return equal(multiply(BASE, s), add(r, multiply(a, k)));
 }

@@ -29,7 +29,10 @@ export async function findSignatures(client: RegistryClient, repo: ImageReferenc
   const at = (r: { tag?: string; digest?: string }): ImageReference => ({ registry: repo.registry, apiHost: repo.apiHost, repository: repo.repository, ...r });
   const tagged = await optional(client.getManifest(at({ tag: `${digest.replace(':', '-')}.sig` }), op));
   const out: SignatureCandidate[] = [];
-  if (tagged) out.push(...(await payloads(client, at({ digest: tagged.digest }), tagged.manifest.kind === 'manifest' ? tagged.manifest.layers : [], tagged.digest, 'tag', op)));
+  if (tagged)
+    out.push(
+      ...(await payloads(client, at({ digest: tagged.digest }), tagged.manifest.kind === 'manifest' ? tagged.manifest.layers : [], tagged.digest, 'tag', op)),
+    );
   for (const d of (await referrers(client, at({ digest }), digest, op)).slice(0, MAX_SIGNATURE_MANIFESTS)) {
     const m = await optional(client.getManifest(at({ digest: d }), op));
     if (m?.manifest.kind === 'manifest') out.push(...(await payloads(client, at({ digest: d }), m.manifest.layers, d, 'referrers', op)));
@@ -39,12 +42,16 @@ export async function findSignatures(client: RegistryClient, repo: ImageReferenc
 
 /** Digests of the cosign signature manifests that refer to `digest`: the referrers API, else the fallback tag's index. */
 async function referrers(client: RegistryClient, ref: ImageReference, digest: string, op: OperationContext): Promise<string[]> {
-  const res = await client.request(ref, {
-    method: 'GET',
-    path: `/v2/${ref.repository}/referrers/${digest}?artifactType=${encodeURIComponent(COSIGN_ARTIFACT_TYPE)}`,
-    headers: { accept: 'application/vnd.oci.image.index.v1+json' },
-    scope: 'pull',
-  }, op);
+  const res = await client.request(
+    ref,
+    {
+      method: 'GET',
+      path: `/v2/${ref.repository}/referrers/${digest}?artifactType=${encodeURIComponent(COSIGN_ARTIFACT_TYPE)}`,
+      headers: { accept: 'application/vnd.oci.image.index.v1+json' },
+      scope: 'pull',
+    },
+    op,
+  );
   let index: unknown;
   if (classifyStatus(res.statusCode) === SourceCode.NotFound) {
     // no referrers API (distribution v2): the referrers tag schema keeps the index at `sha256-<hex>`
@@ -59,20 +66,35 @@ async function referrers(client: RegistryClient, ref: ImageReference, digest: st
     try {
       index = JSON.parse(text);
     } catch {
-      throw sourceError('the referrers API answered with something other than JSON', { stage: op.stage, code: SourceCode.InvalidManifest, subject: formatReference(ref), terminal: false });
+      throw sourceError('the referrers API answered with something other than JSON', {
+        stage: op.stage,
+        code: SourceCode.InvalidManifest,
+        subject: formatReference(ref),
+        terminal: false,
+      });
     }
   }
   const manifests = (index as { manifests?: unknown } | null)?.manifests;
   if (!Array.isArray(manifests)) return [];
   // a registry may ignore the artifactType filter, and the tag index lists every kind of referrer
   return manifests
-    .filter((m): m is { artifactType: string; digest: string } => typeof m === 'object' && m !== null && (m as { artifactType?: unknown }).artifactType === COSIGN_ARTIFACT_TYPE)
+    .filter(
+      (m): m is { artifactType: string; digest: string } =>
+        typeof m === 'object' && m !== null && (m as { artifactType?: unknown }).artifactType === COSIGN_ARTIFACT_TYPE,
+    )
     .map((m) => m.digest)
     .filter((d) => typeof d === 'string' && /^sha256:[a-f0-9]{64}$/.test(d));
 }
 
 /** The simple-signing layers of one signature manifest, each payload read and digest-checked. */
-async function payloads(client: RegistryClient, ref: ImageReference, layers: readonly Descriptor[], manifest: string, via: 'tag' | 'referrers', op: OperationContext): Promise<SignatureCandidate[]> {
+async function payloads(
+  client: RegistryClient,
+  ref: ImageReference,
+  layers: readonly Descriptor[],
+  manifest: string,
+  via: 'tag' | 'referrers',
+  op: OperationContext,
+): Promise<SignatureCandidate[]> {
   const out: SignatureCandidate[] = [];
   for (const layer of layers) {
     if (layer.mediaType !== COSIGN_SIMPLESIGNING || layer.size > MAX_PAYLOAD_BYTES) continue;
@@ -89,7 +111,13 @@ async function readReferrers(body: AsyncIterable<Buffer>, subject: string, op: O
   let total = 0;
   for await (const chunk of body) {
     total += chunk.length;
-    if (total > MAX_REFERRERS_BYTES) throw sourceError(`the referrers list is larger than ${MAX_REFERRERS_BYTES} bytes`, { stage: op.stage, code: SourceCode.ManifestTooLarge, subject, terminal: true });
+    if (total > MAX_REFERRERS_BYTES)
+      throw sourceError(`the referrers list is larger than ${MAX_REFERRERS_BYTES} bytes`, {
+        stage: op.stage,
+        code: SourceCode.ManifestTooLarge,
+        subject,
+        terminal: true,
+      });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

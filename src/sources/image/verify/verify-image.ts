@@ -29,7 +29,16 @@ export async function verifyImage(
   const candidates = await findSignatures(client, repo, digest, op);
   try {
     const ok = verifyCandidates(candidates, digest, keys);
-    return { provider: 'cosign', policy, result: 'Verified', digest, key: ok.key.label, keyFingerprint: ok.key.fingerprint, signature: ok.manifest, via: ok.via };
+    return {
+      provider: 'cosign',
+      policy,
+      result: 'Verified',
+      digest,
+      key: ok.key.label,
+      keyFingerprint: ok.key.fingerprint,
+      signature: ok.manifest,
+      via: ok.via,
+    };
   } catch (e) {
     if (!(e instanceof VerificationFailure)) throw e;
     if (policy === 'Warn') return { provider: 'cosign', policy, result: 'Failed', digest, reason: e.code, message: e.message.slice(0, 1000) };
@@ -46,7 +55,12 @@ export async function verifyImage(
 function trustedKeys(set: PublicKeySet): TrustedKey[] {
   const keys = set.entries.flatMap((e) => parsePublicKeys(e.pem, `${set.from} key ${e.name}`));
   if (keys.length === 0) {
-    throw sourceError(`${set.from} has no *.pub entry holding a PEM public key`, { stage: 'spec', code: SourceCode.BadPublicKey, subject: set.from, terminal: true });
+    throw sourceError(`${set.from} has no *.pub entry holding a PEM public key`, {
+      stage: 'spec',
+      code: SourceCode.BadPublicKey,
+      subject: set.from,
+      terminal: true,
+    });
   }
   return keys;
 }

@@ -74,7 +74,7 @@ describe('helm gets a chart that cannot leak', () => {
     expect(err).toMatchObject({ code: 'special-file', subject: 'chart/files/pipe' });
   });
 
-  it('links that stay inside the tree keep working (also to a file next to the chart), and helm\'s warnings name no controller directory', async () => {
+  it("links that stay inside the tree keep working (also to a file next to the chart), and helm's warnings name no controller directory", async () => {
     await writeFile(path.join(tree, 'common.txt'), 'inside-value');
     await symlink('../../common.txt', path.join(chart, 'files', 'real'));
     await symlink('real', path.join(chart, 'files', 'p'));
@@ -110,7 +110,11 @@ describe('helm gets a chart that cannot leak', () => {
     await writeFile(path.join(chart, 'files', 'p'), 'x');
     await writeFile(
       path.join(chart, 'values.schema.json'),
-      JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', definitions: { s: { type: 'string' } }, properties: { name: { $ref: '#/definitions/s' } } }),
+      JSON.stringify({
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        definitions: { s: { type: 'string' } },
+        properties: { name: { $ref: '#/definitions/s' } },
+      }),
     );
     const r = await processor().render(tree, { helm: { values: { name: 'ok' } } }, ctx);
     expect(r.objects).toHaveLength(1);

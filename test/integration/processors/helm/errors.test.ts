@@ -50,9 +50,7 @@ describe('helm processor errors', () => {
   it('accepts values that satisfy the schema', async () => {
     const processor = createHelmProcessor({ helmBinary: toolPath('helm') });
     const r = await processor.render(path.join(testdata, 'schema-chart'), { helm: { values: { replicas: 3 } } }, ctx);
-    expect(r.objects).toEqual([
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'demo-settings' }, data: { replicas: '3' } },
-    ]);
+    expect(r.objects).toEqual([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'demo-settings' }, data: { replicas: '3' } }]);
   });
 
   it('names the template with a syntax error', async () => {
@@ -87,7 +85,9 @@ describe('helm processor errors', () => {
     const err = await renderError(path.join(testdata, 'dependency-mismatch'));
     expect(err.code).toBe('missing-dependency');
     expect(err.message).toContain('dependency "cache" ~3.1.0 is vendored in charts/ at a version that does not satisfy the constraint');
-    expect(err.message).toContain('subchart charts/backend (backend-1.4.2): dependency "database" 5.0.0 from oci://registry.example.com/charts is declared but missing');
+    expect(err.message).toContain(
+      'subchart charts/backend (backend-1.4.2): dependency "database" 5.0.0 from oci://registry.example.com/charts is declared but missing',
+    );
     expect(err.message).not.toContain('"backend"');
   });
 
@@ -128,9 +128,10 @@ describe('helm processor errors', () => {
 
   it('reports an invalid release name as a config error', async () => {
     const processor = createHelmProcessor({ helmBinary: toolPath('helm') });
-    await expect(
-      processor.render(path.join(testdata, 'schema-chart'), { helm: { releaseName: 'Not_Valid' } }, ctx),
-    ).rejects.toMatchObject({ code: 'invalid-config', terminal: true });
+    await expect(processor.render(path.join(testdata, 'schema-chart'), { helm: { releaseName: 'Not_Valid' } }, ctx)).rejects.toMatchObject({
+      code: 'invalid-config',
+      terminal: true,
+    });
   });
 
   it('is transient when helm cannot be started', async () => {

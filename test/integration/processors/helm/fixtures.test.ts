@@ -41,7 +41,11 @@ const API_VERSIONS = [
 
 const cases = charts.flatMap((chart) => {
   const ciDir = path.join(fixtures, chart, 'ci');
-  const ci = existsSync(ciDir) ? readdirSync(ciDir).filter((f) => /\.ya?ml$/.test(f)).sort() : [];
+  const ci = existsSync(ciDir)
+    ? readdirSync(ciDir)
+        .filter((f) => /\.ya?ml$/.test(f))
+        .sort()
+    : [];
   return [{ chart, values: undefined as string | undefined }, ...ci.map((f) => ({ chart, values: path.join(ciDir, f) }))];
 });
 
@@ -57,41 +61,45 @@ describe('helm processor vs helm template', () => {
   const processor = createHelmProcessor({ helmBinary: helm });
 
   it('covers every fixture chart', () => {
-    expect(charts).toEqual(['argo-rollouts-2.40.10', 'argo-rollouts-2.41.0', 'ingress-nginx-4.15.0', 'ingress-nginx-4.15.1', 'kube-state-metrics', 'prometheus-node-exporter']);
+    expect(charts).toEqual([
+      'argo-rollouts-2.40.10',
+      'argo-rollouts-2.41.0',
+      'ingress-nginx-4.15.0',
+      'ingress-nginx-4.15.1',
+      'kube-state-metrics',
+      'prometheus-node-exporter',
+    ]);
     expect(cases.length).toBeGreaterThanOrEqual(charts.length + 10);
   });
 
-  it.each(cases.map((c) => [`${c.chart} ${c.values ? path.basename(c.values) : '(no values)'}`, c] as const))(
-    '%s',
-    async (_name, c) => {
-      const chartDir = path.join(fixtures, c.chart);
-      const values = c.values ? ((parseYaml(readFileSync(c.values, 'utf8')) ?? {}) as Record<string, unknown>) : undefined;
-      const result = await processor.render(chartDir, values ? { helm: { values } } : undefined, {
-        name: 'hoist-test',
-        installNamespace: 'monitoring',
-        kubeVersion: KUBE_VERSION,
-        apiVersions: API_VERSIONS,
-      });
-      const reference = helmTemplateReference(helm, {
-        release: 'hoist-test',
-        chartDir,
-        namespace: 'monitoring',
-        ...(c.values ? { valuesFile: c.values } : {}),
-        kubeVersion: KUBE_VERSION,
-        apiVersions: API_VERSIONS,
-      });
-      expect(reference.length).toBeGreaterThan(0);
-      const ours = byKey(result.objects.map(unmarked));
-      const theirs = byKey(reference);
-      expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
-      for (const [k, o] of theirs) expect(ours.get(k), k).toEqual(o);
-      // the chart's other objects in helm's order, then its hooks in the order helm runs them
-      const isHook = (o: KubeObject) => o.metadata.annotations?.['helm.sh/hook'] !== undefined;
-      const main = reference.filter((o) => !isHook(o));
-      const hooks = reference.filter(isHook).sort(compareHooks);
-      expect(result.objects.map(keyOf)).toEqual([...main, ...hooks].map(keyOf));
-    },
-  );
+  it.each(cases.map((c) => [`${c.chart} ${c.values ? path.basename(c.values) : '(no values)'}`, c] as const))('%s', async (_name, c) => {
+    const chartDir = path.join(fixtures, c.chart);
+    const values = c.values ? ((parseYaml(readFileSync(c.values, 'utf8')) ?? {}) as Record<string, unknown>) : undefined;
+    const result = await processor.render(chartDir, values ? { helm: { values } } : undefined, {
+      name: 'hoist-test',
+      installNamespace: 'monitoring',
+      kubeVersion: KUBE_VERSION,
+      apiVersions: API_VERSIONS,
+    });
+    const reference = helmTemplateReference(helm, {
+      release: 'hoist-test',
+      chartDir,
+      namespace: 'monitoring',
+      ...(c.values ? { valuesFile: c.values } : {}),
+      kubeVersion: KUBE_VERSION,
+      apiVersions: API_VERSIONS,
+    });
+    expect(reference.length).toBeGreaterThan(0);
+    const ours = byKey(result.objects.map(unmarked));
+    const theirs = byKey(reference);
+    expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
+    for (const [k, o] of theirs) expect(ours.get(k), k).toEqual(o);
+    // the chart's other objects in helm's order, then its hooks in the order helm runs them
+    const isHook = (o: KubeObject) => o.metadata.annotations?.['helm.sh/hook'] !== undefined;
+    const main = reference.filter((o) => !isHook(o));
+    const hooks = reference.filter(isHook).sort(compareHooks);
+    expect(result.objects.map(keyOf)).toEqual([...main, ...hooks].map(keyOf));
+  });
 
   it('renders the same objects every time (pure)', async () => {
     const chartDir = path.join(fixtures, 'argo-rollouts-2.41.0');

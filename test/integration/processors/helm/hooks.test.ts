@@ -31,7 +31,7 @@ const EXPECTED = [
 ];
 
 describe('helm hooks', () => {
-  it('keeps every hook helm runs, marked with its events and after the other objects in helm\'s order; drops test hooks', async () => {
+  it("keeps every hook helm runs, marked with its events and after the other objects in helm's order; drops test hooks", async () => {
     const helm = toolPath('helm');
     const processor = createHelmProcessor({ helmBinary: helm });
     const r = await processor.render(chartDir, undefined, { name: 'rel', installNamespace: 'apps' });

@@ -35,11 +35,16 @@ afterEach(async () => {
 });
 
 const ctx = (helmValuesFrom: ValuesFromText[] = []): ProcessContext => ({ name: 'rel', installNamespace: 'apps', helmValuesFrom });
-const merged = (objects: readonly KubeObject[]): unknown => JSON.parse((objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> }).data['values.json']!);
+const merged = (objects: readonly KubeObject[]): unknown =>
+  JSON.parse((objects.find((o) => o.kind === 'ConfigMap') as KubeObject & { data: Record<string, string> }).data['values.json']!);
 
 describe('helm values layers', () => {
   it('merge in Flux order, each as helm --values merges it, equal to helm template with the same files', async () => {
-    const fromSecret: ValuesFromText = { ref: 'secret ns/db key values.yaml', text: 'db:\n  password: s3cr3t-db-pw\n  port: 6432\nreplicas: 5\n', secret: true };
+    const fromSecret: ValuesFromText = {
+      ref: 'secret ns/db key values.yaml',
+      text: 'db:\n  password: s3cr3t-db-pw\n  port: 6432\nreplicas: 5\n',
+      secret: true,
+    };
     const hostAt: ValuesFromText = { ref: 'configmap ns/env key host', text: 'db.prod.internal', targetPath: 'db.host', secret: false };
     const inline = { replicas: 7, image: { tag: '2.0' } };
     const out = await processor.render(tree, { helm: { valuesFiles: ['values-prod.yaml', 'env/extra.yaml'], values: inline } }, ctx([fromSecret, hostAt]));
@@ -68,11 +73,15 @@ describe('helm values layers', () => {
   });
 
   it('a targetPath value is typed as helm --set types it', async () => {
-    const out = await processor.render(tree, undefined, ctx([
-      { ref: 'configmap ns/c key n', text: '9', targetPath: 'replicas', secret: false },
-      { ref: 'configmap ns/c key q', text: '"0042"', targetPath: 'image.tag', secret: false },
-      { ref: 'configmap ns/c key a', text: 'x', targetPath: 'podAnnotations.app\\.kubernetes\\.io/part-of', secret: false },
-    ]));
+    const out = await processor.render(
+      tree,
+      undefined,
+      ctx([
+        { ref: 'configmap ns/c key n', text: '9', targetPath: 'replicas', secret: false },
+        { ref: 'configmap ns/c key q', text: '"0042"', targetPath: 'image.tag', secret: false },
+        { ref: 'configmap ns/c key a', text: 'x', targetPath: 'podAnnotations.app\\.kubernetes\\.io/part-of', secret: false },
+      ]),
+    );
     const values = merged(out.objects) as Record<string, unknown>;
     expect(values.replicas).toBe(9);
     expect(values.image).toEqual({ repository: 'registry.example/app', tag: '0042' });
@@ -97,7 +106,9 @@ describe('helm values layers', () => {
   });
 
   it("a Secret's value helm quotes in a schema error does not reach the message", async () => {
-    const err = await failure(processor.render(tree, undefined, ctx([{ ref: 'secret ns/db key values.yaml', text: 'db:\n  password: "Not Valid Pw!"\n', secret: true }])));
+    const err = await failure(
+      processor.render(tree, undefined, ctx([{ ref: 'secret ns/db key values.yaml', text: 'db:\n  password: "Not Valid Pw!"\n', secret: true }])),
+    );
     expect(err.code).toBe('values-schema');
     expect(err.message).toContain("at '/db/password': '<redacted>' does not match pattern");
     expect(err.describe()).not.toContain('Not Valid Pw!');

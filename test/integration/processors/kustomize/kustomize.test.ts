@@ -39,7 +39,9 @@ afterEach(async () => {
 function kustomizeBuild(dir: string): KubeObject[] {
   const r = spawnSync(kustomize, ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0) throw new Error(`kustomize build failed: ${r.stderr}`);
-  return parseAllDocuments(r.stdout).map((d) => d.toJS() as KubeObject).filter(Boolean);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as KubeObject)
+    .filter(Boolean);
 }
 
 describe('kustomize processor vs kustomize build', () => {
@@ -52,12 +54,22 @@ describe('kustomize processor vs kustomize build', () => {
 
   it('prod: what the overlay asks for is there (component, patch, merged generator, image, prefix)', async () => {
     const out = await processor.render(tree, { kustomize: { path: 'overlays/prod/' } }, ctx);
-    const deploy = out.objects.find((o) => o.kind === 'Deployment') as KubeObject & { spec: { replicas: number; template: { metadata: { annotations: Record<string, string> }; spec: { containers: Array<{ image: string; envFrom: Array<{ configMapRef: { name: string } }> }> } } } };
+    const deploy = out.objects.find((o) => o.kind === 'Deployment') as KubeObject & {
+      spec: {
+        replicas: number;
+        template: {
+          metadata: { annotations: Record<string, string> };
+          spec: { containers: Array<{ image: string; envFrom: Array<{ configMapRef: { name: string } }> }> };
+        };
+      };
+    };
     expect(deploy.metadata.name).toBe('prod-shop');
     expect(deploy.spec.replicas).toBe(3);
     expect(deploy.spec.template.metadata.annotations['prometheus.io/scrape']).toBe('true');
     expect(deploy.spec.template.spec.containers[0]!.image).toBe('registry.example/shop-prod:1.0.3');
-    const cm = out.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('prod-shop-config-')) as KubeObject & { data: Record<string, string> };
+    const cm = out.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('prod-shop-config-')) as KubeObject & {
+      data: Record<string, string>;
+    };
     expect(deploy.spec.template.spec.containers[0]!.envFrom[0]!.configMapRef.name).toBe(cm.metadata.name);
     expect(cm.data).toEqual({ FEATURE_CART: 'on', LOG_LEVEL: 'warn', 'banner.txt': 'Welcome to the shop\n' });
     expect(out.objects.map((o) => o.metadata.name)).toContain('prod-scrape');
@@ -108,7 +120,8 @@ describe('kustomize processor refuses', () => {
     );
     const err = await failure(processor.render(tree, { kustomize: { path: 'overlays/prod' } }, ctx));
     expect(err.code).toBe('remote-base');
-    for (const what of ['"https://example.com/t.yaml" (transformers)', '"https://example.com/p.yaml" (patches)', '"https://example.com/schema.json" (openapi)']) expect(err.message).toContain(`remote file ${what} is refused`);
+    for (const what of ['"https://example.com/t.yaml" (transformers)', '"https://example.com/p.yaml" (patches)', '"https://example.com/schema.json" (openapi)'])
+      expect(err.message).toContain(`remote file ${what} is refused`);
   });
 
   it('a base that is not in the bundle (kustomize would try it as a remote one), and one leaving the tree', async () => {
@@ -136,7 +149,10 @@ describe('kustomize processor refuses', () => {
 
   it('an exec plugin: kustomize refuses it (no plugin flags), and it never runs', async () => {
     const proof = path.join(work, 'ran');
-    await writeFile(path.join(tree, 'overlays/prod/plugin.yaml'), `apiVersion: example.com/v1\nkind: Pwn\nmetadata:\n  name: pwn\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /usr/bin/touch ${proof}\n`);
+    await writeFile(
+      path.join(tree, 'overlays/prod/plugin.yaml'),
+      `apiVersion: example.com/v1\nkind: Pwn\nmetadata:\n  name: pwn\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /usr/bin/touch ${proof}\n`,
+    );
     await writeFile(path.join(tree, 'overlays/prod/kustomization.yaml'), 'resources: [../../base]\ntransformers: [plugin.yaml]\n');
     const err = await failure(processor.render(tree, { kustomize: { path: 'overlays/prod' } }, ctx));
     expect(err).toMatchObject({ code: 'kustomize-failed', terminal: true });

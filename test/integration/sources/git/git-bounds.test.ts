@@ -38,7 +38,6 @@ function spec(repo: string, ref: { branch?: string; commit?: string }): SourceSp
   return { kind: 'git', git: { repository: `${server.url}/${repo}`, ref } };
 }
 
-
 async function fetchBranch(branch: keyof HostileRepos['tips'], opts: GitSourceOptions = {}): Promise<string> {
   const source = new GitSource({ workRoot: root, ...opts });
   const store = new FsContentStore({ root: join(root, `store-${Math.random().toString(36).slice(2)}`) });
@@ -137,7 +136,14 @@ describe('ref advertisement: streamed, small cap, only the refs asked for', () =
       expect([...adv.refs.keys()].sort()).toEqual(['refs/heads/branch-149999', 'refs/heads/main']);
       expect(adv.refs.get('refs/heads/main')?.oid).toBe(tips.main);
       // and by commit: every ref pointing at it, here all of them
-      const all = await fetchRefAdvertisement(`${server.url}/refs.git`, { auth: { secrets: [] }, transport, stage: 'fetch', subject: 'refs.git', maxBytes: 64 * 1024 * 1024, wants: { commit: tips.main } });
+      const all = await fetchRefAdvertisement(`${server.url}/refs.git`, {
+        auth: { secrets: [] },
+        transport,
+        stage: 'fetch',
+        subject: 'refs.git',
+        maxBytes: 64 * 1024 * 1024,
+        wants: { commit: tips.main },
+      });
       expect(all.refs.size).toBe(REFS + 1);
     } finally {
       await transport.close();

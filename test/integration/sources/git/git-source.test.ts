@@ -175,7 +175,9 @@ describe('fetch', () => {
     // the checkout alone (three small manifests) fits in 200 bytes; with the objects fetched it does not
     const err = await hoistError(src.fetch(s, await src.resolve(s, {}), new FsContentStore({ root, maxBytes: 200 }), {}));
     expect(err).toMatchObject({ stage: 'fetch', code: 'cache-budget', terminal: true, subject: 'fetched git objects' });
-    expect(err.message).toMatch(/^the fetched git objects would take more than the whole content-store budget of 200 bytes \(hoist run --cache-max-size\): \d+ bytes so far$/);
+    expect(err.message).toMatch(
+      /^the fetched git objects would take more than the whole content-store budget of 200 bytes \(hoist run --cache-max-size\): \d+ bytes so far$/,
+    );
     expect(await readdir(join(root, 'tmp'))).toEqual([]);
     // with room for both, the same fetch lands
     const dir = await src.fetch(s, await src.resolve(s, {}), new FsContentStore({ root, maxBytes: 1024 * 1024 }), {});

@@ -44,7 +44,10 @@ async function pushSample(reg: TestRegistry, name: string, text: string): Promis
   const client = new RegistryClient({ ca: reg.pki!.caCert });
   try {
     const layer = await writeLayer([{ name: 'hello.yaml', data: text }], join(work, `layer-${Math.random().toString(36).slice(2)}`));
-    const pushed = await pushImage(client, parseReference(`${reg.host}/${name}`), [layer], { stage: 'fetch', credential: { username: 'alice', password: PASSWORD } });
+    const pushed = await pushImage(client, parseReference(`${reg.host}/${name}`), [layer], {
+      stage: 'fetch',
+      credential: { username: 'alice', password: PASSWORD },
+    });
     return { digest: pushed.digest, layer };
   } finally {
     await client.close();
@@ -88,7 +91,9 @@ describe('htpasswd (Basic) registry over TLS', () => {
     const resolved = await src.resolve(spec(ref), ctx);
     const dir = await src.fetch(spec(ref), resolved, await store(), ctx);
     expect(await readFile(join(dir, 'hello.yaml'), 'utf8')).toBe('basic: true\n');
-    const info = JSON.parse(await skopeo(['inspect', `--cert-dir=${reg.pki!.certDir}`, '--creds', `alice:${PASSWORD}`, `docker://${ref}`])) as { Digest: string };
+    const info = JSON.parse(await skopeo(['inspect', `--cert-dir=${reg.pki!.certDir}`, '--creds', `alice:${PASSWORD}`, `docker://${ref}`])) as {
+      Digest: string;
+    };
     expect(info.Digest).toBe(resolved.status.digest);
   });
 
@@ -140,7 +145,9 @@ describe('htpasswd (Basic) registry over TLS', () => {
     const bob = { credentials: { data: reg.dockerConfig('bob', USERS.bob, proxy.host) } };
     await src.fetch(spec(ref), resolved, st, bob);
     // one authenticated HEAD by digest (after the 401 that names the scheme, when not yet known)
-    expect(proxy.requests.filter((r) => r.status === 200).map((r) => `${r.method} ${r.path}`)).toEqual([`HEAD /v2/private/app/manifests/${resolved.status.digest}`]);
+    expect(proxy.requests.filter((r) => r.status === 200).map((r) => `${r.method} ${r.path}`)).toEqual([
+      `HEAD /v2/private/app/manifests/${resolved.status.digest}`,
+    ]);
     expect(proxy.count(/\/blobs\//)).toBe(0);
     proxy.reset();
     await src.fetch(spec(ref), resolved, st, bob);
@@ -227,7 +234,8 @@ describe('token-auth registry over TLS', () => {
     const ctx = { credentials: { data: reg.dockerConfig('alice', PASSWORD, proxy.host) } };
     const src = source({ insecureHosts: [proxy.host, `127.0.0.1:${port}`] });
     proxy.reset();
-    proxy.tamper = (m, p) => (m === 'GET' && p.includes('/blobs/') ? { kind: 'redirect', location: `http://127.0.0.1:${port}/blob?X-Signature=abc` } : undefined);
+    proxy.tamper = (m, p) =>
+      m === 'GET' && p.includes('/blobs/') ? { kind: 'redirect', location: `http://127.0.0.1:${port}/blob?X-Signature=abc` } : undefined;
     try {
       const dir = await src.fetch(spec(ref), await src.resolve(spec(ref), ctx), await store(), ctx);
       expect(await readFile(join(dir, 'hello.yaml'), 'utf8')).toBe('private: true\n');

@@ -45,7 +45,11 @@ function spec(ref: string): SourceSpec {
 }
 
 /** pushes one image made of `layers` (each a list of tar entries) to the real registry */
-async function push(name: string, layers: LayerEntry[][], opts: { compression?: 'gzip' | 'zstd' | 'none'; platform?: { os: string; architecture: string } } = {}) {
+async function push(
+  name: string,
+  layers: LayerEntry[][],
+  opts: { compression?: 'gzip' | 'zstd' | 'none'; platform?: { os: string; architecture: string } } = {},
+) {
   const built = [];
   for (const entries of layers) built.push(await writeLayer(entries, join(work, `layer-${Math.random().toString(36).slice(2)}`), opts.compression ?? 'gzip'));
   return pushImage(pusher, parseReference(`${reg.host}/${name}`), built, pushCtx, opts.platform ? { platform: opts.platform } : {});
@@ -80,7 +84,12 @@ beforeAll(async () => {
   reg = await startRegistry({ auth: 'none' });
   proxy = await startCountingProxy(reg.url);
   pusher = new RegistryClient({ insecureHosts: [reg.host] });
-  await push('acme/app:v1', [[{ name: 'manifests/', type: 'directory' }, { name: 'manifests/cm.yaml', data: 'kind: ConfigMap\nmetadata: {name: a}\n' }]]);
+  await push('acme/app:v1', [
+    [
+      { name: 'manifests/', type: 'directory' },
+      { name: 'manifests/cm.yaml', data: 'kind: ConfigMap\nmetadata: {name: a}\n' },
+    ],
+  ]);
 });
 
 afterAll(async () => {
@@ -151,7 +160,10 @@ describe('image source against docker-registry', () => {
     const a = source();
     const b = source();
     proxy.reset();
-    const [da, db] = await Promise.all([a.fetch(spec(ref), await a.resolve(spec(ref), {}), st, {}), b.fetch(spec(ref), await b.resolve(spec(ref), {}), st, {})]);
+    const [da, db] = await Promise.all([
+      a.fetch(spec(ref), await a.resolve(spec(ref), {}), st, {}),
+      b.fetch(spec(ref), await b.resolve(spec(ref), {}), st, {}),
+    ]);
     expect(da).toBe(db);
     expect(proxy.count(/\/blobs\//, 'GET')).toBe(2); // two layers, each once
     expect(proxy.count(/\/manifests\//, 'GET')).toBe(1);
@@ -233,8 +245,13 @@ describe('image source against docker-registry', () => {
     const tgz = await writeLayer(entries(), join(work, 'chart.tgz'), 'gzip');
     const layer = await fileLayer(tgz.path, MEDIA_TYPES.helmChart);
     const config = Buffer.from(JSON.stringify({ name: 'argo-rollouts', version: '2.40.10', apiVersion: 'v2' }));
-    const pushed = await pushImage(pusher, parseReference(`${reg.host}/charts/argo-rollouts:2.40.10`), [layer], pushCtx, { configMediaType: MEDIA_TYPES.helmConfig, config });
-    const info = JSON.parse(await skopeo(['inspect', '--raw', '--tls-verify=false', `docker://${reg.host}/charts/argo-rollouts:2.40.10`])) as { config: { mediaType: string } };
+    const pushed = await pushImage(pusher, parseReference(`${reg.host}/charts/argo-rollouts:2.40.10`), [layer], pushCtx, {
+      configMediaType: MEDIA_TYPES.helmConfig,
+      config,
+    });
+    const info = JSON.parse(await skopeo(['inspect', '--raw', '--tls-verify=false', `docker://${reg.host}/charts/argo-rollouts:2.40.10`])) as {
+      config: { mediaType: string };
+    };
     expect(info.config.mediaType).toBe(MEDIA_TYPES.helmConfig);
 
     let kind = '';
@@ -326,7 +343,9 @@ describe('image source failures are condition-ready HoistErrors and publish noth
     const digest = `sha256:${(await import('node:crypto')).createHash('sha256').update(schema1).digest('hex')}`;
     const ref = `${proxy.host}/acme/old@${digest}`;
     proxy.tamper = (_m, p) =>
-      p.startsWith('/v2/acme/old/manifests/') ? { kind: 'respond', status: 200, headers: { 'content-type': 'application/vnd.docker.distribution.manifest.v1+prettyjws' }, body: schema1 } : undefined;
+      p.startsWith('/v2/acme/old/manifests/')
+        ? { kind: 'respond', status: 200, headers: { 'content-type': 'application/vnd.docker.distribution.manifest.v1+prettyjws' }, body: schema1 }
+        : undefined;
     try {
       const src = source();
       const e = await rejection(src.fetch(spec(ref), await src.resolve(spec(ref), {}), await store(), {}));
@@ -350,7 +369,12 @@ describe('image source failures are condition-ready HoistErrors and publish noth
   });
 
   it('a layer with ../ entries', async () => {
-    const pushed = await push('acme/traversal:v1', [[{ name: 'ok.yaml', data: 'ok' }, { name: '../../etc/evil', data: 'x' }]]);
+    const pushed = await push('acme/traversal:v1', [
+      [
+        { name: 'ok.yaml', data: 'ok' },
+        { name: '../../etc/evil', data: 'x' },
+      ],
+    ]);
     const ref = `${proxy.host}/acme/traversal@${pushed.digest}`;
     const st = await store();
     const src = source();
@@ -361,7 +385,12 @@ describe('image source failures are condition-ready HoistErrors and publish noth
   });
 
   it('a symlink escaping the tree', async () => {
-    const pushed = await push('acme/symlink:v1', [[{ name: 'link', type: 'symlink', linkname: '../../../../etc' }, { name: 'link/passwd', data: 'x' }]]);
+    const pushed = await push('acme/symlink:v1', [
+      [
+        { name: 'link', type: 'symlink', linkname: '../../../../etc' },
+        { name: 'link/passwd', data: 'x' },
+      ],
+    ]);
     const ref = `${proxy.host}/acme/symlink@${pushed.digest}`;
     const st = await store();
     const src = source();
@@ -446,7 +475,10 @@ describe('containment: the pulled tree as a whole (issue 8)', () => {
 
   it('links that stay inside the image keep working, also across layers', async () => {
     const pushed = await push('acme/inside-links:v1', [
-      [{ name: 'manifests/a.yaml', data: 'kind: A\n' }, { name: 'manifests/b.yaml', type: 'symlink', linkname: 'a.yaml' }],
+      [
+        { name: 'manifests/a.yaml', data: 'kind: A\n' },
+        { name: 'manifests/b.yaml', type: 'symlink', linkname: 'a.yaml' },
+      ],
       [{ name: 'more/c.yaml', type: 'symlink', linkname: '../manifests/b.yaml' }],
     ]);
     const ref = `${proxy.host}/acme/inside-links@${pushed.digest}`;
@@ -467,7 +499,10 @@ describe('containment: the pulled tree as a whole (issue 8)', () => {
     const tgz = await writeLayer(entries, join(work, 'evil-chart.tgz'), 'gzip');
     const layer = await fileLayer(tgz.path, MEDIA_TYPES.helmChart);
     const config = Buffer.from(JSON.stringify({ name: 'evil', version: '0.1.0', apiVersion: 'v2' }));
-    const pushed = await pushImage(pusher, parseReference(`${reg.host}/charts/evil:0.1.0`), [layer], pushCtx, { configMediaType: MEDIA_TYPES.helmConfig, config });
+    const pushed = await pushImage(pusher, parseReference(`${reg.host}/charts/evil:0.1.0`), [layer], pushCtx, {
+      configMediaType: MEDIA_TYPES.helmConfig,
+      config,
+    });
     const ref = `${proxy.host}/charts/evil@${pushed.digest}`;
     const st = await store();
     const src = source();

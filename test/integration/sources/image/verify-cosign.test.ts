@@ -27,7 +27,8 @@ let src: ImageSource;
 let cosign: Cosign;
 const keys = {} as Record<'ecdsa' | 'stranger' | 'rsa' | 'ed25519', CosignKey>;
 
-const sign = (key: keyof typeof keys, ref: string, extra: string[] = [], env: Record<string, string> = {}): Promise<void> => cosign.sign(keys[key], ref, extra, env);
+const sign = (key: keyof typeof keys, ref: string, extra: string[] = [], env: Record<string, string> = {}): Promise<void> =>
+  cosign.sign(keys[key], ref, extra, env);
 
 let seq = 0;
 async function pushApp(repo: string): Promise<string> {
@@ -35,7 +36,9 @@ async function pushApp(repo: string): Promise<string> {
   return (await pushImage(client, parseReference(`${reg.host}/${repo}:v1`), [layer], { stage: 'fetch' })).digest;
 }
 
-const trusting = (...names: (keyof typeof keys)[]) => async (): Promise<PublicKeySet> => ({ from: 'Secret hoist/keys', entries: names.map((n) => ({ name: `${n}.pub`, pem: keys[n].pub })) });
+const trusting =
+  (...names: (keyof typeof keys)[]) =>
+  async (): Promise<PublicKeySet> => ({ from: 'Secret hoist/keys', entries: names.map((n) => ({ name: `${n}.pub`, pem: keys[n].pub })) });
 const spec = (ref: string): SourceSpec => ({ kind: 'image', image: { ref, verify: { publicKeys: { secretRef: { name: 'keys' } } } } });
 
 beforeAll(async () => {
@@ -77,7 +80,10 @@ describe('image.verify on signatures made by the real cosign', () => {
   it('refuses another key, an unsigned image, and a signature moved to other content', async () => {
     const digest = await pushApp('app/stranger');
     await sign('stranger', `${reg.host}/app/stranger@${digest}`);
-    expect(await failure(src.resolve(spec(`${reg.host}/app/stranger:v1`), { publicKeys: trusting('ecdsa') }))).toMatchObject({ reason: 'VerificationFailed', code: 'signature-untrusted' });
+    expect(await failure(src.resolve(spec(`${reg.host}/app/stranger:v1`), { publicKeys: trusting('ecdsa') }))).toMatchObject({
+      reason: 'VerificationFailed',
+      code: 'signature-untrusted',
+    });
 
     const a = await pushApp('app/moved');
     await sign('ecdsa', `${reg.host}/app/moved@${a}`);

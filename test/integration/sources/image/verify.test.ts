@@ -43,14 +43,29 @@ async function pushApp(repo: string, value: string): Promise<string> {
 /** a signature manifest as cosign writes it; with `subject`, as an OCI 1.1 referrer */
 async function pushSignature(repo: string, signed: string, target: { tag?: string; subject?: { digest: string; size: number } }): Promise<string> {
   const ref = parseReference(`${proxy.host}/${repo}:x`);
-  const payload = Buffer.from(JSON.stringify({ critical: { identity: { 'docker-reference': `${proxy.host}/${repo}` }, image: { 'docker-manifest-digest': signed }, type: 'cosign container image signature' }, optional: null }));
+  const payload = Buffer.from(
+    JSON.stringify({
+      critical: {
+        identity: { 'docker-reference': `${proxy.host}/${repo}` },
+        image: { 'docker-manifest-digest': signed },
+        type: 'cosign container image signature',
+      },
+      optional: null,
+    }),
+  );
   const layer = await pushBlob(pusher, ref, payload, ctx);
   const config = await pushBlob(pusher, ref, Buffer.from('{}'), ctx);
   const manifest: Record<string, unknown> = {
     schemaVersion: 2,
     mediaType: MEDIA_TYPES.ociManifest,
     config: { mediaType: target.subject ? 'application/vnd.oci.empty.v1+json' : MEDIA_TYPES.ociConfig, ...config },
-    layers: [{ mediaType: 'application/vnd.dev.cosign.simplesigning.v1+json', ...layer, annotations: { 'dev.cosignproject.cosign/signature': sign('sha256', payload, privateKey).toString('base64') } }],
+    layers: [
+      {
+        mediaType: 'application/vnd.dev.cosign.simplesigning.v1+json',
+        ...layer,
+        annotations: { 'dev.cosignproject.cosign/signature': sign('sha256', payload, privateKey).toString('base64') },
+      },
+    ],
   };
   if (target.subject) {
     manifest.artifactType = COSIGN_ARTIFACT_TYPE;
@@ -60,7 +75,11 @@ async function pushSignature(repo: string, signed: string, target: { tag?: strin
   const digest = await pushManifest(pusher, { ...ref, tag: target.tag ?? `sig-${Date.now()}` }, bytes, MEDIA_TYPES.ociManifest, ctx);
   if (target.subject) {
     // the referrers tag schema: an index of referrers at tag sha256-<hex> of the subject
-    const index = { schemaVersion: 2, mediaType: MEDIA_TYPES.ociIndex, manifests: [{ mediaType: MEDIA_TYPES.ociManifest, digest, size: bytes.length, artifactType: COSIGN_ARTIFACT_TYPE }] };
+    const index = {
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPES.ociIndex,
+      manifests: [{ mediaType: MEDIA_TYPES.ociManifest, digest, size: bytes.length, artifactType: COSIGN_ARTIFACT_TYPE }],
+    };
     await pushManifest(pusher, { ...ref, tag: target.subject.digest.replace(':', '-') }, Buffer.from(JSON.stringify(index)), MEDIA_TYPES.ociIndex, ctx);
   }
   return digest;
@@ -93,8 +112,20 @@ describe('image.verify against a real registry', () => {
     proxy.reset();
     keyReads = 0;
     const r = await src.resolve(spec(`${proxy.host}/app/tagged:v1`), { publicKeys });
-    expect(r.status.verification).toMatchObject({ provider: 'cosign', policy: 'Enforce', result: 'Verified', digest, signature: sig, via: 'tag', key: 'Secret hoist/keys key cosign.pub' });
-    expect(r.status.verification?.keyFingerprint).toBe(`sha256:${createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex')}`);
+    expect(r.status.verification).toMatchObject({
+      provider: 'cosign',
+      policy: 'Enforce',
+      result: 'Verified',
+      digest,
+      signature: sig,
+      via: 'tag',
+      key: 'Secret hoist/keys key cosign.pub',
+    });
+    expect(r.status.verification?.keyFingerprint).toBe(
+      `sha256:${createHash('sha256')
+        .update(publicKey.export({ type: 'spki', format: 'der' }))
+        .digest('hex')}`,
+    );
     // HEAD of the tag, the .sig manifest, the referrers API (404) and its fallback tag (404), the payload
     expect(proxy.count(/\/blobs\//)).toBe(1);
     expect(proxy.count(/\/referrers\//)).toBe(1);
@@ -132,7 +163,11 @@ describe('image.verify against a real registry', () => {
     expect(warned.status.verification).toMatchObject({ policy: 'Warn', result: 'Failed', reason: 'signature-not-found', digest: unsigned });
     // a Warn failure is looked at again on a re-check
     proxy.reset();
-    await src.resolve(spec(`${proxy.host}/app/unsigned:v1`, { policy: 'Warn' }), { publicKeys, previous: warned.status as ResolvedSourceStatus, recheck: true });
+    await src.resolve(spec(`${proxy.host}/app/unsigned:v1`, { policy: 'Warn' }), {
+      publicKeys,
+      previous: warned.status as ResolvedSourceStatus,
+      recheck: true,
+    });
     expect(proxy.count(/\.sig$/)).toBe(1);
   });
 
@@ -144,7 +179,11 @@ describe('image.verify against a real registry', () => {
     expect(e).toMatchObject({ reason: 'VerificationFailed', code: 'signature-digest-mismatch' });
     expect(e.message).toContain(a);
 
-    const bad = await failure(src.resolve(spec(`${proxy.host}/app/moved@${b}`), { publicKeys: async () => ({ from: 'ConfigMap hoist/keys', entries: [{ name: 'k.pub', pem: 'nope' }] }) }));
+    const bad = await failure(
+      src.resolve(spec(`${proxy.host}/app/moved@${b}`), {
+        publicKeys: async () => ({ from: 'ConfigMap hoist/keys', entries: [{ name: 'k.pub', pem: 'nope' }] }),
+      }),
+    );
     expect(bad).toMatchObject({ stage: 'spec', code: 'bad-public-key', terminal: true });
     expect(bad.message).toContain('ConfigMap hoist/keys key k.pub');
     const none = await failure(src.resolve(spec(`${proxy.host}/app/moved@${b}`), { publicKeys: async () => ({ from: 'ConfigMap hoist/keys', entries: [] }) }));

@@ -4,18 +4,25 @@ import { helmFailure, parseHelmStderr } from '../../../../src/processors/helm/he
 describe('parseHelmStderr', () => {
   it('reads parse errors', () => {
     const r = parseHelmStderr('Error: parse error at (c/templates/x.yaml:3): function "foo" not defined\n\nUse --debug flag to render out invalid YAML\n');
-    expect(r).toEqual({ code: 'template-error', message: 'parse error at (c/templates/x.yaml:3): function "foo" not defined', location: { file: 'c/templates/x.yaml', line: 3 } });
+    expect(r).toEqual({
+      code: 'template-error',
+      message: 'parse error at (c/templates/x.yaml:3): function "foo" not defined',
+      location: { file: 'c/templates/x.yaml', line: 3 },
+    });
   });
 
   it('reads execution errors and fail/required messages', () => {
     expect(parseHelmStderr('Error: execution error at (c/templates/x.yaml:1:3): nope\n').location).toEqual({ file: 'c/templates/x.yaml', line: 1 });
     expect(
-      parseHelmStderr('Error: template: c/templates/x.yaml:7:13: executing "c/templates/x.yaml" at <.Values.x.y>: nil pointer evaluating interface {}.y\n').location,
+      parseHelmStderr('Error: template: c/templates/x.yaml:7:13: executing "c/templates/x.yaml" at <.Values.x.y>: nil pointer evaluating interface {}.y\n')
+        .location,
     ).toEqual({ file: 'c/templates/x.yaml', line: 7 });
   });
 
   it('reads YAML errors in rendered output (no line in the template)', () => {
-    const r = parseHelmStderr('Error: YAML parse error on c/templates/bad.yaml: error converting YAML to JSON: yaml: line 5: mapping values are not allowed in this context\n');
+    const r = parseHelmStderr(
+      'Error: YAML parse error on c/templates/bad.yaml: error converting YAML to JSON: yaml: line 5: mapping values are not allowed in this context\n',
+    );
     expect(r.code).toBe('template-error');
     expect(r.location).toEqual({ file: 'c/templates/bad.yaml' });
   });

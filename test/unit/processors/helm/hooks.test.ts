@@ -23,12 +23,9 @@ describe('classifyHook', () => {
     expect(classifyHook(hook('h', events))).toMatchObject({ action: 'keep-hook', events: runs });
   });
 
-  it.each(['test', 'test-success', 'pre-install,test', 'no-such-event', ''])(
-    'drops %j',
-    (events) => {
-      expect(classifyHook(hook('h', events)).action).toBe('drop');
-    },
-  );
+  it.each(['test', 'test-success', 'pre-install,test', 'no-such-event', ''])('drops %j', (events) => {
+    expect(classifyHook(hook('h', events)).action).toBe('drop');
+  });
 
   it('keeps objects without the hook annotation as they are', () => {
     expect(classifyHook(obj('plain'))).toEqual({ action: 'keep-manifest' });
@@ -52,13 +49,17 @@ describe('hookDeletePolicies', () => {
     ['before-hook-creation, hook-succeeded', ['before-hook-creation', 'hook-succeeded']],
     ['hook-failed,unknown', ['hook-failed']],
     ['unknown', ['before-hook-creation']],
-  ])('%j → %j (helm\'s default is before-hook-creation)', (raw, policies) => {
-    expect(hookDeletePolicies(obj('h', raw === undefined ? { 'helm.sh/hook': 'pre-install' } : { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': raw }))).toEqual(policies);
+  ])("%j → %j (helm's default is before-hook-creation)", (raw, policies) => {
+    expect(
+      hookDeletePolicies(
+        obj('h', raw === undefined ? { 'helm.sh/hook': 'pre-install' } : { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': raw }),
+      ),
+    ).toEqual(policies);
   });
 });
 
 describe('orderHooks', () => {
-  it('orders crds/, the rest, then hooks by weight, name and helm\'s kind order', () => {
+  it("orders crds/, the rest, then hooks by weight, name and helm's kind order", () => {
     const input = [
       { object: obj('crd', undefined, 'CustomResourceDefinition'), source: 'c/crds/crd.yaml' },
       { object: obj('sub-crd', undefined, 'CustomResourceDefinition'), source: 'c/charts/s/crds/crd.yaml' },
@@ -83,7 +84,7 @@ describe('orderHooks', () => {
 });
 
 describe('orderHooks kind order', () => {
-  it('sorts hooks of equal weight and name by helm\'s install order of kinds', () => {
+  it("sorts hooks of equal weight and name by helm's install order of kinds", () => {
     const input = [
       { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'Job'), source: 'c/templates/a.yaml' },
       { object: obj('same', { 'helm.sh/hook': 'pre-install' }, 'ServiceAccount'), source: 'c/templates/a.yaml' },

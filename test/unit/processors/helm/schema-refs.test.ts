@@ -31,10 +31,14 @@ describe('schemaReferenceProblems', () => {
 });
 
 describe('scrubPaths', () => {
-  it('replaces the tree and helm home in helm\'s text, longest first', () => {
-    const text = 'walk.go:75: found symbolic link in path: /var/cache/hoist/entries/ab12/content/chart/files/p resolves to /var/cache/hoist/entries/ab12/content/chart/files/real\nopen /tmp/hoist-helm-x1/values.json: denied';
-    expect(scrubPaths(text, [['/tmp/hoist-helm-x1', '<helm-home>'], ['/var/cache/hoist/entries/ab12/content', '.']])).toBe(
-      'walk.go:75: found symbolic link in path: chart/files/p resolves to chart/files/real\nopen <helm-home>/values.json: denied',
-    );
+  it("replaces the tree and helm home in helm's text, longest first", () => {
+    const text =
+      'walk.go:75: found symbolic link in path: /var/cache/hoist/entries/ab12/content/chart/files/p resolves to /var/cache/hoist/entries/ab12/content/chart/files/real\nopen /tmp/hoist-helm-x1/values.json: denied';
+    expect(
+      scrubPaths(text, [
+        ['/tmp/hoist-helm-x1', '<helm-home>'],
+        ['/var/cache/hoist/entries/ab12/content', '.'],
+      ]),
+    ).toBe('walk.go:75: found symbolic link in path: chart/files/p resolves to chart/files/real\nopen <helm-home>/values.json: denied');
   });
 });

@@ -105,4 +105,3 @@ describe('redaction of Secret values', () => {
     );
   });
 });
-

@@ -18,7 +18,13 @@ const C = 'c'.repeat(40);
 describe('ref advertisement', () => {
   it('parses refs, capabilities and peeled tags', () => {
     const body = Buffer.from(
-      pkt('# service=git-upload-pack\n') + '0000' + pkt(`${A} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`) + pkt(`${A} refs/heads/main\n`) + pkt(`${B} refs/tags/v1\n`) + pkt(`${C} refs/tags/v1^{}\n`) + '0000',
+      pkt('# service=git-upload-pack\n') +
+        '0000' +
+        pkt(`${A} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`) +
+        pkt(`${A} refs/heads/main\n`) +
+        pkt(`${B} refs/tags/v1\n`) +
+        pkt(`${C} refs/tags/v1^{}\n`) +
+        '0000',
     );
     const { refs, capabilities } = parseAdvertisement(body);
     expect(capabilities).toContain('symref=HEAD:refs/heads/main');
@@ -28,7 +34,14 @@ describe('ref advertisement', () => {
 
   it('streams: fed one byte at a time it keeps only the refs asked for, peeled values included', () => {
     const body = Buffer.from(
-      pkt('# service=git-upload-pack\n') + '0000' + pkt(`${A} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`) + pkt(`${A} refs/heads/main\n`) + pkt(`${B} refs/tags/v1\n`) + pkt(`${C} refs/tags/v1^{}\n`) + pkt(`${B} refs/tags/v2\n`) + '0000',
+      pkt('# service=git-upload-pack\n') +
+        '0000' +
+        pkt(`${A} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`) +
+        pkt(`${A} refs/heads/main\n`) +
+        pkt(`${B} refs/tags/v1\n`) +
+        pkt(`${C} refs/tags/v1^{}\n`) +
+        pkt(`${B} refs/tags/v2\n`) +
+        '0000',
     );
     const byName = new AdvertisementStream({ names: ['refs/tags/v1'] });
     for (let i = 0; i < body.length; i++) byName.push(body.subarray(i, i + 1));
@@ -164,7 +177,8 @@ describe('git environment', () => {
   });
 
   it('classifies git failures as terminal or transient', () => {
-    const f = (stderr: string) => classifyFetchFailure(new GitCommandError('x', { stderr, exitCode: 128, timedOut: false, aborted: false }), 'fetch', 's', true, 1000);
+    const f = (stderr: string) =>
+      classifyFetchFailure(new GitCommandError('x', { stderr, exitCode: 128, timedOut: false, aborted: false }), 'fetch', 's', true, 1000);
     expect(f("fatal: Authentication failed for 'https://h/r.git/'").code).toBe('auth-failed');
     expect(f("fatal: repository 'https://h/r.git/' not found").code).toBe('not-found');
     expect(f('fatal: remote error: upload-pack: not our ref ' + A).code).toBe('unknown-ref');
@@ -176,9 +190,12 @@ describe('git environment', () => {
     expect(timeout.terminal).toBe(false);
   });
 
-  it('names an unknown authority in the transport\'s words, never curl\'s CA file', () => {
-    const f = (stderr: string) => classifyFetchFailure(new GitCommandError('x', { stderr, exitCode: 128, timedOut: false, aborted: false }), 'fetch', 's', false, 1000);
-    const gnutls = f("fatal: unable to access 'https://h/r.git/': server certificate verification failed. CAfile: /tmp/hoist-git-ab12/home/ca.pem CRLfile: none");
+  it("names an unknown authority in the transport's words, never curl's CA file", () => {
+    const f = (stderr: string) =>
+      classifyFetchFailure(new GitCommandError('x', { stderr, exitCode: 128, timedOut: false, aborted: false }), 'fetch', 's', false, 1000);
+    const gnutls = f(
+      "fatal: unable to access 'https://h/r.git/': server certificate verification failed. CAfile: /tmp/hoist-git-ab12/home/ca.pem CRLfile: none",
+    );
     const openssl = f("fatal: unable to access 'https://h/r.git/': SSL certificate problem: unable to get local issuer certificate");
     for (const e of [gnutls, openssl]) {
       expect(e.code).toBe('tls-verify-failed');

@@ -4,7 +4,9 @@ import { parseChallenges, pickChallenge } from '../../../../src/sources/image/ch
 describe('WWW-Authenticate parsing', () => {
   it('parses a registry bearer challenge', () => {
     const c = parseChallenges('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/nginx:pull"');
-    expect(c).toEqual([{ scheme: 'bearer', params: { realm: 'https://auth.docker.io/token', service: 'registry.docker.io', scope: 'repository:library/nginx:pull' } }]);
+    expect(c).toEqual([
+      { scheme: 'bearer', params: { realm: 'https://auth.docker.io/token', service: 'registry.docker.io', scope: 'repository:library/nginx:pull' } },
+    ]);
   });
 
   it('parses several challenges, quoted commas, escapes and tokens', () => {

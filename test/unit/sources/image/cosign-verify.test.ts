@@ -6,7 +6,14 @@
  */
 import { createHash, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkPayload, parsePublicKeys, signatureMatches, VerificationFailure, verifyCandidates, type SignatureCandidate } from '../../../../src/sources/image/verify/cosign.ts';
+import {
+  checkPayload,
+  parsePublicKeys,
+  signatureMatches,
+  VerificationFailure,
+  verifyCandidates,
+  type SignatureCandidate,
+} from '../../../../src/sources/image/verify/cosign.ts';
 import { verifyEd25519 } from '../../../../src/sources/image/verify/ed25519.ts';
 import { isHoistError } from '../../../../src/util/errors.ts';
 
@@ -14,12 +21,18 @@ const DIGEST = `sha256:${'a'.repeat(64)}`;
 const OTHER = `sha256:${'b'.repeat(64)}`;
 
 function payload(digest: string, type = 'cosign container image signature'): Buffer {
-  return Buffer.from(JSON.stringify({ critical: { identity: { 'docker-reference': '127.0.0.1:5000/app' }, image: { 'docker-manifest-digest': digest }, type }, optional: null }));
+  return Buffer.from(
+    JSON.stringify({ critical: { identity: { 'docker-reference': '127.0.0.1:5000/app' }, image: { 'docker-manifest-digest': digest }, type }, optional: null }),
+  );
 }
 
 function pair(kind: 'ec' | 'rsa' | 'ed25519'): { privateKey: KeyObject; pem: string } {
   const { privateKey, publicKey } =
-    kind === 'ec' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : kind === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519');
+    kind === 'ec'
+      ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : kind === 'rsa'
+        ? generateKeyPairSync('rsa', { modulusLength: 2048 })
+        : generateKeyPairSync('ed25519');
   return { privateKey, pem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
 }
 
@@ -95,7 +108,9 @@ describe('cosign keyed verification', () => {
     const data = payload(DIGEST);
     const forOther = payload(OTHER);
     const other = pair('ec');
-    const e = failureOf(() => verifyCandidates([candidate(data, cosignSign(data, other.privateKey)), candidate(forOther, cosignSign(forOther, privateKey))], DIGEST, keys));
+    const e = failureOf(() =>
+      verifyCandidates([candidate(data, cosignSign(data, other.privateKey)), candidate(forOther, cosignSign(forOther, privateKey))], DIGEST, keys),
+    );
     expect(e.code).toBe('signature-digest-mismatch');
   });
 
@@ -112,7 +127,9 @@ describe('cosign keyed verification', () => {
 
   it('checkPayload needs critical.type and critical.image.docker-manifest-digest', () => {
     expect(() => checkPayload(payload(DIGEST), DIGEST)).not.toThrow();
-    expect(failureOf(() => checkPayload(Buffer.from('{"critical":{"type":"cosign container image signature"}}'), DIGEST)).code).toBe('signature-payload-invalid');
+    expect(failureOf(() => checkPayload(Buffer.from('{"critical":{"type":"cosign container image signature"}}'), DIGEST)).code).toBe(
+      'signature-payload-invalid',
+    );
     expect(failureOf(() => checkPayload(Buffer.from('[]'), DIGEST)).code).toBe('signature-payload-invalid');
   });
 
@@ -136,7 +153,10 @@ describe('Ed25519 (RFC 8032) with the Ed25519ph variant cosign v2 uses', () => {
   it('verifies RFC 8032 §7.3 test vector 1 (Ed25519ph, message "abc") and refuses it altered', () => {
     const pub = Buffer.from('ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf', 'hex');
     const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: pub.toString('base64url') }, format: 'jwk' });
-    const sig = Buffer.from('98a70222f0b8121aa9d30f813d683f809e462b469c7ff87639499bb94e6dae4131f85042463c2a355a2003d062adf5aaa10b8c61e636062aaad11c2a26083406', 'hex');
+    const sig = Buffer.from(
+      '98a70222f0b8121aa9d30f813d683f809e462b469c7ff87639499bb94e6dae4131f85042463c2a355a2003d062adf5aaa10b8c61e636062aaad11c2a26083406',
+      'hex',
+    );
     expect(verifyEd25519(Buffer.from('abc'), sig, key, true)).toBe(true);
     expect(verifyEd25519(Buffer.from('abd'), sig, key, true)).toBe(false);
     expect(verifyEd25519(Buffer.from('abc'), sig, key, false)).toBe(false);

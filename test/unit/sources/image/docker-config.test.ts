@@ -46,7 +46,9 @@ describe('dockerconfigjson keyring', () => {
     expect(() => keyringFromSecretData({ '.dockerconfigjson': '{not json p4ssw0rd' })).toThrow(/not valid JSON$/);
     expect(() => keyringFromSecretData({ username: 'x', password: 'y' })).toThrow(/dockerconfigjson/);
     expect(keyringFromSecretData(undefined).lookup(parseReference('nginx'))).toBeUndefined();
-    expect(keyringFromSecretData({ '.dockercfg': JSON.stringify({ 'quay.io': { auth: b64('old:x') } }) }).lookup(parseReference('quay.io/a'))?.username).toBe('old');
+    expect(keyringFromSecretData({ '.dockercfg': JSON.stringify({ 'quay.io': { auth: b64('old:x') } }) }).lookup(parseReference('quay.io/a'))?.username).toBe(
+      'old',
+    );
   });
 
   it('derives stable identities that hide the secret', () => {

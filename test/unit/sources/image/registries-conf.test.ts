@@ -30,7 +30,9 @@ insecure = true
 `;
 
 function locations(ref: string): string[] {
-  return pullLocations(parseRegistriesConf(CONF), parseReference(ref), 'fetch').map((l) => `${formatReference(l.ref)}${l.insecure ? ' (insecure)' : ''}${l.mirror ? ' [mirror]' : ''}`);
+  return pullLocations(parseRegistriesConf(CONF), parseReference(ref), 'fetch').map(
+    (l) => `${formatReference(l.ref)}${l.insecure ? ' (insecure)' : ''}${l.mirror ? ' [mirror]' : ''}`,
+  );
 }
 
 describe('registries.conf', () => {
