@@ -58,6 +58,7 @@ const withAnnotations = (o: KubeObject, annotations: Record<string, string>): Ku
 
 const { t, files } = controllerWithFiles();
 
+// runs against the suite's own control plane (not HOIST_TEST_KUBECONFIG's cluster), whose audit log it reads; skipped only there
 describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves (plain bundles)', () => {
   it('apply-wave: objects created in wave order within their phase, the next wave once the previous one is ready', async () => {
     const bd = `waves-${t.runId}`;
@@ -143,6 +144,7 @@ describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('phases and waves
   }, 240_000);
 });
 
+// runs against the suite's own control plane (not HOIST_TEST_KUBECONFIG's cluster); skipped only against an external cluster
 describe.runIf(isLocalControlPlane())('drift correction of an installed revision', () => {
   it('does not wait for phases: a webhook configuration deleted by hand comes back while an object of an earlier phase is not ready', async () => {
     const bd = `drift-${t.runId}`;
@@ -184,6 +186,7 @@ describe.runIf(isLocalControlPlane())('drift correction of an installed revision
   }, 240_000);
 });
 
+// runs against the suite's own control plane (not HOIST_TEST_KUBECONFIG's cluster); skipped only against an external cluster
 describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deployment that serves them', () => {
   let cp: ControlPlane;
   let own: TestController;

@@ -72,6 +72,7 @@ function span(events: readonly AuditEvent[], mine: (e: AuditEvent) => boolean): 
   return { first: at[0]!, last: at[at.length - 1]! };
 }
 
+// runs against the suite's own control plane (not HOIST_TEST_KUBECONFIG's cluster), whose audit log it reads; skipped only there
 describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('dependsOn', () => {
   // first: the others delete CRDs, and the managed-object watch of a deleted kind retries its
   // list in the background, which would count in this test's window

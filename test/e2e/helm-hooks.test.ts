@@ -337,6 +337,7 @@ function expectHelmOrder(created: readonly string[], pre: readonly string[], wha
   }
 }
 
+// runs against the suite's own control plane (not HOIST_TEST_KUBECONFIG's cluster), whose audit log it reads; skipped only there
 describe.runIf(isLocalControlPlane() && auditLogPath() !== '')('a chart written for the test: hooked-app', () => {
   const bd = () => `hooked-${t.runId}`;
   const ns = () => `hooked-${t.runId}`;
