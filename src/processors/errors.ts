@@ -42,12 +42,21 @@ export const ProcessCode = {
   YamlAliasBudget: 'yaml-alias-budget',
 } as const;
 export type ProcessCode = (typeof ProcessCode)[keyof typeof ProcessCode];
+/** a renderer that could not run to completion (killed by its timeout, could not start): worth a retry */
+const TRANSIENT: ReadonlySet<ProcessCode> = new Set([
+  ProcessCode.HelmUnavailable,
+  ProcessCode.HelmTimeout,
+  ProcessCode.KustomizeUnavailable,
+  ProcessCode.KustomizeTimeout,
+]);
+
+/** A processor failure: terminal (a bad bundle stays bad) unless the renderer itself did not finish. */
 export function processError(message: string, code: ProcessCode, subject?: string, cause?: unknown): HoistError {
   return new HoistError(message, {
     stage: 'process',
     code,
     ...(subject === undefined ? {} : { subject }),
-    terminal: true,
+    terminal: !TRANSIENT.has(code),
     ...(cause === undefined ? {} : { cause }),
   });
 }

@@ -14,8 +14,8 @@
  */
 import path from 'node:path';
 import type { ContentTree } from '../../util/content-tree.ts';
-import { helmError } from './helm-errors.ts';
-import { ProcessCode } from '../errors.ts';
+
+import { ProcessCode, processError } from '../errors.ts';
 
 export interface ChartDependency {
   /** the dependency chart's name (an alias only renames it inside the parent) */
@@ -62,14 +62,14 @@ export async function locateChart(tree: ContentTree): Promise<ChartInfo> {
     if (await isFile(tree, `${entry.name}/Chart.yaml`)) candidates.push(entry.name);
   }
   if (candidates.length === 0) {
-    throw helmError(
+    throw processError(
       'no helm chart found: no Chart.yaml at the root of the content tree or in a directory directly below it',
       ProcessCode.ChartNotFound,
       'Chart.yaml',
     );
   }
   if (candidates.length > 1) {
-    throw helmError(
+    throw processError(
       `more than one helm chart in the content tree (${candidates.map((c) => `${c}/Chart.yaml`).join(', ')}): ` +
         'put exactly one chart at the root or one level below it',
       ProcessCode.ChartAmbiguous,
@@ -90,8 +90,8 @@ export async function readChart(tree: ContentTree, relDir: string): Promise<Char
   const meta = await readYamlMap(tree, file);
   const name = typeof meta['name'] === 'string' ? meta['name'] : '';
   const version = meta['version'] === undefined || meta['version'] === null ? '' : String(meta['version']);
-  if (name === '') throw helmError('Chart.yaml has no name', ProcessCode.InvalidChart, file);
-  if (version === '') throw helmError(`Chart.yaml of chart ${name} has no version`, ProcessCode.InvalidChart, file);
+  if (name === '') throw processError('Chart.yaml has no name', ProcessCode.InvalidChart, file);
+  if (version === '') throw processError(`Chart.yaml of chart ${name} has no version`, ProcessCode.InvalidChart, file);
   const apiVersion = typeof meta['apiVersion'] === 'string' ? meta['apiVersion'] : 'v1';
   let declared: unknown = meta['dependencies'];
   // Helm 2 style charts declare dependencies in requirements.yaml, which Helm 3 still honours.
@@ -101,10 +101,10 @@ export async function readChart(tree: ContentTree, relDir: string): Promise<Char
   }
   const dependencies: ChartDependency[] = [];
   if (declared !== undefined && declared !== null) {
-    if (!Array.isArray(declared)) throw helmError('dependencies must be a list', ProcessCode.InvalidChart, file);
+    if (!Array.isArray(declared)) throw processError('dependencies must be a list', ProcessCode.InvalidChart, file);
     for (const d of declared) {
       if (!isRecord(d) || typeof d['name'] !== 'string' || d['name'] === '') {
-        throw helmError('a dependency without a name', ProcessCode.InvalidChart, file);
+        throw processError('a dependency without a name', ProcessCode.InvalidChart, file);
       }
       dependencies.push({
         name: d['name'],
@@ -125,8 +125,8 @@ async function readYamlMap(tree: ContentTree, file: string): Promise<Record<stri
   try {
     value = parseYaml(text);
   } catch (e) {
-    throw helmError(`invalid YAML: ${((e as Error).message.split('\n')[0] ?? '').trim()}`, ProcessCode.InvalidChart, file, e);
+    throw processError(`invalid YAML: ${((e as Error).message.split('\n')[0] ?? '').trim()}`, ProcessCode.InvalidChart, file, e);
   }
-  if (!isRecord(value)) throw helmError('not a YAML map', ProcessCode.InvalidChart, file);
+  if (!isRecord(value)) throw processError('not a YAML map', ProcessCode.InvalidChart, file);
   return value;
 }

@@ -18,8 +18,8 @@ import type { ContentTree } from '../../util/content-tree.ts';
 import { redactUrl } from '../../util/errors.ts';
 import { chartLabel, joinRel, readChart } from './chart.ts';
 import type { ChartDependency, ChartInfo } from './chart.ts';
-import { helmError } from './helm-errors.ts';
-import { ProcessCode } from '../errors.ts';
+
+import { ProcessCode, processError } from '../errors.ts';
 
 /** Runs `helm dependency list <dir>` and returns its stdout; throws a HoistError on failure. */
 export type DependencyLister = (chartDir: string) => Promise<string>;
@@ -78,7 +78,7 @@ export async function checkDependencies(tree: ContentTree, chart: ChartInfo, lis
   const problems: string[] = [];
   await visit(tree, chart, '', list, problems, 0);
   if (problems.length > 0) {
-    throw helmError(problems.join('; '), ProcessCode.MissingDependency, `helm chart ${chartLabel(chart)}`);
+    throw processError(problems.join('; '), ProcessCode.MissingDependency, `helm chart ${chartLabel(chart)}`);
   }
 }
 

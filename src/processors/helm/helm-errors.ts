@@ -9,22 +9,7 @@
  * "process helm chart mychart-0.1.0 mychart/templates/x.yaml:3: parse error: ...".
  */
 import { HoistError } from '../../util/errors.ts';
-import { ProcessCode } from '../errors.ts';
-
-/** the helm processor's codes: a part of the processors' vocabulary */
-export type HelmErrorCode = ProcessCode;
-
-const TRANSIENT: ReadonlySet<HelmErrorCode> = new Set([ProcessCode.HelmUnavailable, ProcessCode.HelmTimeout]);
-
-export function helmError(message: string, code: HelmErrorCode, subject?: string, cause?: unknown): HoistError {
-  return new HoistError(message, {
-    stage: 'process',
-    code,
-    ...(subject === undefined ? {} : { subject }),
-    terminal: !TRANSIENT.has(code),
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
+import { ProcessCode, processError } from '../errors.ts';
 
 /** Where helm says a failure happened: a template path relative to the charts' parent, with line. */
 export interface HelmFailureLocation {
@@ -33,13 +18,13 @@ export interface HelmFailureLocation {
 }
 
 export interface ParsedHelmFailure {
-  code: HelmErrorCode;
+  code: ProcessCode;
   message: string;
   location?: HelmFailureLocation;
 }
 
 /** Patterns for the ways helm names a template in its errors (engine.go, releaseutil). */
-const LOCATED: ReadonlyArray<{ re: RegExp; code: HelmErrorCode }> = [
+const LOCATED: ReadonlyArray<{ re: RegExp; code: ProcessCode }> = [
   // parse error at (mychart/templates/x.yaml:3): function "nosuchfn" not defined
   { re: /^parse error at \(([^():]+):(\d+)\)/, code: ProcessCode.TemplateError },
   // execution error at (mychart/templates/x.yaml:1:3): message given to `fail`
@@ -84,5 +69,5 @@ export function parseHelmStderr(stderr: string): ParsedHelmFailure {
 export function helmFailure(stderr: string, chart: string): HoistError {
   const parsed = parseHelmStderr(stderr);
   const where = parsed.location ? ` ${parsed.location.file}${parsed.location.line === undefined ? '' : `:${parsed.location.line}`}` : '';
-  return helmError(parsed.message, parsed.code, `helm chart ${chart}${where}`);
+  return processError(parsed.message, parsed.code, `helm chart ${chart}${where}`);
 }

@@ -17,13 +17,13 @@ import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { HoistError } from '../../util/errors.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
-import { combineProcessErrors } from '../errors.ts';
+import { combineProcessErrors, processError } from '../errors.ts';
 import { duplicateErrors } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { chartLabel, locateChart } from './chart.ts';
 import { checkDependencies } from './dependencies.ts';
 import { determinismWarnings } from './determinism.ts';
-import { helmError, helmFailure } from './helm-errors.ts';
+import { helmFailure } from './helm-errors.ts';
 import { classifyHook, orderHooks } from './hooks.ts';
 import { parseHelmOutput } from './output.ts';
 import { runHelm } from './run-helm.ts';
@@ -96,7 +96,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       try {
         binary = (resolveBinary as () => string)();
       } catch (e) {
-        throw helmError(`helm binary unavailable: ${(e as Error).message}`, ProcessCode.HelmUnavailable, undefined, e);
+        throw processError(`helm binary unavailable: ${(e as Error).message}`, ProcessCode.HelmUnavailable, undefined, e);
       }
     }
     return binary;
@@ -107,11 +107,11 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     try {
       result = await runHelm(helm(), args, { home, timeoutMs, maxOutputBytes });
     } catch (e) {
-      throw helmError(`cannot run helm: ${describeFsError(e)}`, ProcessCode.HelmUnavailable, subject, e);
+      throw processError(`cannot run helm: ${describeFsError(e)}`, ProcessCode.HelmUnavailable, subject, e);
     }
-    if (result.timedOut) throw helmError(`${what} did not finish within ${timeoutMs / 1000}s`, ProcessCode.HelmTimeout, subject);
+    if (result.timedOut) throw processError(`${what} did not finish within ${timeoutMs / 1000}s`, ProcessCode.HelmTimeout, subject);
     if (result.outputTooLarge) {
-      throw helmError(`${WHO}: ${what} rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, ProcessCode.OutputTooLarge, subject);
+      throw processError(`${WHO}: ${what} rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`, ProcessCode.OutputTooLarge, subject);
     }
     return result;
   }
@@ -127,7 +127,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     await verifyTree(tree, { stage: 'process', who: WHO, limits: BUNDLE_LIMITS, under: chart.relDir });
     await checkSchemaReferences(bundle, chart.relDir);
     const namespace = ctx.installNamespace;
-    if (!namespace) throw helmError('spec.installNamespace is required for helm bundles', ProcessCode.InvalidConfig, subject);
+    if (!namespace) throw processError('spec.installNamespace is required for helm bundles', ProcessCode.InvalidConfig, subject);
     const values = (config?.helm?.values ?? {}) as JsonObject;
     const files = await readValuesFiles(bundle, chart, config?.helm?.valuesFiles ?? []);
     const releaseName = config?.helm?.releaseName || ctx.name;

@@ -11,8 +11,8 @@
  */
 import type { ContentTree } from '../../util/content-tree.ts';
 import { joinRel } from './chart.ts';
-import { helmError } from './helm-errors.ts';
-import { ProcessCode } from '../errors.ts';
+
+import { ProcessCode, processError } from '../errors.ts';
 
 const REFERENCE_KEYWORDS = new Set(['$ref', '$dynamicRef', '$recursiveRef']);
 /** drafts 4, 6, 7, 2019-09 and 2020-12 (and 3), with or without the empty fragment */
@@ -57,7 +57,7 @@ export async function checkSchemaReferences(tree: ContentTree, chartRelDir: stri
     }
     const problems = schemaReferenceProblems(schema);
     if (problems.length > 0) {
-      throw helmError(
+      throw processError(
         `${SCHEMA_FILE} refers outside itself (${problems.slice(0, 5).join('; ')}); helm would load that from the controller's filesystem or network, so only references within the schema ("#/...") and the standard meta-schemas are allowed`,
         ProcessCode.InvalidChart,
         file,

@@ -21,8 +21,7 @@ import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, setKey, type JsonObject, type JsonValue } from '../yaml/values.ts';
 import { relativePathProblem } from '../tree-paths.ts';
 import { joinRel, type ChartInfo } from './chart.ts';
-import { ProcessCode } from '../errors.ts';
-import { helmError } from './helm-errors.ts';
+import { ProcessCode, processError } from '../errors.ts';
 
 export interface ValuesLayer {
   /** what the layer is, for messages: "valuesFiles[0] values-prod.yaml", "secret ns/n key values.yaml" */
@@ -65,13 +64,13 @@ function valuesDocument(text: string, from: string, secret: boolean, budget: Yam
     if (!secret || !isHoistError(e)) throw e;
     // the parser's message may quote the text: say where only
     const line = /:(\d+)$/.exec(e.subject ?? '')?.[1];
-    throw helmError(`${from} is not valid YAML${line ? ` (line ${line})` : ''}`, ProcessCode.InvalidConfig, from);
+    throw processError(`${from} is not valid YAML${line ? ` (line ${line})` : ''}`, ProcessCode.InvalidConfig, from);
   }
   if (parsed.documents.length > 1)
-    throw helmError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, ProcessCode.InvalidConfig, from);
+    throw processError(`${from} holds ${parsed.documents.length} YAML documents; a values file holds one`, ProcessCode.InvalidConfig, from);
   const value = parsed.documents[0]?.value ?? {};
   if (!isJsonObject(value))
-    throw helmError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, ProcessCode.InvalidConfig, from);
+    throw processError(`${from} is not a map of values (it is ${Array.isArray(value) ? 'a list' : `a ${typeof value}`})`, ProcessCode.InvalidConfig, from);
   return { values: value, warnings: secret ? [] : parsed.warnings };
 }
 
@@ -89,7 +88,7 @@ export async function readValuesFiles(
     const from = `config.helm.valuesFiles[${i}] ${file}`;
     const problem = relativePathProblem(file);
     if (problem) {
-      errors.push(helmError(`${from} ${problem}`, ProcessCode.InvalidConfig, from));
+      errors.push(processError(`${from} ${problem}`, ProcessCode.InvalidConfig, from));
       continue;
     }
     try {
@@ -105,7 +104,7 @@ export async function readValuesFiles(
   }
   if (errors.length === 1) throw errors[0]!;
   if (errors.length > 1)
-    throw helmError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, ProcessCode.InvalidConfig, errors[0]!.subject);
+    throw processError(`${errors.length} problems: ${errors.map((e) => e.message).join('; ')}`, ProcessCode.InvalidConfig, errors[0]!.subject);
   return { layers, warnings };
 }
 
@@ -137,7 +136,7 @@ export function targetPathKeys(path: string, from = 'targetPath'): string[] {
     } else if (/[A-Za-z0-9_/-]/.test(c)) {
       key += c;
     } else {
-      throw helmError(
+      throw processError(
         `${from}: targetPath ${JSON.stringify(path)} has ${JSON.stringify(c)}; keys are letters, digits, '_', '-', '/' and '\\.' (list indexes are not supported)`,
         ProcessCode.InvalidConfig,
         from,
@@ -145,7 +144,7 @@ export function targetPathKeys(path: string, from = 'targetPath'): string[] {
     }
   }
   keys.push(key);
-  if (keys.some((k) => k === '')) throw helmError(`${from}: targetPath ${JSON.stringify(path)} has an empty key`, ProcessCode.InvalidConfig, from);
+  if (keys.some((k) => k === '')) throw processError(`${from}: targetPath ${JSON.stringify(path)} has an empty key`, ProcessCode.InvalidConfig, from);
   return keys;
 }
 
@@ -167,7 +166,7 @@ export function setValue(text: string, from = 'value'): JsonValue {
     // Go's ParseInt range; beyond ±2^53 JSON numbers here would round: refused, not changed
     if (!Number.isSafeInteger(n)) {
       if (BigInt(text) > 2n ** 63n - 1n || BigInt(text) < -(2n ** 63n)) return text;
-      throw helmError(
+      throw processError(
         `${from}: the integer value is beyond ±2^53, which Hoist cannot pass on exactly; quote it to pass it as a string`,
         ProcessCode.InvalidConfig,
         from,

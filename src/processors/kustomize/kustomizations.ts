@@ -15,8 +15,7 @@ import type { ContentTree } from '../../util/content-tree.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, type JsonObject } from '../yaml/values.ts';
-import { ProcessCode } from '../errors.ts';
-import { kustomizeError, type KustomizeErrorCode } from './kustomize-errors.ts';
+import { ProcessCode, processError } from '../errors.ts';
 
 /** the names kustomize looks for in a directory, in its order */
 export const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const;
@@ -67,7 +66,7 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     if (!file) {
       const where = d === '' ? 'the bundle root' : JSON.stringify(d);
       problems.push(
-        kustomizeError(
+        processError(
           `${where} has no kustomization (${KUSTOMIZATION_FILES.join(', ')})${from ? `; referred to by ${from}` : ''}`,
           ProcessCode.KustomizationNotFound,
           d || '.',
@@ -78,12 +77,12 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
     const docs = parseYamlStream(await bundle.readText(file), file).documents;
     const k = docs[0]?.value;
     if (!isJsonObject(k)) {
-      problems.push(kustomizeError(`${file} is not a kustomization (not a map)`, ProcessCode.InvalidKustomization, file));
+      problems.push(processError(`${file} is not a kustomization (not a map)`, ProcessCode.InvalidKustomization, file));
       return;
     }
     if ((Array.isArray(k.helmCharts) && k.helmCharts.length > 0) || k.helmGlobals !== undefined) {
       problems.push(
-        kustomizeError(
+        processError(
           `${file}: helmCharts are not inflated (kustomize would download the chart); install the chart with format: helm`,
           ProcessCode.UnsupportedKustomization,
           file,
@@ -104,7 +103,7 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
       // an inline config or patch (several lines) is not a location
       if (!entry.includes('\n') && looksRemote(entry)) {
         problems.push(
-          kustomizeError(
+          processError(
             `${file}: remote file ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`,
             ProcessCode.RemoteBase,
             `${file} ${field} ${entry}`,
@@ -117,7 +116,7 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
         const subject = `${file} ${field} ${entry}`;
         if (looksRemote(entry)) {
           problems.push(
-            kustomizeError(
+            processError(
               `${file}: remote base ${JSON.stringify(entry)} (${field}) is refused: Hoist builds only the bundle's own files, without network`,
               ProcessCode.RemoteBase,
               subject,
@@ -127,7 +126,7 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
         }
         const target = joinInTree(d, entry);
         if (target === undefined) {
-          problems.push(kustomizeError(`${file}: ${field} entry ${JSON.stringify(entry)} leaves the bundle`, ProcessCode.RemoteBase, subject));
+          problems.push(processError(`${file}: ${field} entry ${JSON.stringify(entry)} leaves the bundle`, ProcessCode.RemoteBase, subject));
           continue;
         }
         if (await bundle.list(target)) {
@@ -135,7 +134,7 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
         } else if (!(await bundle.resolveFile(target))) {
           // kustomize would try a missing entry as a remote base: refused before it can
           problems.push(
-            kustomizeError(
+            processError(
               `${file}: ${field} entry ${JSON.stringify(entry)} is not a file or directory of the bundle (remote bases are not fetched)`,
               ProcessCode.RemoteBase,
               subject,
@@ -148,9 +147,5 @@ export async function checkKustomizations(bundle: ContentTree, dir: string): Pro
   await visit(dir, undefined);
   if (problems.length === 1) throw problems[0]!;
   if (problems.length > 1)
-    throw kustomizeError(
-      `${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`,
-      problems[0]!.code as KustomizeErrorCode,
-      problems[0]!.subject,
-    );
+    throw processError(`${problems.length} problems: ${problems.map((p) => p.message).join('; ')}`, problems[0]!.code as ProcessCode, problems[0]!.subject);
 }

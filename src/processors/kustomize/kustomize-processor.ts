@@ -17,13 +17,13 @@ import path from 'node:path';
 import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
-import { combineProcessErrors, ProcessCode } from '../errors.ts';
+import { combineProcessErrors, ProcessCode, processError } from '../errors.ts';
 import { duplicateErrors, readManifestText } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { CLOSED_PROXY, runSealed, type SealedRunResult } from '../run-sealed.ts';
 import { relativePathProblem, scrubPaths } from '../tree-paths.ts';
 import { checkKustomizations } from './kustomizations.ts';
-import { kustomizeError, kustomizeFailure } from './kustomize-errors.ts';
+import { kustomizeFailure } from './kustomize-errors.ts';
 import { hasOverrides, overrideKustomization, TREE_LINK } from './overrides.ts';
 
 export interface KustomizeProcessorOptions {
@@ -62,7 +62,7 @@ function buildDirOf(config: BundleDeploymentSpec['config']): string {
   const raw = (config?.kustomize?.path ?? '').replace(/\/+$/, '').replace(/^\.\/?/, '');
   if (raw === '') return '';
   const problem = relativePathProblem(raw);
-  if (problem) throw kustomizeError(`config.kustomize.path ${JSON.stringify(raw)} ${problem}`, ProcessCode.InvalidConfig, 'config.kustomize.path');
+  if (problem) throw processError(`config.kustomize.path ${JSON.stringify(raw)} ${problem}`, ProcessCode.InvalidConfig, 'config.kustomize.path');
   return path.posix.normalize(raw);
 }
 
@@ -76,7 +76,7 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
       try {
         binary = (options.kustomizeBinary as () => string)();
       } catch (e) {
-        throw kustomizeError(`kustomize binary unavailable: ${(e as Error).message}`, ProcessCode.KustomizeUnavailable, undefined, e);
+        throw processError(`kustomize binary unavailable: ${(e as Error).message}`, ProcessCode.KustomizeUnavailable, undefined, e);
       }
     }
     return binary;
@@ -115,11 +115,11 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
       try {
         result = await runSealed(kustomize(), kustomizeBuildArgs(target), { home, timeoutMs, maxOutputBytes, env: kustomizeEnv(home) });
       } catch (e) {
-        throw kustomizeError(`cannot run kustomize: ${describeFsError(e)}`, ProcessCode.KustomizeUnavailable, subject, e);
+        throw processError(`cannot run kustomize: ${describeFsError(e)}`, ProcessCode.KustomizeUnavailable, subject, e);
       }
-      if (result.timedOut) throw kustomizeError(`kustomize build did not finish within ${timeoutMs / 1000}s`, ProcessCode.KustomizeTimeout, subject);
+      if (result.timedOut) throw processError(`kustomize build did not finish within ${timeoutMs / 1000}s`, ProcessCode.KustomizeTimeout, subject);
       if (result.outputTooLarge)
-        throw kustomizeError(
+        throw processError(
           `${WHO}: kustomize build rendered more than the limit of ${formatBytes(maxOutputBytes)} of output`,
           ProcessCode.OutputTooLarge,
           subject,
