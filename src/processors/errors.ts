@@ -1,7 +1,8 @@
 /**
- * The one way processors fail: a terminal HoistError of stage 'process'. A bad bundle cannot be
- * fixed by retrying, so every processor error is terminal; the subject names the file (relative
- * to the content tree, with ":line" when the parser knows it) or the object.
+ * The one way processors fail: a HoistError of stage 'process'. A bad bundle cannot be fixed by
+ * retrying, so a processor error is terminal, except when the renderer (helm, kustomize) could not
+ * run to completion; the subject names the file (relative to the content tree, with ":line" when
+ * the parser knows it) or the object.
  */
 import { HoistError } from '../util/errors.ts';
 
