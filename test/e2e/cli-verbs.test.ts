@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { API_VERSION, KIND, LABEL_OWNER_NAME, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
-import type { Io } from '../../src/cli/verbs/common.ts';
 import { diff } from '../../src/cli/verbs/diff.ts';
 import { clean } from '../../src/cli/verbs/diff-plan.ts';
 import { get } from '../../src/cli/verbs/get.ts';
@@ -22,11 +21,11 @@ import { rollback } from '../../src/cli/verbs/rollback.ts';
 import { describeObject, type KubeObject } from '../../src/kube/types.ts';
 import { cond, isDone, TEST_LABEL } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
-import { kubeconfigPath } from '../support/env.ts';
 import { sha256, tarGz } from '../support/http-files.ts';
 import { CM, configMap, kubectl, serveBundle } from '../support/e2e-bundles.ts';
 import { cm, OWNED_KINDS, plainRolloutsTarballs } from '../support/upgrade-fixtures.ts';
 import { sleep } from '../support/wait.ts';
+import { runVerb, type Verb } from '../support/cli-verb.ts';
 
 let tmp: string;
 
@@ -38,17 +37,8 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-/** runs a verb in-process with the test's kubeconfig and the controller's namespace */
-async function hoist(
-  verb: (args: string[], io: Io) => Promise<number>,
-  args: string[],
-  opts: { namespaced?: boolean } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const r = { code: 0, stdout: '', stderr: '' };
-  const io: Io = { out: (s) => void (r.stdout += s), err: (s) => void (r.stderr += s) };
-  r.code = await verb([...args, '--kubeconfig', kubeconfigPath(), ...(opts.namespaced ? ['-n', t.namespace] : [])], io);
-  return r;
-}
+/** runs a verb in-process with the test's kubeconfig (and the controller's namespace) */
+const hoist = (verb: Verb, args: string[], opts: { namespaced?: boolean } = {}) => runVerb(verb, args, opts.namespaced ? t.namespace : undefined);
 
 async function eventsOf(name: string): Promise<Array<{ reason: string; message: string }>> {
   const list = await t.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });

@@ -22,7 +22,6 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { ANNOTATION_REQUESTED_AT } from '../../api/v1alpha2/types.ts';
 import { splitHooks } from '../../src/apply/hooks.ts';
 import { RevisionStore } from '../../src/apply/revision-store.ts';
-import type { Io } from '../../src/cli/verbs/common.ts';
 import { events, type EventObject } from '../../src/cli/verbs/events.ts';
 import { reconcile, retry } from '../../src/cli/verbs/reconcile.ts';
 import { tree } from '../../src/cli/verbs/tree.ts';
@@ -30,11 +29,11 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { inventoryEntry } from '../../src/reconciler/inventory.ts';
 import { guardConfigMaps, startAdmissionWebhook, WEBHOOK_CONFIG, type AdmissionWebhook } from '../support/admission-webhook.ts';
 import { cond, isDone, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
-import { kubeconfigPath } from '../support/env.ts';
 import { git, startGitServer, type GitServer } from '../support/git-server.ts';
 import { sha256, startFileServer, tarGz, type FileServer } from '../support/http-files.ts';
 import { waitUntil } from '../support/wait.ts';
 import { FIXTURES, isolatePlain, servePinned } from '../support/upgrade-fixtures.ts';
+import { runVerb, type Verb } from '../support/cli-verb.ts';
 
 let t: TestController;
 let files: FileServer;
@@ -56,16 +55,7 @@ afterAll(async () => {
 });
 
 /** runs a verb in-process with the test's kubeconfig (and the controller's namespace) */
-async function hoist(
-  verb: (args: string[], io: Io) => Promise<number>,
-  args: string[],
-  opts: { namespaced?: boolean } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const r = { code: 0, stdout: '', stderr: '' };
-  const io: Io = { out: (s) => void (r.stdout += s), err: (s) => void (r.stderr += s) };
-  r.code = await verb([...args, '--kubeconfig', kubeconfigPath(), ...(opts.namespaced ? ['-n', t.namespace] : [])], io);
-  return r;
-}
+const hoist = (verb: Verb, args: string[], opts: { namespaced?: boolean } = {}) => runVerb(verb, args, opts.namespaced ? t.namespace : undefined);
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 const valueOf = async (name: string, ns: string) =>
