@@ -558,7 +558,10 @@ export class Applier {
             ? 'unchanged'
             : 'configured';
       this.log.debug({ object: p.subject, action: verb }, 'applied');
-      const written = verb === 'unchanged' ? undefined : { uid: meta.uid, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
+      const written =
+        verb === 'unchanged'
+          ? undefined
+          : { uid: meta.uid, resourceVersion: meta.resourceVersion, ...(meta.generation !== undefined ? { generation: meta.generation } : {}) };
       return { id: p.id, subject: p.subject, action: verb, ...(reverted?.length ? { reverted } : {}), ...(written ? { written } : {}) };
     } catch (e) {
       // stopped, not failed: the caller turns it into a CancelledError

@@ -18,9 +18,11 @@ export interface ObjectResult {
   written?: WrittenObject;
 }
 
-/** the object's uid and generation (when its kind has one) after a write */
+/** the object's uid, resourceVersion and generation (when its kind has one) after a write */
 export interface WrittenObject {
   uid: string;
+  /** the version the write made: its watch event is this write's own */
+  resourceVersion?: string;
   generation?: number;
 }
 

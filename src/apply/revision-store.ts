@@ -184,6 +184,26 @@ export class RevisionStore {
     return [...byNumber.values()].sort((a, b) => a.number - b.number);
   }
 
+  /**
+   * True when every chunk of this revision is known to be stored, from the index alone (no
+   * request); false when it is not, or without a synced index. A revision stored by an earlier
+   * reconcile (a phase waiting for the ones before it, a restart) need not be stored again.
+   */
+  isStored(bdName: string, rev: { number: number; contentDigest: string }): boolean {
+    const secrets = this.index?.secretsOf(bdName);
+    if (!secrets) return false;
+    const chunks = new Set<number>();
+    let count = -1;
+    for (const s of secrets) {
+      if (s.labels[LABEL_REVISION] !== String(rev.number) || s.annotations[ANNOTATION_DIGEST] !== rev.contentDigest) continue;
+      const [i, n] = (s.annotations[ANNOTATION_CHUNK] ?? '').split('/').map(Number);
+      if (!Number.isInteger(i) || !Number.isInteger(n) || (count >= 0 && n !== count)) return false;
+      count = n!;
+      chunks.add(i!);
+    }
+    return count > 0 && chunks.size === count;
+  }
+
   /** the stored revision produced by these inputs, if any */
   async findByInputs(bdName: string, inputs: string): Promise<RevisionRecord | undefined> {
     const label = inputs.slice(0, 63);

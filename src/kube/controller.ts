@@ -88,9 +88,9 @@ export class Controller {
     this.metrics.terminalReconcileErrors.inc({ controller: this.name }, 0);
   }
 
-  /** queue a key for reconciliation (deduplicated with any pending add) */
-  enqueue(key: string): void {
-    this.queue.add(key);
+  /** queue a key for reconciliation (deduplicated with any pending add); a higher priority goes first (WorkQueue) */
+  enqueue(key: string, priority?: number): void {
+    this.queue.add(key, priority);
   }
 
   /** fires once the controller stopped and the drain deadline passed, or stop was forced */

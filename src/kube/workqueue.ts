@@ -6,6 +6,13 @@
  * - addAfter() delays; addRateLimited() delays by the rate limiter (per-item backoff and an
  *   overall token bucket); forget() resets the backoff after a success.
  * shutDown() stops handing out work; shutDownWithDrain() also waits for in-flight items.
+ *
+ * Keys carry a priority (as controller-runtime's priority queue): a higher one is handed out
+ * first, equal ones in the order they were added; a key added again with a higher priority than
+ * it is queued with moves up. A controller uses it to let follow-ups of work already under way (a
+ * health change of objects it applied) go before fresh work, so each item finishes soon after
+ * its own inputs are ready instead of after everything queued before them. Follow-ups can delay
+ * fresh work for as long as they keep coming, never run it twice or lose it.
  */
 import { Registry } from 'prom-client';
 import { systemClock, type Clock, type ClockTimer } from '../util/clock.ts';
@@ -22,9 +29,17 @@ export interface WorkQueueOptions {
   clock?: Clock;
 }
 
+/** the priority of an ordinary add */
+export const DEFAULT_PRIORITY = 0;
+
 export class WorkQueue {
   readonly name: string;
-  private readonly queue: string[] = [];
+  /** priority → keys in the order added; a key may linger in a lower bucket after moving up (skipped) */
+  private readonly buckets = new Map<number, string[]>();
+  /** priorities present in buckets, highest first */
+  private priorities: number[] = [];
+  /** queued key → the priority it is queued with */
+  private readonly queued = new Map<string, number>();
   /** keys that need processing (queued, or re-added while processing) */
   private readonly dirty = new Set<string>();
   /** key → performance.now() when processing started */
@@ -32,6 +47,8 @@ export class WorkQueue {
   /** key → when it was first queued, for the queue-duration metric */
   private readonly queuedAt = new Map<string, number>();
   private readonly waiting = new Map<string, { readyAt: number; timer: ClockTimer }>();
+  /** keys re-added while processing with a priority above the default: queued with it after done() */
+  private readonly rerun = new Map<string, number>();
   private readonly getters: ((key: string | undefined) => void)[] = [];
   private drainWaiters: (() => void)[] = [];
   private shutdown = false;
@@ -54,7 +71,12 @@ export class WorkQueue {
 
   /** queued keys not yet handed out */
   get length(): number {
-    return this.queue.length;
+    return this.queued.size;
+  }
+
+  /** true while a worker holds the key (between get() and done()) */
+  isProcessing(key: string): boolean {
+    return this.processing.has(key);
   }
 
   get shuttingDown(): boolean {
@@ -66,20 +88,27 @@ export class WorkQueue {
     return this.processing.size;
   }
 
-  add(key: string): void {
+  /** queues the key; `priority` orders it before keys of lower priority (default DEFAULT_PRIORITY) */
+  add(key: string, priority = DEFAULT_PRIORITY): void {
     if (this.shutdown) return;
     this.metrics.adds.inc({ name: this.name });
-    if (this.dirty.has(key)) return;
+    if (this.dirty.has(key)) {
+      // queued already: a higher priority moves it up; being processed: it is queued with the higher one after done()
+      const at = this.queued.get(key);
+      if (at !== undefined && priority > at) this.enqueue(key, priority);
+      else if (at === undefined && priority > (this.rerun.get(key) ?? DEFAULT_PRIORITY)) this.rerun.set(key, priority);
+      return;
+    }
     this.dirty.add(key);
     if (!this.queuedAt.has(key)) this.queuedAt.set(key, performance.now());
     // picked up again by done() once the current worker finishes
-    if (this.processing.has(key)) return;
+    if (this.processing.has(key)) {
+      if (priority !== DEFAULT_PRIORITY) this.rerun.set(key, priority);
+      return;
+    }
     const getter = this.getters.shift();
     if (getter) this.handOut(key, getter);
-    else {
-      this.queue.push(key);
-      this.metrics.depth.set({ name: this.name }, this.queue.length);
-    }
+    else this.enqueue(key, priority);
   }
 
   /** adds the key after `ms`; a key already waiting keeps the earlier of the two times */
@@ -125,11 +154,8 @@ export class WorkQueue {
    */
   get(): Promise<string | undefined> {
     if (this.shutdown) return Promise.resolve(undefined);
-    const key = this.queue.shift();
-    if (key !== undefined) {
-      this.metrics.depth.set({ name: this.name }, this.queue.length);
-      return Promise.resolve(this.take(key));
-    }
+    const key = this.dequeue();
+    if (key !== undefined) return Promise.resolve(this.take(key));
     return new Promise((resolve) => this.getters.push(resolve));
   }
 
@@ -139,13 +165,12 @@ export class WorkQueue {
     if (started === undefined) return;
     this.processing.delete(key);
     this.metrics.workDuration.observe({ name: this.name }, (performance.now() - started) / 1000);
+    const priority = this.rerun.get(key) ?? DEFAULT_PRIORITY;
+    this.rerun.delete(key);
     if (this.dirty.has(key) && !this.shutdown) {
       const getter = this.getters.shift();
       if (getter) this.handOut(key, getter);
-      else {
-        this.queue.push(key);
-        this.metrics.depth.set({ name: this.name }, this.queue.length);
-      }
+      else this.enqueue(key, priority);
     }
     if (this.processing.size === 0) {
       const waiters = this.drainWaiters;
@@ -160,7 +185,10 @@ export class WorkQueue {
     this.shutdown = true;
     for (const { timer } of this.waiting.values()) this.clock.clearTimeout(timer);
     this.waiting.clear();
-    this.queue.length = 0;
+    this.buckets.clear();
+    this.priorities = [];
+    this.queued.clear();
+    this.rerun.clear();
     this.metrics.depth.set({ name: this.name }, 0);
     for (const g of this.getters.splice(0)) g(undefined);
   }
@@ -170,6 +198,41 @@ export class WorkQueue {
     this.shutDown();
     if (this.processing.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** puts the key in its priority's bucket (a key queued lower stays behind there and is skipped) */
+  private enqueue(key: string, priority: number): void {
+    this.queued.set(key, priority);
+    let bucket = this.buckets.get(priority);
+    if (!bucket) {
+      this.buckets.set(priority, (bucket = []));
+      this.priorities = [...this.buckets.keys()].sort((a, b) => b - a);
+    }
+    bucket.push(key);
+    this.metrics.depth.set({ name: this.name }, this.queued.size);
+  }
+
+  /** the first key of the highest priority, or undefined when none is queued */
+  private dequeue(): string | undefined {
+    for (const p of this.priorities) {
+      const bucket = this.buckets.get(p)!;
+      while (bucket.length) {
+        const key = bucket.shift()!;
+        // moved up since: its entry in this bucket is stale
+        if (this.queued.get(key) !== p) continue;
+        this.queued.delete(key);
+        if (bucket.length === 0) this.dropBucket(p);
+        this.metrics.depth.set({ name: this.name }, this.queued.size);
+        return key;
+      }
+      this.dropBucket(p);
+    }
+    return undefined;
+  }
+
+  private dropBucket(priority: number): void {
+    this.buckets.delete(priority);
+    this.priorities = this.priorities.filter((p) => p !== priority);
   }
 
   private handOut(key: string, getter: (key: string) => void): void {

@@ -27,6 +27,12 @@ import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
 const LINEAGE_INDEX = 'lineage';
+/**
+ * The work-queue priority of a BD whose managed objects changed (health, drift, deletion): its
+ * follow-up goes before first reconciles of BDs not looked at yet, so in a wave of installs each
+ * BD is done soon after its objects are ready, not after every other BD's first reconcile.
+ */
+export const OBJECT_CHANGE_PRIORITY = 10;
 /** BD name → the BDs whose spec.dependsOn names it */
 const DEPENDS_ON_INDEX = 'dependsOn';
 
@@ -84,6 +90,8 @@ export class BundleDeploymentManager {
   private readonly configMaps: SecretWatch;
   /** which revision Secrets exist (metadata-only watch): no LIST per revision lookup */
   private readonly revisionIndex: RevisionIndex;
+  /** per BD being reconciled: versions of its objects whose events arrived meanwhile (managed-objects.ts versionOf) */
+  private readonly changedDuring = new Map<string, string[]>();
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
@@ -97,9 +105,16 @@ export class BundleDeploymentManager {
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
     this.managed = new ManagedObjects(
       opts.client,
-      (owner, why) => {
+      (owner, why, version) => {
         log.debug({ bd: owner, why }, 'managed object changed');
-        this.controller.enqueue(owner);
+        // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
+        if (version !== undefined && this.controller.queue.isProcessing(owner)) {
+          const versions = this.changedDuring.get(owner);
+          if (versions) versions.push(version);
+          else this.changedDuring.set(owner, [version]);
+          return;
+        }
+        this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
       },
       log,
       opts.clock,
@@ -152,7 +167,13 @@ export class BundleDeploymentManager {
     });
     this.controller = new Controller({
       name: 'bundledeployment',
-      reconcile: (key, signal) => this.reconciler.reconcile(key, signal),
+      reconcile: async (key, signal) => {
+        try {
+          return await this.reconciler.reconcile(key, signal);
+        } finally {
+          this.afterReconcile(key);
+        }
+      },
       workers: opts.workers ?? 16,
       logger: log,
       ...(opts.registry ? { registry: opts.registry } : {}),
@@ -303,6 +324,18 @@ export class BundleDeploymentManager {
       bd.metadata.name,
       refs.flatMap((r) => r.configMaps),
     );
+  }
+
+  /**
+   * Object events that arrived while the BD was reconciled: those of the reconcile's own writes,
+   * which it waited to see before it read health, told it nothing new; any other (another
+   * controller's status update, a hand edit) reconciles it again, before fresh work.
+   */
+  private afterReconcile(name: string): void {
+    const versions = this.changedDuring.get(name);
+    this.changedDuring.delete(name);
+    const own = this.managed.takeSeenWrites(name);
+    if (versions?.some((v) => !own?.has(v))) this.controller.enqueue(name, OBJECT_CHANGE_PRIORITY);
   }
 
   /** the BDs whose dependsOn names bd, from the index: re-evaluated on its change, no polling */

@@ -171,6 +171,51 @@ describe.runIf(auditLogPath() !== '')('request budgets (audit log and client cou
     ).toEqual([]);
   }, 90_000);
 
+  it('a phased install (an Ingress applied once its Deployment is ready): the revision Secret is stored once, each object applied once', async () => {
+    // the scale benchmark's shape: the Ingress is in the publish phase, applied by a later reconcile than the Deployment
+    const name = 'phased';
+    const objects = [
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name },
+        spec: {
+          replicas: 0,
+          selector: { matchLabels: { app: name } },
+          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] } },
+        },
+      },
+      {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+        metadata: { name },
+        spec: {
+          rules: [{ host: 'phased.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] } }],
+        },
+      },
+    ];
+    const body = await tarGz({ 'app.yaml': objects.map((o) => stringify(o)).join('---\n') });
+    files.set('/phased.tgz', body);
+    const from = await audit.offset();
+    await t.create('budget-phased', {
+      installNamespace: ns(),
+      format: 'plain',
+      sources: [{ kind: 'http', http: { url: files.url('/phased.tgz'), sha256: sha256(body) } }],
+    });
+    await t.waitFor('budget-phased', isDone, 'installed and healthy', 60_000);
+    await settled(500);
+    const writes = writesOf(await audit.since(from));
+    const all = describeEvents(writes);
+    const revisionSecrets = writes.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'secrets' && e.objectRef.namespace === t.namespace);
+    // one create, not a second one answered AlreadyExists when the publish phase goes
+    expect(revisionSecrets, all).toHaveLength(1);
+    expect(writes.filter((e) => e.verb === 'patch' && bundleObject(e, ns()) && e.objectRef?.name === name).length, all).toBe(2);
+    expect(writes.filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'ingresses').length, all).toBe(1);
+    // the phase waiting (its message may change once as the Deployment's status moves), then installed and healthy
+    expect(writes.filter((e) => e.objectRef?.resource === 'bundledeployments' && e.objectRef.subresource === 'status').length, all).toBeLessThanOrEqual(3);
+  }, 90_000);
+
   it('a reconcile with nothing changed: zero writes, no per-object GETs', async () => {
     await settled(500);
     const from = await audit.offset();

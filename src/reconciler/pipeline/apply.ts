@@ -57,14 +57,17 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   }
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
-  // the size cap is checked before a number is taken or anything is written: a revision over it
-  // is refused like content that fails to process, and the installed revision stays as it is
-  const packed = isNew ? await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error) : undefined;
+  const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
+  // a new revision stored by an earlier reconcile (a phase waiting for the ones before it, a
+  // restart) is neither compressed nor stored again: it passed the size cap when it was stored
+  const store = isNew && !d.revisions.isStored(s.name, { number, contentDigest: rendered.contentDigest });
+  // the size cap is checked before the revision is taken or anything is written: a revision over
+  // it is refused like content that fails to process, and the installed revision stays as it is
+  const packed = store ? await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error) : undefined;
   if (packed instanceof Error) {
     await failedBeforeApply(ctx, s, packed);
     return false;
   }
-  const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
   s.revision = { number, isNew };
   // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
   const target = { ...applyTarget(ctx, s.bd, spec, number), ...(isNew ? { crdSafety: spec.upgrade.crdSafety } : {}) };
@@ -72,7 +75,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   await s.time(
     'store+watch',
     Promise.all([
-      isNew
+      store
         ? d.revisions
             .save(
               s.name,
@@ -116,7 +119,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
     await watchObjects(ctx, rendered.objects, s.signal);
     const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
-    if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
+    if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS, s.name));
   } catch (e) {
     // stopped (shutdown, leadership lost), not failed: whoever reconciles next applies it again
     if (e instanceof CancelledError) throw e;
@@ -291,7 +294,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
 function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
   return async ({ objects, results }) => {
     const writes = results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
-    if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS));
+    if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS, s.name));
     // CRDs: the applier itself waited until they are Established (their watch may lag behind)
     const { failed, waiting } = assess(
       ctx,

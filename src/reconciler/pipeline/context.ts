@@ -35,7 +35,7 @@ export type PipelineApplier = Pick<Applier, 'apply' | 'ensureInstallNamespace' |
 /** the Helm hook runner (src/apply/hooks.ts) */
 export type PipelineHooks = Pick<HookRunner, 'run'>;
 /** the revision Secrets (src/apply/revision-store.ts) */
-export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'list' | 'findByInputs' | 'load' | 'prune'>;
+export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'isStored' | 'list' | 'findByInputs' | 'load' | 'prune'>;
 /** the managed-object watches: health, health-check verdicts, observed writes (managed-objects.ts) */
 export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'settled' | 'probeError' | 'health' | 'checkVerdicts' | 'observedWrites'>;
 /** who acts for a BD (identity.ts) */

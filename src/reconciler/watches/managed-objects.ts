@@ -45,7 +45,15 @@ export interface CheckVerdict extends ProbeVerdict {
 
 const REFRESH_COALESCE_MS = 50;
 
-export type OwnerEvent = (ownerName: string, why: string) => void;
+/**
+ * Told the owner of an object that was created, changed or deleted, why, and (created or changed)
+ * which version of which object the event carries: one the owner's reconcile wrote and saw
+ * (takeSeenWrites) needs no reconcile of its own.
+ */
+export type OwnerEvent = (ownerName: string, why: string, version?: string) => void;
+
+/** "<object id>@<resourceVersion>": one version of one object */
+export const versionOf = (id: string, resourceVersion: string): string => `${id}@${resourceVersion}`;
 
 export class ManagedObjects implements LiveIndex {
   /** group/kind → informer */
@@ -58,6 +66,8 @@ export class ManagedObjects implements LiveIndex {
   private readonly stale = new Set<string>();
   /** reconciles waiting for the watches to deliver their writes; each checks on every event */
   private readonly writeWaiters = new Set<() => void>();
+  /** per owner: versions its reconciles wrote and waited to see delivered (versionOf), until taken */
+  private readonly seenWrites = new Map<string, Set<string>>();
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> = Promise.resolve();
 
@@ -115,6 +125,7 @@ export class ManagedObjects implements LiveIndex {
 
   forgetProbes(owner: string): void {
     this.probes.delete(owner);
+    this.seenWrites.delete(owner);
   }
 
   /** the error that keeps an owner's health checks from compiling, if any */
@@ -159,12 +170,12 @@ export class ManagedObjects implements LiveIndex {
       onAdd: (o, initial) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(o);
-        if (!initial || probed) this.notify(o, 'created');
+        if (!initial || probed) this.notify(o, 'created', true);
       },
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed');
+        if (probed || liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed', true);
         // handed over (or taken): the previous owner must learn that it no longer owns the object
         if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
       },
@@ -249,21 +260,39 @@ export class ManagedObjects implements LiveIndex {
    * upgraded Deployment's previous generation looks ready. False when they have not arrived within
    * timeoutMs; health then says what the cache knows, and the write's watch event reconciles again.
    */
-  async observedWrites(writes: readonly (WrittenObject & { id: string })[], timeoutMs: number): Promise<boolean> {
+  async observedWrites(writes: readonly (WrittenObject & { id: string })[], timeoutMs: number, owner?: string): Promise<boolean> {
     const seen = () => writes.every((w) => !this.knows(w.id) || this.hasSeen(w));
-    if (seen()) return true;
-    return new Promise((resolve) => {
-      const check = () => {
-        if (seen()) done(true);
-      };
-      const timer = setTimeout(() => done(false), timeoutMs);
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        this.writeWaiters.delete(check);
-        resolve(ok);
-      };
-      this.writeWaiters.add(check);
-    });
+    const ok = seen()
+      ? true
+      : await new Promise<boolean>((resolve) => {
+          const check = () => {
+            if (seen()) done(true);
+          };
+          const timer = setTimeout(() => done(false), timeoutMs);
+          const done = (ok: boolean) => {
+            clearTimeout(timer);
+            this.writeWaiters.delete(check);
+            resolve(ok);
+          };
+          this.writeWaiters.add(check);
+        });
+    if (ok && owner !== undefined) {
+      let versions = this.seenWrites.get(owner);
+      if (!versions) this.seenWrites.set(owner, (versions = new Set()));
+      for (const w of writes) if (w.resourceVersion) versions.add(versionOf(w.id, w.resourceVersion));
+    }
+    return ok;
+  }
+
+  /**
+   * The versions the owner's reconciles wrote and saw delivered by the watches before they read
+   * health (observedWrites with the owner), forgotten once taken: the events of these versions
+   * told that reconcile nothing it did not know.
+   */
+  takeSeenWrites(owner: string): ReadonlySet<string> | undefined {
+    const versions = this.seenWrites.get(owner);
+    this.seenWrites.delete(owner);
+    return versions;
   }
 
   private hasSeen(w: WrittenObject & { id: string }): boolean {
@@ -296,8 +325,11 @@ export class ManagedObjects implements LiveIndex {
     return inf?.getByName(rest.join('/'), namespace || undefined);
   }
 
-  private notify(o: Summary, why: string): void {
+  /** tells the owner; `version`: the event carries this version of the object (created, changed) */
+  private notify(o: Summary, why: string, version = false): void {
     const owner = o.live.labels?.[LABEL_OWNER_NAME];
-    if (owner) this.onChange(owner, `${objectId(o)} ${why}`);
+    if (!owner) return;
+    const id = objectId(o);
+    this.onChange(owner, `${id} ${why}`, version ? versionOf(id, o.live.resourceVersion) : undefined);
   }
 }

@@ -50,7 +50,15 @@ describe('RevisionStore with a RevisionIndex', () => {
     expect(await indexed.findByInputs('app', 'in-two')).toEqual({ number: 2, contentDigest: 'sha256:two', inputs: 'in-two' });
     expect(await indexed.findByInputs('app', 'in-three')).toBeUndefined();
     expect(await indexed.findByInputs('other', 'in-one')).toBeUndefined();
+    // stored (every chunk) under that number and content, from the index; never without one
+    expect(indexed.isStored('app', { number: 2, contentDigest: 'sha256:two' })).toBe(true);
+    expect(indexed.isStored('app', { number: 1, contentDigest: 'sha256:one' })).toBe(true);
+    expect(indexed.isStored('app', { number: 2, contentDigest: 'sha256:one' })).toBe(false);
+    expect(indexed.isStored('app', { number: 3, contentDigest: 'sha256:two' })).toBe(false);
+    expect(indexed.isStored('other', { number: 2, contentDigest: 'sha256:two' })).toBe(false);
+    expect(plain.isStored('app', { number: 2, contentDigest: 'sha256:two' })).toBe(false);
     expect(await indexed.prune('app', new Set([2]))).toBe(1);
+    expect(indexed.isStored('app', { number: 1, contentDigest: 'sha256:one' })).toBe(false);
     expect(await indexed.list('app')).toEqual([{ number: 2, contentDigest: 'sha256:two' }]);
     // one create, one delete: no LIST
     expect(client.requests.snapshot()).toEqual({ create: 1, delete: 1 });

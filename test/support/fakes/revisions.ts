@@ -27,6 +27,10 @@ export class FakeRevisionStore implements PipelineRevisions {
     return packed.length;
   }
 
+  isStored(bdName: string, rev: { number: number; contentDigest: string }): boolean {
+    return this.stored.get(bdName)?.get(rev.number)?.record.contentDigest === rev.contentDigest;
+  }
+
   async list(bdName: string): Promise<RevisionRecord[]> {
     return this.numbers(bdName).map((n) => structuredClone(this.stored.get(bdName)!.get(n)!.record));
   }

@@ -51,6 +51,34 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(0); // the two re-adds collapsed into one
   });
 
+  it('hands out higher priorities first, equal ones in the order added; a re-add with a higher priority moves a key up', async () => {
+    const q = new WorkQueue();
+    for (const k of ['fresh-1', 'fresh-2', 'fresh-3']) q.add(k);
+    q.add('follow-up-1', 10);
+    q.add('fresh-3', 10); // moves up, behind follow-up-1
+    q.add('follow-up-2', 10);
+    q.add('fresh-1'); // already queued: keeps its place
+    q.add('follow-up-1'); // a lower priority never moves a key down
+    expect(q.length).toBe(5);
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) order.push((await q.get())!);
+    expect(order).toEqual(['follow-up-1', 'fresh-3', 'follow-up-2', 'fresh-1', 'fresh-2']);
+    for (const k of order) q.done(k);
+    expect(q.length).toBe(0);
+  });
+
+  it('a key re-added with a priority while it is processed is queued with that priority after done', async () => {
+    const q = new WorkQueue();
+    q.add('a');
+    const a = await q.get();
+    q.add('b');
+    q.add('a', 10);
+    q.add('a'); // the higher priority stays
+    q.done(a!);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+  });
+
   it('never runs the same key concurrently under a controller with many workers', async () => {
     const clock = new FakeClock();
     let running = 0;
