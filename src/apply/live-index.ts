@@ -39,6 +39,18 @@ export function liveFingerprint(m: LiveMeta, only?: { labels?: Record<string, st
   return `${m.uid}|${spec}|${hashOf(labels)}|${hashOf(annotations)}`;
 }
 
+/** liveFingerprint(a) === liveFingerprint(b), without hashing (every watch event of a managed object compares the two) */
+export function sameLiveState(a: LiveMeta, b: LiveMeta): boolean {
+  const spec = (m: LiveMeta) => (m.generation !== undefined ? `g${m.generation}` : `rv${m.resourceVersion}`);
+  return a.uid === b.uid && spec(a) === spec(b) && sameStrings(a.labels ?? {}, b.labels ?? {}) && sameStrings(a.annotationHashes, b.annotationHashes);
+}
+
+function sameStrings(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
 export function liveMetaOf(obj: { metadata: ObjectMeta & { managedFields?: unknown[] } }): LiveMeta {
   const { uid, resourceVersion, generation, labels, annotations, managedFields } = obj.metadata;
   const annotationHashes: Record<string, string> = {};

@@ -12,8 +12,8 @@
  * reconcile starts from the status it reads back, so that bookkeeping must not wait.
  * Pure.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { BundleDeploymentStatus } from '../../api/v1alpha2/types.ts';
-import { hashOf } from '../util/hash.ts';
 
 /** at most one conditions-only status write per BD per second, sustained */
 export const MIN_STATUS_WRITE_INTERVAL_MS = 1000;
@@ -26,6 +26,7 @@ export type StatusWriteDecision =
   | { kind: 'defer'; afterMs: number };
 
 export function decideStatusWrite(input: {
+  /** as JSON would carry it: no undefined members */
   next: BundleDeploymentStatus;
   current: BundleDeploymentStatus | undefined;
   /** monotonic ms of the BD's last status write by this process, if any */
@@ -34,11 +35,12 @@ export function decideStatusWrite(input: {
   minIntervalMs?: number;
 }): StatusWriteDecision {
   const current = input.current ?? {};
-  if (hashOf(input.next) === hashOf(current)) return { kind: 'unchanged' };
+  // both are plain JSON (the status as written, the status as read): compared as such, not hashed
+  if (isDeepStrictEqual(input.next, current)) return { kind: 'unchanged' };
   const min = input.minIntervalMs ?? MIN_STATUS_WRITE_INTERVAL_MS;
   const since = input.lastWriteAt === undefined ? Infinity : input.now - input.lastWriteAt;
   if (since >= min) return { kind: 'write' };
-  if (hashOf(bookkeeping(input.next)) !== hashOf(bookkeeping(current))) return { kind: 'write' };
+  if (!isDeepStrictEqual(bookkeeping(input.next), bookkeeping(current))) return { kind: 'write' };
   return { kind: 'defer', afterMs: Math.max(1, Math.ceil(min - since)) };
 }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** JSON text of `value` with object keys sorted at every level; `undefined` members are omitted as JSON.stringify omits them. */
 export function canonicalJson(value: unknown): string {
@@ -7,16 +7,25 @@ export function canonicalJson(value: unknown): string {
     // undefined, functions and symbols have no JSON form; inside arrays JSON.stringify writes null
     return text === undefined ? 'null' : text;
   }
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
+  // string concatenation, not map/join: statuses are compared this way on every reconcile
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record)
-    .filter((k) => record[k] !== undefined && typeof record[k] !== 'function')
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
+  let out = '{';
+  for (const k of Object.keys(record).sort()) {
+    const v = record[k];
+    if (v === undefined || typeof v === 'function') continue;
+    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(k)}:${canonicalJson(v)}`;
+  }
+  return `${out}}`;
 }
 
+/** sha256 of a string or bytes, hex (the one-shot crypto.hash: no Hash object per call) */
 export function sha256Hex(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
+  return hash('sha256', data, 'hex');
 }
 
 /** sha256 of the canonical JSON of a value, hex */

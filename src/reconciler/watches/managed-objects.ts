@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { LABEL_OWNER_NAME, type HealthCheck } from '../../../api/v1alpha2/types.ts';
-import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
+import { liveMetaOf, sameLiveState, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
 import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
 import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
@@ -175,7 +175,7 @@ export class ManagedObjects implements LiveIndex {
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || liveFingerprint(a.live) !== liveFingerprint(b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed', true);
+        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed', true);
         // handed over (or taken): the previous owner must learn that it no longer owns the object
         if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
       },

@@ -1,0 +1,29 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, hashOf, sha256Hex } from '../../../src/util/hash.ts';
+
+describe('canonicalJson', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['scalars', [1, 'a', true, null], '[1,"a",true,null]'],
+    ['keys sorted at every level', { b: 1, a: { d: [{ z: 1, y: 2 }], c: 'x' } }, '{"a":{"c":"x","d":[{"y":2,"z":1}]},"b":1}'],
+    ['undefined members omitted, as JSON.stringify does', { a: undefined, b: 1, c: () => 1 }, '{"b":1}'],
+    ['undefined in an array is null', [undefined, 1], '[null,1]'],
+    ['empty object and array', { a: {}, b: [] }, '{"a":{},"b":[]}'],
+    ['only undefined members', { a: undefined }, '{}'],
+    ['keys that need escaping', { 'a"b': 1, 'a\nb': 2 }, '{"a\\nb":2,"a\\"b":1}'],
+    ['top-level undefined', undefined, 'null'],
+  ];
+  it.each(cases)('%s', (_, value, want) => expect(canonicalJson(value)).toBe(want));
+  it('sorted keys give the JSON.parse-able text of the same value', () => {
+    const v = { z: [1, { b: 'x', a: null }], a: 'é' };
+    expect(JSON.parse(canonicalJson(v))).toEqual(v);
+  });
+});
+
+describe('sha256Hex and hashOf', () => {
+  it('are sha256 hex of the text or bytes', () => {
+    expect(sha256Hex('abc')).toBe(createHash('sha256').update('abc').digest('hex'));
+    expect(sha256Hex(Buffer.from([0, 255]))).toBe(createHash('sha256').update(Buffer.from([0, 255])).digest('hex'));
+    expect(hashOf({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));
+  });
+});
