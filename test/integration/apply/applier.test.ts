@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION_RECREATE, Applier, type ApplyTarget } from '../../../src/apply/applier.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import { deleteOwned } from '../../../src/apply/prune.ts';
-import { ManagedObjects } from '../../../src/reconciler/watches/managed-objects.ts';
+import { ManagedObjects, versionOf } from '../../../src/reconciler/watches/managed-objects.ts';
 import type { DeleteOptions, KubeClient, KubeObject, TypeRef } from '../../../src/kube/types.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 import { kubeconfigPath } from '../../support/env.ts';
@@ -139,12 +139,14 @@ describe('Applier against the API server', () => {
 
   describe('with the watch-fed live index (as the controller runs it)', () => {
     let index: ManagedObjects;
+    /** what the index told owners: which object version each created/changed event carried */
+    const told: Array<{ owner: string; version: string | undefined }> = [];
     const types = [
       { apiVersion: 'v1', kind: 'ConfigMap' },
       { apiVersion: 'v1', kind: 'ServiceAccount' },
     ];
     beforeAll(async () => {
-      index = new ManagedObjects(client, () => {}, log);
+      index = new ManagedObjects(client, (owner, _why, version) => told.push({ owner, version }), log);
       await index.watch(types);
     });
     afterAll(async () => {
@@ -317,8 +319,13 @@ describe('Applier against the API server', () => {
       const first = await applier.apply(target('obs'), [deployment('a:1')]);
       const created = first.results[0]!;
       expect(created).toMatchObject({ action: 'created', written: { uid: expect.any(String), generation: 1 } });
-      expect(await index.observedWrites([{ id, ...created.written! }], 10_000)).toBe(true);
+      expect(await index.observedWrites([{ id, ...created.written! }], 10_000, 'obs')).toBe(true);
       expect(index.get(id)).toMatchObject({ uid: created.written!.uid, generation: 1 });
+      // the write's own event carried the version the apply returned, and the owner's reconcile saw it (taken once)
+      const own = versionOf(id, created.written!.resourceVersion!);
+      expect(told.filter((t) => t.owner === 'obs').map((t) => t.version)).toContain(own);
+      expect(index.takeSeenWrites('obs')).toEqual(new Set([own]));
+      expect(index.takeSeenWrites('obs')).toBeUndefined();
 
       const second = await applier.apply({ ...target('obs'), revision: 2 }, [deployment('a:2')]);
       expect(second.results[0]).toMatchObject({ action: 'configured', written: { uid: created.written!.uid, generation: 2 } });
