@@ -10,10 +10,13 @@
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
  * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> dist/src/cli/main.js
  * run` with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
- * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave.
+ * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave
+ * (also per BD, in ms).
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
- * observed through a watch. Its requests come from the API server's audit log (the controller's
- * User-Agent "hoist"; this process uses another), per BD and by verb/resource; after the wave a
+ * observed through a watch; per BD, the time from its creation to its done condition (p50, p95,
+ * max), beside the wave's. Its requests come from the API server's audit log (the controller's
+ * User-Agent "hoist"; this process uses another), per BD and by verb/resource, against the floor
+ * the design needs per BD (REQUEST_FLOOR) with every request above it named; after the wave a
  * quiet window counts the steady state's requests, writes and content fetches (requests to the
  * file server or registry) and the controller's CPU.
  * Reference in the same run, before Hoist's wave: one `kubectl apply --server-side` of the same
@@ -68,8 +71,19 @@ export interface ScaleRun {
   idleRssMiB: number;
   /** controller CPU (user + system) from the first BD created to the last one done */
   cpuSeconds: number;
+  /** cpuSeconds per BD, in ms */
+  cpuMsPerBd: number;
+  /** per BD: its creation (the create call answered) → its done condition seen by this process's watch */
+  timeToDoneSeconds: { p50: number; p95: number; max: number };
+  /**
+   * per BD: its first status (the controller's first reconcile of it ended) → done: how long a BD
+   * takes once the controller has started on it, without its wait for a first turn in the queue
+   */
+  firstStatusToDoneSeconds: { p50: number; p95: number; max: number };
   requestsPerBd: number;
   requestsPerBdByVerb: Record<string, number>;
+  /** the requests per BD the design needs for this bundle (REQUEST_FLOOR), their total, and what was measured above it by verb */
+  requestFloor: { perBd: number; byVerb: Record<string, number>; aboveFloorByVerb: Record<string, number> };
   /** requests the content server (file server or registry) answered during the wave */
   waveFetches: number;
   /**
@@ -125,6 +139,36 @@ function bundleObjects(i: number): KubeObject[] {
   ] as KubeObject[];
 }
 
+/**
+ * The requests per BD that the design needs to install one of these bundles, by audit key:
+ * - the finalizer, before anything is created for the BD (a metadata patch: status cannot carry it);
+ * - the revision Secret, stored before anything of the revision is applied (one chunk: the
+ *   revision is a few KiB compressed);
+ * - one server-side apply per object; none is read first (the watches say they are new);
+ * - two status writes: the first reconcile applies the ServiceAccount, Service and Deployment and
+ *   records the transition with the phase that waits (the Ingress is in the `publish` phase,
+ *   applied once the Deployment is ready; docs/status.md: bookkeeping such as `transition` and
+ *   `observedGeneration` is written at once, not held back); the second, once the Deployment is
+ *   ready, says the Ingress is applied and the revision installed and healthy (done). A bundle
+ *   whose objects are ready by the end of its apply needs one;
+ * - the `Installed` Event.
+ */
+const REQUEST_FLOOR: Readonly<Record<string, number>> = {
+  'patch bundledeployments': 1,
+  'create secrets': 1,
+  'patch serviceaccounts': 1,
+  'patch services': 1,
+  'patch deployments': 1,
+  'patch ingresses': 1,
+  'update bundledeployments/status': 2,
+  'create events': 1,
+};
+
+/** the value at quantile q (0..1) of ascending values, nearest rank */
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! : NaN;
+}
+
 const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
 
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
@@ -162,6 +206,10 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
   const id = Math.random().toString(36).slice(2, 6);
   let ctl: Controller | undefined;
   const watched = new Informer<BundleDeployment & KubeObject>({ client: admin, type: BD });
+  /** per BD name: when its create was answered, and when this watch first saw it done (performance.now()) */
+  const createdAt = new Map<string, number>();
+  const doneAt = new Map<string, number>();
+  const firstStatusAt = new Map<string, number>();
   try {
     ctl = await startHoist(main, cp, work, content.hoistArgs);
     await new Promise((r) => setTimeout(r, 5000));
@@ -178,7 +226,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     const kubectlSeconds = (performance.now() - t0) / 1000;
     log(`${tag}: kubectl apply --server-side of ${4 * n} objects: ${kubectlSeconds.toFixed(1)} s`);
     // let kube-controller-manager catch up with kubectl's Deployments before Hoist starts
-    for (;;) {
+    for (; !process.env.HOIST_SCALE_SKIP_KUBECTL;) {
       const deps = await admin.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: kns });
       if (
         deps.items.length === n &&
@@ -198,12 +246,17 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     );
     log(`${tag}: published ${n} bundles (untimed) in ${((performance.now() - p0) / 1000).toFixed(1)} s`);
     const bds = pinned.map((source, i) => ({ name: `scale-${id}-${i}`, source }));
-    watched.start();
-    await watched.waitForSync();
     const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
       const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t)?.status;
       return !!bd && bd.status?.observedGeneration === bd.metadata.generation && c('Installed') === 'True' && c('Progressing') === 'False';
     };
+    const seen = (bd: BundleDeployment & KubeObject) => {
+      if (!firstStatusAt.has(bd.metadata.name) && bd.status?.conditions?.length) firstStatusAt.set(bd.metadata.name, performance.now());
+      if (!doneAt.has(bd.metadata.name) && done(bd)) doneAt.set(bd.metadata.name, performance.now());
+    };
+    watched.addHandler({ onAdd: seen, onUpdate: (_, bd) => seen(bd) });
+    watched.start();
+    await watched.waitForSync();
     const auditFrom = await audit.offset();
     const cpu0 = procStat(ctl.child.pid!).cpuSeconds;
     const fetches0 = await content.requests();
@@ -214,6 +267,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         metadata: { name: b.name },
         spec: { installNamespace: hns, format: 'plain', sources: [b.source] },
       } as unknown as KubeObject);
+      createdAt.set(b.name, performance.now());
     });
     const names = bds.map((b) => b.name);
     let lastReport = performance.now();
@@ -234,6 +288,15 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     }
     const hoistSeconds = (performance.now() - t0) / 1000;
     const after = procStat(ctl.child.pid!);
+    const spread = (from: Map<string, number>) => {
+      const xs = names.map((x) => ((doneAt.get(x) ?? performance.now()) - (from.get(x) ?? t0)) / 1000).sort((a, b) => a - b);
+      return { p50: Number(quantile(xs, 0.5).toFixed(2)), p95: Number(quantile(xs, 0.95).toFixed(2)), max: Number(quantile(xs, 1).toFixed(2)) };
+    };
+    const timeToDoneSeconds = spread(createdAt);
+    const firstStatusToDoneSeconds = spread(firstStatusAt);
+    log(
+      `${tag}: time to done per BD (creation → done): p50 ${timeToDoneSeconds.p50} s, p95 ${timeToDoneSeconds.p95} s, max ${timeToDoneSeconds.max} s; first status → done: p50 ${firstStatusToDoneSeconds.p50} s, p95 ${firstStatusToDoneSeconds.p95} s`,
+    );
     log(
       `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.hwmMiB.toFixed(1)} MiB, CPU ${(after.cpuSeconds - cpu0).toFixed(1)} s`,
     );
@@ -244,6 +307,13 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         .map(([k, v]) => [k, Number((v / n).toFixed(2))]),
     );
     log(`${tag}: ${(events.length / n).toFixed(1)} requests per BD: ${JSON.stringify(perBd)}`);
+    const floor = Object.values(REQUEST_FLOOR).reduce((a, b) => a + b, 0);
+    const aboveFloorByVerb = Object.fromEntries(
+      Object.entries(perBd)
+        .map(([k, v]) => [k, Number((v - (REQUEST_FLOOR[k] ?? 0)).toFixed(2))] as const)
+        .filter(([, v]) => v > 0),
+    );
+    log(`${tag}: request floor ${floor} per BD, measured ${(events.length / n).toFixed(2)}; above it: ${JSON.stringify(aboveFloorByVerb)}`);
 
     // ---- steady state: the controller's requests in a quiet window
     const steadyFrom = await audit.offset();
@@ -275,8 +345,12 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       peakRssMiB: Number(procStat(ctl.child.pid!).hwmMiB.toFixed(1)),
       idleRssMiB: Number(idle.rssMiB.toFixed(1)),
       cpuSeconds: Number((after.cpuSeconds - cpu0).toFixed(2)),
+      cpuMsPerBd: Number((((after.cpuSeconds - cpu0) * 1000) / n).toFixed(2)),
+      timeToDoneSeconds,
+      firstStatusToDoneSeconds,
       requestsPerBd: Number((events.length / n).toFixed(2)),
       requestsPerBdByVerb: perBd,
+      requestFloor: { perBd: floor, byVerb: { ...REQUEST_FLOOR }, aboveFloorByVerb },
       waveFetches: steadyFetches0 - fetches0,
       steady,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
@@ -337,7 +411,7 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
       };
       for (const r of runs)
         log(
-          `N=${r.n} ${r.source}: hoist ${r.hoistSeconds} s, kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD; CPU ${r.cpuSeconds} s; steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
+          `N=${r.n} ${r.source}: hoist ${r.hoistSeconds} s (per BD p50 ${r.timeToDoneSeconds.p50} s, p95 ${r.timeToDoneSeconds.p95} s), kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD (floor ${r.requestFloor.perBd}); CPU ${r.cpuSeconds} s (${r.cpuMsPerBd} ms per BD); steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
         );
       await writeResult(resultsFiles[kind], result, log);
       results.push(result);
