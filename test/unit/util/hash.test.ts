@@ -23,7 +23,11 @@ describe('canonicalJson', () => {
 describe('sha256Hex and hashOf', () => {
   it('are sha256 hex of the text or bytes', () => {
     expect(sha256Hex('abc')).toBe(createHash('sha256').update('abc').digest('hex'));
-    expect(sha256Hex(Buffer.from([0, 255]))).toBe(createHash('sha256').update(Buffer.from([0, 255])).digest('hex'));
+    expect(sha256Hex(Buffer.from([0, 255]))).toBe(
+      createHash('sha256')
+        .update(Buffer.from([0, 255]))
+        .digest('hex'),
+    );
     expect(hashOf({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));
   });
 });
