@@ -45,6 +45,26 @@ export function sameLiveState(a: LiveMeta, b: LiveMeta): boolean {
   return a.uid === b.uid && spec(a) === spec(b) && sameStrings(a.labels ?? {}, b.labels ?? {}) && sameStrings(a.annotationHashes, b.annotationHashes);
 }
 
+/**
+ * When a and b differ only in labels and annotations (same uid, same generation — or resourceVersion
+ * for kinds without one), the keys that changed, added or were removed; otherwise undefined. Also
+ * the field managers that b has and a had not.
+ */
+export function metadataChange(a: LiveMeta, b: LiveMeta): { labels: string[]; annotations: string[]; newManagers: string[] } | undefined {
+  const spec = (m: LiveMeta) => (m.generation !== undefined ? `g${m.generation}` : `rv${m.resourceVersion}`);
+  if (a.uid !== b.uid || spec(a) !== spec(b)) return undefined;
+  const changed = (x: Record<string, string>, y: Record<string, string>) => [
+    ...Object.keys(x).filter((k) => !Object.hasOwn(y, k) || x[k] !== y[k]),
+    ...Object.keys(y).filter((k) => !Object.hasOwn(x, k)),
+  ];
+  const had = new Set(a.managers ?? []);
+  return {
+    labels: changed(a.labels ?? {}, b.labels ?? {}),
+    annotations: changed(a.annotationHashes, b.annotationHashes),
+    newManagers: (b.managers ?? []).filter((m) => !had.has(m)),
+  };
+}
+
 function sameStrings(a: Record<string, string>, b: Record<string, string>): boolean {
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;

@@ -7,6 +7,8 @@
  */
 import {
   ANNOTATION_REQUESTED_AT,
+  ANNOTATION_REVISION,
+  LABEL_OWNER_NAME,
   FINALIZER,
   LABEL_LINEAGE,
   lineageOf,
@@ -38,6 +40,9 @@ import { decideStatusWrite } from './status-writes.ts';
 import { DEFAULT_RECONCILE_TIMEOUT_MS, ReconcileBudget } from './reconcile-budget.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
+
+/** the labels and annotations every apply adds to each object (src/apply/plan.ts) */
+const HOIST_METADATA = { labels: [LABEL_OWNER_NAME, LABEL_LINEAGE], annotations: [ANNOTATION_REVISION] };
 
 export class BundleDeploymentReconciler {
   /** our own writes of BDs: their watch events and stale cache reads need no reconcile */
@@ -181,6 +186,16 @@ export class BundleDeploymentReconciler {
    */
   contentInUse(): Set<string> | undefined {
     return this.contentUse.inUse(this.d.listBundleDeployments().map((bd) => bd.metadata.name));
+  }
+
+  /**
+   * True when a change of these label or annotation keys of one of the BD's objects is nothing a
+   * reconcile would act on: neither the BD's revision nor Hoist sets any of them, so the apply
+   * finds the object unchanged (drift is judged on the keys Hoist sets). False when the object is
+   * not known from a render or load in this process.
+   */
+  ignoresMetadata(name: string, id: string, keys: { labels: readonly string[]; annotations: readonly string[] }): boolean {
+    return this.ctx.objects.setsNoneOf(name, id, keys, HOIST_METADATA);
   }
 
   /** true when this resourceVersion is our own latest write (status or finalizer) of the BD */

@@ -95,6 +95,7 @@ export class BundleDeploymentManager {
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
+    const overrideManagers = new Set([...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])]);
     this.bds = new Informer<BundleDeployment & KubeObject>({
       client: opts.client,
       type: { apiVersion: API_VERSION, kind: KIND },
@@ -105,7 +106,13 @@ export class BundleDeploymentManager {
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
     this.managed = new ManagedObjects(
       opts.client,
-      (owner, why, version) => {
+      (owner, why, version, metadata) => {
+        // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
+        // interactive managers' edits are taken over): the apply would find the object unchanged
+        if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
+          log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
+          return;
+        }
         log.debug({ bd: owner, why }, 'managed object changed');
         // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
         if (version !== undefined && this.controller.queue.isProcessing(owner)) {
@@ -129,7 +136,7 @@ export class BundleDeploymentManager {
       log,
       live: this.managed,
       concurrency: opts.applyConcurrency ?? 8,
-      overrideManagers: [...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])],
+      overrideManagers: [...overrideManagers],
     });
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,

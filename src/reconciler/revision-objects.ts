@@ -4,6 +4,7 @@
  * here can be recomputed: losing it (restart) costs requests, never correctness.
  */
 import { splitHooks } from '../apply/hooks.ts';
+import { objectId } from '../apply/object-id.ts';
 import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
@@ -68,6 +69,26 @@ export class RevisionObjects {
     const entry = { number: rev.number, objects: managed, hooks };
     this.loaded.set(name, entry);
     return entry;
+  }
+
+  /**
+   * True when the BD's last rendered or loaded revision has an object with this id and none of
+   * these label or annotation keys is set by it or by Hoist (`own`: the labels and annotations
+   * every apply adds); false when it does not know the object.
+   */
+  setsNoneOf(
+    name: string,
+    id: string,
+    keys: { labels: readonly string[]; annotations: readonly string[] },
+    own: { labels: readonly string[]; annotations: readonly string[] },
+  ): boolean {
+    if (keys.labels.some((k) => own.labels.includes(k)) || keys.annotations.some((k) => own.annotations.includes(k))) return false;
+    const candidates = [this.rendered.get(name)?.objects, this.loaded.get(name)?.objects].flatMap((objs) => objs?.filter((o) => objectId(o) === id) ?? []);
+    if (candidates.length === 0) return false;
+    return candidates.every(
+      (o) =>
+        !keys.labels.some((k) => Object.hasOwn(o.metadata.labels ?? {}, k)) && !keys.annotations.some((k) => Object.hasOwn(o.metadata.annotations ?? {}, k)),
+    );
   }
 
   forget(name: string): void {

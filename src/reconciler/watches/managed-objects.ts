@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { LABEL_OWNER_NAME, type HealthCheck } from '../../../api/v1alpha2/types.ts';
-import { liveMetaOf, sameLiveState, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
+import { liveMetaOf, metadataChange, sameLiveState, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
 import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
 import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
@@ -48,9 +48,18 @@ const REFRESH_COALESCE_MS = 50;
 /**
  * Told the owner of an object that was created, changed or deleted, why, and (created or changed)
  * which version of which object the event carries: one the owner's reconcile wrote and saw
- * (takeSeenWrites) needs no reconcile of its own.
+ * (takeSeenWrites) needs no reconcile of its own. `metadata`: the change was only to labels and
+ * annotations (same generation, same health): which keys, and which field managers are new.
  */
-export type OwnerEvent = (ownerName: string, why: string, version?: string) => void;
+export type OwnerEvent = (ownerName: string, why: string, version?: string, metadata?: MetadataChange) => void;
+
+export interface MetadataChange {
+  /** the object's id (objectId) */
+  id: string;
+  labels: string[];
+  annotations: string[];
+  newManagers: string[];
+}
 
 /** "<object id>@<resourceVersion>": one version of one object */
 export const versionOf = (id: string, resourceVersion: string): string => `${id}@${resourceVersion}`;
@@ -175,7 +184,10 @@ export class ManagedObjects implements LiveIndex {
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) this.notify(b, 'changed', true);
+        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) {
+          const meta = probed || a.health.readiness !== b.health.readiness ? undefined : metadataChange(a.live, b.live);
+          this.notify(b, 'changed', true, meta);
+        }
         // handed over (or taken): the previous owner must learn that it no longer owns the object
         if (a.live.labels?.[LABEL_OWNER_NAME] !== b.live.labels?.[LABEL_OWNER_NAME]) this.notify(a, 'handed over');
       },
@@ -325,11 +337,11 @@ export class ManagedObjects implements LiveIndex {
     return inf?.getByName(rest.join('/'), namespace || undefined);
   }
 
-  /** tells the owner; `version`: the event carries this version of the object (created, changed) */
-  private notify(o: Summary, why: string, version = false): void {
+  /** tells the owner; `version`: the event carries this version of the object (created, changed); `meta`: only labels and annotations changed */
+  private notify(o: Summary, why: string, version = false, meta?: Omit<MetadataChange, 'id'>): void {
     const owner = o.live.labels?.[LABEL_OWNER_NAME];
     if (!owner) return;
     const id = objectId(o);
-    this.onChange(owner, `${id} ${why}`, version ? versionOf(id, o.live.resourceVersion) : undefined);
+    this.onChange(owner, `${id} ${why}`, version ? versionOf(id, o.live.resourceVersion) : undefined, meta ? { id, ...meta } : undefined);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { liveFingerprint, sameLiveState, type LiveMeta } from '../../../src/apply/live-index.ts';
+import { liveFingerprint, metadataChange, sameLiveState, type LiveMeta } from '../../../src/apply/live-index.ts';
 
 const base: LiveMeta = { uid: 'u1', resourceVersion: '10', generation: 2, labels: { a: '1', b: '2' }, annotationHashes: { x: 'h1' } };
 
@@ -28,5 +28,29 @@ describe('sameLiveState', () => {
     const a = { ...base, generation: undefined };
     expect(sameLiveState(a, { ...a })).toBe(true);
     expect(sameLiveState(a, { ...a, resourceVersion: '11' })).toBe(false);
+  });
+});
+
+describe('metadataChange', () => {
+  it('names the label and annotation keys changed, added or removed, and the new managers', () => {
+    const a: LiveMeta = { ...base, managers: ['hoist'] };
+    const b: LiveMeta = {
+      ...base,
+      resourceVersion: '11',
+      labels: { a: '1', c: '3' },
+      annotationHashes: { x: 'h2', 'deployment.kubernetes.io/revision': 'h9' },
+      managers: ['hoist', 'kube-controller-manager'],
+    };
+    expect(metadataChange(a, b)).toEqual({
+      labels: ['b', 'c'],
+      annotations: ['x', 'deployment.kubernetes.io/revision'],
+      newManagers: ['kube-controller-manager'],
+    });
+  });
+  it('is undefined when the object itself changed: another uid or generation', () => {
+    expect(metadataChange(base, { ...base, generation: 3 })).toBeUndefined();
+    expect(metadataChange(base, { ...base, uid: 'u2' })).toBeUndefined();
+    const noGen = { ...base, generation: undefined };
+    expect(metadataChange(noGen, { ...noGen, resourceVersion: '11', labels: {} })).toBeUndefined();
   });
 });
