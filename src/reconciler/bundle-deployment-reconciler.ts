@@ -192,9 +192,11 @@ export class BundleDeploymentReconciler {
    * True when a change of these label or annotation keys of one of the BD's objects is nothing a
    * reconcile would act on: neither the BD's revision nor Hoist sets any of them, so the apply
    * finds the object unchanged (drift is judged on the keys Hoist sets). False when the object is
-   * not known from a render or load in this process.
+   * not known from a render or load in this process, and when the BD has health checks of its own
+   * (a CEL or JSONPath check may read any label or annotation, so the change may turn its verdict).
    */
   ignoresMetadata(name: string, id: string, keys: { labels: readonly string[]; annotations: readonly string[] }): boolean {
+    if ((this.d.getBundleDeployment(name)?.spec.healthChecks?.length ?? 0) > 0) return false;
     return this.ctx.objects.setsNoneOf(name, id, keys, HOIST_METADATA);
   }
 
