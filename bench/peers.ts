@@ -247,14 +247,14 @@ async function measure(tool: ToolRun['tool'], n: number, w: Wave, registry: Test
 
 const adminClient = (cp: ControlPlane): RestKubeClient => createKubeClient(loadKubeConfig(cp.kubeconfigPath), { userAgent: BENCH_UA });
 
-interface HoistSetup {
+export interface HoistSetup {
   main: string;
   registriesConf: string;
   nodeFlags: string[];
   args: (work: string) => string[];
 }
 
-async function runHoist(
+export async function runHoist(
   n: number,
   hoist: HoistSetup,
   refs: readonly string[],
@@ -324,7 +324,7 @@ async function kubectl(cp: ControlPlane, work: string, args: readonly string[]):
   return exec(toolPath('kubectl'), args, { PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath });
 }
 
-async function runFlux(
+export async function runFlux(
   n: number,
   bins: FluxBinaries,
   artifacts: ReadonlyArray<{ repository: string }>,
@@ -419,6 +419,35 @@ export interface PeersOptions {
   steadySeconds?: number;
 }
 
+/** the results file's content for the runs so far */
+function summary(runs: PeersRun[], flags: Record<string, string[]>): PeersResult {
+  return {
+    benchmark: 'peers',
+    date: new Date().toISOString(),
+    nproc: availableParallelism(),
+    node: process.version,
+    kubernetes: toolVersions().K8S_VERSION ?? 'unknown',
+    flux: {
+      versions: FLUX_VERSIONS,
+      origin: FLUX_ORIGIN,
+      concurrency: FLUX_CONCURRENCY,
+      flags,
+      objects: { ...FLUX_INTERVALS, ref: 'tag latest', wait: true, prune: true, serviceAccountName: 'flux (RoleBinding to ClusterRole admin)' },
+      published: FLUX_PUBLISHED,
+    },
+    hoist: {
+      nodeFlags: imageNodeFlags(),
+      args: ['run', '--install-crd', '--cache-dir <temp dir>', '--registries-conf <the registry as insecure>', '--metrics-bind-address 127.0.0.1:0'],
+      source: 'image, pinned by digest, reading the Flux artifact unchanged',
+    },
+    cases: runs.flatMap((r) => [
+      { name: `N=${r.n} time hoist/flux`, ratio: r.ratios.time },
+      { name: `N=${r.n} peak RSS hoist/flux`, ratio: r.ratios.peakRss },
+    ]),
+    runs,
+  };
+}
+
 export async function run(options: PeersOptions = {}): Promise<PeersResult> {
   const log = (l: string) => console.log(l);
   const sizes = options.ns?.length ? options.ns : (process.env.HOIST_PEERS_N ?? '100,500,1000').split(',').map(Number);
@@ -426,6 +455,7 @@ export async function run(options: PeersOptions = {}): Promise<PeersResult> {
   const flags: Record<string, string[]> = {};
   const runs: PeersRun[] = [];
   let registry: TestRegistry | undefined;
+  let result: PeersResult | undefined;
   try {
     const bins = await ensureFlux(log);
     const main = await buildController(log);
@@ -474,38 +504,15 @@ export async function run(options: PeersOptions = {}): Promise<PeersResult> {
         `N=${n}: Hoist ${h.seconds} s / Flux ${f.seconds} s (${r.ratios.time}); peak RSS ${h.peakRssMiB} / ${f.peakRssMiB} MiB (${r.ratios.peakRss}); CPU ${h.cpuSeconds} / ${f.cpuSeconds} s; requests per app ${h.requestsPerApp} / ${f.requestsPerApp}`,
       );
       runs.push(r);
+      // after each N, so a later failure keeps what was measured
+      result = summary(runs, flags);
+      await writeResult(resultsFile, result, log);
     }
   } finally {
     await registry?.stop();
     await rm(work, { recursive: true, force: true });
   }
-  const result: PeersResult = {
-    benchmark: 'peers',
-    date: new Date().toISOString(),
-    nproc: availableParallelism(),
-    node: process.version,
-    kubernetes: toolVersions().K8S_VERSION ?? 'unknown',
-    flux: {
-      versions: FLUX_VERSIONS,
-      origin: FLUX_ORIGIN,
-      concurrency: FLUX_CONCURRENCY,
-      flags,
-      objects: { ...FLUX_INTERVALS, ref: 'tag latest', wait: true, prune: true, serviceAccountName: 'flux (RoleBinding to ClusterRole admin)' },
-      published: FLUX_PUBLISHED,
-    },
-    hoist: {
-      nodeFlags: imageNodeFlags(),
-      args: ['run', '--install-crd', '--cache-dir <temp dir>', '--registries-conf <the registry as insecure>', '--metrics-bind-address 127.0.0.1:0'],
-      source: 'image, pinned by digest, reading the Flux artifact unchanged',
-    },
-    cases: runs.flatMap((r) => [
-      { name: `N=${r.n} time hoist/flux`, ratio: r.ratios.time },
-      { name: `N=${r.n} peak RSS hoist/flux`, ratio: r.ratios.peakRss },
-    ]),
-    runs,
-  };
-  await writeResult(resultsFile, result, log);
-  return result;
+  return result!;
 }
 
 /** `[--steady-seconds S] [N ...]` */
