@@ -63,7 +63,7 @@ export async function startHttpSource(): Promise<ScaleSource> {
 }
 
 /** docker-registry logs one "response completed" line per request it answered */
-async function registryRequests(registry: TestRegistry): Promise<number> {
+export async function registryRequests(registry: TestRegistry): Promise<number> {
   const log = path.join(registry.dir, 'registry.log');
   if (!(await stat(log).catch(() => undefined))) return 0;
   return (await readFile(log, 'utf8')).split('\n').filter((l) => l.includes('response completed')).length;

@@ -104,7 +104,7 @@ export interface ScaleResult extends ScaleRun {
 }
 
 /** the 4 objects of bundle i (no namespace: Hoist defaults it to installNamespace, kubectl to -n) */
-function bundleObjects(i: number): KubeObject[] {
+export function bundleObjects(i: number): KubeObject[] {
   const name = `app-${i}`;
   const labels = { app: name };
   return [
@@ -169,7 +169,7 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! : NaN;
 }
 
-const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
+export const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
 
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
@@ -183,9 +183,9 @@ async function startHoist(main: string, cp: ControlPlane, work: string, sourceAr
 
 const key = (e: AuditEvent) =>
   `${e.verb} ${e.objectRef?.resource ?? e.requestURI.split('?')[0]}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
-const isWrite = (e: AuditEvent) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb);
+export const isWrite = (e: AuditEvent) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb);
 
-const countByKey = (events: readonly AuditEvent[]): Record<string, number> => {
+export const countByKey = (events: readonly AuditEvent[]): Record<string, number> => {
   const out: Record<string, number> = {};
   for (const e of events) out[key(e)] = (out[key(e)] ?? 0) + 1;
   return out;
