@@ -213,11 +213,18 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
   ];
 }
 
-/** a healthy plain bundle: one ConfigMap named `healthy-<id>` */
-export async function healthySpec(files: FileServer, id: string): Promise<Spec> {
-  return plain(
-    await servePinned(files, `/healthy-${id}.tgz`, {
-      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `healthy-${id}` }, data: { id } }),
+/**
+ * a healthy plain bundle: `objects` ConfigMaps (default one) named `healthy-<id>[-<n>]`, each
+ * with about 1 KiB of data, so a benchmark can choose an install long enough to measure
+ */
+export async function healthySpec(files: FileServer, id: string, objects = 1): Promise<Spec> {
+  const docs = Array.from({ length: objects }, (_, i) =>
+    stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: objects === 1 ? `healthy-${id}` : `healthy-${id}-${i}` },
+      data: objects === 1 ? { id } : { id, pad: 'x'.repeat(1024) },
     }),
   );
+  return plain(await servePinned(files, `/healthy-${id}.tgz`, { 'cm.yaml': docs.join('---\n') }));
 }
