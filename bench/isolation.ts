@@ -6,7 +6,7 @@
  * image and the chart run it (bench/controller-process.ts: compiled, the image's node flags, a V8
  * heap limit equal to the chart's memory limit, the chart's `hoist run` flags) and reconciles only
  * that case's BundleDeployments. After one healthy BD installed untimed (warm-up), each round
- * times healthy BDs (50 ConfigMaps of 1 KiB from a pinned tarball, content unique to each: an
+ * times healthy BDs (50 ConfigMaps of 256 bytes from a pinned tarball, content unique to each: an
  * install of about a second, long enough that scheduling noise of tens of milliseconds does not
  * decide a ratio; three created at once, their mean) from create to Installed=True, seen through
  * a watch:
@@ -19,7 +19,8 @@
  * - `later`: created 5 s after the hostile BD, as issue 23 measured (a crash loop or a blocked
  *   event loop shows here; a hostile input refused within 5 s does not).
  *
- * and waits until the hostile BD is refused naming its limit. Per case: the medians; per round
+ * and waits until the hostile BD is refused naming its limit; at the end it deletes the case's
+ * BDs and waits for their uninstall (uninstallCase). Per case: the medians; per round
  * the paired ratios later / reference and together / reference (the reference of the same
  * controller in the same round, so machine load drifting during the run hits both); ratio =
  * their median, with the spread (quartiles, min, max); the controller's peak RSS (VmHWM) and CPU,
@@ -195,6 +196,21 @@ const spreadOf = (xs: readonly number[]): Spread => ({
   max: round2(Math.max(...xs)),
 });
 
+/**
+ * Deletes the case's BDs and waits until its controller has uninstalled them: the next case's
+ * controller starts on a cluster without them (every controller caches all objects that carry
+ * the owner label, so the objects of earlier cases would add to its memory).
+ */
+async function uninstallCase(env: Env, caseId: string): Promise<void> {
+  const mine = () => env.informer.list().filter((bd) => bd.metadata.labels?.[CASE_LABEL] === caseId);
+  for (const bd of mine()) await env.client.delete(BD, bd.metadata.name, undefined);
+  const deadline = performance.now() + WAIT_MS;
+  while (mine().length > 0) {
+    if (performance.now() > deadline) throw new Error(`${caseId}: ${mine().length} BundleDeployments not uninstalled after ${WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** one controller process for `caseId`: a warm-up BD, then `rounds` rounds (module comment) */
 async function measure(env: Env, caseId: string, input: HostileInput | undefined): Promise<Measured> {
   const work = await mkdtemp(path.join(env.work, `${caseId}-`));
@@ -289,6 +305,7 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
     }
     const alive = ctl.child.exitCode === null && ctl.child.signalCode === null && ctl.child.pid === pid;
     const stat = alive ? procStat(pid) : { hwmMiB: Number.NaN, cpuSeconds: Number.NaN };
+    if (alive) await uninstallCase(env, caseId);
     const paired = (xs: number[]) => xs.map((x, i) => round2(x / reference[i]!));
     return {
       reference: timings(reference),

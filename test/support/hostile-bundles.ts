@@ -215,7 +215,7 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
 
 /**
  * a healthy plain bundle: `objects` ConfigMaps (default one) named `healthy-<id>[-<n>]`, each
- * with about 1 KiB of data, so a benchmark can choose an install long enough to measure
+ * with 256 bytes of padding when there are several, so a benchmark can choose an install long enough to measure
  */
 export async function healthySpec(files: FileServer, id: string, objects = 1): Promise<Spec> {
   const docs = Array.from({ length: objects }, (_, i) =>
@@ -223,7 +223,7 @@ export async function healthySpec(files: FileServer, id: string, objects = 1): P
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name: objects === 1 ? `healthy-${id}` : `healthy-${id}-${i}` },
-      data: objects === 1 ? { id } : { id, pad: 'x'.repeat(1024) },
+      data: objects === 1 ? { id } : { id, pad: 'x'.repeat(256) },
     }),
   );
   return plain(await servePinned(files, `/healthy-${id}.tgz`, { 'cm.yaml': docs.join('---\n') }));
