@@ -28,6 +28,15 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/** the q-quantile (0..1) of xs, linear between the two nearest ranks (q = 0.5 is the median) */
+export function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (s.length - 1) * q;
+  const lo = Math.floor(at);
+  const hi = Math.ceil(at);
+  return s[lo]! + (s[hi]! - s[lo]!) * (at - lo);
+}
+
 /**
  * Runs a reference command and resolves its stdout; rejects with its stderr on a non-zero exit.
  * Async on purpose: servers the benchmark runs in this process must keep serving meanwhile.

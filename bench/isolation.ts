@@ -6,24 +6,30 @@
  * image and the chart run it (bench/controller-process.ts: compiled, the image's node flags, a V8
  * heap limit equal to the chart's memory limit, the chart's `hoist run` flags) and reconciles only
  * that case's BundleDeployments. After one healthy BD installed untimed (warm-up), each round
- * times healthy BDs (a ConfigMap from a pinned tarball, content unique to each; three created at
- * once, their mean) from create to Installed=True, seen through a watch:
+ * times healthy BDs (50 ConfigMaps of 256 bytes from a pinned tarball, content unique to each: an
+ * install of about a second, long enough that scheduling noise of tens of milliseconds does not
+ * decide a ratio; three created at once, their mean) from create to Installed=True, seen through
+ * a watch:
  *
  * - `reference`: with no hostile BD in flight (the previous round's was refused), 5 s after the
  *   last one, as `later` comes 5 s after the hostile one (an idle controller is a little slower:
- *   connections kept alive for 5 s are closed);
+ *   connections kept alive for 5 s are closed); in even rounds before the hostile BD, in odd ones
+ *   after it was refused, so load that drifts within a round hits both sides alike;
  * - `together`: created at once after the hostile BD, so both are in flight;
  * - `later`: created 5 s after the hostile BD, as issue 23 measured (a crash loop or a blocked
  *   event loop shows here; a hostile input refused within 5 s does not).
  *
- * and waits until the hostile BD is refused naming its limit. Per case: the medians, ratio =
- * later / reference and togetherRatio = together / reference (the reference of the same
- * controller, interleaved, so machine load drifting during the run hits both), the controller's
- * peak RSS (VmHWM) and CPU, and rssRatio = peak RSS / that of a controller that saw no hostile BD
- * (the same rounds without one, run first and again last: `reference`). The targets (issue 23):
- * every ratio ≤ 1.5 and peak RSS < 300 MiB. Results go to bench/results/isolation.json.
+ * and waits until the hostile BD is refused naming its limit; at the end it deletes the case's
+ * BDs and waits for their uninstall (uninstallCase). Per case: the medians; per round
+ * the paired ratios later / reference and together / reference (the reference of the same
+ * controller in the same round, so machine load drifting during the run hits both); ratio =
+ * their median, with the spread (quartiles, min, max); the controller's peak RSS (VmHWM) and CPU,
+ * the CPU the hostile BDs cost (the case's CPU minus that of the reference controllers, per
+ * hostile BD), and rssRatio = peak RSS / that of a controller that saw no hostile BD (the same
+ * rounds without one, run first and again last: `reference`). The targets (issue 23): every
+ * ratio ≤ 1.5 and peak RSS < 300 MiB. Results go to bench/results/isolation.json.
  *
- * `npx tsx bench/isolation.ts [ROUNDS] [CASE ...]` (default 7 rounds, every case);
+ * `npx tsx bench/isolation.ts [ROUNDS] [CASE ...]` (default 9 rounds, every case);
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -43,7 +49,7 @@ import { startGitServer } from '../test/support/git-server.ts';
 import { healthySpec, hostileInputs, type HostileInput, type HostileServers } from '../test/support/hostile-bundles.ts';
 import { startFileServer } from '../test/support/http-files.ts';
 import { startRegistry } from '../test/support/registry.ts';
-import { median, repoRoot, runWhenMain, writeResult } from './common.ts';
+import { median, quantile, repoRoot, runWhenMain, writeResult } from './common.ts';
 import { buildController, procStat, startController, type Controller } from './controller-process.ts';
 
 const resultsFile = path.join(repoRoot, 'bench', 'results', 'isolation.json');
@@ -54,6 +60,8 @@ const RATIO_TARGET = 1.5;
 const PEAK_TARGET_MIB = 300;
 /** healthy BDs created at once for one sample (its figure is their mean): less noise than one */
 const HEALTHY_PER_SAMPLE = 3;
+/** ConfigMaps in each healthy BD: an install of about a second (module comment) */
+const HEALTHY_OBJECTS = 50;
 /** issue 23's setup: the healthy BD created 5 s after the hostile one */
 const LATER_MS = 5_000;
 
@@ -77,19 +85,35 @@ interface Measured extends ControllerFigures {
   reference: Timings;
   together?: Timings;
   later?: Timings;
+  /** per round: later / reference of that round */
+  ratios?: number[];
+  /** per round: together / reference of that round */
+  togetherRatios?: number[];
   /** the hostile BD's create → refused, one per round */
   refusedSeconds: number[];
   /** how it was refused: the condition (type/status/reason: message) or the API server's answer */
   refusal: string;
 }
 
+/** how the per-round ratios spread: quartiles and extremes */
+interface Spread {
+  p25: number;
+  p75: number;
+  min: number;
+  max: number;
+}
+
 export interface IsolationCase extends Partial<Measured> {
   name: string;
   what: string;
-  /** later.median / reference.median: the target */
+  /** median of the per-round later / reference: the target */
   ratio: number;
-  /** together.median / reference.median */
+  ratioSpread?: Spread;
+  /** median of the per-round together / reference */
   togetherRatio: number;
+  togetherSpread?: Spread;
+  /** controller CPU seconds per hostile BD: the case's CPU minus the reference controllers' mean, over the rounds */
+  hostileCpuSeconds?: number;
   /** peakRssMiB / the peak of a controller that saw no hostile BD */
   rssRatio: number;
   withinTargets: boolean;
@@ -104,6 +128,10 @@ export interface IsolationResult {
   node: string;
   loadAverage: number[];
   rounds: number;
+  /** ConfigMaps per healthy BD */
+  healthyObjects: number;
+  /** healthy BDs per sample */
+  healthyPerSample: number;
   laterSeconds: number;
   heapLimitMiB: number;
   nodeFlags: string[];
@@ -160,6 +188,28 @@ interface Env {
 }
 
 const timings = (xs: number[]): Timings => ({ seconds: xs.map((x) => Number(x.toFixed(3))), median: Number(median(xs).toFixed(3)) });
+const round2 = (x: number): number => Number(x.toFixed(2));
+const spreadOf = (xs: readonly number[]): Spread => ({
+  p25: round2(quantile(xs, 0.25)),
+  p75: round2(quantile(xs, 0.75)),
+  min: round2(Math.min(...xs)),
+  max: round2(Math.max(...xs)),
+});
+
+/**
+ * Deletes the case's BDs and waits until its controller has uninstalled them: the next case's
+ * controller starts on a cluster without them (every controller caches all objects that carry
+ * the owner label, so the objects of earlier cases would add to its memory).
+ */
+async function uninstallCase(env: Env, caseId: string): Promise<void> {
+  const mine = () => env.informer.list().filter((bd) => bd.metadata.labels?.[CASE_LABEL] === caseId);
+  for (const bd of mine()) await env.client.delete(BD, bd.metadata.name, undefined);
+  const deadline = performance.now() + WAIT_MS;
+  while (mine().length > 0) {
+    if (performance.now() > deadline) throw new Error(`${caseId}: ${mine().length} BundleDeployments not uninstalled after ${WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
 
 /** one controller process for `caseId`: a warm-up BD, then `rounds` rounds (module comment) */
 async function measure(env: Env, caseId: string, input: HostileInput | undefined): Promise<Measured> {
@@ -199,16 +249,20 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
   const refusedSeconds: number[] = [];
   let refusal = '';
   try {
-    await timeHealthy([{ name: `${caseId}-warm`, spec: await healthySpec(env.servers.files, `${caseId}-warm`) }]);
+    await timeHealthy([{ name: `${caseId}-warm`, spec: await healthySpec(env.servers.files, `${caseId}-warm`, HEALTHY_OBJECTS) }]);
     for (let r = 0; r < env.rounds; r++) {
       const content = async (what: string) => {
         const names = Array.from({ length: HEALTHY_PER_SAMPLE }, (_, i) => `${caseId}-${what}-${r}-${i}`);
-        return Promise.all(names.map(async (name) => ({ name, spec: await healthySpec(env.servers.files, name) })));
+        return Promise.all(names.map(async (name) => ({ name, spec: await healthySpec(env.servers.files, name, HEALTHY_OBJECTS) })));
       };
       const [ref, now, then] = [await content('ref'), await content('now'), await content('later')];
       // after the same idle time as `later` (connections kept alive for 5 s close meanwhile)
-      await new Promise((resolve) => setTimeout(resolve, env.laterMs));
-      reference.push(await timeHealthy(ref));
+      const timeReference = async () => {
+        await new Promise((resolve) => setTimeout(resolve, env.laterMs));
+        reference.push(await timeHealthy(ref));
+      };
+      const referenceFirst = !input || r % 2 === 0;
+      if (referenceFirst) await timeReference();
       if (!input) continue;
       const hostile = `${caseId}-hostile-${r}`;
       const hostileSpec = await input.spec(`${caseId}-${r}`);
@@ -244,15 +298,18 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
       later.push(await timeHealthy(then));
       together.push(await nowDone);
       if (refused) refusedSeconds.push(((await refused) - t0) / 1000);
+      if (!referenceFirst) await timeReference();
       env.log(
         `  ${caseId} round ${r + 1}: healthy Installed after ${reference[r]!.toFixed(2)} s alone, ${together[r]!.toFixed(2)} s together, ${later[r]!.toFixed(2)} s ${env.laterMs / 1000} s later; hostile refused after ${refusedSeconds[r]!.toFixed(2)} s`,
       );
     }
     const alive = ctl.child.exitCode === null && ctl.child.signalCode === null && ctl.child.pid === pid;
     const stat = alive ? procStat(pid) : { hwmMiB: Number.NaN, cpuSeconds: Number.NaN };
+    if (alive) await uninstallCase(env, caseId);
+    const paired = (xs: number[]) => xs.map((x, i) => round2(x / reference[i]!));
     return {
       reference: timings(reference),
-      ...(input ? { together: timings(together), later: timings(later) } : {}),
+      ...(input ? { together: timings(together), later: timings(later), ratios: paired(later), togetherRatios: paired(together) } : {}),
       peakRssMiB: Number(stat.hwmMiB.toFixed(1)),
       cpuSeconds: Number(stat.cpuSeconds.toFixed(2)),
       controllerSurvived: alive,
@@ -271,7 +328,7 @@ async function measure(env: Env, caseId: string, input: HostileInput | undefined
 
 export async function run(options: { rounds?: number; only?: string[] } = {}): Promise<IsolationResult> {
   const log = (l: string) => console.log(l);
-  const rounds = options.rounds ?? 7;
+  const rounds = options.rounds ?? 9;
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-isolation-'));
   const main = await buildController(log);
   log('starting a control plane (etcd, kube-apiserver)…');
@@ -313,21 +370,25 @@ export async function run(options: { rounds?: number; only?: string[] } = {}): P
     const last = await measure(env, 'ref-b', undefined);
     const referencePeak = Math.max(first.peakRssMiB, last.peakRssMiB);
     const ratioOf = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? Number.NaN : Number((a / b).toFixed(2)));
+    const referenceCpu = (first.cpuSeconds + last.cpuSeconds) / 2;
     for (const c of cases) {
       if (c.error) continue;
-      c.ratio = ratioOf(c.later?.median, c.reference?.median);
-      c.togetherRatio = ratioOf(c.together?.median, c.reference?.median);
+      c.ratio = round2(median(c.ratios ?? [Number.NaN]));
+      c.ratioSpread = spreadOf(c.ratios ?? []);
+      c.togetherRatio = round2(median(c.togetherRatios ?? [Number.NaN]));
+      c.togetherSpread = spreadOf(c.togetherRatios ?? []);
+      c.hostileCpuSeconds = round2(((c.cpuSeconds ?? Number.NaN) - referenceCpu) / rounds);
       c.rssRatio = ratioOf(c.peakRssMiB, referencePeak);
       c.withinTargets = c.controllerSurvived === true && c.ratio <= RATIO_TARGET && (c.peakRssMiB ?? Infinity) < PEAK_TARGET_MIB;
     }
     log(
-      `\nhealthy BD, create → Installed (medians of ${rounds}): alone, together with the hostile BD, ${LATER_MS / 1000} s after it; controller peak RSS (a controller that saw no hostile BD: ${referencePeak} MiB, healthy ${first.reference.median}/${last.reference.median} s)`,
+      `\nhealthy BD (${HEALTHY_OBJECTS} ConfigMaps), create → Installed (medians of ${rounds}): alone, together with the hostile BD, ${LATER_MS / 1000} s after it (× median of the rounds' ratios [quartiles]); controller peak RSS and CPU per hostile BD (a controller that saw no hostile BD: ${referencePeak} MiB, ${referenceCpu.toFixed(1)} s CPU, healthy ${first.reference.median}/${last.reference.median} s)`,
     );
     for (const c of cases) {
       if (c.error) log(`MISS ${c.name.padEnd(22)} not measured: ${c.error}`);
       else
         log(
-          `${c.withinTargets ? 'ok  ' : 'MISS'} ${c.name.padEnd(22)} ${c.reference!.median.toFixed(2)} / ${c.together!.median.toFixed(2)} (×${c.togetherRatio}) / ${c.later!.median.toFixed(2)} s (×${c.ratio}), peak ${c.peakRssMiB} MiB (×${c.rssRatio}), CPU ${c.cpuSeconds} s, refused after ${c.refusedSeconds!.map((x) => x.toFixed(1)).join('/')} s`,
+          `${c.withinTargets ? 'ok  ' : 'MISS'} ${c.name.padEnd(22)} ${c.reference!.median.toFixed(2)} / ${c.together!.median.toFixed(2)} (×${c.togetherRatio}) / ${c.later!.median.toFixed(2)} s (×${c.ratio} [${c.ratioSpread!.p25}–${c.ratioSpread!.p75}]), peak ${c.peakRssMiB} MiB (×${c.rssRatio}), CPU ${c.cpuSeconds} s (${c.hostileCpuSeconds} s per hostile BD), refused after ${c.refusedSeconds!.map((x) => x.toFixed(1)).join('/')} s`,
         );
     }
     const result: IsolationResult = {
@@ -337,6 +398,8 @@ export async function run(options: { rounds?: number; only?: string[] } = {}): P
       node: process.version,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
       rounds,
+      healthyObjects: HEALTHY_OBJECTS,
+      healthyPerSample: HEALTHY_PER_SAMPLE,
       laterSeconds: LATER_MS / 1000,
       heapLimitMiB: chartMemoryLimitMiB(),
       nodeFlags: deployedNodeFlags(),

@@ -200,9 +200,12 @@ export class BundleDeploymentReconciler {
     return this.ctx.objects.setsNoneOf(name, id, keys, HOIST_METADATA);
   }
 
-  /** true when this resourceVersion is our own latest write (status or finalizer) of the BD */
-  isOwnWrite(name: string, resourceVersion: string | undefined): boolean {
-    return this.ownWrites.isOwn(name, resourceVersion);
+  /**
+   * The watch event of a changed BD: `enqueue` unless it is the event of our own status or
+   * finalizer write (own-writes.ts decideUpdateEvent), whose reconcile already saw everything.
+   */
+  updateEvent(prev: BundleDeployment, next: BundleDeployment, enqueue: () => void): void {
+    this.ownWrites.updateEvent(prev, next, enqueue);
   }
 
   forget(name: string): void {
@@ -254,14 +257,9 @@ export class BundleDeploymentReconciler {
 
   private async addFinalizer(bd: BundleDeployment): Promise<void> {
     const finalizers = [...(bd.metadata.finalizers ?? []), FINALIZER];
-    const updated = await this.d.client.patch(
-      bd,
-      bd.metadata.name,
-      undefined,
-      { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } },
-      'merge',
+    const updated = await this.ownWrites.write(bd.metadata.name, bd.metadata.resourceVersion, () =>
+      this.d.client.patch(bd, bd.metadata.name, undefined, { metadata: { finalizers, resourceVersion: bd.metadata.resourceVersion } }, 'merge'),
     );
-    this.ownWrites.record(bd.metadata.name, bd.metadata.resourceVersion, updated.metadata.resourceVersion);
     bd.metadata.finalizers = updated.metadata.finalizers;
     bd.metadata.resourceVersion = updated.metadata.resourceVersion;
   }
@@ -283,8 +281,7 @@ export class BundleDeploymentReconciler {
       this.now(),
     );
     if (before?.reason !== 'WaitingForDependents') this.d.events.event(bd, 'Normal', 'WaitingForDependents', message);
-    const written = await this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } });
-    this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
+    await this.ownWrites.write(name, bd.metadata.resourceVersion, () => this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } }));
   }
 
   /** writes the status the reconcile built, unless unchanged or deferred (status-writes.ts) */
@@ -300,8 +297,7 @@ export class BundleDeploymentReconciler {
       return;
     }
     this.statusWrites.set(name, this.now().getTime());
-    const written = await this.d.client.updateStatus({ ...bd, status: clean });
-    this.ownWrites.record(name, bd.metadata.resourceVersion, written.metadata.resourceVersion);
+    await this.ownWrites.write(name, bd.metadata.resourceVersion, () => this.d.client.updateStatus({ ...bd, status: clean }));
   }
 
   /** one info line per reconcile outcome (STYLE: duration, revision, digest, changes, next requeue) */

@@ -212,9 +212,8 @@ export class BundleDeploymentManager {
       onUpdate: (a, b) => {
         this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
         this.trackSecrets(b);
-        // the event of our own status or finalizer write: that reconcile already saw everything
-        const ownWrite = this.reconciler.isOwnWrite(b.metadata.name, b.metadata.resourceVersion) && a.metadata.generation === b.metadata.generation;
-        if (!ownWrite) this.controller.enqueue(b.metadata.name);
+        // not for the event of our own status or finalizer write: that reconcile already saw everything
+        this.reconciler.updateEvent(a, b, () => this.controller.enqueue(b.metadata.name));
         // a lineage's other members may now win or lose arbitration
         const moved = lineageOf(a) !== lineageOf(b);
         if (moved) this.enqueueLineage(a);
@@ -350,9 +349,13 @@ export class BundleDeploymentManager {
     for (const dependent of this.bds.byIndex(DEPENDS_ON_INDEX, bd.metadata.name)) this.controller.enqueue(dependent.metadata.name);
   }
 
+  /**
+   * the other members of bd's lineage; not bd itself: every caller has queued it already (or it
+   * is gone), and queuing it again while its reconcile runs would run that reconcile twice
+   */
   private enqueueLineage(bd: BundleDeployment): void {
     const lineage = lineageOf(bd);
-    for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) this.controller.enqueue(other.metadata.name);
+    for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) if (other.metadata.name !== bd.metadata.name) this.controller.enqueue(other.metadata.name);
   }
 }
 

@@ -35,6 +35,14 @@ export const MAX_SYMLINK_HOPS = 40;
  */
 export const DEFAULT_MAX_LINKS = 10_000;
 
+/**
+ * Links followed, over all chains, while one tree is checked: the hop budget per tree. Two per
+ * link at the link budget (most trees' links are one hop). A hop is an lstat and a readlink
+ * (about 60 µs of CPU measured), so a tree of the worst chains the other budgets allow (9,960
+ * links in chains of 40, about 200,000 hops and 13 s of CPU) is refused after at most this many.
+ */
+export const DEFAULT_MAX_LINK_HOPS = 2 * DEFAULT_MAX_LINKS;
+
 export type ContainmentCode =
   | typeof ContentCode.SymlinkEscape
   | typeof ContentCode.NotARegularFile
@@ -73,8 +81,38 @@ export class ContainmentProblem extends Error {
     message: string,
     /** true when the path itself is absent (no link led there): callers may treat it as optional */
     readonly absent = false,
+    /** true when a budget ran out: the whole check stops, this is no finding about one link */
+    readonly stop = false,
   ) {
     super(message);
+  }
+}
+
+/**
+ * The hop budget of one tree check, shared by every chain it resolves: counts hops and checks
+ * the operation's abort signal (its deadline) at each. Exhausted, it throws a ContainmentProblem
+ * with `stop` set: the check ends there rather than collecting it as one more bad link.
+ */
+export class LinkBudget {
+  hops = 0;
+
+  constructor(
+    readonly maxHops: number = DEFAULT_MAX_LINK_HOPS,
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  /** one more link followed at `path` (tree-relative, as messages show it) */
+  hop(path: string): void {
+    this.signal?.throwIfAborted();
+    if (++this.hops > this.maxHops) {
+      throw new ContainmentProblem(
+        ContentCode.TooManyLinks,
+        path,
+        `resolving the symlinks of the content tree took more than ${this.maxHops} link hops (the limit per tree: chains too long or too many), at ${quote(path)}`,
+        false,
+        true,
+      );
+    }
   }
 }
 
@@ -84,6 +122,11 @@ function quote(s: string): string {
 
 function errnoCode(e: unknown): string | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
+}
+
+/** an error of a Node fs call (it names its syscall), not e.g. an abort reason */
+function isFsError(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && 'syscall' in e;
 }
 
 /** Node's fs error, without the path Node puts in its message. */
@@ -135,10 +178,11 @@ export async function lstatOrUndefined(abs: string): Promise<Stats | undefined> 
 /**
  * Follows `rel` through the tree's links, component by component, never leaving `root`. Returns
  * the canonical path and its lstat (never a link). Throws ContainmentProblem: symlink-escape
- * (absolute target, `..` above the root, a loop), not-found. `dirs` caches paths known to be real
- * directories, so reading many files of one tree costs one lstat per directory.
+ * (absolute target, `..` above the root, a loop), not-found; with `budget`, too-many-links (`stop`)
+ * when the tree's hops run out. `dirs` caches paths known to be real directories, so reading many
+ * files of one tree costs one lstat per directory.
  */
-export async function resolveInTree(root: string, rel: string, dirs: Set<string> = new Set(), prefix = ''): Promise<Resolved> {
+export async function resolveInTree(root: string, rel: string, dirs: Set<string> = new Set(), prefix = '', budget?: LinkBudget): Promise<Resolved> {
   /** a tree path as messages show it */
   const show = (p: string): string => quote(prefix + p);
   const stack: string[] = [];
@@ -176,6 +220,7 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
     }
     if (++hops > MAX_SYMLINK_HOPS) throw escape(`has more than ${MAX_SYMLINK_HOPS} levels of links (the limit per chain: a loop, or a chain too long)`);
     via ??= cur;
+    budget?.hop(prefix + rel);
     const target = await readlink(join(root, ...stack));
     if (target.startsWith('/')) throw escape(`leads to absolute path ${quote(target)}, outside the content tree`);
     stack.pop();
@@ -187,8 +232,8 @@ export async function resolveInTree(root: string, rel: string, dirs: Set<string>
 }
 
 /** Resolves `rel` and requires a regular file at the end of it. */
-async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = ''): Promise<Resolved> {
-  const r = await resolveInTree(root, rel, dirs, prefix);
+async function resolveFileInTree(root: string, rel: string, dirs?: Set<string>, prefix = '', budget?: LinkBudget): Promise<Resolved> {
+  const r = await resolveInTree(root, rel, dirs, prefix, budget);
   if (!r.stats.isFile()) {
     const linked = r.path !== rel;
     const what = kindOf(r.stats);
@@ -218,9 +263,9 @@ export interface VerifyResult {
  * Checks a whole tree against the rule (module comment), and the limits when given. Throws a
  * terminal HoistError naming the worst offending link relative to the root (with `prefix`), and
  * the other offending links after it; a special file, a size limit or the link budget
- * (`maxLinks` per tree, MAX_SYMLINK_HOPS per chain) stops the walk at once. Bounded work: at most
- * `maxLinks` chains of at most MAX_SYMLINK_HOPS links each; stops with the signal's reason when
- * it fires.
+ * (`maxLinks` per tree, `maxLinkHops` per tree, MAX_SYMLINK_HOPS per chain) stops the walk at
+ * once. Bounded work: at most `maxLinks` chains and `maxLinkHops` links followed over all of them;
+ * stops with the signal's reason when it fires (checked at every directory, link and hop).
  */
 export async function verifyTree(
   root: string,
@@ -232,11 +277,14 @@ export async function verifyTree(
     under?: string;
     /** most symlinks resolved in this tree; default DEFAULT_MAX_LINKS (terminal `too-many-links`) */
     maxLinks?: number;
-    /** the operation's deadline or abort: checked before every directory and every link */
+    /** most links followed over all chains; default DEFAULT_MAX_LINK_HOPS (terminal `too-many-links`) */
+    maxLinkHops?: number;
+    /** the operation's deadline or abort: checked before every directory, every link and every hop */
     signal?: AbortSignal;
   },
 ): Promise<VerifyResult> {
   const maxLinks = ctx.maxLinks ?? DEFAULT_MAX_LINKS;
+  const budget = new LinkBudget(ctx.maxLinkHops ?? DEFAULT_MAX_LINK_HOPS, ctx.signal);
   const prefix = ctx.prefix ? `${ctx.prefix.replace(/\/+$/, '')}/` : '';
   const result: VerifyResult = { files: 0, symlinks: 0, bytes: 0 };
   const dirs = new Set<string>();
@@ -262,10 +310,14 @@ export async function verifyTree(
         }
         ctx.signal?.throwIfAborted();
         try {
-          await resolveFileInTree(root, rel, dirs, prefix);
+          await resolveFileInTree(root, rel, dirs, prefix, budget);
         } catch (e) {
-          if (!(e instanceof ContainmentProblem))
+          if (!(e instanceof ContainmentProblem)) {
+            // the signal's reason (checked at each hop) ends the walk as itself
+            if (!isFsError(e)) throw e;
             throw fail(ContentCode.ReadError, rel, `cannot resolve symlink ${quote(prefix + rel)}: ${describeFsError(e)}`);
+          }
+          if (e.stop) throw toHoistError(e, ctx);
           problems.push(new ContainmentProblem(e.code, prefix + rel, e.message));
         }
       } else if (entry.isFile()) {

@@ -11,7 +11,7 @@ import { lstat, mkdir, open, readdir, rm, symlink, link, unlink, type FileHandle
 import { posix, join } from 'node:path';
 import type * as tar from 'tar-stream';
 import { ContentCode, FailureReason, HoistError } from './errors.ts';
-import { ContainmentProblem, lstatOrUndefined, resolveInTree } from './content-tree.ts';
+import { ContainmentProblem, LinkBudget, lstatOrUndefined, resolveInTree } from './content-tree.ts';
 import type { UnpackLimits } from './unpack-tar.ts';
 
 /** one entry as the extractor yields it: header plus a stream of its data */
@@ -82,9 +82,11 @@ export class TreeWriter {
 
   /**
    * Final pass: every symlink still in the tree must resolve inside it, whatever order they came
-   * in. At most maxLinks chains of at most 40 hops; stops at the signal (the fetch's deadline).
+   * in. At most maxLinks chains of at most 40 hops, maxLinkHops hops over all of them; stops at
+   * the signal (the fetch's deadline), checked at every link and hop.
    */
   async finish(signal?: AbortSignal): Promise<void> {
+    const budget = new LinkBudget(this.limits.maxLinkHops, signal);
     for (const rel of this.symlinks) {
       signal?.throwIfAborted();
       let st;
@@ -94,7 +96,7 @@ export class TreeWriter {
         continue; // removed by a later entry or whiteout
       }
       if (!st.isSymbolicLink()) continue;
-      await this.resolveInside(rel);
+      await this.resolveInside(rel, budget);
     }
   }
 
@@ -272,11 +274,12 @@ export class TreeWriter {
    * any that leaves dest. A dangling link is left for the final check of the composed tree: a
    * later layer may still add its target.
    */
-  private async resolveInside(rel: string): Promise<void> {
+  private async resolveInside(rel: string, budget: LinkBudget): Promise<void> {
     try {
-      await resolveInTree(this.dest, rel);
+      await resolveInTree(this.dest, rel, undefined, '', budget);
     } catch (e) {
       if (!(e instanceof ContainmentProblem)) throw e;
+      if (e.stop) throw unpackError(e.code, e.message, this.subject);
       if (e.code === ContentCode.SymlinkEscape)
         throw unpackError(ContentCode.SymlinkEscape, `symlink ${quote(rel)} resolves outside the tree: ${e.message}`, this.subject);
     }

@@ -26,7 +26,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import * as zlib from 'node:zlib';
 import * as tar from 'tar-stream';
-import { DEFAULT_MAX_LINKS } from './content-tree.ts';
+import { DEFAULT_MAX_LINK_HOPS, DEFAULT_MAX_LINKS } from './content-tree.ts';
 import { ContentCode, HoistError } from './errors.ts';
 import { TreeWriter, unpackError } from './tar-tree-writer.ts';
 
@@ -42,6 +42,8 @@ export interface UnpackLimits {
    * per-tree budget of ./content-tree.ts (DEFAULT_MAX_LINKS), counted as they arrive
    */
   maxLinks: number;
+  /** links followed over all chains in that final pass (./content-tree.ts DEFAULT_MAX_LINK_HOPS) */
+  maxLinkHops: number;
   /**
    * bytes of the decompressed tar stream itself (headers, padding, trailing blocks). Default:
    * maxTotalBytes plus 4 KiB per allowed entry, so an endless stream of empty blocks still ends.
@@ -54,6 +56,7 @@ export const DEFAULT_UNPACK_LIMITS: Readonly<UnpackLimits> = Object.freeze({
   maxFiles: 100_000,
   maxFileBytes: 256 * 1024 * 1024,
   maxLinks: DEFAULT_MAX_LINKS,
+  maxLinkHops: DEFAULT_MAX_LINK_HOPS,
 });
 
 export type Compression = 'none' | 'gzip' | 'zstd';

@@ -15,7 +15,7 @@ import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import type { RegistryClient } from '../../src/sources/image/client.ts';
 import { pushImage, writeLayer, type LayerEntry } from '../../src/sources/image/push.ts';
 import { parseReference } from '../../src/sources/image/reference.ts';
-import { MAX_SYMLINK_HOPS, DEFAULT_MAX_LINKS } from '../../src/util/content-tree.ts';
+import { MAX_SYMLINK_HOPS, DEFAULT_MAX_LINK_HOPS, DEFAULT_MAX_LINKS } from '../../src/util/content-tree.ts';
 import type { HostileRepos } from './git-hostile.ts';
 import { sha256, type FileServer } from './http-files.ts';
 import { cm, servePinned } from './upgrade-fixtures.ts';
@@ -67,7 +67,10 @@ async function serveLayer(s: HostileServers, path: string, entries: LayerEntry[]
   return [{ kind: 'http', http: { url: s.files.url(path), sha256: sha256(body) } }];
 }
 
-/** chains of the budget's longest length: each link costs up to MAX_SYMLINK_HOPS lookups; fits DEFAULT_MAX_LINKS with a loop after them */
+/**
+ * chains of the longest length a chain may have: each link costs up to MAX_SYMLINK_HOPS lookups;
+ * fits DEFAULT_MAX_LINKS with a loop after them (refused by the hop budget per tree long before)
+ */
 const CHAINS = Math.floor((DEFAULT_MAX_LINKS - 2) / MAX_SYMLINK_HOPS);
 
 /** the manifest, `chains` chains of `length` symlinks each ending at it, then `more` */
@@ -169,7 +172,7 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
     },
     {
       name: 'symlink-chain',
-      what: `a tarball of ${CHAINS * MAX_SYMLINK_HOPS} symlinks in chains of ${MAX_SYMLINK_HOPS} (the most resolving the budgets allow), then a loop`,
+      what: `a tarball of ${CHAINS * MAX_SYMLINK_HOPS} symlinks in chains of ${MAX_SYMLINK_HOPS} (the longest a chain may be), then a loop`,
       spec: async (id) =>
         plain(
           await serveLayer(
@@ -181,7 +184,7 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
             ]),
           ),
         ),
-      refusal: fetchFailed(new RegExp(`symlink "zz-a" has more than ${MAX_SYMLINK_HOPS} levels of links \\(the limit per chain`)),
+      refusal: fetchFailed(new RegExp(`took more than ${DEFAULT_MAX_LINK_HOPS} link hops \\(the limit per tree`)),
     },
     {
       name: 'revision-too-large',
@@ -210,11 +213,18 @@ export function hostileInputs(s: HostileServers): HostileInput[] {
   ];
 }
 
-/** a healthy plain bundle: one ConfigMap named `healthy-<id>` */
-export async function healthySpec(files: FileServer, id: string): Promise<Spec> {
-  return plain(
-    await servePinned(files, `/healthy-${id}.tgz`, {
-      'cm.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `healthy-${id}` }, data: { id } }),
+/**
+ * a healthy plain bundle: `objects` ConfigMaps (default one) named `healthy-<id>[-<n>]`, each
+ * with 256 bytes of padding when there are several, so a benchmark can choose an install long enough to measure
+ */
+export async function healthySpec(files: FileServer, id: string, objects = 1): Promise<Spec> {
+  const docs = Array.from({ length: objects }, (_, i) =>
+    stringify({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: objects === 1 ? `healthy-${id}` : `healthy-${id}-${i}` },
+      data: objects === 1 ? { id } : { id, pad: 'x'.repeat(256) },
     }),
   );
+  return plain(await servePinned(files, `/healthy-${id}.tgz`, { 'cm.yaml': docs.join('---\n') }));
 }

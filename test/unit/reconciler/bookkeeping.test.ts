@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import { ContentInUse } from '../../../src/reconciler/content-use.ts';
-import { OwnWrites } from '../../../src/reconciler/own-writes.ts';
+import { decideUpdateEvent, OwnWrites } from '../../../src/reconciler/own-writes.ts';
 import { RevisionObjects } from '../../../src/reconciler/revision-objects.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 describe('OwnWrites', () => {
-  it('knows our latest write and the versions it replaced, per BD, until forgotten', () => {
+  it('knows our latest writes and the versions they replaced, per BD, until forgotten', () => {
     const w = new OwnWrites();
     w.record('a', '10', '11');
     expect(w.isOwn('a', '11')).toBe(true);
@@ -15,14 +16,66 @@ describe('OwnWrites', () => {
     expect(w.isStale('a', '10')).toBe(true);
     expect(w.isStale('a', '11')).toBe(false);
     w.record('a', '11', '12');
-    expect(w.isOwn('a', '11')).toBe(false);
+    // the finalizer's event may come after the status write that followed it: still ours
+    expect(w.isOwn('a', '11') && w.isOwn('a', '12')).toBe(true);
     expect(w.isStale('a', '10') && w.isStale('a', '11')).toBe(true);
     w.caughtUp('a');
     expect(w.isStale('a', '10')).toBe(false);
     expect(w.isOwn('a', '12')).toBe(true);
-    w.forget('a');
+    // a few are remembered, not all
+    for (const rv of ['13', '14', '15', '16']) w.record('a', undefined, rv);
     expect(w.isOwn('a', '12')).toBe(false);
+    w.forget('a');
+    expect(w.isOwn('a', '16')).toBe(false);
     expect(w.isOwn('a', undefined)).toBe(false);
+  });
+
+  const bd = (rv: string, generation = 1) => ({ metadata: { name: 'a', resourceVersion: rv, generation } }) as unknown as BundleDeployment;
+
+  it('decides the event of a write still in flight once the write has returned (the API server may send the event first)', async () => {
+    const w = new OwnWrites();
+    let respond!: (v: { metadata: { resourceVersion: string } }) => void;
+    const writing = w.write('a', '10', () => new Promise<{ metadata: { resourceVersion: string } }>((r) => (respond = r)));
+    const enqueued: string[] = [];
+    // our write's event, then someone else's, both before the response
+    w.updateEvent(bd('10'), bd('11'), () => enqueued.push('11'));
+    w.updateEvent(bd('11'), bd('12'), () => enqueued.push('12'));
+    // a spec change is someone else's whatever is in flight
+    w.updateEvent(bd('12'), bd('13', 2), () => enqueued.push('13'));
+    expect(enqueued).toEqual(['13']);
+    respond({ metadata: { resourceVersion: '11' } });
+    await writing;
+    expect(enqueued).toEqual(['13', '12']);
+    // with nothing in flight: decided at once
+    w.updateEvent(bd('13'), bd('11'), () => enqueued.push('own'));
+    w.updateEvent(bd('13'), bd('14'), () => enqueued.push('14'));
+    expect(enqueued).toEqual(['13', '12', '14']);
+  });
+
+  it("a failed write tells the waiting events too: they are someone else's", async () => {
+    const w = new OwnWrites();
+    let fail!: (e: Error) => void;
+    const writing = w.write('a', '10', () => new Promise<{ metadata: { resourceVersion: string } }>((_, reject) => (fail = reject)));
+    const enqueued: string[] = [];
+    w.updateEvent(bd('10'), bd('11'), () => enqueued.push('11'));
+    fail(new Error('conflict'));
+    await expect(writing).rejects.toThrow('conflict');
+    expect(enqueued).toEqual(['11']);
+  });
+});
+
+describe('decideUpdateEvent', () => {
+  it.each([
+    // generationChanged, ownVersion, writing → decision
+    [true, false, false, 'reconcile'],
+    [true, true, false, 'reconcile'],
+    [true, false, true, 'reconcile'],
+    [false, true, false, 'ignore'],
+    [false, true, true, 'ignore'],
+    [false, false, true, 'after-write'],
+    [false, false, false, 'reconcile'],
+  ] as const)('generation changed %s, our version %s, writing %s: %s', (generationChanged, ownVersion, writing, want) => {
+    expect(decideUpdateEvent({ generationChanged, ownVersion, writing })).toBe(want);
   });
 });
 

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_LINKS, MAX_SYMLINK_HOPS, verifyTree } from '../../../src/util/content-tree.ts';
+import { DEFAULT_MAX_LINK_HOPS, DEFAULT_MAX_LINKS, MAX_SYMLINK_HOPS, verifyTree } from '../../../src/util/content-tree.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 import { failure } from '../../support/failure.ts';
 
@@ -47,6 +47,34 @@ describe('verifyTree budget', () => {
     expect(e.message).toContain('has more than 40 levels of links (the limit per chain: a loop, or a chain too long)');
   });
 
+  it('refuses more link hops over all chains than maxLinkHops per tree, at once, naming the limit', async () => {
+    // a: 1 hop, b: 2, each sub/lNN: 3 (../b -> a -> cm.yaml): 93 in all
+    expect(await verifyTree(root, { ...ctx, maxLinkHops: 93 })).toMatchObject({ symlinks: 32 });
+    const e = await failure(verifyTree(root, { ...ctx, maxLinkHops: 92 }));
+    expect(e).toMatchObject({ stage: 'fetch', code: 'too-many-links', subject: 'sub/l29', terminal: true });
+    expect(e.message).toBe(
+      'git test: resolving the symlinks of the content tree took more than 92 link hops (the limit per tree: chains too long or too many), at "sub/l29"',
+    );
+    // the walk stops there: no other link is listed after it
+    const early = await failure(verifyTree(root, { ...ctx, maxLinkHops: 10 }));
+    expect(early.subject).toBe('sub/l02');
+    expect(early.message).not.toContain('other offending links');
+    expect(DEFAULT_MAX_LINK_HOPS).toBe(2 * DEFAULT_MAX_LINKS);
+  });
+
+  it('checks the signal at every hop of a chain: fired mid-chain, resolving stops there', async () => {
+    const reason = new Error('deadline');
+    let checks = 0;
+    // root dir (1), a: link (2) + hop (3), b: link (4) + hop (5) + hop (6): fires inside b's chain
+    const signal = {
+      throwIfAborted: () => {
+        if (++checks >= 6) throw reason;
+      },
+    } as unknown as AbortSignal;
+    await expect(verifyTree(root, { ...ctx, signal })).rejects.toBe(reason);
+    expect(checks).toBe(6);
+  });
+
   it('stops with the signal reason: no link is resolved after an abort', async () => {
     const reason = new HoistError('fetch exceeded its deadline of 10m', { stage: 'fetch', code: 'deadline-exceeded', terminal: false });
     const ctl = new AbortController();
@@ -57,7 +85,7 @@ describe('verifyTree budget', () => {
   it('checks the signal before every directory and every link: fired mid-walk, the walk stops there', async () => {
     const reason = new Error('aborted');
     let checks = 0;
-    // fires at the 5th check: root dir, a, b, the sub dir, then sub/l00
+    // fires at the 5th check: root dir, a and its hop, b and its first hop
     const signal = {
       throwIfAborted: () => {
         if (++checks >= 5) throw reason;

@@ -184,6 +184,21 @@ describe('unpackTar: hostile archives', () => {
     expect(r.links).toBe(3);
   });
 
+  it('bounds the links followed over all chains when the archive ends (maxLinkHops), naming the limit', async () => {
+    // c0 -> c1 -> c2 -> a.yaml, twice: 3 + 2 + 1 hops per chain, 12 in all
+    const items = [
+      { header: { name: 'a.yaml' }, body: 'x' },
+      ...['p', 'q'].flatMap((c) =>
+        [0, 1, 2].map((j) => ({ header: { name: `${c}${j}`, type: 'symlink' as const, linkname: j < 2 ? `${c}${j + 1}` : 'a.yaml' } })),
+      ),
+    ];
+    const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxLinkHops: 11 } }));
+    expect(e).toMatchObject({ code: 'too-many-links', stage: 'fetch', reason: 'UnpackFailed', terminal: true });
+    expect(e.message).toBe('resolving the symlinks of the content tree took more than 11 link hops (the limit per tree: chains too long or too many), at "q2"');
+    const r = await unpackTar(chunked(await buildTar(items)), await mkdtemp(join(tmpdir(), 'hoist-unpack-hops-')), { limits: { maxLinkHops: 12 } });
+    expect(r.links).toBe(6);
+  });
+
   it('enforces the single-file size from the header, before reading data', async () => {
     const e = await failure(
       unpackTar(chunked(await buildTar([{ header: { name: 'big' }, body: 'x'.repeat(2000) }])), dest, { limits: { maxFileBytes: 1000 } }),
