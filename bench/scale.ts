@@ -382,12 +382,7 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
     for (const kind of sources) {
       const content = kind === 'http' ? await startHttpSource() : await startImageSource(work);
       const runs: ScaleRun[] = [];
-      try {
-        for (const { n, processes } of sizes) runs.push(await runOne(n, main, content, options.steadySeconds ?? defaultSteadySeconds(n), log, processes));
-      } finally {
-        await content.close();
-      }
-      const result: ScaleResult = {
+      const resultOf = (): ScaleResult => ({
         benchmark: 'scale',
         ...runs[runs.length - 1]!,
         date: new Date().toISOString(),
@@ -396,7 +391,17 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
         kubectl: toolVersions().K8S_VERSION ?? 'unknown',
         runs,
         growth: scaleGrowth(runs),
-      };
+      });
+      try {
+        for (const { n, processes } of sizes) {
+          runs.push(await runOne(n, main, content, options.steadySeconds ?? defaultSteadySeconds(n), log, processes));
+          // after each run, so a long series that is stopped keeps the runs it finished
+          if (runs.length < sizes.length) await writeResult(resultsFiles[kind], resultOf(), () => {});
+        }
+      } finally {
+        await content.close();
+      }
+      const result = resultOf();
       for (const r of runs)
         log(
           `N=${r.n}${r.processes > 1 ? `x${r.processes}` : ''} ${r.source}: hoist ${r.hoistSeconds} s, kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD; CPU ${r.cpuSeconds} s; steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
