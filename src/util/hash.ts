@@ -19,6 +19,14 @@ export function sha256Hex(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/**
+ * The first `bytes` bytes of sha256, hex: a string of its own, where `sha256Hex(x).slice(...)`
+ * would be a V8 sliced string keeping the whole 64-character digest alive for as long as it is held
+ */
+export function sha256HexPrefix(data: string | Buffer, bytes: number): string {
+  return createHash('sha256').update(data).digest().toString('hex', 0, bytes);
+}
+
 /** sha256 of the canonical JSON of a value, hex */
 export function hashOf(value: unknown): string {
   return sha256Hex(canonicalJson(value));
