@@ -70,7 +70,7 @@ export interface ProcessFigures {
 
 export const round1 = (x: number) => Number(x.toFixed(1));
 
-/** what one run at N is compared with at the baseline N (the smallest single-process N of the same invocation) */
+/** one run against the baseline: the smallest single-process N of the same invocation */
 export interface ScaleGrowth {
   n: number;
   processes: number;
@@ -101,13 +101,13 @@ interface GrowthInput {
   steady: { rssMiB: number };
 }
 
-/** growth of every run over the smallest single-process run (none without one, or for it) */
+/** every other run (a larger N, or the same N over shards) against the smallest single-process run */
 export function scaleGrowth(runs: readonly GrowthInput[]): ScaleGrowth[] {
   const base = runs.filter((r) => r.processes === 1).sort((a, b) => a.n - b.n)[0];
   if (!base) return [];
   const f = (a: number, b: number) => Number((a / b).toFixed(2));
   return runs
-    .filter((r) => r !== base && r.n > base.n)
+    .filter((r) => r !== base && (r.n > base.n || r.processes > 1))
     .map((r) => ({
       n: r.n,
       processes: r.processes,
