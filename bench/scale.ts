@@ -8,8 +8,9 @@
  * the controller reaches it through --registries-conf as an insecure registry).
  *
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
- * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> dist/src/cli/main.js
- * run` with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
+ * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> --max-old-space-size=<the
+ * chart's memory limit> dist/src/cli/main.js run` (test/support/as-deployed.ts deployedNodeFlags)
+ * with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
  * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave
  * (also per BD, in ms).
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
@@ -24,11 +25,17 @@
  * has observed all of kubectl's Deployments, so its background work does not land on Hoist.
  * Nothing is deleted: every N gets a fresh control plane and each side its own namespace.
  *
- * `npx tsx bench/scale.ts [--source http|image|both] [--steady-seconds S] [N ...]` (defaults:
- * $HOIST_SCALE_SOURCE or both; $HOIST_SCALE_STEADY_SECONDS or 300 s for N ≥ 1000 and 30 s below;
- * $HOIST_SCALE_N or 1000). Several N run one after the other (http first, then image) and are
- * kept as `runs` in bench/results/scale.json (http) and bench/results/scale-image.json (image);
- * the top-level figures are the last run's. $HOIST_SCALE_WORKERS passes --workers;
+ * `npx tsx bench/scale.ts [--source http|image|both] [--steady-seconds S] [N[xP] ...]` (defaults:
+ * $HOIST_SCALE_SOURCE or both; $HOIST_SCALE_STEADY_SECONDS or 300 s for 1000 ≤ N < 10000, 120 s
+ * from 10000 (the wave is long enough there) and 30 s below; $HOIST_SCALE_N or 1000). `NxP` runs
+ * N BundleDeployments over P `hoist run --shard` processes (bench/scale-shards.ts), e.g. 10000x2.
+ * Several N run one after the other (http first, then image) and are kept as `runs` in
+ * bench/results/scale.json (http) and bench/results/scale-image.json (image); the top-level
+ * figures are the last run's, and `growth` compares each run with the smallest single-process N
+ * of the same invocation (time, CPU, peak, idle and steady RSS).
+ * At N = 10,000 (40,000 objects a side): kubectl's reference applies 1,000 bundles' objects per
+ * `kubectl apply --server-side` in turn (one process's memory stays bounded; the requests are the
+ * same, one object after the other), the audit log is streamed, and etcd's quota is raised. $HOIST_SCALE_WORKERS passes --workers;
  * $HOIST_SCALE_NODE_FLAGS adds node flags (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
@@ -42,10 +49,11 @@ import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
-import { imageNodeFlags } from '../test/support/as-deployed.ts';
+import { deployedNodeFlags } from '../test/support/as-deployed.ts';
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
-import { buildController, procStat, startController, type Controller } from './controller-process.ts';
+import { buildController, startController, type Controller } from './controller-process.ts';
+import { round1, scaleGrowth, startControllerGroup, type ControllerGroup, type ProcessFigures, type ScaleGrowth } from './scale-shards.ts';
 import { pool, startHttpSource, startImageSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
 
 const resultsFiles: Record<ScaleSourceKind, string> = {
@@ -67,9 +75,12 @@ export interface ScaleRun {
   /** hoistSeconds / kubectlSeconds: below 1, Hoist is faster */
   ratio: number;
   workers: string;
+  /** controller processes: 1, or that many `--shard` processes splitting the N BDs */
+  processes: number;
+  /** the largest of the processes' */
   peakRssMiB: number;
   idleRssMiB: number;
-  /** controller CPU (user + system) from the first BD created to the last one done */
+  /** controller CPU (user + system) from the first BD created to the last one done, summed over the processes */
   cpuSeconds: number;
   /** cpuSeconds per BD, in ms */
   cpuMsPerBd: number;
@@ -80,6 +91,8 @@ export interface ScaleRun {
    * takes once the controller has started on it, without its wait for a first turn in the queue
    */
   firstStatusToDoneSeconds: { p50: number; p95: number; max: number };
+  /** each process's own figures (one entry when unsharded) */
+  perProcess: ProcessFigures[];
   requestsPerBd: number;
   requestsPerBdByVerb: Record<string, number>;
   /** the requests per BD the design needs for this bundle (REQUEST_FLOOR), their total, and what was measured above it by verb */
@@ -90,7 +103,16 @@ export interface ScaleRun {
    * A quiet window after the wave: the controller's API requests other than watches, writes among
    * them, requests to the content server, the controller's CPU, and the requests by verb/resource
    */
-  steady: { seconds: number; requests: number; writes: number; fetches: number; cpuPercent: number; byVerb: Record<string, number> };
+  steady: {
+    seconds: number;
+    requests: number;
+    writes: number;
+    fetches: number;
+    cpuPercent: number;
+    byVerb: Record<string, number>;
+    /** RSS at the end of the window (the largest of the processes'): idle, holding N BDs */
+    rssMiB: number;
+  };
   loadAverage: number[];
 }
 
@@ -101,6 +123,7 @@ export interface ScaleResult extends ScaleRun {
   node: string;
   kubectl: string;
   runs: ScaleRun[];
+  growth: ScaleGrowth[];
 }
 
 /** the 4 objects of bundle i (no namespace: Hoist defaults it to installNamespace, kubectl to -n) */
@@ -171,12 +194,15 @@ function quantile(sorted: readonly number[], q: number): number {
 
 export const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
 
+/** objects per `kubectl apply` of the reference: 1,000 bundles' (at N = 1,000, one apply as before) */
+const KUBECTL_CHUNK = 4000;
+
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
   return startController(main, {
     kubeconfig: cp.kubeconfigPath,
     work,
-    nodeFlags: [...imageNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
+    nodeFlags: [...deployedNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
     args: ['--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
   });
 }
@@ -191,40 +217,53 @@ export const countByKey = (events: readonly AuditEvent[]): Record<string, number
   return out;
 };
 
-/** the quiet window: `--steady-seconds`, else $HOIST_SCALE_STEADY_SECONDS, else 5 minutes at N ≥ 1000 and 30 s below */
+/**
+ * the quiet window: `--steady-seconds`, else $HOIST_SCALE_STEADY_SECONDS, else 5 minutes at
+ * 1000 ≤ N < 10000, 2 minutes from 10000 (a 5-minute window there adds little but time) and 30 s below
+ */
 function defaultSteadySeconds(n: number): number {
-  return process.env.HOIST_SCALE_STEADY_SECONDS ? Number(process.env.HOIST_SCALE_STEADY_SECONDS) : n >= 1000 ? 300 : 30;
+  if (process.env.HOIST_SCALE_STEADY_SECONDS) return Number(process.env.HOIST_SCALE_STEADY_SECONDS);
+  return n >= 10_000 ? 120 : n >= 1000 ? 300 : 30;
 }
 
-async function runOne(n: number, main: string, content: ScaleSource, steadySeconds: number, log: (l: string) => void): Promise<ScaleRun> {
+async function runOne(n: number, main: string, content: ScaleSource, steadySeconds: number, log: (l: string) => void, processes = 1): Promise<ScaleRun> {
   const work = await mkdtemp(path.join(tmpdir(), `hoist-bench-scale-${n}-`));
-  const tag = `N=${n} ${content.kind}`;
+  const tag = `N=${n}${processes > 1 ? `x${processes}` : ''} ${content.kind}`;
   log(`${tag}: starting a control plane (etcd, kube-apiserver, kcm, scheduler, kwok; audit log)…`);
   const cp = await startControlPlane({ workloads: true, auditLog: true });
   const admin: RestKubeClient = createKubeClient(loadKubeConfig(cp.kubeconfigPath), { userAgent: BENCH_UA });
   const audit = new AuditReader(cp.auditLogPath!, HOIST_UA);
   const id = Math.random().toString(36).slice(2, 6);
-  let ctl: Controller | undefined;
+  let ctl: ControllerGroup | undefined;
   const watched = new Informer<BundleDeployment & KubeObject>({ client: admin, type: BD });
   /** per BD name: when its create was answered, and when this watch first saw it done (performance.now()) */
   const createdAt = new Map<string, number>();
   const doneAt = new Map<string, number>();
   const firstStatusAt = new Map<string, number>();
   try {
-    ctl = await startHoist(main, cp, work, content.hoistArgs);
+    ctl = await startControllerGroup(processes, work, (dir, args) => startHoist(main, cp, dir, [...content.hoistArgs, ...args]));
     await new Promise((r) => setTimeout(r, 5000));
-    const idle = procStat(ctl.child.pid!);
-    log(`${tag}: controller idle RSS ${idle.rssMiB.toFixed(1)} MiB`);
+    const idle = ctl.stats();
+    log(`${tag}: controller idle RSS ${idle.map((s) => s.rssMiB.toFixed(1)).join(' / ')} MiB`);
 
-    // ---- kubectl: one server-side apply of the 4N objects
+    // ---- kubectl: server-side applies of the 4N objects, KUBECTL_CHUNK objects each, one after the other
     const kns = `scale-k-${id}`;
     await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: kns } });
-    const kfile = path.join(work, 'all.yaml');
-    await writeFile(kfile, Array.from({ length: n }, (_, i) => toYaml(bundleObjects(i))).join(''));
+    const kfiles: string[] = [];
+    for (let from = 0; from < n; from += KUBECTL_CHUNK / 4) {
+      kfiles.push(path.join(work, `all-${from}.yaml`));
+      const to = Math.min(n, from + KUBECTL_CHUNK / 4);
+      await writeFile(kfiles[kfiles.length - 1]!, Array.from({ length: to - from }, (_, i) => toYaml(bundleObjects(from + i))).join(''));
+    }
     let t0 = performance.now();
-    await exec(toolPath('kubectl'), ['apply', '--server-side', '-f', kfile, '-n', kns], { PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath });
+    for (const kfile of kfiles)
+      await exec(toolPath('kubectl'), ['apply', '--server-side', '-f', kfile, '-n', kns], {
+        PATH: process.env.PATH,
+        HOME: work,
+        KUBECONFIG: cp.kubeconfigPath,
+      });
     const kubectlSeconds = (performance.now() - t0) / 1000;
-    log(`${tag}: kubectl apply --server-side of ${4 * n} objects: ${kubectlSeconds.toFixed(1)} s`);
+    log(`${tag}: kubectl apply --server-side of ${4 * n} objects (${kfiles.length} applies): ${kubectlSeconds.toFixed(1)} s`);
     // let kube-controller-manager catch up with kubectl's Deployments before Hoist starts
     for (;;) {
       const deps = await admin.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: kns });
@@ -233,7 +272,8 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         deps.items.every((d) => (d.status as { observedGeneration?: number } | undefined)?.observedGeneration === d.metadata.generation)
       )
         break;
-      await new Promise((r) => setTimeout(r, 1000));
+      // a list of 10,000 Deployments is itself work for the API server: ask less often at large N
+      await new Promise((r) => setTimeout(r, n > 2000 ? 5000 : 1000));
     }
 
     // ---- Hoist: N BundleDeployments created at once
@@ -245,7 +285,9 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       Array.from({ length: n }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) })),
     );
     log(`${tag}: published ${n} bundles (untimed) in ${((performance.now() - p0) / 1000).toFixed(1)} s`);
-    const bds = pinned.map((source, i) => ({ name: `scale-${id}-${i}`, source }));
+    const bds = pinned.map((source, i) => ({ name: `scale-${id}-${i}`, source, labels: ctl!.labelsFor(i) }));
+    watched.start();
+    await watched.waitForSync();
     const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
       const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t)?.status;
       return !!bd && bd.status?.observedGeneration === bd.metadata.generation && c('Installed') === 'True' && c('Progressing') === 'False';
@@ -258,19 +300,22 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     watched.start();
     await watched.waitForSync();
     const auditFrom = await audit.offset();
-    const cpu0 = procStat(ctl.child.pid!).cpuSeconds;
+    const cpu0 = ctl.stats().map((s) => s.cpuSeconds);
     const fetches0 = await content.requests();
     t0 = performance.now();
     await pool(bds, 50, async (b) => {
       await admin.create({
         ...BD,
-        metadata: { name: b.name },
+        metadata: { name: b.name, ...(b.labels ? { labels: b.labels } : {}) },
         spec: { installNamespace: hns, format: 'plain', sources: [b.source] },
       } as unknown as KubeObject);
       createdAt.set(b.name, performance.now());
     });
     const names = bds.map((b) => b.name);
     let lastReport = performance.now();
+    // 15 minutes, and 0.6 s per BD beyond 1,500: 0.3 s was too little for 10,000 BDs on a 2-core
+    // machine shared with other work (load average 20-30: 7,500 done after 2,550 s)
+    const waveLimitSeconds = Math.max(900, 0.6 * n);
     let installedSeconds: number | undefined;
     const installed = (bd: (BundleDeployment & KubeObject) | undefined) =>
       bd?.status?.conditions?.some((x) => x.type === 'Installed' && x.status === 'True') ?? false;
@@ -282,12 +327,15 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         lastReport = performance.now();
         log(`${tag}: ${finished}/${n} done after ${((lastReport - t0) / 1000).toFixed(0)} s`);
       }
-      if (ctl.child.exitCode !== null) throw new Error(`the controller exited (${ctl.child.exitCode}); see ${work}/controller.log`);
-      if (performance.now() - t0 > 900_000) throw new Error(`timed out: ${finished}/${n} done after 900 s`);
+      const exited = ctl.exited();
+      if (exited) throw new Error(`a controller exited (${exited.code}); see ${exited.logFile}`);
+      if (performance.now() - t0 > waveLimitSeconds * 1000) throw new Error(`timed out: ${finished}/${n} done after ${waveLimitSeconds} s`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const hoistSeconds = (performance.now() - t0) / 1000;
-    const after = procStat(ctl.child.pid!);
+    const after = ctl.stats();
+    const waveCpu = after.map((s, k) => s.cpuSeconds - cpu0[k]!);
+    const cpuSeconds = waveCpu.reduce((a, b) => a + b, 0);
     const spread = (from: Map<string, number>) => {
       const xs = names.map((x) => ((doneAt.get(x) ?? performance.now()) - (from.get(x) ?? t0)) / 1000).sort((a, b) => a - b);
       return { p50: Number(quantile(xs, 0.5).toFixed(2)), p95: Number(quantile(xs, 0.95).toFixed(2)), max: Number(quantile(xs, 1).toFixed(2)) };
@@ -298,7 +346,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       `${tag}: time to done per BD (creation → done): p50 ${timeToDoneSeconds.p50} s, p95 ${timeToDoneSeconds.p95} s, max ${timeToDoneSeconds.max} s; first status → done: p50 ${firstStatusToDoneSeconds.p50} s, p95 ${firstStatusToDoneSeconds.p95} s`,
     );
     log(
-      `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.hwmMiB.toFixed(1)} MiB, CPU ${(after.cpuSeconds - cpu0).toFixed(1)} s`,
+      `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.map((s) => s.hwmMiB.toFixed(1)).join(' / ')} MiB, CPU ${waveCpu.map((c) => c.toFixed(1)).join(' + ')} s (${((cpuSeconds * 1000) / n).toFixed(1)} ms per BD)`,
     );
     const events = await audit.since(auditFrom);
     const perBd = Object.fromEntries(
@@ -318,10 +366,11 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     // ---- steady state: the controller's requests in a quiet window
     const steadyFrom = await audit.offset();
     const steadyFetches0 = await content.requests();
-    const steadyCpu0 = procStat(ctl.child.pid!).cpuSeconds;
+    const steadyCpu0 = ctl.stats().reduce((a, s) => a + s.cpuSeconds, 0);
     log(`${tag}: steady state: watching ${steadySeconds} s…`);
     await new Promise((r) => setTimeout(r, steadySeconds * 1000));
-    const steadyCpu = procStat(ctl.child.pid!).cpuSeconds - steadyCpu0;
+    const rested = ctl.stats();
+    const steadyCpu = rested.reduce((a, s) => a + s.cpuSeconds, 0) - steadyCpu0;
     const quiet = (await audit.since(steadyFrom)).filter((e) => e.verb !== 'watch');
     const steady = {
       seconds: steadySeconds,
@@ -330,9 +379,10 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       fetches: (await content.requests()) - steadyFetches0,
       cpuPercent: Number(((steadyCpu / steadySeconds) * 100).toFixed(2)),
       byVerb: countByKey(quiet),
+      rssMiB: round1(Math.max(...rested.map((s) => s.rssMiB))),
     };
     log(
-      `${tag}: steady state over ${steadySeconds} s: ${steady.requests} requests (${steady.writes} writes) ${JSON.stringify(steady.byVerb)}, ${steady.fetches} fetches, CPU ${steady.cpuPercent} %; the wave made ${steadyFetches0 - fetches0} requests to the ${content.kind === 'http' ? 'file server' : 'registry'}`,
+      `${tag}: steady state over ${steadySeconds} s: RSS ${rested.map((s) => s.rssMiB.toFixed(1)).join(' / ')} MiB; ${steady.requests} requests (${steady.writes} writes) ${JSON.stringify(steady.byVerb)}, ${steady.fetches} fetches, CPU ${steady.cpuPercent} %; the wave made ${steadyFetches0 - fetches0} requests to the ${content.kind === 'http' ? 'file server' : 'registry'}`,
     );
     return {
       n,
@@ -342,12 +392,20 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       kubectlSeconds: Number(kubectlSeconds.toFixed(2)),
       ratio: Number((hoistSeconds / kubectlSeconds).toFixed(3)),
       workers: process.env.HOIST_SCALE_WORKERS ?? 'default',
-      peakRssMiB: Number(procStat(ctl.child.pid!).hwmMiB.toFixed(1)),
-      idleRssMiB: Number(idle.rssMiB.toFixed(1)),
-      cpuSeconds: Number((after.cpuSeconds - cpu0).toFixed(2)),
-      cpuMsPerBd: Number((((after.cpuSeconds - cpu0) * 1000) / n).toFixed(2)),
+      processes,
+      peakRssMiB: round1(Math.max(...rested.map((s) => s.hwmMiB))),
+      idleRssMiB: round1(Math.max(...idle.map((s) => s.rssMiB))),
+      cpuSeconds: Number(cpuSeconds.toFixed(2)),
+      cpuMsPerBd: Number(((cpuSeconds * 1000) / n).toFixed(2)),
       timeToDoneSeconds,
       firstStatusToDoneSeconds,
+      perProcess: ctl.members.map((m, k) => ({
+        ...(m.shard ? { shard: m.shard } : {}),
+        idleRssMiB: round1(idle[k]!.rssMiB),
+        peakRssMiB: round1(rested[k]!.hwmMiB),
+        cpuSeconds: Number(waveCpu[k]!.toFixed(2)),
+        steadyRssMiB: round1(rested[k]!.rssMiB),
+      })),
       requestsPerBd: Number((events.length / n).toFixed(2)),
       requestsPerBdByVerb: perBd,
       requestFloor: { perBd: floor, byVerb: { ...REQUEST_FLOOR }, aboveFloorByVerb },
@@ -365,9 +423,15 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
   }
 }
 
+/** N BundleDeployments over `processes` controller processes (more than one: `--shard` processes) */
+export interface ScaleSize {
+  n: number;
+  processes: number;
+}
+
 export interface ScaleOptions {
-  /** sizes, run one after the other (default $HOIST_SCALE_N or 1000) */
-  ns?: number[];
+  /** sizes, run one after the other (default $HOIST_SCALE_N or 1000, one process) */
+  sizes?: ScaleSize[];
   /** default $HOIST_SCALE_SOURCE or both, http first */
   sources?: ScaleSourceKind[];
   /** the quiet window after each wave (default: see defaultSteadySeconds) */
@@ -386,7 +450,7 @@ function parseSources(v: string): ScaleSourceKind[] {
 /** one result per source: bench/results/scale.json (http) and scale-image.json (image) */
 export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
   const log = (l: string) => console.log(l);
-  const sizes = options.ns?.length ? options.ns : [Number(process.env.HOIST_SCALE_N ?? 1000)];
+  const sizes = options.sizes?.length ? options.sizes : [{ n: Number(process.env.HOIST_SCALE_N ?? 1000), processes: 1 }];
   const sources = options.sources ?? parseSources(process.env.HOIST_SCALE_SOURCE ?? 'both');
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-scale-'));
   const results: ScaleResult[] = [];
@@ -395,12 +459,7 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
     for (const kind of sources) {
       const content = kind === 'http' ? await startHttpSource() : await startImageSource(work);
       const runs: ScaleRun[] = [];
-      try {
-        for (const n of sizes) runs.push(await runOne(n, main, content, options.steadySeconds ?? defaultSteadySeconds(n), log));
-      } finally {
-        await content.close();
-      }
-      const result: ScaleResult = {
+      const resultOf = (): ScaleResult => ({
         benchmark: 'scale',
         ...runs[runs.length - 1]!,
         date: new Date().toISOString(),
@@ -408,10 +467,25 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
         node: process.version,
         kubectl: toolVersions().K8S_VERSION ?? 'unknown',
         runs,
-      };
+        growth: scaleGrowth(runs),
+      });
+      try {
+        for (const { n, processes } of sizes) {
+          runs.push(await runOne(n, main, content, options.steadySeconds ?? defaultSteadySeconds(n), log, processes));
+          // after each run, so a long series that is stopped keeps the runs it finished
+          if (runs.length < sizes.length) await writeResult(resultsFiles[kind], resultOf(), () => {});
+        }
+      } finally {
+        await content.close();
+      }
+      const result = resultOf();
       for (const r of runs)
         log(
-          `N=${r.n} ${r.source}: hoist ${r.hoistSeconds} s (per BD p50 ${r.timeToDoneSeconds.p50} s, p95 ${r.timeToDoneSeconds.p95} s), kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD (floor ${r.requestFloor.perBd}); CPU ${r.cpuSeconds} s (${r.cpuMsPerBd} ms per BD); steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
+          `N=${r.n}${r.processes > 1 ? `x${r.processes}` : ''} ${r.source}: hoist ${r.hoistSeconds} s (per BD p50 ${r.timeToDoneSeconds.p50} s, p95 ${r.timeToDoneSeconds.p95} s), kubectl ${r.kubectlSeconds} s, ratio ${r.ratio}; RSS idle ${r.idleRssMiB} / peak ${r.peakRssMiB} MiB; ${r.requestsPerBd} requests per BD (floor ${r.requestFloor.perBd}); CPU ${r.cpuSeconds} s (${r.cpuMsPerBd} ms per BD); steady ${r.steady.seconds} s: ${r.steady.requests} requests, ${r.steady.writes} writes, ${r.steady.fetches} fetches`,
+        );
+      for (const g of result.growth)
+        log(
+          `growth ${g.baselineN} → ${g.n}${g.processes > 1 ? `x${g.processes}` : ''} (×${g.sizeFactor}): time ×${g.timeFactor} (bound ×${g.timeBound}${g.withinTimeBound ? '' : ', MISSED'}), kubectl ×${g.kubectlFactor}, CPU ×${g.cpuFactor} (${g.baselineCpuMsPerBd} → ${g.cpuMsPerBd} ms per BD), peak RSS ×${g.peakRssFactor}, idle ×${g.idleRssFactor}, steady ×${g.steadyRssFactor}`,
         );
       await writeResult(resultsFiles[kind], result, log);
       results.push(result);
@@ -422,9 +496,9 @@ export async function run(options: ScaleOptions = {}): Promise<ScaleResult[]> {
   return results;
 }
 
-/** `[--source http|image|both] [--steady-seconds S] [N ...]` */
+/** `[--source http|image|both] [--steady-seconds S] [N[xP] ...]` */
 function parseArgs(argv: readonly string[]): ScaleOptions {
-  const out: ScaleOptions = { ns: [] };
+  const out: ScaleOptions = { sizes: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -433,8 +507,10 @@ function parseArgs(argv: readonly string[]): ScaleOptions {
     else if (flag === '--steady-seconds') {
       out.steadySeconds = Number(value());
       if (!Number.isFinite(out.steadySeconds) || out.steadySeconds < 0) throw new Error(`--steady-seconds: "${a}" is not a number of seconds`);
-    } else if (Number.isInteger(Number(a)) && Number(a) > 0) out.ns!.push(Number(a));
-    else throw new Error(`bench/scale.ts: unknown argument "${a}" (usage: [--source http|image|both] [--steady-seconds S] [N ...])`);
+    } else if (/^[1-9]\d*(x[1-9]\d*)?$/.test(a)) {
+      const [n, processes] = a.split('x');
+      out.sizes!.push({ n: Number(n), processes: Number(processes ?? 1) });
+    } else throw new Error(`bench/scale.ts: unknown argument "${a}" (usage: [--source http|image|both] [--steady-seconds S] [N[xP] ...])`);
   }
   return out;
 }

@@ -4,7 +4,7 @@
  * hashes and summaries, not managedFields).
  */
 import type { ObjectMeta } from '../../api/v1alpha2/types.ts';
-import { hashOf, sha256Hex } from '../util/hash.ts';
+import { hashOf, sha256HexPrefix } from '../util/hash.ts';
 import { managerNames, type ManagedFieldsEntry } from './field-managers.ts';
 
 export interface LiveMeta {
@@ -74,7 +74,7 @@ function sameStrings(a: Record<string, string>, b: Record<string, string>): bool
 export function liveMetaOf(obj: { metadata: ObjectMeta & { managedFields?: unknown[] } }): LiveMeta {
   const { uid, resourceVersion, generation, labels, annotations, managedFields } = obj.metadata;
   const annotationHashes: Record<string, string> = {};
-  for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = sha256Hex(v).slice(0, 16);
+  for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = sha256HexPrefix(v, 8);
   const managers = managerNames(managedFields as ManagedFieldsEntry[] | undefined);
   return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationHashes, ...(managers.length ? { managers } : {}) };
 }

@@ -183,6 +183,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
       // test data only: durability is not worth the fsync latency here
       '--unsafe-no-fsync',
+      // a ceiling, not an allocation: bench/scale.ts's 10,000 BundleDeployments (and kubectl's
+      // reference copy) hold ~100k objects plus their history until the API server compacts;
+      // etcd's default 2 GiB would turn that into NOSPACE alarms
+      '--quota-backend-bytes=8589934592',
       '--log-level=warn',
     ],
     etcdLog,

@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 /** JSON text of `value` with object keys sorted at every level; `undefined` members are omitted as JSON.stringify omits them. */
 export function canonicalJson(value: unknown): string {
@@ -26,6 +26,14 @@ export function canonicalJson(value: unknown): string {
 /** sha256 of a string or bytes, hex (the one-shot crypto.hash: no Hash object per call) */
 export function sha256Hex(data: string | Buffer): string {
   return hash('sha256', data, 'hex');
+}
+
+/**
+ * The first `bytes` bytes of sha256, hex: a string of its own, where `sha256Hex(x).slice(...)`
+ * would be a V8 sliced string keeping the whole 64-character digest alive for as long as it is held
+ */
+export function sha256HexPrefix(data: string | Buffer, bytes: number): string {
+  return createHash('sha256').update(data).digest().toString('hex', 0, bytes);
 }
 
 /** sha256 of the canonical JSON of a value, hex */

@@ -3,7 +3,8 @@
  * controller, found by its unique User-Agent, or of every client (`auditEvents`), in the order the
  * API server completed them (blocking audit mode writes each event before responding).
  */
-import { open, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { sleep } from './wait.ts';
 
 export interface AuditEvent {
@@ -86,6 +87,12 @@ export function isCreate(e: AuditEvent): boolean {
   return (e.verb === 'create' || e.verb === 'patch') && e.responseStatus?.code === 201 && !e.objectRef?.subresource;
 }
 
+/**
+ * Streams the log from byte `from` to `to` (default: its size when opened), line by line, and
+ * keeps the completed requests that pass `keepLine` (on the raw text, before parsing) and `keep`:
+ * memory is that of the kept events, not of the log (a 10,000-BundleDeployment run writes
+ * hundreds of MB of it).
+ */
 async function readAudit(
   path: string,
   from: number,
@@ -93,28 +100,38 @@ async function readAudit(
   keep: (e: AuditEvent) => boolean,
   to?: number,
 ): Promise<AuditEvent[]> {
-  const fh = await open(path, 'r');
-  try {
-    const size = (await fh.stat()).size;
-    // from one byte before `from`: an offset taken while a line was being written falls mid-line;
-    // that line belongs to the slice ending at the offset (which reads on to the line's end)
-    const start = Math.max(0, from - 1);
-    const buf = Buffer.alloc(size - start);
-    await fh.read(buf, 0, buf.length, start);
-    const lineEnd = (at: number): number => {
-      const nl = buf.indexOf(0x0a, at);
-      return nl < 0 ? buf.length : nl + 1;
-    };
-    const begin = from > 0 ? lineEnd(0) : 0;
-    const end = to === undefined ? buf.length : lineEnd(Math.max(0, to - 1 - start));
-    const text = buf.subarray(begin, Math.max(begin, end)).toString('utf8');
-    const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-    return complete
-      .split('\n')
-      .filter((l) => l && keepLine(l))
-      .map((l) => JSON.parse(l) as AuditEvent)
-      .filter((e) => e.stage === 'ResponseComplete' && keep(e));
-  } finally {
-    await fh.close();
+  const size = (await stat(path)).size;
+  // from one byte before `from`: an offset taken while a line was being written falls mid-line;
+  // that line belongs to the slice ending at the offset (which reads on to the line's end), so
+  // the first (partial, or empty) line is skipped; the slice ends with the line holding byte to-1
+  const start = Math.max(0, from - 1);
+  const out: AuditEvent[] = [];
+  if (size <= start) return out;
+  let skipFirst = from > 0;
+  let lineStart = start;
+  let rest: Buffer = Buffer.alloc(0);
+  const take = (line: Buffer, at: number): boolean => {
+    if (to !== undefined && at >= to) return false;
+    if (skipFirst) skipFirst = false;
+    else if (line.length) {
+      const text = line.toString('utf8');
+      if (keepLine(text)) {
+        const e = JSON.parse(text) as AuditEvent;
+        if (e.stage === 'ResponseComplete' && keep(e)) out.push(e);
+      }
+    }
+    return true;
+  };
+  for await (const chunk of createReadStream(path, { start, end: size - 1 }) as AsyncIterable<Buffer>) {
+    const buf = rest.length ? Buffer.concat([rest, chunk]) : chunk;
+    let at = 0;
+    for (let nl = buf.indexOf(0x0a, at); nl >= 0; nl = buf.indexOf(0x0a, at)) {
+      if (!take(buf.subarray(at, nl), lineStart)) return out;
+      lineStart += nl + 1 - at;
+      at = nl + 1;
+    }
+    // a line still being written (no newline yet) is not an event yet
+    rest = Buffer.from(buf.subarray(at));
   }
+  return out;
 }

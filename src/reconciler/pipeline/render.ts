@@ -84,7 +84,17 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     s.signal,
   );
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
-  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(out.objects) });
+  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(detached(out.objects)) });
+}
+
+/**
+ * A copy through JSON of freshly processed objects, which the BD's memo keeps (RevisionObjects):
+ * a parser's strings are slices of the text they were parsed from (V8 sliced strings), so keeping
+ * the parsed objects would keep each BD's whole rendered manifest text alive beside them. The
+ * copy is what a revision loaded from its Secret is (JSON on the wire and in the store).
+ */
+function detached(objects: KubeObject[]): KubeObject[] {
+  return JSON.parse(JSON.stringify(objects)) as KubeObject[];
 }
 
 /** config.helm.valuesFrom of the BD, read as the BD's credentials are (inputs/values-from.ts) */

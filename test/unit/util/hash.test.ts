@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, hashOf, sha256Hex } from '../../../src/util/hash.ts';
+import { canonicalJson, hashOf, sha256Hex, sha256HexPrefix } from '../../../src/util/hash.ts';
 
 describe('canonicalJson', () => {
   const cases: Array<[string, unknown, string]> = [
@@ -29,5 +29,16 @@ describe('sha256Hex and hashOf', () => {
         .digest('hex'),
     );
     expect(hashOf({ b: 1, a: 2 })).toBe(sha256Hex('{"a":2,"b":1}'));
+  });
+});
+
+describe('sha256HexPrefix', () => {
+  it.each([
+    ['', 8, 'e3b0c44298fc1c14'],
+    ['core.rukpak.io/revision', 8, sha256Hex('core.rukpak.io/revision').slice(0, 16)],
+    ['x'.repeat(10_000), 4, sha256Hex('x'.repeat(10_000)).slice(0, 8)],
+    [Buffer.from([0, 1, 2]), 32, sha256Hex(Buffer.from([0, 1, 2]))],
+  ])('%#: the first bytes of the digest, in hex', (data, bytes, want) => {
+    expect(sha256HexPrefix(data, bytes)).toBe(want);
   });
 });
