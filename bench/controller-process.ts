@@ -108,12 +108,15 @@ export async function startController(
   return {
     child,
     logFile,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopProcess(child, exited),
   };
+}
+
+/** SIGTERM, then SIGKILL after 20 s; resolves once the process has exited */
+export async function stopProcess(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
 }

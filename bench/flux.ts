@@ -16,6 +16,7 @@ import { pushImage, writeLayer } from '../src/sources/image/push.ts';
 import { parseReference } from '../src/sources/image/reference.ts';
 import { freePort, type TestRegistry } from '../test/support/registry.ts';
 import { exec, repoRoot } from './common.ts';
+import { stopProcess } from './controller-process.ts';
 import { pool } from './scale-sources.ts';
 
 /** Flux v2.9 releases (see bench/tools/ensure-flux.sh for why source-controller is v1.9.0) */
@@ -109,13 +110,7 @@ async function startFluxProcess(
     child,
     args: all,
     logFile,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopProcess(child, exited),
   };
 }
 
