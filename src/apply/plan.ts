@@ -217,10 +217,12 @@ export async function prepareObjects(
     });
   }
   if (failures.length > 0) {
+    // not terminal: the kind's CRD may come from another BundleDeployment or an operator (a
+    // dependsOn target), or discovery may lag its Established condition by a moment
     throw new ObjectsError(
       ApplyCode.KindNotServed,
       failures.map((f) => ({ subject: f.subject, message: f.why })),
-      { terminal: true },
+      { terminal: false },
     );
   }
   return { ready: out, deferred };

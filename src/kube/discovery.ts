@@ -26,6 +26,7 @@ const AGGREGATED_ACCEPT = [
 ].join(',');
 
 interface Snapshot {
+  /** when its requests were sent: what it says is at least as new as this */
   at: number;
   /** apiVersion ("v1", "apps/v1") → kind → info; undefined = not loaded yet (legacy mode) */
   groupVersions: Map<string, Map<string, ResourceInfo> | undefined>;
@@ -56,7 +57,9 @@ interface ResourceList {
 
 export class CachedDiscovery implements Discovery {
   private snapshot: Snapshot | undefined;
-  private inflight: Promise<Snapshot> | undefined;
+  private inflight: { gen: number; snap: Promise<Snapshot> } | undefined;
+  /** bumped by invalidate(): a load begun before it cannot answer a lookup made after it */
+  private gen = 0;
   private version: Promise<string> | undefined;
   private readonly missRefreshIntervalMs: number;
 
@@ -77,6 +80,7 @@ export class CachedDiscovery implements Discovery {
 
   invalidate(): void {
     this.snapshot = undefined;
+    this.gen++;
   }
 
   /** every listable resource, once per group in the group's preferred (first served) version */
@@ -121,28 +125,35 @@ export class CachedDiscovery implements Discovery {
     return this.snapshot ? Promise.resolve(this.snapshot) : this.refresh();
   }
 
-  /** concurrent refreshes share one round of requests */
+  /**
+   * Concurrent refreshes share one round of requests, unless it began before the last
+   * invalidate(): a kind whose CRD just became Established may be missing from it.
+   */
   private refresh(): Promise<Snapshot> {
-    this.inflight ??= this.load().then(
-      (snap) => {
-        this.snapshot = snap;
-        this.inflight = undefined;
-        return snap;
+    if (this.inflight?.gen === this.gen) return this.inflight.snap;
+    const gen = this.gen;
+    const snap = this.load().then(
+      (loaded) => {
+        // invalidated since it began: the lookups after the invalidate load again
+        if (gen === this.gen) this.snapshot = loaded;
+        if (this.inflight?.gen === gen) this.inflight = undefined;
+        return loaded;
       },
       (e: unknown) => {
-        this.inflight = undefined;
+        if (this.inflight?.gen === gen) this.inflight = undefined;
         throw e;
       },
     );
-    return this.inflight;
+    this.inflight = { gen, snap };
+    return snap;
   }
 
   private async load(): Promise<Snapshot> {
+    const at = Date.now();
     const [core, groups] = await Promise.all([
       this.get({ path: '/api', accept: AGGREGATED_ACCEPT, subject: 'discovery /api' }),
       this.get({ path: '/apis', accept: AGGREGATED_ACCEPT, subject: 'discovery /apis' }),
     ]);
-    const at = Date.now();
     const groupVersions = new Map<string, Map<string, ResourceInfo> | undefined>();
     if (isAggregated(core) && isAggregated(groups)) {
       for (const list of [core, groups]) {

@@ -16,6 +16,8 @@ import {
   type BundleDeployment,
   type BundleDeploymentStatus,
 } from '../../api/v1alpha2/types.ts';
+import { placeUnplaced } from '../apply/namespaces.ts';
+import type { KubeObject } from '../kube/types.ts';
 import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
@@ -60,7 +62,9 @@ export class BundleDeploymentReconciler {
   constructor(private readonly d: ReconcilerDeps) {
     const clock = d.clock ?? systemClock;
     this.now = () => new Date(clock.now());
-    this.ctx = { d, objects: new RevisionObjects(d.revisions), pendingRotations: new Map() };
+    // a revision's installNamespace is one of its render inputs, so the BD's is the one it was rendered with
+    const place = (name: string, objects: KubeObject[]) => placeUnplaced(objects, d.getBundleDeployment(name)?.spec.installNamespace, d.client.discovery);
+    this.ctx = { d, objects: new RevisionObjects(d.revisions, place), pendingRotations: new Map() };
   }
 
   async reconcile(name: string, signal?: AbortSignal): Promise<ReconcileResult> {

@@ -190,8 +190,11 @@ export class BundleDeploymentManager {
       opts.client,
       (crd) => {
         for (const bd of this.bds.list()) {
-          if (bd.status?.skippedOptional?.length) {
-            log.debug({ bd: bd.metadata.name, crd }, 'CRD established: retrying skipped optional objects');
+          // skipped optional objects, and revisions retrying or blocked (an unserved kind among
+          // the likely causes): look again now rather than at the end of a backoff
+          const progressing = bd.status?.conditions?.find((c) => c.type === 'Progressing')?.reason;
+          if (bd.status?.skippedOptional?.length || progressing === 'Retrying' || progressing === 'Blocked') {
+            log.debug({ bd: bd.metadata.name, crd }, 'CRD established: looking again');
             this.controller.enqueue(bd.metadata.name);
           }
         }

@@ -26,7 +26,22 @@ export class RevisionObjects {
   private readonly rendered = new Map<string, Rendered>();
   private readonly loaded = new Map<string, { number: number; objects: KubeObject[]; hooks: KubeObject[] }>();
 
-  constructor(private readonly store: Pick<RevisionStore, 'load'>) {}
+  /**
+   * `place`: gives objects whose kind was not served when their revision was rendered their
+   * namespace once it is (namespaces.ts placeUnplaced); returns the same array when nothing changed
+   */
+  constructor(
+    private readonly store: Pick<RevisionStore, 'load'>,
+    private readonly place?: (name: string, objects: KubeObject[]) => Promise<KubeObject[]>,
+  ) {}
+
+  /** r with its objects placed (the memo keeps the placed ones) */
+  async placed<T extends Pick<Rendered, 'objects'>>(name: string, r: T): Promise<T> {
+    if (!this.place) return r;
+    const objects = await this.place(name, r.objects);
+    if (objects !== r.objects) r.objects = objects;
+    return r;
+  }
 
   /** the last render of bd when it had these inputs */
   renderedWith(name: string, inputs: string): Rendered | undefined {
@@ -54,9 +69,9 @@ export class RevisionObjects {
 
   private async revision(name: string, rev: { number: number; contentDigest: string }): Promise<Pick<Rendered, 'objects' | 'hooks'>> {
     const memo = this.rendered.get(name);
-    if (memo?.contentDigest === rev.contentDigest) return memo;
+    if (memo?.contentDigest === rev.contentDigest) return this.placed(name, memo);
     const loaded = this.loaded.get(name);
-    if (loaded?.number === rev.number) return loaded;
+    if (loaded?.number === rev.number) return this.placed(name, loaded);
     const all = await this.store.load(name, rev);
     if (!all) {
       throw reconcileError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, ReconcileCode.RevisionMissing, {
@@ -68,7 +83,7 @@ export class RevisionObjects {
     const { managed, hooks } = splitHooks(all);
     const entry = { number: rev.number, objects: managed, hooks };
     this.loaded.set(name, entry);
-    return entry;
+    return this.placed(name, entry);
   }
 
   /**

@@ -189,7 +189,45 @@ describe('optional objects', () => {
     expect(applied.status?.skippedOptional).toBeUndefined();
     const live = await waitUntil('ServiceMonitor exists', async () => t.client.get({ apiVersion: `${group}/v1`, kind: 'ServiceMonitor' }, 'app-metrics', ns));
     expect(live.metadata.labels?.['core.rukpak.io/owner-name']).toBe(bd);
+    // its health is read where it was applied (the revision was stored before its scope was known)
+    const healthy = await t.waitFor(bd, (b) => cond(b, 'Healthy')?.status === 'True', 'healthy with the ServiceMonitor', 30_000);
+    expect(cond(healthy, 'Healthy')?.message).toBe('2 objects ready');
   });
+
+  it('a required object whose CRD is not served yet is retried, not blocked, and installs once the CRD is created', async () => {
+    const bd = `unserved-${t.runId}`;
+    const ns = `unserved-${t.runId}`;
+    const group = `${t.runId}.unserved.hoist.test`;
+    const widget = yaml({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } });
+    await t.create(bd, {
+      installNamespace: ns,
+      format: 'plain',
+      sources: await serve('/unserved.tgz', { 'cm.yaml': cm('app', { a: '1' }), 'widget.yaml': widget }),
+    });
+    const waiting = await t.waitFor(
+      bd,
+      (b) => cond(b, 'Installed')?.status === 'False' && cond(b, 'Progressing')?.reason === 'Retrying',
+      'retrying the unserved kind',
+      60_000,
+    );
+    expect(cond(waiting, 'Installed')?.message).toContain(`${group}/v1 Widget is not served by the api server`);
+    expect(cond(waiting, 'Progressing')?.message).toContain('retrying with backoff');
+
+    // the CRD comes from elsewhere (another BD, an operator): the BD installs without a spec change
+    const def = crd(group, 'Widget');
+    await t.client.create(def);
+    cleanup(() => t.client.delete(CRD, def.metadata.name, undefined));
+    await t.waitFor(bd, isDone, 'installed once the CRD is served', 60_000);
+    t.client.discovery.invalidate(); // the test's own client: its discovery predates the CRD
+    const live = await t.client.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, 'w1', ns);
+    expect(live?.metadata.labels?.['core.rukpak.io/owner-name']).toBe(bd);
+
+    // the revision, stored while the kind's scope was unknown, names the Widget in its namespace
+    // now: uninstall finds and removes it
+    await t.client.delete(BD_TYPE, bd, undefined);
+    await waitUntil(`${bd} gone`, async () => !(await t.client.get(BD_TYPE, bd)), 60_000);
+    expect(await t.client.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, 'w1', ns)).toBeUndefined();
+  }, 180_000);
 });
 
 describe('deletion', () => {

@@ -47,7 +47,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     ...(valuesFrom.length ? { valuesFrom } : {}),
   });
   const memo = ctx.objects.renderedWith(s.name, inputs);
-  if (memo) return memo;
+  if (memo) return ctx.objects.placed(s.name, memo);
 
   const reuse = await storedRevision(d.revisions, s.name, inputs);
   if (reuse)
@@ -133,7 +133,7 @@ function split(all: KubeObject[]): Pick<Rendered, 'objects' | 'hooks'> {
   return { objects: managed, hooks };
 }
 
-function remember(ctx: StepContext, name: string, r: Rendered): Rendered {
+function remember(ctx: StepContext, name: string, r: Rendered): Promise<Rendered> {
   ctx.objects.rememberRendered(name, r);
-  return r;
+  return ctx.objects.placed(name, r);
 }

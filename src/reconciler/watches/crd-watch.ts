@@ -1,7 +1,8 @@
 /**
  * Optional objects wait for their API (DESIGN §2 Apply): this watches CustomResourceDefinitions
  * and, when one becomes Established, refreshes discovery and calls `onEstablished` so the manager
- * can re-queue the BundleDeployments that skipped optional objects. The cache keeps only each
+ * can re-queue the BundleDeployments that skipped optional objects or wait on a failed apply (an
+ * unserved kind among the causes). The cache keeps only each
  * CRD's name and Established flag — CRDs can be hundreds of KiB each.
  */
 import type { Logger } from 'pino';

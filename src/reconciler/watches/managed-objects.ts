@@ -291,7 +291,9 @@ export class ManagedObjects implements LiveIndex {
     if (ok && owner !== undefined) {
       let versions = this.seenWrites.get(owner);
       if (!versions) this.seenWrites.set(owner, (versions = new Set()));
-      for (const w of writes) if (w.resourceVersion) versions.add(versionOf(w.id, w.resourceVersion));
+      // only what health really read: a write of a kind whose watch has not synced yet (a CRD
+      // just created) counts as seen above, but its event must still reconcile again
+      for (const w of writes) if (w.resourceVersion && this.hasSeen(w)) versions.add(versionOf(w.id, w.resourceVersion));
     }
     return ok;
   }
