@@ -32,7 +32,7 @@
  * `npx tsx bench/isolation.ts [ROUNDS] [CASE ...]` (default 9 rounds, every case);
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -119,6 +119,8 @@ export interface IsolationCase extends Partial<Measured> {
   withinTargets: boolean;
   /** why the case could not be measured */
   error?: string;
+  /** when this case was measured: a run of some cases only keeps the others from the file, with their date */
+  measuredAt?: string;
 }
 
 export interface IsolationResult {
@@ -391,9 +393,10 @@ export async function run(options: { rounds?: number; only?: string[] } = {}): P
           `${c.withinTargets ? 'ok  ' : 'MISS'} ${c.name.padEnd(22)} ${c.reference!.median.toFixed(2)} / ${c.together!.median.toFixed(2)} (×${c.togetherRatio}) / ${c.later!.median.toFixed(2)} s (×${c.ratio} [${c.ratioSpread!.p25}–${c.ratioSpread!.p75}]), peak ${c.peakRssMiB} MiB (×${c.rssRatio}), CPU ${c.cpuSeconds} s (${c.hostileCpuSeconds} s per hostile BD), refused after ${c.refusedSeconds!.map((x) => x.toFixed(1)).join('/')} s`,
         );
     }
+    const date = new Date().toISOString();
     const result: IsolationResult = {
       benchmark: 'isolation',
-      date: new Date().toISOString(),
+      date,
       nproc: availableParallelism(),
       node: process.version,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
@@ -406,7 +409,7 @@ export async function run(options: { rounds?: number; only?: string[] } = {}): P
       runFlags: chartRunFlags(),
       targets: { ratio: RATIO_TARGET, peakRssMiB: PEAK_TARGET_MIB },
       reference: { first, last, peakRssMiB: referencePeak },
-      cases,
+      cases: await withEarlierCases(cases, date),
     };
     await writeResult(resultsFile, result, log);
     return result;
@@ -420,6 +423,24 @@ export async function run(options: { rounds?: number; only?: string[] } = {}): P
     await cp.stop();
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * The cases measured now (dated), and, when only some were, the others as the results file has
+ * them (each with the date it was measured), in the order of the hostile inputs.
+ */
+async function withEarlierCases(measured: IsolationCase[], date: string): Promise<IsolationCase[]> {
+  const now = measured.map((c) => ({ ...c, measuredAt: date }));
+  let earlier: IsolationResult | undefined;
+  try {
+    earlier = JSON.parse(await readFile(resultsFile, 'utf8')) as IsolationResult;
+  } catch {
+    return now;
+  }
+  const names = new Set(now.map((c) => c.name));
+  const kept = earlier.cases.filter((c) => !names.has(c.name)).map((c) => ({ ...c, measuredAt: c.measuredAt ?? earlier.date }));
+  const order = [...earlier.cases.map((c) => c.name), ...now.map((c) => c.name)];
+  return [...kept, ...now].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
 }
 
 /** `[ROUNDS] [CASE ...]` */

@@ -6,8 +6,8 @@
 import type { KubeObject } from '../kube/types.ts';
 import type { HoistError } from '../util/errors.ts';
 import { processError } from './errors.ts';
-import type { YamlBudget } from './yaml/budget.ts';
-import { parseManifestStream } from './yaml/stream.ts';
+import { yamlBudget, type YamlBudget } from './yaml/budget.ts';
+import { parseManifestStream, prescanManifest, type ParseOptions } from './yaml/stream.ts';
 import { isJsonObject } from './yaml/values.ts';
 import type { JsonObject, ParsedDocument } from './yaml/values.ts';
 import { ProcessCode } from './errors.ts';
@@ -38,12 +38,22 @@ export interface ManifestReadResult {
  * bundle can be reported at once. `budget` is the bundle's YAML node budget (yaml/budget.ts),
  * shared by every file of one render; a fresh one when absent.
  */
-export function readManifestText(text: string, file: string, budget?: YamlBudget): ManifestReadResult {
-  const { documents, warnings } = parseManifestStream(text, file, budget);
+export function readManifestText(text: string, file: string, budget?: YamlBudget, opts: ParseOptions = {}): ManifestReadResult {
+  const { documents, warnings } = parseManifestStream(text, file, budget, opts);
   const objects: SourcedObject[] = [];
   const errors: HoistError[] = [];
   for (const doc of documents) collectObjects(doc, file, objects, errors);
   return { objects, warnings, errors };
+}
+
+/**
+ * readManifestText for the processors: a large stream's budget check (the lexer pass) gives the
+ * event loop back every few milliseconds, so a hostile manifest does not hold the other
+ * BundleDeployments' reconciles while it is refused.
+ */
+export async function readManifest(text: string, file: string, budget: YamlBudget = yamlBudget(), signal?: AbortSignal): Promise<ManifestReadResult> {
+  await prescanManifest(text, file, budget, signal);
+  return readManifestText(text, file, budget, { prescanned: true });
 }
 
 function collectObjects(doc: ParsedDocument, file: string, out: SourcedObject[], errors: HoistError[]): void {

@@ -17,7 +17,7 @@ import type { HoistError } from '../util/errors.ts';
 import { isHoistError } from '../util/errors.ts';
 import { openBundle } from './bundle-files.ts';
 import { combineProcessErrors } from './errors.ts';
-import { duplicateErrors, readManifestText } from './manifest.ts';
+import { duplicateErrors, readManifest } from './manifest.ts';
 import type { SourcedObject } from './manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from './processor.ts';
 import { yamlBudget } from './yaml/budget.ts';
@@ -82,7 +82,7 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
   for (const file of files) {
     try {
       const text = await bundle.readText(file.path);
-      const read = readManifestText(text, file.path, budget);
+      const read = await readManifest(text, file.path, budget);
       sourced.push(...read.objects);
       warnings.push(...read.warnings);
       errors.push(...read.errors);

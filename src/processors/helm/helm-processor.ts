@@ -169,7 +169,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
       const [result, scanWarnings] = await Promise.all([run(args, home, subject, 'helm template'), determinismWarnings(bundle, chart.relDir, chart.name)]);
       if (result.code !== 0) throw helmFailure(scrub(result.stderr), label);
 
-      const parsed = parseHelmOutput(result.stdout, label);
+      const parsed = await parseHelmOutput(result.stdout, label);
       // (without the original as cause: its message is what is being blanked)
       const errors: HoistError[] = parsed.errors.map((e) =>
         secrets.length

@@ -8,7 +8,7 @@
  */
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
-import { readManifestText } from '../manifest.ts';
+import { readManifest } from '../manifest.ts';
 import type { SourcedObject } from '../manifest.ts';
 import { yamlBudget } from '../yaml/budget.ts';
 
@@ -55,7 +55,7 @@ export interface ParsedHelmOutput {
  * Parses every piece; documents that are not objects are collected as errors naming the
  * template (and the line within its rendered output), not thrown at the first.
  */
-export function parseHelmOutput(stdout: string, chartLabel: string): ParsedHelmOutput {
+export async function parseHelmOutput(stdout: string, chartLabel: string): Promise<ParsedHelmOutput> {
   const objects: SourcedObject[] = [];
   const warnings: string[] = [];
   const errors: HoistError[] = [];
@@ -65,7 +65,7 @@ export function parseHelmOutput(stdout: string, chartLabel: string): ParsedHelmO
     // The line numbers the reader reports are lines of the rendered output, not of the template.
     const file = `helm chart ${chartLabel} ${piece.source || '(output)'} (rendered)`;
     try {
-      const read = readManifestText(piece.text, file, budget);
+      const read = await readManifest(piece.text, file, budget);
       for (const o of read.objects) objects.push({ ...o, file: piece.source });
       warnings.push(...read.warnings);
       errors.push(...read.errors);

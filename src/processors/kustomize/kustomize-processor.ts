@@ -18,7 +18,7 @@ import type { BundleDeploymentSpec } from '../../../api/v1alpha2/types.ts';
 import { describeFsError, formatBytes, verifyTree } from '../../util/content-tree.ts';
 import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
 import { combineProcessErrors, ProcessCode, processError } from '../errors.ts';
-import { duplicateErrors, readManifestText } from '../manifest.ts';
+import { duplicateErrors, readManifest } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
 import { CLOSED_PROXY, runSealed, type SealedRunResult } from '../run-sealed.ts';
 import { relativePathProblem, scrubPaths } from '../tree-paths.ts';
@@ -126,7 +126,7 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
         );
       if (result.code !== 0) throw kustomizeFailure(scrub(result.stderr), subject);
 
-      const read = readManifestText(result.stdout, subject);
+      const read = await readManifest(result.stdout, subject);
       const errors = [...read.errors, ...duplicateErrors(read.objects, _ctx.installNamespace ?? '')];
       const failure = combineProcessErrors(errors);
       if (failure) throw failure;

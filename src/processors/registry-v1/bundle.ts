@@ -13,7 +13,7 @@ import { openBundle } from '../bundle-files.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError } from '../errors.ts';
-import { duplicateErrors, readManifestText } from '../manifest.ts';
+import { duplicateErrors, readManifest } from '../manifest.ts';
 import type { SourcedObject } from '../manifest.ts';
 import { yamlBudget } from '../yaml/budget.ts';
 import { parseManifestStream } from '../yaml/stream.ts';
@@ -141,7 +141,7 @@ export async function loadRegistryV1Bundle(root: string, limits: Partial<TreeLim
     }
     try {
       const text = (await readText(tree, rel)) ?? '';
-      const read = readManifestText(text, rel, budget);
+      const read = await readManifest(text, rel, budget);
       objects.push(...read.objects);
       errors.push(...read.errors);
     } catch (e) {

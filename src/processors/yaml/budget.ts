@@ -20,7 +20,7 @@
 import type { HoistError } from '../../util/errors.ts';
 import { processError } from '../errors.ts';
 import { MAX_DEPTH } from './node-tree.ts';
-import { exceedsAtLeast } from './prescan.ts';
+import { exceedsAtLeast, exceedsAtLeastYielding } from './prescan.ts';
 import type { YNode } from './node-tree.ts';
 import { ProcessCode } from '../errors.ts';
 
@@ -102,6 +102,12 @@ export function checkBudget(roots: readonly YNode[], budget: YamlBudget, file: s
  */
 export function checkBudgetBeforeParse(text: string, budget: YamlBudget, file: string): void {
   const over = exceedsAtLeast(text, budget.perDocument, budget.remaining);
+  if (over) throw overBudget(over, budget, file);
+}
+
+/** checkBudgetBeforeParse, giving the event loop back every few milliseconds while it lexes */
+export async function checkBudgetBeforeParseYielding(text: string, budget: YamlBudget, file: string, signal?: AbortSignal): Promise<void> {
+  const over = await exceedsAtLeastYielding(text, budget.perDocument, budget.remaining, signal);
   if (over) throw overBudget(over, budget, file);
 }
 

@@ -12,7 +12,7 @@
  * slot. Block collections are counted no other way, so the count never exceeds the nodes the
  * tree has, before aliases are expanded, and the tree's own check stays the exact one.
  *
- * Pure: no I/O.
+ * No I/O; the yielding count waits for the event loop between slices.
  */
 import { createRequire } from 'node:module';
 import type * as YamlPackage from 'yaml';
@@ -43,40 +43,88 @@ export interface NodeCount {
   total: number;
 }
 
+/** counts one stream's tokens (module comment); feed() is true once the count passes `stop` */
+class NodeCounter {
+  readonly out: NodeCount = { document: 0, total: 0 };
+  private inDocument = 0;
+  private pending = false;
+
+  constructor(private readonly stop: NodeCount) {}
+
+  feed(type: string): boolean {
+    if (CONTENT.has(type)) {
+      this.pending = false;
+      return this.count();
+    }
+    if (INDICATOR.has(type)) {
+      const done = this.pending && this.count();
+      this.pending = true;
+      return done;
+    }
+    if (SLOT_END.has(type)) {
+      const done = this.pending && this.count();
+      this.pending = false;
+      if (DOCUMENT_START.has(type)) this.inDocument = 0;
+      return done;
+    }
+    return false;
+  }
+
+  end(): NodeCount {
+    if (this.pending) this.count();
+    this.pending = false;
+    return this.out;
+  }
+
+  private count(): boolean {
+    this.inDocument++;
+    this.out.total++;
+    if (this.inDocument > this.out.document) this.out.document = this.inDocument;
+    return this.out.document > this.stop.document || this.out.total > this.stop.total;
+  }
+}
+
 /**
  * The lower bound of a stream's nodes (module comment): of its largest document and of all.
  * Counting stops once the largest document passes `stop.document` or all pass `stop.total`.
  */
 export function countNodesAtLeast(text: string, stop: NodeCount = { document: Infinity, total: Infinity }): NodeCount {
   const { Lexer, CST } = yaml();
-  const out: NodeCount = { document: 0, total: 0 };
-  let inDocument = 0;
-  let pending = false;
-  const count = (): boolean => {
-    inDocument++;
-    out.total++;
-    if (inDocument > out.document) out.document = inDocument;
-    return out.document > stop.document || out.total > stop.total;
-  };
+  const counter = new NodeCounter(stop);
   for (const token of new Lexer().lex(text)) {
     const type = CST.tokenType(token);
-    if (!type) continue;
-    let done = false;
-    if (CONTENT.has(type)) {
-      pending = false;
-      done = count();
-    } else if (INDICATOR.has(type)) {
-      if (pending) done = count();
-      pending = true;
-    } else if (SLOT_END.has(type)) {
-      if (pending) done = count();
-      pending = false;
-      if (DOCUMENT_START.has(type)) inDocument = 0;
-    }
-    if (done) return out;
+    if (type && counter.feed(type)) return counter.out;
   }
-  if (pending) count();
-  return out;
+  return counter.end();
+}
+
+/** how long the yielding count runs before it lets the event loop serve others */
+const SLICE_MS = 5;
+
+/**
+ * countNodesAtLeast that gives the event loop back every few milliseconds: lexing a hostile
+ * 15 MiB stream up to the budget takes about a second of CPU, which must not hold every other
+ * BundleDeployment's reconcile (and the watches) for that long.
+ */
+export async function countNodesAtLeastYielding(
+  text: string,
+  stop: NodeCount = { document: Infinity, total: Infinity },
+  signal?: AbortSignal,
+): Promise<NodeCount> {
+  const { Lexer, CST } = yaml();
+  const counter = new NodeCounter(stop);
+  let sliceStart = performance.now();
+  let n = 0;
+  for (const token of new Lexer().lex(text)) {
+    const type = CST.tokenType(token);
+    if (type && counter.feed(type)) return counter.out;
+    if (++n % 1024 === 0 && performance.now() - sliceStart > SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      signal?.throwIfAborted();
+      sliceStart = performance.now();
+    }
+  }
+  return counter.end();
 }
 
 /**
@@ -85,6 +133,19 @@ export function countNodesAtLeast(text: string, stop: NodeCount = { document: In
  * lower bound fits both (the tree is then checked exactly).
  */
 export function exceedsAtLeast(text: string, perDocument: number, remaining: number): 'document' | 'bundle' | undefined {
-  const n = countNodesAtLeast(text, { document: perDocument, total: remaining });
+  return exceeded(countNodesAtLeast(text, { document: perDocument, total: remaining }), perDocument, remaining);
+}
+
+/** exceedsAtLeast, giving the event loop back every few milliseconds */
+export async function exceedsAtLeastYielding(
+  text: string,
+  perDocument: number,
+  remaining: number,
+  signal?: AbortSignal,
+): Promise<'document' | 'bundle' | undefined> {
+  return exceeded(await countNodesAtLeastYielding(text, { document: perDocument, total: remaining }, signal), perDocument, remaining);
+}
+
+function exceeded(n: NodeCount, perDocument: number, remaining: number): 'document' | 'bundle' | undefined {
   return n.document > perDocument ? 'document' : n.total > remaining ? 'bundle' : undefined;
 }

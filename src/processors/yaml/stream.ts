@@ -19,7 +19,7 @@ import { eventTree } from './event-reader.ts';
 import { parseJsonStream } from './json-stream.ts';
 import { isHoistError, type HoistError } from '../../util/errors.ts';
 import { processError, ProcessCode } from '../errors.ts';
-import { YAML_BUDGET_CODE, checkBudgetBeforeParse, yamlBudget } from './budget.ts';
+import { YAML_BUDGET_CODE, checkBudgetBeforeParse, checkBudgetBeforeParseYielding, yamlBudget } from './budget.ts';
 import type { YamlBudget } from './budget.ts';
 import type { YNode } from './node-tree.ts';
 import { exceedsAtLeast, PRESCAN_MIN_CHARS } from './prescan.ts';
@@ -32,10 +32,27 @@ import { walkDocuments } from './walk.ts';
  * error subjects; `budget` is the bundle's YAML node budget (budget.ts; a fresh one when absent).
  * Throws a terminal HoistError (code parse-error naming file and line, or yaml-alias-budget).
  */
-export function parseManifestStream(text: string, file: string, budget?: YamlBudget): ParsedStream {
-  const firstChar = /\S/.exec(text)?.[0];
-  if (firstChar === '{') return { documents: parseJsonStream(text, file), warnings: [] };
-  return parseYamlStream(text, file, budget);
+export function parseManifestStream(text: string, file: string, budget?: YamlBudget, opts: ParseOptions = {}): ParsedStream {
+  if (isJsonStream(text)) return { documents: parseJsonStream(text, file), warnings: [] };
+  return parseYamlStream(text, file, budget, opts);
+}
+
+export interface ParseOptions {
+  /** the text already passed prescanManifest with this budget: not lexed again */
+  prescanned?: boolean;
+}
+
+function isJsonStream(text: string): boolean {
+  return /\S/.exec(text)?.[0] === '{';
+}
+
+/**
+ * The budget's lower-bound check (prescan.ts) of a YAML stream large enough to need one, giving
+ * the event loop back every few milliseconds; then parse with `{ prescanned: true }`. Throws as
+ * parseManifestStream does for a stream certainly over the budget.
+ */
+export async function prescanManifest(text: string, file: string, budget: YamlBudget, signal?: AbortSignal): Promise<void> {
+  if (text.length >= PRESCAN_MIN_CHARS && !isJsonStream(text)) await checkBudgetBeforeParseYielding(text, budget, file, signal);
 }
 
 // YAML: two readers build the same small node tree, and one walk turns it into JSON values:
@@ -56,8 +73,8 @@ export function parseManifestStream(text: string, file: string, budget?: YamlBud
 /** the most nodes the reference reader parses: 5 times the largest fixture document, about 100 MiB of its parse */
 export const REFERENCE_READER_MAX_NODES = 100_000;
 
-export function parseYamlStream(text: string, file: string, budget: YamlBudget = yamlBudget()): ParsedStream {
-  if (text.length >= PRESCAN_MIN_CHARS) checkBudgetBeforeParse(text, budget, file);
+export function parseYamlStream(text: string, file: string, budget: YamlBudget = yamlBudget(), opts: ParseOptions = {}): ParsedStream {
+  if (text.length >= PRESCAN_MIN_CHARS && !opts.prescanned) checkBudgetBeforeParse(text, budget, file);
   let roots: YNode[] | undefined;
   let declined: unknown;
   try {

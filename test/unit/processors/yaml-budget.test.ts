@@ -10,7 +10,8 @@ import { YAML_MAX_NODES_PER_BUNDLE, YAML_MAX_NODES_PER_DOCUMENT, yamlBudget } fr
 import { eventTree } from '../../../src/processors/yaml/event-reader.ts';
 import { yamlPackageTree } from '../../../src/processors/yaml/document-reader.ts';
 import type { YNode } from '../../../src/processors/yaml/node-tree.ts';
-import { countNodesAtLeast, PRESCAN_MIN_CHARS } from '../../../src/processors/yaml/prescan.ts';
+import { countNodesAtLeast, countNodesAtLeastYielding, PRESCAN_MIN_CHARS } from '../../../src/processors/yaml/prescan.ts';
+import { readManifest } from '../../../src/processors/manifest.ts';
 import { parseManifestStream, REFERENCE_READER_MAX_NODES } from '../../../src/processors/yaml/stream.ts';
 import { HoistError } from '../../../src/util/errors.ts';
 
@@ -288,5 +289,26 @@ describe('the prescan (a lower bound of the nodes, on lexer tokens)', () => {
       expect(n.total, relative(root, f)).toBeLessThanOrEqual(nodes);
       expect(n.total * 3, relative(root, f)).toBeGreaterThanOrEqual(nodes);
     }
+  });
+
+  it.each(cases)('the yielding count counts the same: %j', async (text) => {
+    expect(await countNodesAtLeastYielding(text)).toEqual(countNodesAtLeast(text));
+    expect(await countNodesAtLeastYielding(text, { document: 2, total: 3 })).toEqual(countNodesAtLeast(text, { document: 2, total: 3 }));
+  });
+
+  it('a hostile 15 MiB stream is refused by a count that lets the event loop run meanwhile', async () => {
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  list: [${'1,'.repeat(7_500_000)}1]\n`;
+    let turns = 0;
+    let stop = false;
+    const tick = (): void => {
+      turns++;
+      if (!stop) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const read = readManifest(text, 'huge.yaml', yamlBudget());
+    await expect(read).rejects.toMatchObject({ code: 'yaml-alias-budget', subject: 'huge.yaml' });
+    stop = true;
+    // lexing up to the budget (a million nodes) is far longer than one slice, on any machine
+    expect(turns).toBeGreaterThan(1);
   });
 });

@@ -28,8 +28,8 @@ describe('helm output', () => {
     expect(splitHelmOutput(out).map((p) => p.source)).toEqual(['c/crds/a.yaml', 'c/templates/b.yaml']);
   });
 
-  it('parses the way kubectl reads YAML and remembers each template', () => {
-    const r = parseHelmOutput(out, 'c-1.0.0');
+  it('parses the way kubectl reads YAML and remembers each template', async () => {
+    const r = await parseHelmOutput(out, 'c-1.0.0');
     expect(r.errors).toEqual([]);
     expect(r.objects.map((o) => [o.object.metadata.name, o.file])).toEqual([
       ['a', 'c/crds/a.yaml'],
@@ -39,8 +39,8 @@ describe('helm output', () => {
     expect(r.objects[2]?.object['data']).toEqual({ mode: 493, true: true });
   });
 
-  it('collects documents that are not objects as errors naming the template', () => {
-    const r = parseHelmOutput('---\n# Source: c/templates/x.yaml\njust a string\n', 'c-1.0.0');
+  it('collects documents that are not objects as errors naming the template', async () => {
+    const r = await parseHelmOutput('---\n# Source: c/templates/x.yaml\njust a string\n', 'c-1.0.0');
     expect(r.errors).toHaveLength(1);
     expect(r.errors[0]?.subject).toContain('c/templates/x.yaml');
   });
