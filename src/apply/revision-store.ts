@@ -4,8 +4,10 @@
  * their content and labelled with the BundleDeployment and revision. A rollback or a restart needs
  * neither the registry nor the cache, and a cluster backup restores the controller's memory.
  */
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { gunzip, gzip, gzipSync } from 'node:zlib';
+import { createGzip, gunzip, gzipSync } from 'node:zlib';
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
@@ -15,14 +17,57 @@ import { sha256Hex } from '../util/hash.ts';
 import type { RevisionIndex } from './revision-index.ts';
 import { ApplyCode } from './errors.ts';
 
-const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 // below this, compressing inline costs less than a threadpool round trip, which waits behind
 // everything else the event loop has to do during a wave of first installs (tens of microseconds vs milliseconds)
 const INLINE_GZIP_BYTES = 64 * 1024;
 
-function pack(json: Buffer): Promise<Buffer> {
-  return json.length <= INLINE_GZIP_BYTES ? Promise.resolve(gzipSync(json)) : gzipAsync(json);
+/** how much of a large revision's JSON text goes to the compressor at a time */
+const PACK_SLICE_CHARS = 1024 * 1024;
+
+/**
+ * gzip of `json`, or undefined as soon as the compressed form passes `maxBytes`. A large text is
+ * compressed in slices as a stream: neither a UTF-8 copy of the whole text nor (for a revision
+ * refused for its size) the compressed form beyond the limit is ever held.
+ */
+async function pack(json: string, maxBytes: number): Promise<Buffer | undefined> {
+  if (json.length <= INLINE_GZIP_BYTES) {
+    const packed = gzipSync(json);
+    return packed.length <= maxBytes ? packed : undefined;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    await pipeline(
+      Readable.from(slices(json, PACK_SLICE_CHARS)),
+      createGzip(),
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          size += chunk.length;
+          if (size > maxBytes) return done(new OverLimit());
+          chunks.push(chunk);
+          done();
+        },
+      }),
+    );
+  } catch (e) {
+    if (e instanceof OverLimit) return undefined;
+    throw e;
+  }
+  return Buffer.concat(chunks, size);
+}
+
+class OverLimit extends Error {}
+
+/** `text` in slices of about `n` characters, never splitting a surrogate pair (each slice is encoded to UTF-8 alone) */
+function* slices(text: string, n: number): Generator<string> {
+  for (let i = 0; i < text.length;) {
+    let end = Math.min(i + n, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield text.slice(i, end);
+    i = end;
+  }
 }
 
 const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
@@ -100,11 +145,12 @@ export class RevisionStore {
   async pack(objects: readonly KubeObject[], contentDigest?: string): Promise<PackedRevision> {
     const known = contentDigest ? this.refused.get(contentDigest) : undefined;
     if (known) throw known;
-    const packed = await pack(Buffer.from(JSON.stringify(objects)));
-    if (packed.length <= this.maxBytes) return { packed };
-    const secrets = Math.ceil(packed.length / CHUNK_BYTES);
+    const json = JSON.stringify(objects);
+    const packed = await pack(json, this.maxBytes);
+    if (packed) return { packed };
+    // compression stopped at the limit: the size beyond it is not known, and not worth learning
     const err = new HoistError(
-      `the rendered objects are ${packed.length} bytes compressed (${secrets} revision Secrets), over the limit of ${formatBytes(this.maxBytes)} per revision (hoist run --max-revision-size); nothing was stored or applied`,
+      `the rendered objects (${json.length} characters of JSON) compress to more than ${this.maxBytes} bytes, over the limit of ${formatBytes(this.maxBytes)} per revision (hoist run --max-revision-size); nothing was stored or applied`,
       { stage: 'process', code: ApplyCode.RevisionTooLarge, subject: 'revision size', terminal: true },
     );
     if (contentDigest) {

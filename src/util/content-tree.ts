@@ -467,7 +467,8 @@ export class ContentTree {
           `files read add up to more than the limit of ${formatBytes(this.ctx.limits.maxTotalBytes)} per bundle (at ${quote(rel)})`,
         );
       }
-      return Buffer.concat(chunks, n);
+      // a file read in one go (the usual case) is returned as read, not copied once more
+      return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, n);
     } catch (e) {
       if (e instanceof HoistError) throw e;
       throw this.error(ContentCode.ReadError, rel, `cannot read ${quote(rel)}: ${describeFsError(e)}`);

@@ -3,6 +3,7 @@
  * in-memory client (label selectors as the API server reads them), and what the BD is told when
  * the revision store cannot be read (the API server restarting mid-reconcile).
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { RevisionStore } from '../../../src/apply/revision-store.ts';
 import type { KubeClient, KubeObject } from '../../../src/kube/types.ts';
@@ -62,5 +63,35 @@ describe('storedRevision (render reuses what these inputs produced)', () => {
     await store.save('app', rev, objects);
     const e2 = await storedRevision(store, 'app', 'in-1').catch((e: unknown) => e);
     expect(e2).toMatchObject({ stage: 'fetch', code: 'revision-store', subject: 'stored revision 3', terminal: false });
+  });
+});
+
+describe('packing a revision (gzip in slices, stopped at the size cap)', () => {
+  // incompressible text with astral characters (surrogate pairs) across the 1 MiB slice boundaries
+  const big = (chars: number): KubeObject[] => {
+    const parts: string[] = [];
+    for (let n = 0; n < chars; n += 64) parts.push(`${randomBytes(30).toString('base64')}😀`.padEnd(64, 'é'));
+    return [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big', namespace: 'team-a' }, data: { blob: parts.join('') } } as KubeObject];
+  };
+
+  // only astral characters: one of the two names puts a 1 MiB slice boundary between the two halves of a pair
+  it.each(['big', 'bigg'])('a revision of several slices is stored and read back unchanged (%s)', async (name) => {
+    const store = new RevisionStore(memoryClient(), 'hoist-system', undefined, 16 * 1024 * 1024);
+    const objs = [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'team-a' }, data: { blob: '😀'.repeat(1_600_000) } }];
+    await store.save('app', rev, await store.pack(objs, rev.contentDigest));
+    expect(await store.load('app', rev)).toEqual(objs);
+  });
+
+  it('over the cap: refused naming the limit, remembered by content digest', async () => {
+    const store = new RevisionStore(memoryClient(), 'hoist-system', undefined, 1024 * 1024);
+    const objs = big(4 * 1024 * 1024);
+    const e = await store.pack(objs, 'sha256:big').catch((x: unknown) => x);
+    expect(e).toMatchObject({ stage: 'process', code: 'revision-too-large', terminal: true });
+    expect((e as Error).message).toMatch(
+      /^the rendered objects \(\d+ characters of JSON\) compress to more than 1048576 bytes, over the limit of 1 MiB per revision \(hoist run --max-revision-size\)/,
+    );
+    await expect(store.pack(objs, 'sha256:big')).rejects.toBe(e);
+    // small revisions still fit
+    await expect(store.pack(objects)).resolves.toHaveProperty('packed');
   });
 });
