@@ -5,7 +5,7 @@
  */
 import { splitHooks } from '../apply/hooks.ts';
 import { objectId } from '../apply/object-id.ts';
-import type { RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
+import type { PackedRevision, RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
 
@@ -20,11 +20,15 @@ export interface Rendered {
   hooks: KubeObject[];
   /** set when reused from the revision store (no fetch, no render) */
   stored?: RevisionRecord;
+  /** the compressed form, made by a fresh render (which checks the size cap): taken by the apply that stores it */
+  packed?: PackedRevision;
 }
 
 export class RevisionObjects {
   private readonly rendered = new Map<string, Rendered>();
   private readonly loaded = new Map<string, { number: number; objects: KubeObject[]; hooks: KubeObject[] }>();
+  /** per BD, the inputs whose render was refused (the revision size cap) and why: not rendered again for them */
+  private readonly refused = new Map<string, { inputs: string; error: Error }>();
 
   /**
    * `place`: gives objects whose kind was not served when their revision was rendered their
@@ -51,6 +55,17 @@ export class RevisionObjects {
 
   rememberRendered(name: string, r: Rendered): void {
     this.rendered.set(name, r);
+    this.refused.delete(name);
+  }
+
+  /** the refusal of bd's render with these inputs, if it was refused */
+  refusedWith(name: string, inputs: string): Error | undefined {
+    const r = this.refused.get(name);
+    return r?.inputs === inputs ? r.error : undefined;
+  }
+
+  rememberRefused(name: string, inputs: string, error: Error): void {
+    this.refused.set(name, { inputs, error });
   }
 
   rememberLoaded(name: string, number: number, r: Pick<Rendered, 'objects' | 'hooks'>): void {
@@ -109,5 +124,6 @@ export class RevisionObjects {
   forget(name: string): void {
     this.rendered.delete(name);
     this.loaded.delete(name);
+    this.refused.delete(name);
   }
 }

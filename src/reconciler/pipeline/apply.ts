@@ -31,6 +31,10 @@ const OBSERVE_WRITES_MS = 2000;
 
 /** applies the rendered revision; false when the pipeline stops here (held back, failed) */
 export async function applyRevision(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<boolean> {
+  // taken from the memo whatever happens next (held back, waiting for dependencies): a compressed
+  // copy is not kept beside the objects; a later apply compresses again
+  const prepacked = rendered.packed;
+  rendered.packed = undefined;
   const { d } = ctx;
   const { status, spec } = s;
   const active = status.activeRevision;
@@ -63,7 +67,9 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   const store = isNew && !d.revisions.isStored(s.name, { number, contentDigest: rendered.contentDigest });
   // the size cap is checked before the revision is taken or anything is written: a revision over
   // it is refused like content that fails to process, and the installed revision stays as it is
-  const packed = store ? await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error) : undefined;
+  const packed = store
+    ? (prepacked ?? (await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error)))
+    : undefined;
   if (packed instanceof Error) {
     await failedBeforeApply(ctx, s, packed);
     return false;

@@ -48,6 +48,8 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   });
   const memo = ctx.objects.renderedWith(s.name, inputs);
   if (memo) return ctx.objects.placed(s.name, memo);
+  const refused = ctx.objects.refusedWith(s.name, inputs);
+  if (refused) throw refused;
 
   const reuse = await storedRevision(d.revisions, s.name, inputs);
   if (reuse)
@@ -84,7 +86,15 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     s.signal,
   );
   for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
-  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(detached(out.objects)) });
+  // the size cap is checked on the processor's objects, before they are copied (detached) and
+  // kept: a revision refused for its size costs its render once, and is never held in memory
+  const parts = split(out.objects);
+  const packed = await d.revisions.pack([...parts.objects, ...parts.hooks], out.contentDigest).catch((e: unknown) => e as Error);
+  if (packed instanceof Error) {
+    ctx.objects.rememberRefused(s.name, inputs, packed);
+    throw packed;
+  }
+  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(detached(out.objects)), packed });
 }
 
 /**
