@@ -221,7 +221,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   if (opts.auditLog) {
     auditLogPath = join(dir, 'audit.log');
     await writeFile(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
-    apiArgs.push(`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking');
+    // one file for the whole run: readers take byte offsets in it, and the default rotates at
+    // 100 MB (lumberjack's default for 0), which a 10,000-BundleDeployment wave passes twice
+    apiArgs.push(
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${auditLogPath}`,
+      '--audit-log-mode=blocking',
+      '--audit-log-maxsize=1000000',
+    );
   }
   const apiLog = join(dir, 'kube-apiserver.log');
   let api = startProcess(apiBin, apiArgs, apiLog);

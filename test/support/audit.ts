@@ -101,6 +101,9 @@ async function readAudit(
   to?: number,
 ): Promise<AuditEvent[]> {
   const size = (await stat(path)).size;
+  // the control plane starts the API server with rotation out of reach; a log shorter than an
+  // offset taken in it was rotated, and counting from there would silently miss requests
+  if (size < from) throw new Error(`${path} is ${size} bytes, shorter than the offset ${from} taken in it: rotated?`);
   // from one byte before `from`: an offset taken while a line was being written falls mid-line;
   // that line belongs to the slice ending at the offset (which reads on to the line's end), so
   // the first (partial, or empty) line is skipped; the slice ends with the line holding byte to-1
