@@ -66,7 +66,7 @@ describe('a revision over --max-revision-size', () => {
     expect(message).toMatch(
       /the rendered objects \(\d+ characters of JSON\) compress to more than 65536 bytes, over the limit of 64 KiB per revision \(hoist run --max-revision-size\)/,
     );
-    const size = Number(/are (\d+) bytes/.exec(message)![1]);
+    const size = Number(/\((\d+) characters of JSON\)/.exec(message)![1]);
     expect(size).toBeGreaterThan(CAP);
     expect(cond(blocked, 'Progressing')).toMatchObject({ status: 'False', reason: 'Blocked' });
     expect(cond(blocked, 'Installed')).toMatchObject({ status: 'True', reason: 'Installed' });
