@@ -270,9 +270,10 @@ export class FsContentStore implements ContentStore {
     let renamed = false;
     try {
       const key = await write(join(tmp, 'content'), space);
-      // the bytes move from in flight to the entry: commit counts them again
-      space.release();
-      const c = await this.commit(key, tmp, origin);
+      // the bytes move from in flight to the entry: commit counts them as the entry, not twice,
+      // and they stay reserved until it has (released in finally), so no other write takes
+      // their room while the entry is committed
+      const c = await this.commit(key, tmp, origin, true, space.charged);
       renamed = c.renamed;
       return { key, dir: c.dir };
     } finally {
@@ -321,8 +322,11 @@ export class FsContentStore implements ContentStore {
     return { removed, total };
   }
 
-  /** Makes room for `size` more bytes of entry under the budget (beside the writes in flight), or refuses the entry. */
-  private async makeRoom(key: string, size: number): Promise<void> {
+  /**
+   * Makes room for `size` more bytes of entry under the budget (beside the writes in flight, but
+   * for `own`: the committing writer's, which are these bytes), or refuses the entry.
+   */
+  private async makeRoom(key: string, size: number, own = 0): Promise<void> {
     const max = this.maxBytes;
     if (max === undefined) return;
     if (size > max)
@@ -332,9 +336,10 @@ export class FsContentStore implements ContentStore {
         key,
         true,
       );
-    const { total } = await this.evict(max - size - this.reserved, this.leasedNow(key));
+    const others = () => this.reserved - own;
+    const { total } = await this.evict(max - size - others(), this.leasedNow(key));
     this.committed = total;
-    if (total + size + this.reserved > max) throw this.fullError(key, size, total, max);
+    if (total + size + others() > max) throw this.fullError(key, size, total, max);
   }
 
   /** Metadata of every complete entry. */
@@ -409,10 +414,9 @@ export class FsContentStore implements ContentStore {
     let renamed = false;
     try {
       await write(join(tmp, 'content'), space);
-      // the bytes move from in flight to the entry: commit counts them again
-      space.release();
-      // just checked above: a key that appeared meanwhile is caught by the rename
-      const c = await this.commit(key, tmp, origin, false);
+      // the bytes move from in flight to the entry (see putComputed); just checked above: a key
+      // that appeared meanwhile is caught by the rename
+      const c = await this.commit(key, tmp, origin, false, space.charged);
       renamed = c.renamed;
       return c.dir;
     } finally {
@@ -428,7 +432,8 @@ export class FsContentStore implements ContentStore {
    * look for the key before measuring and making room (false when the caller just did).
    * `renamed`: `tmp` is gone (it became the entry); otherwise the caller removes it.
    */
-  private async commit(key: string, tmp: string, origin: ContentOrigin | undefined, check = true): Promise<{ dir: string; renamed: boolean }> {
+  /** `own`: what the writer of `tmp` has in flight, which becomes the entry (not counted twice) */
+  private async commit(key: string, tmp: string, origin: ContentOrigin | undefined, check = true, own = 0): Promise<{ dir: string; renamed: boolean }> {
     const now = this.now().toISOString();
     const stored = origin ? this.storedOrigin(origin) : undefined;
     this.leases.set(key, this.now().getTime());
@@ -437,7 +442,7 @@ export class FsContentStore implements ContentStore {
       return { dir: this.contentDir(key), renamed: false };
     }
     const size = await treeBytes(join(tmp, 'content'));
-    await this.makeRoom(key, size);
+    await this.makeRoom(key, size, own);
     const meta: ContentEntryMeta = { key, size, createdAt: now, lastUsed: now, origins: stored ? [stored] : [] };
     await writeFile(join(tmp, 'meta.json'), JSON.stringify(meta));
     const final = join(this.entriesDir, entryName(key));

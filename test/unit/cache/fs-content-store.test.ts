@@ -321,4 +321,35 @@ describe('FsContentStore debris', () => {
     const dir = await store.put('k', writeFileOf('f', 'ok'));
     expect(await readdir(dir)).toEqual(['f']);
   });
+
+  it('a download that held its room keeps it while it is committed: another write cannot take it in between', async () => {
+    const KIB = 1024;
+    // the commit's eviction pass (list) is where another write used to get in
+    let between: (() => Promise<void>) | undefined;
+    class Gated extends FsContentStore {
+      override async list() {
+        const run = between;
+        between = undefined;
+        if (run) await run();
+        return super.list();
+      }
+    }
+    const store = new Gated({ root, maxBytes: 1024 * KIB });
+    let other: unknown;
+    const dir = await store.put('sha256:first', async (d, space) => {
+      await space.charge(600 * KIB);
+      await writeFile(join(d, 'big.bin'), Buffer.alloc(600 * KIB));
+      // once this download is written, before its commit has counted it: another write of 600 KiB
+      between = async () => {
+        const scratch = await store.scratch();
+        other = await scratch.space.charge(600 * KIB).then(
+          () => 'charged',
+          (e: unknown) => e,
+        );
+        await scratch.dispose();
+      };
+    });
+    expect(await readdir(dir)).toEqual(['big.bin']);
+    expect(other).toMatchObject({ code: 'cache-full' });
+  });
 });
