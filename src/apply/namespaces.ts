@@ -40,23 +40,26 @@ export async function assignNamespaces(
  * whose CRD comes from elsewhere) and is served now. Without it the stored revision would name
  * such an object without its namespace for good: health would never observe it and prune and
  * uninstall would look for it in the wrong place. Reads discovery's cache only. Returns
- * `objects` itself when nothing changed.
+ * `objects` itself when nothing changed; `settled` when every object's scope is known, so the
+ * caller need not ask again for these objects.
  */
 export async function placeUnplaced(
   objects: KubeObject[],
   installNamespace: string | undefined,
   discovery: Pick<Discovery, 'resourceFor'>,
-): Promise<KubeObject[]> {
-  if (!installNamespace || objects.every((o) => o.metadata.namespace)) return objects;
+): Promise<{ objects: KubeObject[]; settled: boolean }> {
+  if (!installNamespace || objects.every((o) => o.metadata.namespace)) return { objects, settled: true };
   let changed = false;
+  let settled = true;
   const out = await Promise.all(
     objects.map(async (o) => {
       if (o.metadata.namespace) return o;
       const info = await discovery.resourceFor(o, { refreshOnMiss: false });
+      if (!info) settled = false;
       if (!info?.namespaced) return o;
       changed = true;
       return { ...o, metadata: { ...o.metadata, namespace: installNamespace } };
     }),
   );
-  return changed ? out : objects;
+  return { objects: changed ? out : objects, settled };
 }

@@ -229,9 +229,10 @@ export class FsContentStore implements ContentStore {
     a.charged = 0;
   }
 
-  private fullError(subject: string, bytes: number, entries: number, max: number): HoistError {
+  /** `inFlight`: the writes in flight other than the refused one's own (default: all) */
+  private fullError(subject: string, bytes: number, entries: number, max: number, inFlight = this.reserved): HoistError {
     return cacheError(
-      `content store is full: ${formatBytes(entries)} of entries in use and ${formatBytes(this.reserved)} of downloads and composed sources in flight leave no room for ${formatBytes(bytes)} more within its budget of ${formatBytes(max)} (hoist run --cache-max-size)`,
+      `content store is full: ${formatBytes(entries)} of entries in use and ${formatBytes(inFlight)} of downloads and composed sources in flight leave no room for ${formatBytes(bytes)} more within its budget of ${formatBytes(max)} (hoist run --cache-max-size)`,
       CacheCode.CacheFull,
       subject,
       false,
@@ -339,7 +340,7 @@ export class FsContentStore implements ContentStore {
     const others = () => this.reserved - own;
     const { total } = await this.evict(max - size - others(), this.leasedNow(key));
     this.committed = total;
-    if (total + size + others() > max) throw this.fullError(key, size, total, max);
+    if (total + size + others() > max) throw this.fullError(key, size, total, max, others());
   }
 
   /** Metadata of every complete entry. */

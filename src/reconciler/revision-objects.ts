@@ -32,18 +32,22 @@ export class RevisionObjects {
 
   /**
    * `place`: gives objects whose kind was not served when their revision was rendered their
-   * namespace once it is (namespaces.ts placeUnplaced); returns the same array when nothing changed
+   * namespace once it is (namespaces.ts placeUnplaced), and says whether every scope is known
    */
   constructor(
     private readonly store: Pick<RevisionStore, 'load'>,
-    private readonly place?: (name: string, objects: KubeObject[]) => Promise<KubeObject[]>,
+    private readonly place?: (name: string, objects: KubeObject[]) => Promise<{ objects: KubeObject[]; settled: boolean }>,
   ) {}
+
+  /** object lists whose every scope is known: not looked at again on each reconcile */
+  private readonly settled = new WeakSet<KubeObject[]>();
 
   /** r with its objects placed (the memo keeps the placed ones) */
   async placed<T extends Pick<Rendered, 'objects'>>(name: string, r: T): Promise<T> {
-    if (!this.place) return r;
-    const objects = await this.place(name, r.objects);
-    if (objects !== r.objects) r.objects = objects;
+    if (!this.place || this.settled.has(r.objects)) return r;
+    const { objects, settled } = await this.place(name, r.objects);
+    r.objects = objects;
+    if (settled) this.settled.add(objects);
     return r;
   }
 
