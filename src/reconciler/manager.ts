@@ -107,6 +107,9 @@ export class BundleDeploymentManager {
     this.managed = new ManagedObjects(
       opts.client,
       (owner, why, version, metadata) => {
+        // every shard watches every managed object; one whose BD is not in this process's
+        // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
+        if (!this.bds.getByName(owner)) return;
         // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
         // interactive managers' edits are taken over): the apply would find the object unchanged
         if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {

@@ -131,21 +131,24 @@ beforeAll(async () => {
   for (const shard of ['a', 'b']) {
     const cacheDir = await mkdtemp(join(tmpdir(), `hoist-shard-cache-${shard}-`));
     dirs.push(cacheDir);
-    const p = startHoistRun([
-      '--kubeconfig',
-      await shardKubeconfig(shard),
-      '--namespace',
-      ns,
-      '--leader-elect',
-      '--shard',
-      shard,
-      '--selector',
-      `${TEST}=${runId}`,
-      '--cache-dir',
-      cacheDir,
-      '--workers',
-      '4',
-    ]);
+    const p = startHoistRun(
+      [
+        '--kubeconfig',
+        await shardKubeconfig(shard),
+        '--namespace',
+        ns,
+        '--leader-elect',
+        '--shard',
+        shard,
+        '--selector',
+        `${TEST}=${runId}`,
+        '--cache-dir',
+        cacheDir,
+        '--workers',
+        '4',
+      ],
+      { HOIST_LOG_LEVEL: 'debug' },
+    );
     procs.push(p);
   }
   await Promise.all(procs.map((p) => p.port));
@@ -228,6 +231,16 @@ describe.runIf(run)('shards (two hoist run --shard processes)', () => {
     expect(touchedBy.get(COUNT)).toBeUndefined();
     expect(touchedBy.get(COUNT + 1)).toBeUndefined();
     for (const i of [COUNT, COUNT + 1]) expect(((await admin.get(BD_TYPE, bdName(i))) as unknown as BundleDeployment).status).toBeUndefined();
+    // each shard also watches the other's objects; their changes are not looked at by this one
+    for (const [k, shard] of ['a', 'b'].entries()) {
+      const changed = procs[k]!.output()
+        .split('\n')
+        .filter((l) => l.includes('"managed object changed"'))
+        .map((l) => (JSON.parse(l) as { bd: string }).bd);
+      expect(changed.length, `shard ${shard} saw its own objects change`).toBeGreaterThan(0);
+      const foreign = changed.filter((bd) => !bd.startsWith(`shard-${runId}-`) || shardOf(Number(bd.slice(`shard-${runId}-`.length))) !== shard);
+      expect([...new Set(foreign)], `shard ${shard} looked at other shards' BundleDeployments`).toEqual([]);
+    }
     const writes = writesOf(events);
     console.log(
       `shards: ${events.length} requests, ${writes.length} writes for ${COUNT} BundleDeployments (a: ${writes.filter((e) => e.user?.username === userOf('a')).length}, b: ${writes.filter((e) => e.user?.username === userOf('b')).length})`,
