@@ -162,7 +162,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
         webhookBindAddress: values['webhook-bind-address'],
         ...(values['webhook-secret'] ? { webhookSecret: values['webhook-secret'] } : {}),
-        log: createLogger(),
+        log: createLogger({ async: true }),
       });
     }
     case 'render': {

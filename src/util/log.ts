@@ -21,11 +21,47 @@ export const REDACT_PATHS = [
   '.dockerconfigjson',
 ];
 
-export function createLogger(opts: { level?: string; name?: string } = {}): Logger {
-  return pino({
+/** what a stuck stdout may hold before lines are dropped (and then counted) */
+export const MAX_PENDING_LOG_BYTES = 4 * 1024 * 1024;
+
+export interface LoggerOptions {
+  level?: string;
+  name?: string;
+  /**
+   * Write stdout off the event loop (the long-running controller): a write never blocks a
+   * reconcile, lines logged while one is in flight go out together, at most
+   * MAX_PENDING_LOG_BYTES wait (beyond that lines are dropped and their count logged once stdout
+   * drains), and what is pending is written synchronously at exit. Default: synchronous writes.
+   */
+  async?: boolean;
+  /** where lines go (tests); default stdout */
+  fd?: number;
+}
+
+export function createLogger(opts: LoggerOptions = {}): Logger {
+  const options = {
     name: opts.name ?? 'hoist',
     level: opts.level ?? process.env.HOIST_LOG_LEVEL ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: undefined,
+  };
+  if (!opts.async) return opts.fd === undefined ? pino(options) : pino(options, pino.destination({ dest: opts.fd, sync: true }));
+  const dest = pino.destination({ dest: opts.fd ?? 1, sync: false, minLength: 0, maxLength: MAX_PENDING_LOG_BYTES });
+  const logger = pino(options, dest);
+  let dropped = 0;
+  dest.on('drop', () => dropped++);
+  // said once the stream has room again, so the gap in the log is explained where it is
+  let telling = false;
+  dest.on('write', () => {
+    if (dropped === 0 || telling) return;
+    telling = true;
+    // after the stream has settled this write
+    setImmediate(() => {
+      telling = false;
+      const lines = dropped;
+      dropped = 0;
+      logger.warn({ droppedLines: lines, maxPendingBytes: MAX_PENDING_LOG_BYTES }, 'log lines dropped: stdout was not read fast enough');
+    });
   });
+  return logger;
 }
