@@ -12,7 +12,7 @@ export interface LiveMeta {
   resourceVersion: string;
   generation?: number;
   labels?: Record<string, string>;
-  /** a short hash per annotation, not the values: last-applied-configuration alone can be most of an object */
+  /** per annotation its annotationFingerprint, not the value: last-applied-configuration alone can be most of an object */
   annotationHashes: Record<string, string>;
   /** names of the object's field managers (not subresources'): who besides Hoist writes it, never their fields */
   managers?: string[];
@@ -71,10 +71,19 @@ function sameStrings(a: Record<string, string>, b: Record<string, string>): bool
   return keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
+/**
+ * An annotation value as kept for comparison: a short one as it is (no hash to compute, and no
+ * longer than its hash), a longer one as its sha256 prefix, so a large value is not held. Hex
+ * digits never start with '=', so the two forms cannot be equal.
+ */
+export function annotationFingerprint(value: string): string {
+  return value.length <= 16 ? `=${value}` : sha256HexPrefix(value, 8);
+}
+
 export function liveMetaOf(obj: { metadata: ObjectMeta & { managedFields?: unknown[] } }): LiveMeta {
   const { uid, resourceVersion, generation, labels, annotations, managedFields } = obj.metadata;
   const annotationHashes: Record<string, string> = {};
-  for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = sha256HexPrefix(v, 8);
+  for (const [k, v] of Object.entries(annotations ?? {})) annotationHashes[k] = annotationFingerprint(v);
   const managers = managerNames(managedFields as ManagedFieldsEntry[] | undefined);
   return { uid: uid ?? '', resourceVersion: resourceVersion ?? '', generation, labels, annotationHashes, ...(managers.length ? { managers } : {}) };
 }

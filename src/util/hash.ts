@@ -1,4 +1,4 @@
-import { createHash, hash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** JSON text of `value` with object keys sorted at every level; `undefined` members are omitted as JSON.stringify omits them. */
 export function canonicalJson(value: unknown): string {
@@ -33,7 +33,7 @@ export function sha256Hex(data: string | Buffer): string {
  * would be a V8 sliced string keeping the whole 64-character digest alive for as long as it is held
  */
 export function sha256HexPrefix(data: string | Buffer, bytes: number): string {
-  return createHash('sha256').update(data).digest().toString('hex', 0, bytes);
+  return hash('sha256', data, 'buffer').toString('hex', 0, bytes);
 }
 
 /** sha256 of the canonical JSON of a value, hex */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { liveFingerprint, metadataChange, sameLiveState, type LiveMeta } from '../../../src/apply/live-index.ts';
+import { annotationFingerprint, liveFingerprint, liveMetaOf, metadataChange, sameLiveState, type LiveMeta } from '../../../src/apply/live-index.ts';
+import { sha256HexPrefix } from '../../../src/util/hash.ts';
 
 const base: LiveMeta = { uid: 'u1', resourceVersion: '10', generation: 2, labels: { a: '1', b: '2' }, annotationHashes: { x: 'h1' } };
 
@@ -52,5 +53,26 @@ describe('metadataChange', () => {
     expect(metadataChange(base, { ...base, uid: 'u2' })).toBeUndefined();
     const noGen = { ...base, generation: undefined };
     expect(metadataChange(noGen, { ...noGen, resourceVersion: '11', labels: {} })).toBeUndefined();
+  });
+});
+
+describe('annotationFingerprint', () => {
+  const long = 'x'.repeat(17);
+  const hexLike = sha256HexPrefix(long, 8);
+  it.each([
+    ['an empty value', '', '='],
+    ['a short value, kept as it is', '1', '=1'],
+    ['16 characters, kept', 'a'.repeat(16), `=${'a'.repeat(16)}`],
+    ['17 characters, hashed', long, hexLike],
+  ])('%s', (_, value, want) => expect(annotationFingerprint(value)).toBe(want));
+
+  it("a short value that reads like another's hash is not equal to it", () => {
+    expect(hexLike).toHaveLength(16);
+    expect(annotationFingerprint(hexLike)).not.toBe(annotationFingerprint(long));
+  });
+
+  it('a large value is not held: only 16 hex digits of it', () => {
+    const meta = liveMetaOf({ metadata: { name: 'a', annotations: { big: 'y'.repeat(100_000), small: 'v1' } } });
+    expect(meta.annotationHashes).toEqual({ big: sha256HexPrefix('y'.repeat(100_000), 8), small: '=v1' });
   });
 });
