@@ -17,7 +17,11 @@ import { Backoff } from './backoff.ts';
 import { objectKey, type KubeObject, type Reader, type TypeRef, type Watcher } from './types.ts';
 
 export interface InformerHandler<T extends KubeObject> {
-  /** initialList: the object came from a list (startup, relist), not a watch event */
+  /**
+   * initialList: the object came from the informer's first list (it was there before the informer
+   * synced). An object first seen in a later relist (created while the watch was down, e.g. after
+   * 410 Gone) is news like a watch event's ADDED: initialList is false.
+   */
   onAdd?(obj: T, initialList: boolean): void;
   onUpdate?(oldObj: T, newObj: T): void;
   /** obj is the last state the cache knew */
@@ -212,13 +216,14 @@ export class Informer<T extends KubeObject = KubeObject> {
     const list = await this.opts.client.list(this.opts.type, this.listOptions());
     this.relists++;
     const seen = new Set<string>();
+    const initialList = !this.synced;
     for (const raw of list.items) {
       const obj = this.shrink(raw);
       const key = objectKey(obj.metadata);
       seen.add(key);
       const old = this.store.get(key);
       this.put(key, obj);
-      if (!old) this.emit('onAdd', (h) => h.onAdd?.(obj, true));
+      if (!old) this.emit('onAdd', (h) => h.onAdd?.(obj, initialList));
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     }
     // whatever was deleted while we were not watching

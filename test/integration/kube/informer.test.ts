@@ -15,7 +15,8 @@ const NS = { apiVersion: 'v1', kind: 'Namespace' };
 function recorder(informer: Informer) {
   const log: string[] = [];
   informer.addHandler({
-    onAdd: (o) => log.push(`add ${o.metadata.name}`),
+    // marked when it came from the first list: only then may a handler take it as already known
+    onAdd: (o, initialList) => log.push(`add ${o.metadata.name}${initialList ? ' (initial list)' : ''}`),
     onUpdate: (_o, n) => log.push(`update ${n.metadata.name} ${String((n.data as Record<string, string> | undefined)?.v)}`),
     onDelete: (o) => log.push(`delete ${o.metadata.name}`),
   });
@@ -78,13 +79,13 @@ describe('informer against a real api server', () => {
     informer.start();
     await informer.waitForSync();
     expect(informer.hasSynced()).toBe(true);
-    expect(log).toEqual(['add pre']);
+    expect(log).toEqual(['add pre (initial list)']);
 
     await client.create(cm('x', '1'));
     await client.apply(cm('x', '2'), { fieldManager: 'test', force: true });
     await client.delete(CM, 'x', ns);
     await waitUntil('events', () => log.length === 4);
-    expect(log).toEqual(['add pre', 'add x', 'update x 2', 'delete x']);
+    expect(log).toEqual(['add pre (initial list)', 'add x', 'update x 2', 'delete x']);
     expect(informer.getByName('pre', ns)?.metadata.managedFields).toBeUndefined();
     expect(informer.keys()).toEqual([`${ns}/pre`]);
 
@@ -190,7 +191,7 @@ describe('informer against a real api server', () => {
       const log = recorder(informer);
       informer.start();
       await informer.waitForSync();
-      expect(log).toEqual(['add g1']);
+      expect(log).toEqual(['add g1 (initial list)']);
 
       poison = true;
       proxy.cutAll();
@@ -198,6 +199,7 @@ describe('informer against a real api server', () => {
       await client.create(w('g2', '1'));
       await waitUntil('relist', () => informer.relists === 2);
       await waitUntil('events after relist', () => log.length === 3);
+      // g2 was created while the watch was down: news to the handlers, not part of the first list
       expect(log.slice(1).sort()).toEqual(['add g2', 'update g1 2']);
       // and it keeps watching after the relist
       await client.delete(W, 'g1', ns);
