@@ -34,8 +34,6 @@ export interface LoggerOptions {
    * drains), and what is pending is written synchronously at exit. Default: synchronous writes.
    */
   async?: boolean;
-  /** where lines go (tests); default stdout */
-  fd?: number;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -45,8 +43,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: undefined,
   };
-  if (!opts.async) return opts.fd === undefined ? pino(options) : pino(options, pino.destination({ dest: opts.fd, sync: true }));
-  const dest = pino.destination({ dest: opts.fd ?? 1, sync: false, minLength: 0, maxLength: MAX_PENDING_LOG_BYTES });
+  if (!opts.async) return pino(options);
+  const dest = pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: MAX_PENDING_LOG_BYTES });
   const logger = pino(options, dest);
   let dropped = 0;
   dest.on('drop', () => dropped++);

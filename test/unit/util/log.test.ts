@@ -12,7 +12,7 @@ const LOG_MODULE = fileURLToPath(new URL('../../../src/util/log.ts', import.meta
 
 /** runs `body` (with `createLogger` in scope) in a child node and returns its stdout lines as JSON */
 async function childLog(body: string): Promise<Array<Record<string, unknown>>> {
-  const code = `import { createLogger } from ${JSON.stringify(LOG_MODULE)};\n${body}`;
+  const code = `import { pino } from 'pino';\nimport { createLogger } from ${JSON.stringify(LOG_MODULE)};\n${body}`;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: Buffer[] = [];
   let err = '';
@@ -42,7 +42,9 @@ process.exit(0);`);
     const lines = await childLog(`const log = createLogger({ async: true, level: 'info' });
 const pad = 'x'.repeat(10_000);
 for (let i = 0; i < 1000; i++) log.info({ i, pad }, 'line');
-setTimeout(() => log.info('after'), 200);`);
+// once the first write has gone out and the warning that follows it has been logged (the logger's
+// own handler was registered first, so its setImmediate runs before this one's second)
+log[pino.symbols.streamSym].once('write', () => setImmediate(() => setImmediate(() => log.info('after'))));`);
     const kept = lines.filter((l) => l.msg === 'line');
     const told = lines.filter((l) => l.msg === 'log lines dropped: stdout was not read fast enough');
     expect(told).toHaveLength(1);
