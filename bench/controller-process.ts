@@ -5,7 +5,7 @@
  * in <work>/controller.log, and its RSS and CPU read from /proc.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { imageEnv } from '../test/support/as-deployed.ts';
 import { exec, repoRoot } from './common.ts';
@@ -27,7 +27,8 @@ export async function buildController(log: (l: string) => void): Promise<string>
       cfg,
       JSON.stringify({
         extends: path.join(repoRoot, 'tsconfig.json'),
-        include: [path.join(repoRoot, 'api'), path.join(repoRoot, 'src')],
+        // and the request-floor reference of bench/scale.ts, run as the controller runs
+        include: [path.join(repoRoot, 'api'), path.join(repoRoot, 'src'), path.join(repoRoot, 'bench/scale-floor-client.ts')],
         exclude: [path.join(repoRoot, '**/*.test.ts')],
         compilerOptions: { outDir: dist, rootDir: repoRoot, sourceMap: false, noCheck: true },
       }),
@@ -57,6 +58,46 @@ export function procStat(pid: number): ProcStat {
   // fields[0] is the state (field 3): utime and stime are fields 14 and 15
   const ticks = Number(fields[11]) + Number(fields[12]);
   return { rssMiB: kb('VmRSS') / MiB, hwmMiB: kb('VmHWM') / MiB, cpuSeconds: ticks / 100 };
+}
+
+/** CPU seconds (user + system) by thread group: JavaScript (the main thread), V8's helpers (GC, compiler), libuv's pool (file system, zlib, crypto) */
+export interface ThreadCpu {
+  main: number;
+  v8Helpers: number;
+  libuvPool: number;
+  other: number;
+}
+
+/** the process's CPU by thread group, from /proc/<pid>/task/<tid>/stat and each thread's comm */
+export function threadCpu(pid: number): ThreadCpu {
+  const out: ThreadCpu = { main: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+    const group: keyof ThreadCpu = tid === String(pid) ? 'main' : comm.startsWith('V8') ? 'v8Helpers' : comm.startsWith('libuv') ? 'libuvPool' : 'other';
+    out[group] += seconds;
+  }
+  return out;
+}
+
+export function sumThreads(xs: readonly ThreadCpu[]): ThreadCpu {
+  const out: ThreadCpu = { main: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
+  for (const x of xs) for (const k of Object.keys(out) as Array<keyof ThreadCpu>) out[k] += x[k];
+  return out;
+}
+
+/** `to` - `from`, rounded to 0.01 s */
+export function diffThreads(to: ThreadCpu, from: ThreadCpu): ThreadCpu {
+  const out = { ...to };
+  for (const k of Object.keys(out) as Array<keyof ThreadCpu>) out[k] = Number((to[k] - from[k]).toFixed(2));
+  return out;
 }
 
 export interface Controller {

@@ -23,6 +23,12 @@
  * Reference in the same run, before Hoist's wave: one `kubectl apply --server-side` of the same
  * 4N objects into another fresh namespace; then the benchmark waits until kube-controller-manager
  * has observed all of kubectl's Deployments, so its background work does not land on Hoist.
+ * Second reference, http sources and one process only: the request floor (bench/scale-floor.ts),
+ * the same N bundles through a client that makes only the floor's 9 requests per app and holds the
+ * same kinds of watches, with Hoist's kube client and libraries and the image's node flags; its CPU
+ * per app is what the requests, watch events, download, unpack and YAML parse cost in Node, and
+ * `cpuOverFloor` is Hoist's wave CPU over it. Both record their CPU by thread group (JavaScript,
+ * V8's GC and compiler helpers, libuv's pool).
  * Nothing is deleted: every N gets a fresh control plane and each side its own namespace.
  *
  * `npx tsx bench/scale.ts [--source http|image|both] [--steady-seconds S] [N[xP] ...]` (defaults:
@@ -52,7 +58,8 @@ import type { KubeObject } from '../src/kube/types.ts';
 import { deployedNodeFlags } from '../test/support/as-deployed.ts';
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
-import { buildController, startController, type Controller } from './controller-process.ts';
+import { buildController, diffThreads, startController, sumThreads, threadCpu, type Controller, type ThreadCpu } from './controller-process.ts';
+import { measureFloor, type FloorRun } from './scale-floor.ts';
 import { round1, scaleGrowth, startControllerGroup, type ControllerGroup, type ProcessFigures, type ScaleGrowth } from './scale-shards.ts';
 import { pool, startHttpSource, startImageSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
 
@@ -61,6 +68,8 @@ const resultsFiles: Record<ScaleSourceKind, string> = {
   image: path.join(repoRoot, 'bench', 'results', 'scale-image.json'),
 };
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
+/** `hoist run --workers` when $HOIST_SCALE_WORKERS does not say: the floor client runs as many */
+const DEFAULT_WORKERS = 16;
 const HOIST_UA = 'hoist';
 const BENCH_UA = 'hoist-scale-bench';
 
@@ -84,6 +93,8 @@ export interface ScaleRun {
   cpuSeconds: number;
   /** cpuSeconds per BD, in ms */
   cpuMsPerBd: number;
+  /** the wave's CPU seconds by thread group (all processes together) */
+  cpuByThread: ThreadCpu;
   /** per BD: its creation (the create call answered) → its done condition seen by this process's watch */
   timeToDoneSeconds: { p50: number; p95: number; max: number };
   /**
@@ -104,6 +115,13 @@ export interface ScaleRun {
   requestFloor: { perBd: number; byVerb: Record<string, number>; aboveFloorByVerb: Record<string, number> };
   /** requests the content server (file server or registry) answered during the wave */
   waveFetches: number;
+  /**
+   * the request-floor reference (bench/scale-floor.ts; http sources, one process): the same N
+   * bundles through a client that makes only the floor's requests and holds the same watches
+   */
+  floor?: FloorRun;
+  /** Hoist's wave CPU / the floor client's: how much Hoist's own logic adds */
+  cpuOverFloor?: number;
   /**
    * A quiet window after the wave: the controller's API requests other than watches, writes among
    * them, requests to the content server, the controller's CPU, and the requests by verb/resource
@@ -202,12 +220,15 @@ export const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `
 /** objects per `kubectl apply` of the reference: 1,000 bundles' (at N = 1,000, one apply as before) */
 const KUBECTL_CHUNK = 4000;
 
+/** the image's node flags and $HOIST_SCALE_NODE_FLAGS: the controller's and the floor client's */
+const nodeFlags = (): string[] => [...deployedNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
+
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
   return startController(main, {
     kubeconfig: cp.kubeconfigPath,
     work,
-    nodeFlags: [...deployedNodeFlags(), ...(process.env.HOIST_SCALE_NODE_FLAGS ?? '').split(' ').filter(Boolean)],
+    nodeFlags: nodeFlags(),
     args: ['--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
   });
 }
@@ -282,6 +303,31 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       await new Promise((r) => setTimeout(r, n > 2000 ? 5000 : 1000));
     }
 
+    // ---- the request floor: the same requests and watches without Hoist's logic (http sources, one process)
+    let floorRun: FloorRun | undefined;
+    if (content.kind === 'http' && processes === 1) {
+      const f0 = performance.now();
+      const floorSources = await content.publish(
+        `${id}f`,
+        Array.from({ length: n }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) })),
+      );
+      log(`${tag}: published ${n} floor bundles (untimed) in ${((performance.now() - f0) / 1000).toFixed(1)} s`);
+      floorRun = await measureFloor({
+        main,
+        kubeconfig: cp.kubeconfigPath,
+        auditLog: cp.auditLogPath!,
+        admin,
+        namespace: `scale-f-${id}`,
+        sources: floorSources,
+        nodeFlags: nodeFlags(),
+        workers: Number(process.env.HOIST_SCALE_WORKERS ?? DEFAULT_WORKERS),
+        timeoutSeconds: Math.max(900, 0.6 * n),
+      });
+      log(
+        `${tag}: request floor client: ${n} apps done in ${floorRun.seconds} s, CPU ${floorRun.cpuSeconds} s (${floorRun.cpuMsPerApp} ms per app), peak RSS ${floorRun.peakRssMiB} MiB, ${floorRun.requestsPerApp} requests per app; by thread ${JSON.stringify(floorRun.cpuByThread)}`,
+      );
+    }
+
     // ---- Hoist: N BundleDeployments created at once
     const hns = `scale-h-${id}`;
     await admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: hns } });
@@ -308,6 +354,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     await watched.waitForSync();
     const auditFrom = await audit.offset();
     const cpu0 = ctl.stats().map((s) => s.cpuSeconds);
+    const threads0 = sumThreads(ctl.members.map((m) => threadCpu(m.ctl.child.pid!)));
     const fetches0 = await content.requests();
     t0 = performance.now();
     await pool(bds, 50, async (b) => {
@@ -341,6 +388,8 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     }
     const hoistSeconds = (performance.now() - t0) / 1000;
     const after = ctl.stats();
+    const threads1 = sumThreads(ctl.members.map((m) => threadCpu(m.ctl.child.pid!)));
+    const cpuByThread = diffThreads(threads1, threads0);
     const waveCpu = after.map((s, k) => s.cpuSeconds - cpu0[k]!);
     const cpuSeconds = waveCpu.reduce((a, b) => a + b, 0);
     const spread = (from: Map<string, number>) => {
@@ -354,7 +403,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       `${tag}: time to done per BD (creation → done): p50 ${timeToDoneSeconds.p50} s, p95 ${timeToDoneSeconds.p95} s, max ${timeToDoneSeconds.max} s; picked up → done: p50 ${pickedUpToDoneSeconds.p50} s, p95 ${pickedUpToDoneSeconds.p95} s (wave ${hoistSeconds.toFixed(1)} s); first status → done: p50 ${firstStatusToDoneSeconds.p50} s, p95 ${firstStatusToDoneSeconds.p95} s`,
     );
     log(
-      `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.map((s) => s.hwmMiB.toFixed(1)).join(' / ')} MiB, CPU ${waveCpu.map((c) => c.toFixed(1)).join(' + ')} s (${((cpuSeconds * 1000) / n).toFixed(1)} ms per BD)`,
+      `${tag}: Hoist: all ${n} installed after ${(installedSeconds ?? hoistSeconds).toFixed(1)} s, done in ${hoistSeconds.toFixed(1)} s (kubectl ${kubectlSeconds.toFixed(1)} s, ratio ${(hoistSeconds / kubectlSeconds).toFixed(2)}); peak RSS ${after.map((s) => s.hwmMiB.toFixed(1)).join(' / ')} MiB, CPU ${waveCpu.map((c) => c.toFixed(1)).join(' + ')} s (${((cpuSeconds * 1000) / n).toFixed(1)} ms per BD; by thread ${JSON.stringify(cpuByThread)})`,
     );
     const events = await audit.since(auditFrom);
     const perBd = Object.fromEntries(
@@ -405,6 +454,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       idleRssMiB: round1(Math.max(...idle.map((s) => s.rssMiB))),
       cpuSeconds: Number(cpuSeconds.toFixed(2)),
       cpuMsPerBd: Number(((cpuSeconds * 1000) / n).toFixed(2)),
+      cpuByThread,
       timeToDoneSeconds,
       firstStatusToDoneSeconds,
       pickedUpToDoneSeconds,
@@ -419,6 +469,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       requestsPerBdByVerb: perBd,
       requestFloor: { perBd: floor, byVerb: { ...REQUEST_FLOOR }, aboveFloorByVerb },
       waveFetches: steadyFetches0 - fetches0,
+      ...(floorRun ? { floor: floorRun, cpuOverFloor: Number((cpuSeconds / floorRun.cpuSeconds).toFixed(2)) } : {}),
       steady,
       loadAverage: loadavg().map((l) => Number(l.toFixed(2))),
     };
