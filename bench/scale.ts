@@ -23,7 +23,7 @@
  * Reference in the same run, before Hoist's wave: one `kubectl apply --server-side` of the same
  * 4N objects into another fresh namespace; then the benchmark waits until kube-controller-manager
  * has observed all of kubectl's Deployments, so its background work does not land on Hoist.
- * Second reference, http sources and one process only: the request floor (bench/scale-floor.ts),
+ * Second reference, http sources, one process and N ≤ 2,000 only: the request floor (bench/scale-floor.ts),
  * the same N bundles through a client that makes only the floor's 9 requests per app and holds the
  * same kinds of watches, with Hoist's kube client and libraries and the image's node flags; its CPU
  * per app is what the requests, watch events, download, unpack and YAML parse cost in Node, and
@@ -68,6 +68,11 @@ const resultsFiles: Record<ScaleSourceKind, string> = {
   image: path.join(repoRoot, 'bench', 'results', 'scale-image.json'),
 };
 const BD = { apiVersion: API_VERSION, kind: KIND } as const;
+/**
+ * the floor reference runs up to this N: its 4N objects would add to kube-controller-manager's
+ * load during Hoist's wave, and larger runs compare growth with earlier series that had none
+ */
+const FLOOR_MAX_N = 2000;
 /** `hoist run --workers` when $HOIST_SCALE_WORKERS does not say: the floor client runs as many */
 const DEFAULT_WORKERS = 16;
 const HOIST_UA = 'hoist';
@@ -305,7 +310,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
 
     // ---- the request floor: the same requests and watches without Hoist's logic (http sources, one process)
     let floorRun: FloorRun | undefined;
-    if (content.kind === 'http' && processes === 1) {
+    if (content.kind === 'http' && processes === 1 && n <= FLOOR_MAX_N) {
       const f0 = performance.now();
       const floorSources = await content.publish(
         `${id}f`,
