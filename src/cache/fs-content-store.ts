@@ -338,6 +338,9 @@ export class FsContentStore implements ContentStore {
         true,
       );
     const others = () => this.reserved - own;
+    // the entries' total as last measured, kept current by commits: while it and this entry fit,
+    // nothing is listed (listing reads every entry's metadata: once per commit, quadratic in entries)
+    if (this.committed !== undefined && this.committed + size + others() <= max) return;
     const { total } = await this.evict(max - size - others(), this.leasedNow(key));
     this.committed = total;
     if (total + size + others() > max) throw this.fullError(key, size, total, max, others());

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { defaultContentRoot, entryName, FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { sleep } from '../../support/wait.ts';
@@ -135,6 +135,24 @@ describe('FsContentStore', () => {
     // 300 bytes would not fit in 250: b, the least recently used entry not in use, made room
     expect((await store.list()).map((m) => m.key).sort()).toEqual(['a', 'c']);
     expect((await store.list()).reduce((n, m) => n + m.size, 0)).toBeLessThanOrEqual(250);
+  });
+
+  // issue 26: each commit listed every entry's metadata to measure the store (the chart sets a
+  // budget): at 1,000 BundleDeployments half a million metadata reads in one wave
+  it('under the budget, writes do not list the store: its total is measured once and kept as entries land', async () => {
+    const c = new FakeClock();
+    const store = new FsContentStore({ root, maxBytes: 10_000, clock: c });
+    const list = vi.spyOn(store, 'list');
+    for (let i = 0; i < 30; i++) await store.put(`k${i}`, writeFileOf('f', 'x'.repeat(100)));
+    expect(list).toHaveBeenCalledTimes(1);
+    // and the kept total still bounds the store: 3,000 bytes in, 7,000 more fit, 7,001 do not
+    await store.put('fits', writeFileOf('f', 'x'.repeat(7000)));
+    expect(list).toHaveBeenCalledTimes(1);
+    // past the budget the store is measured again and the least recently used entry makes room
+    await c.advance(11 * 60_000);
+    await store.put('over', writeFileOf('f', 'x'.repeat(100)));
+    expect(list).toHaveBeenCalledTimes(2);
+    expect((await store.list()).reduce((n, m) => n + m.size, 0)).toBeLessThanOrEqual(10_000);
   });
 
   it('refuses content larger than the whole budget (terminal), and content that cannot fit beside content in use (transient)', async () => {
@@ -339,6 +357,9 @@ describe('FsContentStore debris', () => {
     const dir = await store.put('sha256:first', async (d, space) => {
       await space.charge(600 * KIB);
       await writeFile(join(d, 'big.bin'), Buffer.alloc(600 * KIB));
+      // the store's measured total is forgotten (a removal does that), so the commit measures it
+      // again with an eviction pass, as a commit past the kept total does
+      await store.remove('sha256:absent');
       // once this download is written, before its commit has counted it: another write of 600 KiB
       between = async () => {
         const scratch = await store.scratch();
