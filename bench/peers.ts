@@ -4,7 +4,8 @@
  * each pushed untimed as a Flux OCI artifact (bench/flux.ts) to one local docker-registry, then
  * installed by each tool on its own fresh control plane (etcd, kube-apiserver with an audit log,
  * kube-controller-manager, kube-scheduler, kwok), one after the other:
- *   - Hoist, compiled and run as the image runs it (bench/controller-process.ts), one
+ *   - Hoist, compiled and run as the image runs it (bench/controller-process.ts) with the chart's
+ *     `hoist run` flags (test/support/as-deployed.ts chartRunFlags, its cache budget among them), one
  *     BundleDeployment per app, its image source pinned by digest reading the Flux artifact;
  *   - Flux: source-controller (one OCIRepository per app, tag `latest`, insecure) and
  *     kustomize-controller (one Kustomization per app: wait, prune, targetNamespace, impersonating
@@ -30,7 +31,7 @@ import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
-import { imageNodeFlags } from '../test/support/as-deployed.ts';
+import { chartRunFlags, imageNodeFlags } from '../test/support/as-deployed.ts';
 import { auditEvents, auditOffset, type AuditEvent } from '../test/support/audit.ts';
 import { startRegistry, type TestRegistry } from '../test/support/registry.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
@@ -446,7 +447,14 @@ function summary(runs: PeersRun[], flags: Record<string, string[]>): PeersResult
     },
     hoist: {
       nodeFlags: imageNodeFlags(),
-      args: ['run', '--install-crd', '--cache-dir <temp dir>', '--registries-conf <the registry as insecure>', '--metrics-bind-address 127.0.0.1:0'],
+      args: [
+        'run',
+        ...chartRunFlags(),
+        '--install-crd',
+        '--cache-dir <temp dir>',
+        '--registries-conf <the registry as insecure>',
+        '--metrics-bind-address 127.0.0.1:0',
+      ],
       source: 'image, pinned by digest, reading the Flux artifact unchanged',
     },
     cases: runs.flatMap((r) => [
@@ -475,7 +483,7 @@ export async function run(options: PeersOptions = {}): Promise<PeersResult> {
       main,
       registriesConf,
       nodeFlags: imageNodeFlags(),
-      args: (w) => ['--install-crd', '--cache-dir', path.join(w, 'cache'), '--registries-conf', registriesConf],
+      args: (w) => [...chartRunFlags(), '--install-crd', '--cache-dir', path.join(w, 'cache'), '--registries-conf', registriesConf],
     };
     let pushed: Array<{ repository: string; digest: string }> = [];
     for (const n of sizes) {

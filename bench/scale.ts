@@ -9,8 +9,9 @@
  *
  * The controller runs as the image runs it: compiled with `tsc` to dist/ (as scripts/image.sh
  * compiles it) and started as `node <the Dockerfile ENTRYPOINT's node flags> --max-old-space-size=<the
- * chart's memory limit> dist/src/cli/main.js run` (test/support/as-deployed.ts deployedNodeFlags)
- * with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
+ * chart's memory limit> dist/src/cli/main.js run <the chart's run flags>` (test/support/as-deployed.ts
+ * deployedNodeFlags, chartRunFlags: its workers, renders, cache budget, fetch deadline, revision
+ * cap) with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
  * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave
  * (also per BD, in ms).
  * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
@@ -55,7 +56,7 @@ import { toolPath, toolVersions } from '../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
-import { deployedNodeFlags } from '../test/support/as-deployed.ts';
+import { chartRunFlags, deployedNodeFlags } from '../test/support/as-deployed.ts';
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
 import { buildController, diffThreads, startController, sumThreads, threadCpu, type Controller, type ThreadCpu } from './controller-process.ts';
@@ -234,7 +235,8 @@ async function startHoist(main: string, cp: ControlPlane, work: string, sourceAr
     kubeconfig: cp.kubeconfigPath,
     work,
     nodeFlags: nodeFlags(),
-    args: ['--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
+    // the chart's `hoist run` flags (its cache budget among them), then this run's
+    args: [...chartRunFlags(), '--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
   });
 }
 
