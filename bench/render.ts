@@ -87,8 +87,17 @@ async function measure(rounds: number, hoist: () => Promise<unknown>, reference:
 }
 
 /** The bare `helm template` process with Hoist's arguments, in a fresh helm home like Hoist's. */
-async function helmTemplateAlone(helm: string, chartDir: string, valuesFile: string, home: string): Promise<void> {
-  const args = ['template', 'bench', chartDir, '--namespace=bench', `--values=${valuesFile}`, '--include-crds', '--skip-tests'];
+async function helmTemplateAlone(helm: string, chartDir: string, valuesFile: string, home: string, kubeVersion: string): Promise<void> {
+  const args = [
+    'template',
+    'bench',
+    chartDir,
+    '--namespace=bench',
+    `--values=${valuesFile}`,
+    '--include-crds',
+    '--skip-tests',
+    `--kube-version=${kubeVersion}`,
+  ];
   await new Promise<void>((resolve, reject) => {
     const child = spawn(helm, args, {
       env: {
@@ -158,6 +167,8 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
 
   // helm
   const helmProcessor = createHelmProcessor({ helmBinary: helm });
+  // the Kubernetes version the repository's control plane runs (scripts/tool-versions.env)
+  const kubeVersion = toolVersions().K8S_VERSION!;
   const home = await mkdtemp(path.join(tmpdir(), 'hoist-bench-helm-'));
   try {
     for (const d of ['cache', 'config', 'data']) await mkdir(path.join(home, d));
@@ -167,12 +178,14 @@ export async function run(options: RenderBenchOptions = {}): Promise<RenderBench
     for (const name of (await readdir(helmDir)).sort()) {
       const chartDir = path.join(helmDir, name);
       if (!existsSync(path.join(chartDir, 'Chart.yaml'))) continue;
-      const ctx = { name: 'bench', installNamespace: 'bench' };
+      // .Capabilities.KubeVersion as Hoist's render has it in a cluster (the API server's version):
+      // a helm built from its module defaults to v1.20.0, which charts requiring newer refuse
+      const ctx = { name: 'bench', installNamespace: 'bench', kubeVersion };
       const { objects } = await helmProcessor.render(chartDir, undefined, ctx);
       const m = await measure(
         rounds,
         () => helmProcessor.render(chartDir, undefined, ctx),
-        () => helmTemplateAlone(helm, chartDir, valuesFile, home),
+        () => helmTemplateAlone(helm, chartDir, valuesFile, home, kubeVersion),
       );
       add({ name, format: 'helm', objects: objects.length, ...m, reference: 'helm template' });
     }
