@@ -53,11 +53,14 @@ export interface ProcStat {
 export function procStat(pid: number): ProcStat {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return { rssMiB: kb('VmRSS') / MiB, hwmMiB: kb('VmHWM') / MiB, cpuSeconds: statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8')) };
+}
+
+/** user + system CPU seconds of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line (clock ticks are 100 Hz on Linux) */
+function statCpuSeconds(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is the state (field 3): utime and stime are fields 14 and 15
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssMiB: kb('VmRSS') / MiB, hwmMiB: kb('VmHWM') / MiB, cpuSeconds: ticks / 100 };
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** CPU seconds (user + system) by thread group: JavaScript (the main thread), V8's helpers (GC, compiler), libuv's pool (file system, zlib, crypto) */
@@ -79,10 +82,8 @@ export function threadCpu(pid: number): ThreadCpu {
       continue; // the thread ended meanwhile
     }
     const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
     const group: keyof ThreadCpu = tid === String(pid) ? 'main' : comm.startsWith('V8') ? 'v8Helpers' : comm.startsWith('libuv') ? 'libuvPool' : 'other';
-    out[group] += seconds;
+    out[group] += statCpuSeconds(stat);
   }
   return out;
 }

@@ -15,7 +15,7 @@
  * an Event. 9 requests per app, as REQUEST_FLOOR counts them.
  *
  * Compiled with the controller (bench/controller-process.ts) and run as it runs, with its node
- * flags: `node dist/bench/scale-floor-client.js <kubeconfig> <namespace> <n> <workers>`. Prints
+ * flags: `node dist/bench/scale-floor-client.js <kubeconfig> <namespace> <n> <workers> <user agent>`. Prints
  * "ready" once its watches have synced and "done" once every app is done.
  */
 import { createHash } from 'node:crypto';
@@ -25,16 +25,19 @@ import { createGunzip, gzipSync } from 'node:zlib';
 import { loadAll } from 'js-yaml';
 import { extract } from 'tar-stream';
 import { request } from 'undici';
+import { isConflict } from '../src/kube/api-error.ts';
 import { createKubeClient, loadKubeConfig } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
 
-const [kubeconfig, namespace, nArg, workersArg] = process.argv.slice(2);
-if (!kubeconfig || !namespace || !nArg || !workersArg) throw new Error('usage: scale-floor-client <kubeconfig> <namespace> <n> <workers>');
+const [kubeconfig, namespace, nArg, workersArg, userAgent] = process.argv.slice(2);
+if (!kubeconfig || !namespace || !nArg || !workersArg || !userAgent)
+  throw new Error('usage: scale-floor-client <kubeconfig> <namespace> <n> <workers> <user agent>');
 const n = Number(nArg);
 const workers = Number(workersArg);
 const LABEL = 'bench.hoist.dev/floor-app';
-const MANAGER = 'hoist-floor';
+/** field manager, Event source and User-Agent: the benchmark finds its requests in the audit log by it */
+const MANAGER = userAgent;
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
 const KINDS = [
   { apiVersion: 'v1', kind: 'ServiceAccount' },
@@ -140,8 +143,9 @@ async function second(app: App): Promise<void> {
 
 async function status(name: string, installed: string): Promise<void> {
   const cm = cmCache.getByName(name, namespace)!;
-  await client.update({ ...cm, data: { ...(cm as { data?: Record<string, string> }).data, installed } } as KubeObject).catch(async () => {
+  await client.update({ ...cm, data: { ...(cm as { data?: Record<string, string> }).data, installed } } as KubeObject).catch(async (e: unknown) => {
     // a conflict with our own finalizer patch not yet in the cache: once more from the server's copy
+    if (!isConflict(e)) throw e;
     const fresh = (await client.get(CM, name, namespace))!;
     await client.update({ ...fresh, data: { ...(fresh as { data?: Record<string, string> }).data, installed } } as KubeObject);
   });

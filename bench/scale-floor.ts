@@ -43,7 +43,7 @@ export async function measureFloor(opts: {
   const n = opts.sources.length;
   const client = path.join(path.dirname(opts.main), '../../bench/scale-floor-client.js');
   await opts.admin.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: opts.namespace } });
-  const child = spawn(process.execPath, [...opts.nodeFlags, client, opts.kubeconfig, opts.namespace, String(n), String(opts.workers)], {
+  const child = spawn(process.execPath, [...opts.nodeFlags, client, opts.kubeconfig, opts.namespace, String(n), String(opts.workers), FLOOR_UA], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...imageEnv(), PATH: process.env.PATH },
   });

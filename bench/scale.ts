@@ -74,8 +74,11 @@ const BD = { apiVersion: API_VERSION, kind: KIND } as const;
  * load during Hoist's wave, and larger runs compare growth with earlier series that had none
  */
 const FLOOR_MAX_N = 2000;
-/** `hoist run --workers` when $HOIST_SCALE_WORKERS does not say: the floor client runs as many */
-const DEFAULT_WORKERS = 16;
+/** the controller's workers: $HOIST_SCALE_WORKERS, else the chart's --workers; the floor client runs as many */
+function controllerWorkers(): number {
+  const flags = chartRunFlags();
+  return Number(process.env.HOIST_SCALE_WORKERS ?? flags[flags.indexOf('--workers') + 1]);
+}
 const HOIST_UA = 'hoist';
 const BENCH_UA = 'hoist-scale-bench';
 
@@ -327,7 +330,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         namespace: `scale-f-${id}`,
         sources: floorSources,
         nodeFlags: nodeFlags(),
-        workers: Number(process.env.HOIST_SCALE_WORKERS ?? DEFAULT_WORKERS),
+        workers: controllerWorkers(),
         timeoutSeconds: Math.max(900, 0.6 * n),
       });
       log(
