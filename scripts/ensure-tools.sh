@@ -14,6 +14,7 @@ set -euo pipefail
 . "$(dirname "$0")/tool-versions.env"
 
 bash "$(dirname "$0")/ensure-packages.sh"
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 
 CACHE=${HOIST_CACHE:-$HOME/.cache/hoist}
 BIN=$CACHE/bin
@@ -32,6 +33,7 @@ want=()
 [ -x "$BIN/kustomize-$KUSTOMIZE_VERSION" ] || want+=(kustomize)
 [ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 [ -x "$BIN/cosign-$COSIGN_VERSION" ] || want+=(cosign)
+[ -x "$BIN/flux-postbuild-$FLUX_KUSTOMIZE_VERSION" ] || want+=(flux-postbuild)
 only=${1:-}
 if [ -n "$only" ]; then
   keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
@@ -161,5 +163,21 @@ if needs cosign; then
   mkdir -p "$dir"; cd "$dir"
   GOBIN="$dir/bin" go install -trimpath -ldflags "-s -w" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
   mv "$dir/bin/cosign" "$BIN/cosign-$COSIGN_VERSION"
+fi
+if needs flux-postbuild; then
+  # Flux's post-build substitution (github.com/fluxcd/pkg/kustomize) behind a small main of this
+  # repository (scripts/flux-postbuild/main.go); only the tests run it
+  say "building flux-postbuild from github.com/fluxcd/pkg/kustomize $FLUX_KUSTOMIZE_VERSION"
+  dir=$CACHE/build/flux-postbuild-$FLUX_KUSTOMIZE_VERSION
+  mkdir -p "$dir"
+  cp "$SCRIPTS/flux-postbuild/main.go" "$dir/main.go"
+  cd "$dir"
+  if [ ! -f go.mod ]; then
+    printf 'module hoist.local/fluxpostbuild\n\ngo 1.26\n' > go.mod
+    go get "github.com/fluxcd/pkg/kustomize@$FLUX_KUSTOMIZE_VERSION" >/dev/null
+    go mod tidy >/dev/null
+  fi
+  go build -trimpath -ldflags "-s -w" -o "$BIN/.flux-postbuild-$FLUX_KUSTOMIZE_VERSION.tmp" .
+  mv "$BIN/.flux-postbuild-$FLUX_KUSTOMIZE_VERSION.tmp" "$BIN/flux-postbuild-$FLUX_KUSTOMIZE_VERSION"
 fi
 say "done: ${want[*]}"
