@@ -1,13 +1,12 @@
 // flux-postbuild runs Flux's own post-build substitution code for Hoist's comparison tests
 // (test/integration/processors/post-build/): github.com/fluxcd/pkg/kustomize's
 // SubstituteVariables, which kustomize-controller calls for every object of a Kustomization with
-// spec.postBuild, and the pieces under it — github.com/fluxcd/pkg/envsubst and
-// sigs.k8s.io/yaml's JSONToYAML (what kustomize's Resource.AsYAML writes). The controller never
-// runs it. Built by scripts/ensure-tools.sh from the Go module proxy at the pinned version.
+// spec.postBuild, and the pieces under it — github.com/fluxcd/pkg/envsubst and kustomize's
+// Resource.AsYAML (the text envsubst runs over). The controller never runs it. Built by scripts/ensure-tools.sh from the Go module proxy at the pinned version.
 //
 // Reads JSON requests, one per line, from stdin and writes one JSON answer per line:
 //
-//	{"op":"yaml","object":{...}}                       -> {"yaml":"..."}
+//	{"op":"yaml","object":{...}}                       -> {"yaml":"..."} | {"error":"..."}
 //	{"op":"envsubst","text":"...","vars":{},"strict":true} -> {"out":"..."} | {"error":"..."}
 //	{"op":"substitute","object":{...},"vars":{},"strict":true,"always":false}
 //	                                                   -> {"object":{...}} | {"skipped":true} | {"error":"..."}
@@ -29,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/resource"
-	"sigs.k8s.io/yaml"
 )
 
 type request struct {
@@ -81,7 +79,13 @@ func serve(factory *resource.Factory, req request) (a answer) {
 	}()
 	switch req.Op {
 	case "yaml":
-		y, err := yaml.JSONToYAML(req.Object)
+		// what SubstituteVariables runs envsubst over: the resource's AsYAML (its MarshalJSON,
+		// then sigs.k8s.io/yaml JSONToYAML)
+		res, err := resourceOf(factory, req.Object)
+		if err != nil {
+			return answer{Error: err.Error()}
+		}
+		y, err := res.AsYAML()
 		if err != nil {
 			return answer{Error: err.Error()}
 		}
@@ -100,11 +104,7 @@ func serve(factory *resource.Factory, req request) (a answer) {
 		}
 		return answer{Out: &s}
 	case "substitute":
-		var obj map[string]interface{}
-		if err := json.Unmarshal(req.Object, &obj); err != nil {
-			return answer{Error: err.Error()}
-		}
-		res, err := factory.FromMap(obj)
+		res, err := resourceOf(factory, req.Object)
 		if err != nil {
 			return answer{Error: err.Error()}
 		}
@@ -135,4 +135,12 @@ func serve(factory *resource.Factory, req request) (a answer) {
 		return answer{Object: m}
 	}
 	return answer{Error: "unknown op " + req.Op}
+}
+
+func resourceOf(factory *resource.Factory, object json.RawMessage) (*resource.Resource, error) {
+	var obj map[string]interface{}
+	if err := json.Unmarshal(object, &obj); err != nil {
+		return nil, err
+	}
+	return factory.FromMap(obj)
 }

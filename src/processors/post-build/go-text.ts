@@ -20,7 +20,7 @@ export function fromBytes(bytes: string): string {
 
 /** whether a byte string is valid UTF-8 (utf8.ValidString) */
 export function isValidUtf8(bytes: string): boolean {
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const [r, w] = decodeRune(bytes, i);
     if (r === RUNE_ERROR && w === 1) return false;
     i += w;
@@ -76,7 +76,7 @@ export function encodeRune(r: number): string {
 /** []rune(s): each rune of a byte string (invalid bytes are RuneError, one each) */
 export function runesOf(s: string): number[] {
   const out: number[] = [];
-  for (let i = 0; i < s.length; ) {
+  for (let i = 0; i < s.length;) {
     const [r, w] = decodeRune(s, i);
     out.push(r);
     i += w;
@@ -147,7 +147,7 @@ export function toLowerRune(r: number): number {
 /** strings.Map(f, s): every rune mapped, invalid bytes becoming U+FFFD */
 export function mapRunes(s: string, f: (r: number) => number): string {
   const parts: string[] = [];
-  for (let i = 0; i < s.length; ) {
+  for (let i = 0; i < s.length;) {
     const [r, w] = decodeRune(s, i);
     parts.push(encodeRune(f(r)));
     i += w;

@@ -28,7 +28,7 @@ import { describeObject } from '../../util/describe-object.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { combineProcessErrors, processError, ProcessCode } from '../errors.ts';
 import { duplicateErrors, objectShapeProblem } from '../manifest.ts';
-import { emitGoYamlBytes, type EmitMark } from '../yaml/emit.ts';
+import { emitGoYamlBytes, kustomizeYamlBytes, needsRoundTrip, YamlConversionError, type EmitMark, type Emitted } from '../yaml/emit.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, type JsonValue } from '../yaml/values.ts';
 import { EnvsubstError, evalTemplate, parseTemplate, type EnvsubstBudget } from './envsubst.ts';
@@ -97,16 +97,16 @@ const STAGE = 'post-build substitution';
  */
 export async function substituteObjects(objects: readonly KubeObject[], opts: PostBuildOptions): Promise<KubeObject[]> {
   const { values, origin } = opts.variables;
-  if (values.size === 0 && opts.strategy !== 'Always') return [...objects];
-  const subjects = objects.filter((o) => !disabled(o));
-  if (subjects.length === 0) return [...objects];
-  for (const name of values.keys()) {
-    if (!VARIABLE_NAME.test(name)) {
-      throw processError(
-        `${STAGE}: variable name ${JSON.stringify(name)} (${origin.get(name) ?? 'substitute'}) is invalid, it must match '${VARIABLE_NAME_TEXT}'`,
-        ProcessCode.InvalidVariableName,
-        origin.get(name),
-      );
+  const active = values.size > 0 || opts.strategy === 'Always';
+  if (active && objects.some((o) => !disabled(o))) {
+    for (const name of values.keys()) {
+      if (!VARIABLE_NAME.test(name)) {
+        throw processError(
+          `${STAGE}: variable name ${JSON.stringify(name)} (${origin.get(name) ?? 'substitute'}) is invalid, it must match '${VARIABLE_NAME_TEXT}'`,
+          ProcessCode.InvalidVariableName,
+          origin.get(name),
+        );
+      }
     }
   }
   const vars = new Map<string, string>();
@@ -122,12 +122,11 @@ export async function substituteObjects(objects: readonly KubeObject[], opts: Po
       opts.signal?.throwIfAborted();
       sliceStart = Date.now();
     }
-    if (disabled(obj)) {
-      out.push(obj);
-      continue;
-    }
     try {
-      out.push(substituteOne(obj, vars, budget, opts.limits?.objectBytes ?? MAX_OBJECT_BYTES));
+      // Flux writes every object as YAML first, disabled or not, with variables or without
+      const convertible = needsRoundTrip(obj as unknown as JsonValue) ? converted(obj) : undefined;
+      if (!active || disabled(obj)) out.push(obj);
+      else out.push(substituteOne(obj, convertible, vars, budget, opts.limits?.objectBytes ?? MAX_OBJECT_BYTES));
     } catch (e) {
       if (!(e instanceof PostBuildProblem)) throw e;
       errors.push(processError(`${STAGE}: ${describeObject(obj)}: ${e.message}`, e.code, describeObject(obj)));
@@ -137,6 +136,7 @@ export async function substituteObjects(objects: readonly KubeObject[], opts: Po
   }
   const failed = combineProcessErrors(errors);
   if (failed) throw failed;
+  if (!active) return out;
   const duplicates = duplicateErrors(
     out.map((object, i) => ({ object, file: `object ${i + 1} after ${STAGE}` })),
     opts.installNamespace,
@@ -144,6 +144,16 @@ export async function substituteObjects(objects: readonly KubeObject[], opts: Po
   const dup = combineProcessErrors(duplicates);
   if (dup) throw dup;
   return out;
+}
+
+/** kustomize's AsYAML of an object that needs more than the emitter (see kustomizeYamlBytes) */
+function converted(obj: KubeObject): Emitted {
+  try {
+    return kustomizeYamlBytes(obj as unknown as JsonValue, { escapeLineSeparators: true });
+  } catch (e) {
+    if (!(e instanceof YamlConversionError)) throw e;
+    throw new PostBuildProblem(`${e.path ? `${e.path}: ` : ''}${e.message}`, ProcessCode.SubstitutionFailed);
+  }
 }
 
 /** labelled or annotated kustomize.toolkit.fluxcd.io/substitute: disabled */
@@ -213,10 +223,17 @@ function fieldAt(marks: readonly EmitMark[], offset: number): string | undefined
   return found.path.length > 200 ? `${found.path.slice(0, 200)}…` : found.path;
 }
 
-function substituteOne(obj: KubeObject, vars: ReadonlyMap<string, string>, budget: RenderBudget, objectLimit: number): KubeObject {
-  // no `$` in any key or string: envsubst would return the text unchanged
-  if (!hasDollar(obj as unknown as JsonValue)) return obj;
-  const { bytes, marks } = emitGoYamlBytes(obj as unknown as JsonValue);
+function substituteOne(
+  obj: KubeObject,
+  convertible: Emitted | undefined,
+  vars: ReadonlyMap<string, string>,
+  budget: RenderBudget,
+  objectLimit: number,
+): KubeObject {
+  // no `$` in any key or string and nothing the JSON step changes: the text would read back as
+  // the same object
+  if (!convertible && !hasDollar(obj as unknown as JsonValue)) return obj;
+  const { bytes, marks } = convertible ?? emitGoYamlBytes(obj as unknown as JsonValue, { escapeLineSeparators: true });
   const at = (offset: number): string => {
     const field = fieldAt(marks, offset);
     return field ? `${field}: ` : '';

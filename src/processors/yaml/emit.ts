@@ -30,13 +30,138 @@ export interface Emitted {
   marks: EmitMark[];
 }
 
+export interface EmitOptions {
+  /**
+   * Write strings holding U+2028 / U+2029 double-quoted (`\L`, `\P`) instead of go-yaml's single
+   * quotes or literal block: go-yaml reads those characters as line breaks and the indentation
+   * after them as indentation, Hoist's YAML reader (YAML 1.2) as content, so only the escaped form
+   * reads back as the same string. Off: go-yaml's bytes exactly.
+   */
+  escapeLineSeparators?: boolean;
+}
+
 /** a JSON value (an object, for a Kubernetes object) as go-yaml v2 marshals it, in UTF-8 bytes */
-export function emitGoYamlBytes(value: JsonValue): Emitted {
-  const e = new Emitter();
+export function emitGoYamlBytes(value: JsonValue, opts: EmitOptions = {}): Emitted {
+  const e = new Emitter(opts.escapeLineSeparators === true);
   e.node(value, { root: true, sequence: false, mapping: false, simpleKey: false }, '');
   // the document end: a final line break unless the last scalar wrote one
   e.writeIndent();
   return { bytes: e.out.join(''), marks: e.marks };
+}
+
+/** why kustomize's AsYAML cannot convert a value, at a field */
+export class YamlConversionError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * kustomize's Resource.AsYAML: the object through Go's json.Marshal, the JSON read back by go-yaml
+ * v2 (sigs.k8s.io/yaml JSONToYAML), then emitGoYamlBytes. The JSON step is not neutral where Go's
+ * JSON leaves a character unescaped that YAML reads differently: a NEL (U+0085) is a line break to
+ * go-yaml, folded with the spaces around it into one space (or kept newlines, for several), and in
+ * a key it makes the key span two lines, which go-yaml refuses; so does a key whose JSON is over
+ * 1024 characters (the longest implicit key), and a C1 control character or U+FFFE/U+FFFF
+ * anywhere ("control characters are not allowed"). Throws YamlConversionError for those.
+ */
+export function kustomizeYamlBytes(value: JsonValue, opts: EmitOptions = {}): Emitted {
+  return emitGoYamlBytes(jsonRoundTrip(value, ''), opts);
+}
+
+const NEEDS_ROUND_TRIP = /[\u007f-\u009f\ufffe\uffff]/;
+
+/** whether kustomizeYamlBytes could differ from emitGoYamlBytes (or fail) for this value; cheap */
+export function needsRoundTrip(v: JsonValue): boolean {
+  if (typeof v === 'string') return NEEDS_ROUND_TRIP.test(v);
+  if (Array.isArray(v)) return v.some(needsRoundTrip);
+  if (v === null || typeof v !== 'object') return false;
+  for (const k of Object.keys(v)) if (NEEDS_ROUND_TRIP.test(k) || (k.length > 170 && goJsonLength(k) > 1022) || needsRoundTrip(v[k]!)) return true;
+  return false;
+}
+const CONTROL = /[\u007f-\u0084\u0086-\u009f\ufffe\uffff]/;
+
+function jsonRoundTrip(v: JsonValue, path: string): JsonValue {
+  if (typeof v === 'string') {
+    if (!NEEDS_ROUND_TRIP.test(v)) return v;
+    if (CONTROL.test(v)) throw new YamlConversionError('a string holds a control character that YAML does not allow', path);
+    try {
+      return foldNel(v);
+    } catch (e) {
+      if (e instanceof DocumentMarker)
+        throw new YamlConversionError('a string holds a NEL (U+0085) followed by a document marker, which go-yaml refuses', path);
+      throw e;
+    }
+  }
+  if (Array.isArray(v)) {
+    let copy: JsonValue[] | undefined;
+    v.forEach((item, i) => {
+      const r = jsonRoundTrip(item, `${path}[${i}]`);
+      if (r !== item) (copy ??= [...v])[i] = r;
+    });
+    return copy ?? v;
+  }
+  if (v === null || typeof v !== 'object') return v;
+  let copy: { [k: string]: JsonValue } | undefined;
+  for (const key of Object.keys(v)) {
+    const child = path ? `${path}.${key}` : key;
+    if (NEEDS_ROUND_TRIP.test(key)) {
+      if (CONTROL.test(key)) throw new YamlConversionError('a key holds a control character that YAML does not allow', path);
+      throw new YamlConversionError('a key holds a NEL (U+0085): go-yaml reads it as a line break and refuses the key', path);
+    }
+    if (key.length > 170 && goJsonLength(key) > 1022)
+      throw new YamlConversionError('a key is longer than the 1024 characters go-yaml reads as an implicit key', path);
+    const r = jsonRoundTrip(v[key]!, child);
+    if (r !== v[key]) (copy ??= { ...v })[key] = r;
+  }
+  return copy ?? v;
+}
+
+/** characters of a string as Go's json.Marshal writes it, quotes left out */
+function goJsonLength(s: string): number {
+  let n = 0;
+  for (const c of s) {
+    const cp = c.codePointAt(0)!;
+    if (c === '"' || c === '\\' || c === '\n' || c === '\r' || c === '\t' || c === '\b' || c === '\f') n += 2;
+    else if (cp < 0x20 || c === '<' || c === '>' || c === '&' || cp === 0x2028 || cp === 0x2029) n += 6;
+    else n += 1;
+  }
+  return n;
+}
+
+class DocumentMarker extends Error {}
+
+/** go-yaml's flow scalar folding over raw spaces and NELs (yaml_parser_scan_flow_scalar) */
+function foldNel(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length;) {
+    const c = s[i];
+    if (c !== ' ' && c !== '\u0085') {
+      out += c;
+      i++;
+      continue;
+    }
+    let whitespace = '';
+    let leadingBreak = false;
+    let trailing = '';
+    for (; i < s.length && (s[i] === ' ' || s[i] === '\u0085'); i++) {
+      if (s[i] === ' ') {
+        if (!leadingBreak) whitespace += ' ';
+      } else {
+        if (!leadingBreak) {
+          whitespace = '';
+          leadingBreak = true;
+        } else trailing += '\n';
+        // a line that starts with a document marker ends the document, in a quoted scalar too
+        if (/^(---|\.\.\.)[ \u0085]/.test(s.slice(i + 1, i + 5))) throw new DocumentMarker();
+      }
+    }
+    out += leadingBreak ? trailing || ' ' : whitespace;
+  }
+  return out;
 }
 
 /** emitGoYamlBytes as text */
@@ -64,6 +189,7 @@ const BEST_WIDTH = 80;
 const BEST_INDENT = 2;
 
 class Emitter {
+  constructor(private readonly escapeLineSeparators: boolean) {}
   readonly out: string[] = [];
   readonly marks: EmitMark[] = [];
   private bytes = 0;
@@ -100,7 +226,7 @@ class Emitter {
   }
 
   private writeAll(s: string): void {
-    for (let i = 0; i < s.length; ) i = this.write(s, i);
+    for (let i = 0; i < s.length;) i = this.write(s, i);
   }
 
   private writeBreak(v: string, i: number): number {
@@ -162,12 +288,12 @@ class Emitter {
   private mapping(obj: { [key: string]: JsonValue }, path: string): void {
     const keys = Object.keys(obj);
     if (this.flowLevel > 0 || keys.length === 0) return this.emptyFlow('{', '}');
-    keys.sort((a, b) => (keyLess(a, b) ? -1 : keyLess(b, a) ? 1 : 0));
+    sortKeys(keys);
     this.increaseIndent(false, false);
     for (const key of keys) {
       const child = path ? `${path}.${key}` : key;
       this.writeIndent();
-      const k = stringEvent(key);
+      const k = this.stringEvent(key);
       const analysis = analyzeScalar(k.bytes);
       // yaml_emitter_check_simple_key: one line and at most 128 bytes
       if (!analysis.multiline && k.bytes.length <= 128) {
@@ -197,7 +323,7 @@ class Emitter {
     if (value === null) event = { bytes: 'null', style: 'plain' };
     else if (typeof value === 'boolean') event = { bytes: value ? 'true' : 'false', style: 'plain' };
     else if (typeof value === 'number') event = { bytes: formatNumber(value), style: 'plain' };
-    else event = stringEvent(value);
+    else event = this.stringEvent(value);
     this.scalar(event, analyzeScalar(event.bytes), ctx, path);
   }
 
@@ -216,8 +342,14 @@ class Emitter {
     this.popIndent();
   }
 
+  private stringEvent(s: string): ScalarEvent {
+    const event = stringEvent(s);
+    return this.escapeLineSeparators && /[\u2028\u2029]/.test(s) ? { ...event, forceDouble: true } : event;
+  }
+
   /** yaml_emitter_select_scalar_style for an implicit (untagged) scalar */
   private selectStyle(event: ScalarEvent, a: Analysis): Style {
+    if (event.forceDouble) return 'double';
     let style = event.style;
     if (this.simpleKeyContext && a.multiline) style = 'double';
     if (style === 'plain') {
@@ -235,7 +367,7 @@ class Emitter {
     if (!this.whitespace) this.put(' ');
     let spaces = false;
     let breaks = false;
-    for (let i = 0; i < v.length; ) {
+    for (let i = 0; i < v.length;) {
       const c = v.charCodeAt(i);
       if (c === 0x20) {
         if (allowBreaks && !spaces && this.column > BEST_WIDTH && v.charCodeAt(i + 1) !== 0x20) {
@@ -265,7 +397,7 @@ class Emitter {
     this.writeIndicator("'", true, false, false);
     let spaces = false;
     let breaks = false;
-    for (let i = 0; i < v.length; ) {
+    for (let i = 0; i < v.length;) {
       const c = v.charCodeAt(i);
       if (c === 0x20) {
         if (allowBreaks && !spaces && this.column > BEST_WIDTH && i > 0 && i < v.length - 1 && v.charCodeAt(i + 1) !== 0x20) {
@@ -298,7 +430,7 @@ class Emitter {
     // is_bom(value, i) looks at the start of the value whatever i is: a value starting with a
     // byte order mark is escaped in full
     const bom = v.charCodeAt(0) === 0xef && v.charCodeAt(1) === 0xbb && v.charCodeAt(2) === 0xbf;
-    for (let i = 0; i < v.length; ) {
+    for (let i = 0; i < v.length;) {
       const c = v.charCodeAt(i);
       if (!isPrintable(v, i) || bom || isBreak(v, i) || c === 0x22 || c === 0x5c) {
         const w = width(c) || 1;
@@ -341,7 +473,7 @@ class Emitter {
     this.indention = true;
     this.whitespace = true;
     let breaks = true;
-    for (let i = 0; i < v.length; ) {
+    for (let i = 0; i < v.length;) {
       if (isBreak(v, i)) {
         i = this.writeBreak(v, i);
         this.indention = true;
@@ -360,6 +492,7 @@ interface ScalarEvent {
   /** UTF-8 bytes */
   bytes: string;
   style: Style;
+  forceDouble?: boolean;
 }
 
 const SHORT_ESCAPES: ReadonlyMap<number, string> = new Map([
@@ -401,12 +534,24 @@ function stringEvent(s: string): ScalarEvent {
 }
 
 /**
- * A number as the Go round trip writes it: an integral value as an integer, anything else with
- * strconv.FormatFloat(f, 'g', -1, 64). Only the value has to survive: no `$` is in a number.
+ * A number as the Go round trip writes it: an integral value as an integer (the JSON has no
+ * fraction, go-yaml reads an int), anything else as strconv.FormatFloat(f, 'g', -1, 64).
  */
 function formatNumber(n: number): string {
   if (Number.isInteger(n) && Math.abs(n) < 1e21) return Object.is(n, -0) ? '0' : n.toFixed(0);
-  return String(n);
+  if (!Number.isFinite(n)) return n > 0 ? '.inf' : n < 0 ? '-.inf' : '.nan';
+  const [mant = '', ex = '0'] = Math.abs(n).toExponential().split('e');
+  const digits = mant.replace('.', '');
+  const exp = Number(ex);
+  const sign = n < 0 ? '-' : '';
+  if (exp < -4 || exp >= 6) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${m}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  const dp = exp + 1;
+  if (dp <= 0) return `${sign}0.${'0'.repeat(-dp)}${digits}`;
+  if (dp >= digits.length) return sign + digits + '0'.repeat(dp - digits.length);
+  return `${sign}${digits.slice(0, dp)}.${digits.slice(dp)}`;
 }
 
 // ---- go-yaml v2's resolve(), as the encoder asks it: would this plain text read back as a string? ----
@@ -632,6 +777,22 @@ function isLetterRune(r: number): boolean {
 }
 function isDigitRune(r: number): boolean {
   return r < 0x80 ? r >= 0x30 && r <= 0x39 : /^\p{Nd}$/u.test(String.fromCodePoint(r));
+}
+
+/**
+ * sort.Sort(keyList): Go's pdqsort sorts up to 12 elements by insertion sort, and keyList.Less is
+ * not a strict order for every set of keys (a digit run past int64 wraps around), so for those
+ * the algorithm decides the order: up to 12 keys are sorted exactly as Go does; more, with a
+ * stable sort, which agrees with Go whenever the order is consistent.
+ */
+function sortKeys(keys: string[]): void {
+  if (keys.length <= 12) {
+    for (let i = 1; i < keys.length; i++) {
+      for (let j = i; j > 0 && keyLess(keys[j]!, keys[j - 1]!); j--) [keys[j], keys[j - 1]] = [keys[j - 1]!, keys[j]!];
+    }
+    return;
+  }
+  keys.sort((a, b) => (keyLess(a, b) ? -1 : keyLess(b, a) ? 1 : 0));
 }
 
 export function keyLess(a: string, b: string): boolean {

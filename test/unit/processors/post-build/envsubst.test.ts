@@ -81,3 +81,73 @@ describe('envsubst: its own test tables', () => {
     expect(ours(parseTemplate(toBytes(c.Text)))).toEqual(plain(c.Node));
   });
 });
+
+describe('envsubst: what the tables leave out', () => {
+  const vars = { v: 'value', e: 'é', s: 'Straße', i: 'İx', empty: '' };
+  const cases: Array<[string, string]> = [
+    // Flux's dialect, as its Go code behaves (checked against it in test/integration/processors/post-build)
+    ['$v and $$v and $${v}', '$v and $v and ${v}'],
+    ['${v:+other}', 'value'], // `:+` is one more default in Flux's envsubst, not bash's alternative
+    ['${missing:+other}', 'other'],
+    ['${v=x}', 'value'],
+    ['${empty=x}', 'x'], // `=` also replaces an empty value
+    ['${#e}', '2'], // bytes, as Go's len
+    ['${s:4:2}', 'ß'], // byte offsets: ß is two bytes
+    ['${s^^}', 'STRAßE'], // simple case mapping, as Go's unicode.ToUpper: ß has no one-rune upper case
+    ['${i,,}', 'ix'], // İ lower-cases to i (the simple mapping), not i̇
+    ['${v:-2}', 'value'], // `:-` is the default operator, as in bash (a negative offset needs `${v: -2}`)
+    ['${v:10}', ''],
+    ['${v/#va/VA}', 'VAlue'],
+    ['${v/%ue/UE}', 'valUE'],
+    ['${v//l/${e}}', 'vaéue'],
+    ['a\u0000${v}', 'a'], // the scanner stops at a NUL byte (Go's scanner reads it as its end-of-input rune)
+  ];
+  it.each(cases)('%j → %j', (input, output) => {
+    expect(expand(input, vars, true)).toBe(output);
+  });
+
+  const refused: Array<[string, string]> = [
+    ['${v-default}', 'missing closing brace'], // listed in envsubst's README, not parsed by it
+    ['${e:é}', 'bad substitution'], // the scanner steps back by the width of the character after the colon
+    ['${', 'unable to parse variable name'],
+    ['${v', 'missing closing brace'],
+    ['${v:=', 'unable to parse substitution within function'],
+  ];
+  it.each(refused)('%j does not parse: %s', (input, problem) => {
+    expect(() => expand(input, vars, true)).toThrow(new RegExp(`^${problem}$`));
+  });
+
+  it('${var:?message} fails when the variable is unset or empty, naming both (Hoist; Flux substitutes the message)', () => {
+    for (const input of ['${missing:?set it}', '${empty:?set it}']) {
+      let err: EnvsubstError | undefined;
+      try {
+        expand(input, vars, true);
+      } catch (e) {
+        err = e as EnvsubstError;
+      }
+      expect(err?.kind).toBe('required');
+      expect(err?.message).toMatch(/^variable "(missing|empty)" is not set: set it$/);
+    }
+    expect(expand('${v:?set it}', vars, true)).toBe('value');
+  });
+
+  it('a negative substring length is an error (Go slices out of range and panics)', () => {
+    expect(() => expand('${v:1:-2}', vars, true)).toThrow(/the length is negative/);
+  });
+
+  it(`nesting is refused past ${MAX_NESTING} levels, whatever the length of the input`, () => {
+    const nested = (n: number) => `${'${a:='.repeat(n)}x${'}'.repeat(n)}`;
+    expect(expand(nested(MAX_NESTING), {}, true)).toBe('x');
+    expect(() => expand(nested(MAX_NESTING + 1), {}, true)).toThrow(/nested too deep/);
+    // a million levels: refused at the 33rd, no stack overflow
+    expect(() => expand(nested(1_000_000), {}, true)).toThrow(/nested too deep/);
+  });
+
+  it('every byte produced is counted, arguments included', () => {
+    let produced = 0;
+    const counting: EnvsubstBudget = { produce: (n) => void (produced += n), allow: () => undefined, spend: () => undefined };
+    expand('a${missing:=${v}}b', vars, true, counting);
+    // "a", the argument "value", the result "value", "b"
+    expect(produced).toBe(1 + 5 + 5 + 1);
+  });
+});

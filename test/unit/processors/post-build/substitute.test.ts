@@ -79,7 +79,12 @@ describe('variables', () => {
 
   it('a value lands as YAML text: numbers, booleans and null change type, quoted in the manifest or not', async () => {
     // the manifest's quotes are gone once it is parsed: kustomize writes the string "${n}" plain
-    const [out] = await run(CM('  num: ${n}\n  quoted: "${n}"\n  bool: ${b}\n  nil: ${z}\n  str: x-${n}\n  kept: ${q}${n}${q}'), { n: '3', b: 'yes', z: '~', q: '"' });
+    const [out] = await run(CM('  num: ${n}\n  quoted: "${n}"\n  bool: ${b}\n  nil: ${z}\n  str: x-${n}\n  kept: ${q}${n}${q}'), {
+      n: '3',
+      b: 'yes',
+      z: '~',
+      q: '"',
+    });
     expect(out!['data']).toEqual({ num: 3, quoted: 3, bool: true, nil: null, str: 'x-3', kept: '3' });
   });
 
@@ -89,7 +94,11 @@ describe('variables', () => {
   });
 
   it('keys, names and namespaces are substituted too, before the namespace is assigned', async () => {
-    const [out] = await run('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${env}\n  namespace: ${ns}\ndata:\n  ${key}: v\n', { env: 'prod', ns: 'shop', key: 'k' });
+    const [out] = await run('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${env}\n  namespace: ${ns}\ndata:\n  ${key}: v\n', {
+      env: 'prod',
+      ns: 'shop',
+      key: 'k',
+    });
     expect(out!.metadata).toEqual({ name: 'app-prod', namespace: 'shop' });
     expect(out!['data']).toEqual({ k: 'v' });
   });
@@ -103,7 +112,9 @@ describe('variables', () => {
 
 describe('bad input: a clear error, never a value', () => {
   it('${var} without a value names the object, the field and the variable', async () => {
-    const err = await failure(run('apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  replicas: ${replicas}\n', { other: 'x' }));
+    const err = await failure(
+      run('apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  replicas: ${replicas}\n', { other: 'x' }),
+    );
     expect(err.code).toBe('variable-not-set');
     expect(err.subject).toBe('apps/v1 Deployment shop/web');
     expect(err.message).toBe('post-build substitution: apps/v1 Deployment shop/web: spec.replicas: variable "replicas" is not set');
@@ -111,7 +122,7 @@ describe('bad input: a clear error, never a value', () => {
 
   it('${var:?message} fails with the message when the variable is unset or empty (Hoist: as a shell does)', async () => {
     const text = CM('  region: ${cluster_region:?set cluster_region in the cluster-vars ConfigMap}');
-    for (const inline of [{ other: 'x' }, { cluster_region: '' }]) {
+    for (const inline of [{ other: 'x' }, { cluster_region: '' }] as Array<Record<string, string>>) {
       const err = await failure(run(text, inline));
       expect(err.code).toBe('variable-not-set');
       expect(err.message).toContain('data.region: variable "cluster_region" is not set: set cluster_region in the cluster-vars ConfigMap');
