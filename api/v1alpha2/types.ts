@@ -230,6 +230,27 @@ export interface KustomizeConfig {
   patches?: KustomizePatch[];
 }
 
+/** a ConfigMap or Secret whose data keys are post-build variables (Flux's SubstituteReference) */
+export interface SubstituteReference {
+  kind: 'ConfigMap' | 'Secret';
+  name: string;
+  /** a missing object counts as one without variables (default false) */
+  optional?: boolean;
+}
+
+/**
+ * Flux kustomize-controller's post-build variable substitution, for plain and kustomize bundles:
+ * `${var}` expressions in the rendered objects are replaced (src/processors/post-build). The
+ * variables are `substituteFrom` in order, each overriding the ones before, then `substitute`
+ * over them all. Read as the BD's identity, watched; a change renders a new revision.
+ */
+export interface PostBuild {
+  /** WithVariables (default): only substitute when there is at least one variable; Always: also without */
+  substituteStrategy?: 'WithVariables' | 'Always';
+  substitute?: Record<string, string>;
+  substituteFrom?: SubstituteReference[];
+}
+
 /**
  * Another BundleDeployment that must be ready before this one applies a new revision (after
  * Flux's dependsOn): done and Succeeded at its current generation, or, with readyExpr, a CEL
@@ -259,6 +280,8 @@ export interface BundleDeploymentSpec {
     };
     kustomize?: KustomizeConfig;
   };
+  /** plain and kustomize only: Flux's post-build variable substitution */
+  postBuild?: PostBuild;
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];

@@ -105,6 +105,7 @@ describe('bundleDeploymentCRD', () => {
           },
         },
       },
+      postBuild: { substituteStrategy: 'Always', substitute: {}, substituteFrom: [{ kind: 'ConfigMap', name: 'vars', optional: true }] },
       pollInterval: '1m',
       upgrade: { onFailure: 'Rollback', progressDeadline: '1m', crdSafety: 'Enforce' },
       healthChecks: [
