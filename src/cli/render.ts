@@ -21,6 +21,7 @@ import { isHoistError } from '../util/errors.ts';
 import type { ValuesFromText } from '../processors/processor.ts';
 import { refNamespaceOf } from '../reconciler/inputs/credentials.ts';
 import { readValuesFrom, valuesFromRefs } from '../reconciler/inputs/values-from.ts';
+import { postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../reconciler/inputs/post-build.ts';
 import { previewCapabilities, type CapabilityFlags } from './capabilities.ts';
 
 export interface RenderOptions {
@@ -151,7 +152,9 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );
-    const helmValuesFrom = await previewValuesFrom(bd, client, opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system');
+    const controllerNamespace = opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system';
+    const helmValuesFrom = await previewValuesFrom(bd, client, controllerNamespace);
+    const postBuild = await previewPostBuild(bd, client, controllerNamespace);
     const out = await renderBundle(
       {
         store,
@@ -160,7 +163,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         scopes: client?.discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, postBuild, credentials: async () => undefined },
     );
     // plain bundles are rendered without .Capabilities: nothing was assumed for them
     return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
@@ -180,6 +183,17 @@ async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | 
   const namespace = refNamespaceOf(bd, controllerNamespace);
   if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
   return readValuesFrom({ namespace, reader: client }, refs);
+}
+
+/** spec.postBuild with substituteFrom read as the controller reads it, with the caller's credentials */
+async function previewPostBuild(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<PostBuildInput | undefined> {
+  const postBuild = postBuildOf(bd);
+  if (!postBuild) return undefined;
+  if (substituteFromRefs(bd).length === 0) return readPostBuild(undefined, postBuild);
+  if (!client) throw new Error('postBuild.substituteFrom reads ConfigMaps and Secrets of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('postBuild.substituteFrom with serviceAccount needs installNamespace');
+  return readPostBuild({ namespace, reader: client }, postBuild);
 }
 
 /** a Source that serves a local directory as it is (hoist render --dir) */

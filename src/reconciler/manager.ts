@@ -23,6 +23,7 @@ import { ManagedObjects } from './watches/managed-objects.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
+import { substituteFromObjects } from './inputs/post-build.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
@@ -327,6 +328,8 @@ export class BundleDeploymentManager {
       ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
       // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
       valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+      // and so does a changed postBuild.substituteFrom object
+      substituteFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
     ];
     this.secrets.track(
       bd.metadata.name,

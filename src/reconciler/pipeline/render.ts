@@ -15,6 +15,7 @@ import { readCredentials, refScope, secretRefOf } from '../inputs/credentials.ts
 import { renderBundle } from '../render-bundle.ts';
 import { readSourceCA } from '../inputs/source-ca.ts';
 import { readValuesFrom, valuesFromRefs } from '../inputs/values-from.ts';
+import { postBuildInputKey, postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../inputs/post-build.ts';
 import type { Rendered } from '../revision-objects.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
@@ -33,6 +34,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const { spec } = s;
   // read on every reconcile: a changed Secret or ConfigMap is a new input, so a new revision
   const valuesFrom = await readBDValuesFrom(ctx, s);
+  const postBuild = await readBDPostBuild(ctx, s);
   const inputs = hashOf({
     format: spec.format,
     config: spec.config ?? {},
@@ -45,6 +47,8 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     }),
     // the values' text only inside this hash (stored with the revision, in the controller's namespace)
     ...(valuesFrom.length ? { valuesFrom } : {}),
+    // the variables' values too, only inside this hash (a Secret's among them)
+    ...(postBuild ? { postBuild: postBuildInputKey(postBuild) } : {}),
   });
   const memo = ctx.objects.renderedWith(s.name, inputs);
   if (memo) return ctx.objects.placed(s.name, memo);
@@ -64,6 +68,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
           spec,
           resolved,
           helmValuesFrom: valuesFrom,
+          postBuild,
           signal: s.signal,
           time: s.time,
           // credentials also on a store hit: the source proves this BD's access before serving
@@ -114,6 +119,17 @@ async function readBDValuesFrom(ctx: StepContext, s: ReconcileState): Promise<Va
   const { d } = ctx;
   const scope = refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, 'config.helm.valuesFrom');
   return readValuesFrom(scope, refs);
+}
+
+/** spec.postBuild of the BD with its substituteFrom read as the BD's credentials are (inputs/post-build.ts) */
+async function readBDPostBuild(ctx: StepContext, s: ReconcileState): Promise<PostBuildInput | undefined> {
+  const postBuild = postBuildOf(s.bd);
+  if (!postBuild) return undefined;
+  const { d } = ctx;
+  const scope = substituteFromRefs(s.bd).length
+    ? refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, 'postBuild.substituteFrom')
+    : undefined;
+  return readPostBuild(scope, postBuild);
 }
 
 /**
