@@ -122,17 +122,22 @@ function reverse(s: string): string {
     .join('');
 }
 
+/** whether arg matches name; undefined for a malformed pattern (the trim functions then return s) */
+function matches(arg: string, name: string, budget: StepBudget): boolean | undefined {
+  try {
+    return globMatch(arg, name, budget);
+  } catch (e) {
+    if (e instanceof BadPattern) return undefined;
+    throw e;
+  }
+}
+
 function trimShortest(s: string, arg: string, budget: StepBudget): string {
   let shortest: string | undefined;
   for (let i = 0; i < s.length; i++) {
     const prefix = s.slice(0, s.length - i);
-    let match: boolean;
-    try {
-      match = globMatch(arg, prefix, budget);
-    } catch (e) {
-      if (e instanceof BadPattern) return s;
-      throw e;
-    }
+    const match = matches(arg, prefix, budget);
+    if (match === undefined) return s;
     if (match) shortest = prefix;
   }
   return shortest ? s.slice(shortest.length) : s;
@@ -141,13 +146,8 @@ function trimShortest(s: string, arg: string, budget: StepBudget): string {
 function trimLongest(s: string, arg: string, budget: StepBudget): string {
   for (let i = 0; i < s.length; i++) {
     const prefix = s.slice(0, s.length - i);
-    let match: boolean;
-    try {
-      match = globMatch(arg, prefix, budget);
-    } catch (e) {
-      if (e instanceof BadPattern) return s;
-      throw e;
-    }
+    const match = matches(arg, prefix, budget);
+    if (match === undefined) return s;
     if (match) return s.slice(prefix.length);
   }
   return s;

@@ -365,36 +365,26 @@ class Emitter {
 
   private writePlain(v: string, allowBreaks: boolean): void {
     if (!this.whitespace) this.put(' ');
-    let spaces = false;
-    let breaks = false;
-    for (let i = 0; i < v.length;) {
-      const c = v.charCodeAt(i);
-      if (c === 0x20) {
-        if (allowBreaks && !spaces && this.column > BEST_WIDTH && v.charCodeAt(i + 1) !== 0x20) {
-          this.writeIndent();
-          i += 1;
-        } else i = this.write(v, i);
-        spaces = true;
-      } else if (isBreak(v, i)) {
-        // unreachable for plain scalars (a line break forbids the plain style); kept as written
-        if (!breaks && c === 0x0a) this.putBreak();
-        i = this.writeBreak(v, i);
-        this.indention = true;
-        breaks = true;
-      } else {
-        if (breaks) this.writeIndent();
-        i = this.write(v, i);
-        this.indention = false;
-        spaces = false;
-        breaks = false;
-      }
-    }
+    this.writeFoldable(v, allowBreaks, false);
     this.whitespace = false;
     this.indention = false;
   }
 
   private writeSingleQuoted(v: string, allowBreaks: boolean): void {
     this.writeIndicator("'", true, false, false);
+    this.writeFoldable(v, allowBreaks, true);
+    this.writeIndicator("'", false, false, false);
+    this.whitespace = false;
+    this.indention = false;
+  }
+
+  /**
+   * The shared loop of yaml_emitter_write_plain_scalar and _single_quoted_scalar: a space past
+   * the width becomes a line break (Go's plain writer omits the `i > 0 && i < len-1` guard, which
+   * holds anyway: a plain scalar neither starts nor ends with a space), breaks are written as they
+   * are (a plain scalar has none: they forbid the style), quotes doubled when quoted.
+   */
+  private writeFoldable(v: string, allowBreaks: boolean, quoted: boolean): void {
     let spaces = false;
     let breaks = false;
     for (let i = 0; i < v.length;) {
@@ -412,16 +402,13 @@ class Emitter {
         breaks = true;
       } else {
         if (breaks) this.writeIndent();
-        if (c === 0x27) this.put("'");
+        if (quoted && c === 0x27) this.put("'");
         i = this.write(v, i);
         this.indention = false;
         spaces = false;
         breaks = false;
       }
     }
-    this.writeIndicator("'", false, false, false);
-    this.whitespace = false;
-    this.indention = false;
   }
 
   private writeDoubleQuoted(v: string, allowBreaks: boolean): void {

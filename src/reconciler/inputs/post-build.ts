@@ -18,7 +18,7 @@ import { toBytes } from '../../processors/post-build/go-text.ts';
 import { mergeVariables, type PostBuildVariables, type VariableSource } from '../../processors/post-build/substitute.ts';
 import { HoistError } from '../../util/errors.ts';
 import { reconcileError, referenceCode } from '../errors.ts';
-import { getInScope, refNamespaceOf, type RefScope } from './credentials.ts';
+import { getInScope, refWatchKeys, type RefScope } from './credentials.ts';
 
 type Holder = KubeObject & { data?: Record<string, string> };
 
@@ -43,11 +43,7 @@ export function substituteFromObjects(
   controllerNamespace: string,
   defaultServiceAccount?: string,
 ): { secrets: string[]; configMaps: string[] } {
-  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
-  const refs = substituteFromRefs(bd);
-  if (!namespace) return { secrets: [], configMaps: [] };
-  const keys = (kind: SubstituteReference['kind']): string[] => [...new Set(refs.filter((r) => r.kind === kind).map((r) => `${namespace}/${r.name}`))];
-  return { secrets: keys('Secret'), configMaps: keys('ConfigMap') };
+  return refWatchKeys(bd, substituteFromRefs(bd), controllerNamespace, defaultServiceAccount);
 }
 
 /**
