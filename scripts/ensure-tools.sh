@@ -4,8 +4,11 @@
 # real node the kubelet and kube-proxy, from k8s.io/kubernetes, etcd
 # from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3, kustomize from
 # sigs.k8s.io/kustomize/kustomize/v5 and kwok (fake nodes, so workloads
-# become ready without a container runtime) from sigs.k8s.io/kwok, and cosign (tests sign images
-# with it; the controller never runs it) from github.com/sigstore/cosign/v2, all at pinned versions.
+# become ready without a container runtime) from sigs.k8s.io/kwok, cosign (tests sign images
+# with it; the controller never runs it) from github.com/sigstore/cosign/v2, and flux-postbuild
+# (Flux's post-build substitution, github.com/fluxcd/pkg/kustomize, behind
+# scripts/flux-postbuild/main.go; tests compare with it), all at pinned versions. After editing
+# main.go, delete the cached flux-postbuild binary: it is rebuilt only when missing.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail

@@ -108,7 +108,7 @@ export interface PreviewOptions {
   client?: RestKubeClient;
   /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
   capabilities?: CapabilityFlags;
-  /** the controller's namespace, where config.helm.valuesFrom is read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
+  /** the controller's namespace, where config.helm.valuesFrom and postBuild.substituteFrom are read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
   controllerNamespace?: string;
 }
 

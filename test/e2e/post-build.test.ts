@@ -2,8 +2,9 @@
  * spec.postBuild on the real API server (issue 36): a kustomize overlay holding Flux's documented
  * example (testdata/post-build/flux-docs/namespace-inline, Apache-2.0, origin in its README) with
  * the documented Kustomization's variables — `substitute`, an optional ConfigMap and a Secret
- * (substituteFrom) — installs with the documented result, the ConfigMap's and Secret's values in
- * place and an object labelled `kustomize.toolkit.fluxcd.io/substitute: disabled` untouched;
+ * (substituteFrom; and an optional ConfigMap that does not exist) — installs with the documented
+ * result (substitute over the ConfigMap), the ConfigMap's and Secret's values in place (the later
+ * entry winning) and an object labelled `kustomize.toolkit.fluxcd.io/substitute: disabled` untouched;
  * `hoist render`'s preview gets the same content digest. Changing the ConfigMap renders a new
  * revision with the new value (watched, no spec change). Taking away a variable used as
  * `${var:?message}` fails the render naming the object, the variable and the message, and the
@@ -100,8 +101,9 @@ describe('spec.postBuild', () => {
     const token = `tok-${t.runId}-never-shown`;
     // the documented Kustomization's postBuild: substitute, an optional ConfigMap, a Secret
     const documented = parse(readFileSync(join(DOCS, 'post-build.yaml'), 'utf8')) as { substitute: Record<string, string> };
-    await write(CM, 'cluster-vars', { color: 'blue' });
-    await write(SECRET, 'cluster-secret-vars', { token });
+    // cluster_env is overridden by substitute, greeting by the Secret (a later entry)
+    await write(CM, 'cluster-vars', { color: 'blue', cluster_env: 'from-configmap', greeting: 'from-configmap' });
+    await write(SECRET, 'cluster-secret-vars', { token, greeting: 'from-secret' });
     const spec: BundleDeploymentSpec = {
       installNamespace: name,
       format: 'kustomize',
@@ -118,6 +120,7 @@ describe('spec.postBuild', () => {
         substitute: documented.substitute,
         substituteFrom: [
           { kind: 'ConfigMap', name: 'cluster-vars', optional: true },
+          { kind: 'ConfigMap', name: 'not-there', optional: true },
           { kind: 'Secret', name: 'cluster-secret-vars' },
         ],
       },
@@ -130,8 +133,8 @@ describe('spec.postBuild', () => {
     const expected = parse(readFileSync(join(DOCS, 'expected.yaml'), 'utf8')) as KubeObject;
     const ns = await t.client.get({ apiVersion: 'v1', kind: 'Namespace' }, `${name}-apps`);
     expect(ns?.metadata.labels).toMatchObject(expected.metadata.labels!);
-    // the ConfigMap's and the Secret's variables; defaults; $$ and bare $var left alone
-    expect(await dataOf(CM, `${name}-settings`, name)).toEqual({ color: 'blue', greeting: 'hello', kept: '${color} and $color' });
+    // the ConfigMap's and the Secret's variables, the later entry winning; $$ and bare $var left alone
+    expect(await dataOf(CM, `${name}-settings`, name)).toEqual({ color: 'blue', greeting: 'from-secret', kept: '${color} and $color' });
     expect(await dataOf(SECRET, `${name}-token`, name)).toEqual({ token });
     // opted out: exactly as written
     expect(await dataOf(CM, `${name}-script`, name)).toEqual({ 'run.sh': 'echo ${HOME} ${color} ${not_a_variable_here}' });
@@ -142,7 +145,7 @@ describe('spec.postBuild', () => {
     expect(preview.contentDigest).toBe(done.status?.contentDigest);
 
     // a changed ConfigMap is a new input: a new revision with the new value, no spec change
-    await write(CM, 'cluster-vars', { color: 'green' });
+    await write(CM, 'cluster-vars', { color: 'green', cluster_env: 'from-configmap', greeting: 'from-configmap' });
     await until(async () => (await dataOf(CM, `${name}-settings`, name))?.color === 'green', 'the new color installed', 30_000);
     const after = await t.waitFor(
       name,
@@ -165,7 +168,14 @@ describe('spec.postBuild', () => {
     expect(failed.status?.activeRevision?.number).toBe(after.status?.activeRevision?.number);
     expect((await dataOf(CM, `${name}-settings`, name))?.color).toBe('green');
 
-    for (const where of [JSON.stringify(failed.status), await eventsOf(name), JSON.stringify(t.log.records)]) expect(where).not.toContain(token);
+    // the variable back: the next render installs again, without a spec change
+    await write(CM, 'cluster-vars', { color: 'yellow' });
+    const recovered = await t.waitFor(name, (b) => isDone(b) && cond(b, 'Unpacked')?.status === 'True', 'installed again', 30_000);
+    expect(recovered.status?.activeRevision?.number).toBeGreaterThan(after.status!.activeRevision!.number);
+    expect((await dataOf(CM, `${name}-settings`, name))?.color).toBe('yellow');
+
+    for (const where of [JSON.stringify(recovered.status), JSON.stringify(failed.status), await eventsOf(name), JSON.stringify(t.log.records)])
+      expect(where).not.toContain(token);
   }, 180_000);
 
   it('format: plain takes the same postBuild, Always substituting the defaults without any variable', async () => {
