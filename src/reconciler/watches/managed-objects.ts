@@ -16,7 +16,7 @@ import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
 import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
 import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../../health/probes.ts';
-import { readinessOf, type HealthVerdict } from '../../health/readiness.ts';
+import { readinessOf, verdictAt, type HealthVerdict } from '../../health/readiness.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
@@ -252,7 +252,7 @@ export class ManagedObjects implements LiveIndex {
       metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
       // the managers' names only (who else writes it, so hand edits can be taken over), never their fields
       live: liveMetaOf({ metadata: { ...obj.metadata, managedFields } }),
-      health: readinessOf(obj),
+      health: readinessOf(obj, this.clock.now()),
       ...(probes ? { probes } : {}),
     };
   }
@@ -263,7 +263,8 @@ export class ManagedObjects implements LiveIndex {
 
   /** health of one object; undefined when not observed (not created yet, or not watched) */
   health(id: string): HealthVerdict | undefined {
-    return this.summary(id)?.health;
+    const h = this.summary(id)?.health;
+    return h && verdictAt(h, this.clock.now());
   }
 
   /**
