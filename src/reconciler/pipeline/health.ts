@@ -139,7 +139,7 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
     if (verdict.recheckAt !== undefined) s.recheckAt = Math.min(s.recheckAt ?? verdict.recheckAt, verdict.recheckAt);
     if (verdict.failure && at[1]! >= 0) {
       const [line] = waiting.splice(at[1]!, 1);
-      failed.push(`${line} (failed: ${verdict.failure.message})`);
+      failed.push(`${line} (${verdict.failure.message})`);
       continue;
     }
     const why = podProblems(pods);
