@@ -30,13 +30,19 @@ describe('kstatus readiness', () => {
     const v1 = await servePinned(files, `/${bd}-v1.tgz`, { 'crd.yaml': crd, 'widget.yaml': widget(1), 'cm.yaml': cm('settings', { v: '1' }) });
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, upgrade });
     await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 installed and healthy', 90_000);
+    const type = { apiVersion: `${group}/v1`, kind: 'Widget' };
+    t.client.discovery.invalidate();
+    // plays the widget operator: generation 1 is served
+    const first = await t.client.get(type, 'main', ns);
+    await t.client.updateStatus({
+      ...first!,
+      status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True', reason: 'Serving', message: 'serving' }] },
+    });
     const cmUid = await uidOf(t.client, { apiVersion: 'v1', kind: 'ConfigMap' }, 'settings', ns);
 
     const v2 = await servePinned(files, `/${bd}-v2.tgz`, { 'crd.yaml': crd, 'widget.yaml': widget(2), 'cm.yaml': cm('settings', { v: '2' }) });
     await t.patchSpec(bd, { sources: v2 });
-    t.client.discovery.invalidate();
-    const type = { apiVersion: `${group}/v1`, kind: 'Widget' };
-    // plays the widget operator: it observed generation 2 and gave up on it
+    // revision 2's widget is generation 2, not observed yet; the operator then gives up on it
     const live = await until(async () => {
       const w = await t.client.get(type, 'main', ns);
       return (w?.spec as { size?: number } | undefined)?.size === 2 ? w : undefined;
@@ -59,7 +65,7 @@ describe('kstatus readiness', () => {
     const settings = await t.client.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'settings', ns);
     expect(settings?.metadata.uid).toBe(cmUid);
     expect((settings as KubeObject & { data?: Record<string, string> }).data).toEqual({ v: '1' });
-  });
+  }, 300_000);
 
   it('a Pod the scheduler cannot place is named in Healthy as failed, and the install is blocked without waiting for the deadline', async () => {
     const bd = `unschedulable-${t.runId}`;
@@ -76,7 +82,7 @@ describe('kstatus readiness', () => {
     expect(cond(failed, 'Healthy')!.message).toMatch(new RegExp(`^1 failing: Pod ${ns}/stuck: Pod could not be scheduled`));
     const blocked = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'Blocked', 'nothing to roll back to: blocked', 60_000);
     expect(cond(blocked, 'Progressing')!.message).toMatch(/^revision 1 failed before it was healthy: 1 failing: Pod .*; no earlier revision to roll back to$/);
-  });
+  }, 300_000);
 
   it('a StatefulSet upgraded with a partition is healthy once the pods above the partition are updated', async () => {
     const bd = `partition-${t.runId}`;
@@ -114,7 +120,7 @@ describe('kstatus readiness', () => {
     // the staged rollout is as its user staged it: one pod updated, the revisions still differ
     expect(status.updatedReplicas).toBe(1);
     expect(status.currentRevision).not.toBe(status.updateRevision);
-  });
+  }, 300_000);
 
   it('a LoadBalancer Service without an address holds the phase after it, as helm --wait waits for it', async () => {
     const bd = `lb-${t.runId}`;
@@ -144,5 +150,5 @@ describe('kstatus readiness', () => {
     await t.client.updateStatus({ ...live!, status: { loadBalancer: { ingress: [{ ip: '192.0.2.10' }] } } });
     await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'the Deployment applied once the Service has its address', 90_000);
     expect(await t.client.get(after, 'front', ns)).toBeDefined();
-  });
+  }, 300_000);
 });

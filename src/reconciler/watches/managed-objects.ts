@@ -184,8 +184,10 @@ export class ManagedObjects implements LiveIndex {
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) {
-          const meta = probed || a.health.readiness !== b.health.readiness ? undefined : metadataChange(a.live, b.live);
+        // a verdict bound to a time (a Pod's scheduling window) must reach the owner, which looks again then
+        const health = a.health.readiness !== b.health.readiness || a.health.until?.at !== b.health.until?.at;
+        if (probed || !sameLiveState(a.live, b.live) || health) {
+          const meta = probed || health ? undefined : metadataChange(a.live, b.live);
           this.notify(b, 'changed', true, meta);
         }
         // handed over (or taken): the previous owner must learn that it no longer owns the object
