@@ -22,7 +22,7 @@ import type { ContentStore, SpaceAllowance } from '../cache/content-store.ts';
 import { HoistError, redactUrl } from '../util/errors.ts';
 import type { UnpackLimits } from '../util/unpack-tar.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
-import { authorization, fetchTarball, inScratch, requestTarball, statusError, tarballDigest, tarballKey, tarballOrigin, unpackHashed } from './tarball.ts';
+import { authorization, fetchTarball, inScratch, requestBytes, statusError, tarballDigest, tarballKey, tarballOrigin, unpackHashed } from './tarball.ts';
 import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './transport/deadline.ts';
 import { headerValue, HttpTransport, type TransportOptions } from './transport/transport.ts';
 import type { Resolved, Source, SourceContext } from './source.ts';
@@ -85,7 +85,7 @@ export class HttpSource implements Source {
     const subject = redactUrl(url.toString());
     const t = this.transport.withCA(ctx.ca?.pem);
     return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
-      const res = await requestTarball(t, 'GET', url, auth, conditional, signal, 'resolve');
+      const res = await requestBytes(t, 'GET', url, auth, conditional, signal, 'resolve');
       if (res.status === 304 && prev?.sha256 && Object.keys(conditional).length > 0) {
         await res.body.dump();
         return { status: { ...prev }, key: httpContentKey(prev.sha256), pinned: false };

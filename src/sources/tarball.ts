@@ -45,8 +45,8 @@ export function tarballOrigin(url: URL, auth: string | undefined): ContentOrigin
   return { location: url.toString(), credential: auth, display: redactUrl(url.toString()) };
 }
 
-/** One GET or HEAD of a tarball. `t`: the source's transport, with the spec's own CA when it names one (`withCA`). */
-export function requestTarball(
+/** One GET or HEAD of bytes as served (a tarball, an index), no transfer encoding. `t`: the source's transport, with the spec's own CA when it names one (`withCA`). */
+export function requestBytes(
   t: HttpTransport,
   method: 'GET' | 'HEAD',
   url: URL,
@@ -82,7 +82,12 @@ export async function unpackHashed(
   const { space } = opts;
   try {
     // maxArchiveBytes caps the download itself, before decompression
-    await unpackTar(tapped(), dir, { limits: opts.limits, subject: opts.subject, signal: opts.signal, ...(space ? { charge: (n: number) => space.charge(n) } : {}) });
+    await unpackTar(tapped(), dir, {
+      limits: opts.limits,
+      subject: opts.subject,
+      signal: opts.signal,
+      ...(space ? { charge: (n: number) => space.charge(n) } : {}),
+    });
   } catch (e) {
     throw e instanceof HoistError ? e : networkError(e, opts.stage, opts.subject, opts.signal);
   }
@@ -146,7 +151,7 @@ export function fetchTarball(f: TarballFetch): Promise<string> {
     subject,
     ...(f.ctx.onStore ? { observe: f.ctx.onStore } : {}),
     download: async (tmp, space) => {
-      const res = await requestTarball(f.transport, 'GET', f.url, f.auth, {}, f.signal, 'fetch');
+      const res = await requestBytes(f.transport, 'GET', f.url, f.auth, {}, f.signal, 'fetch');
       if (res.status !== 200) throw await statusError(res, f.url, 'fetch', f.hint);
       const actual = await unpackHashed(res, tmp, { subject, signal: f.signal, stage: 'fetch', limits: f.limits, space });
       if (actual !== f.expected) throw f.mismatch(actual);
@@ -157,10 +162,10 @@ export function fetchTarball(f: TarballFetch): Promise<string> {
 
 /** One HEAD (a GET whose body is abandoned when HEAD is not allowed) with the caller's credential. */
 async function proveAccess(f: TarballFetch): Promise<void> {
-  let res = await requestTarball(f.transport, 'HEAD', f.url, f.auth, {}, f.signal, 'fetch');
+  let res = await requestBytes(f.transport, 'HEAD', f.url, f.auth, {}, f.signal, 'fetch');
   if (res.status === 405 || res.status === 501) {
     await res.body.dump();
-    res = await requestTarball(f.transport, 'GET', f.url, f.auth, {}, f.signal, 'fetch');
+    res = await requestBytes(f.transport, 'GET', f.url, f.auth, {}, f.signal, 'fetch');
   }
   if (res.status < 200 || res.status > 299) throw await statusError(res, f.url, 'fetch', f.hint);
   discard(res.body);
