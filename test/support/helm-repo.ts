@@ -5,7 +5,8 @@
  * repository after `helm repo add`, as a user would run it, for comparisons. Every helm run gets
  * its own HELM_CONFIG_HOME, HELM_CACHE_HOME, HELM_DATA_HOME and HELM_REPOSITORY_CONFIG.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,10 +44,20 @@ function helmEnv(home: string): Record<string, string> {
   };
 }
 
-export function helm(args: string[], home: string): string {
+/** helm on local files only (package, repo index): run synchronously */
+function helm(args: string[], home: string): string {
   const r = spawnSync(toolPath('helm'), args, { encoding: 'utf8', env: helmEnv(home), maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`helm ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
+}
+
+/** helm that talks to a server, which may be this process's own test server: never blocks the event loop */
+async function helmAsync(args: string[], home: string): Promise<string> {
+  try {
+    return (await promisify(execFile)(toolPath('helm'), args, { encoding: 'utf8', env: helmEnv(home), maxBuffer: 64 << 20 })).stdout;
+  } catch (e) {
+    throw new Error(`helm ${args[0]} ${args[1]} failed: ${(e as { stderr?: string }).stderr ?? String(e)}`);
+  }
 }
 
 export function makeChartRepo(dir: string): ChartRepo {
@@ -84,12 +95,12 @@ export interface RepoAdd {
  * --namespace <ns>`, in a fresh helm home: the objects in output order, parsed with the `yaml`
  * package (not Hoist's reader).
  */
-export function helmTemplateFromRepo(repo: RepoAdd, chart: string, version: string, release: string, namespace: string): KubeObject[] {
+export async function helmTemplateFromRepo(repo: RepoAdd, chart: string, version: string, release: string, namespace: string): Promise<KubeObject[]> {
   const home = mkdtempSync(join(tmpdir(), 'hoist-helm-template-home-'));
   try {
     const auth = repo.username !== undefined ? ['--username', repo.username, '--password', repo.password ?? ''] : [];
-    helm(['repo', 'add', 'r', repo.url, ...auth, ...(repo.caFile ? ['--ca-file', repo.caFile] : [])], home);
-    const out = helm(['template', release, `r/${chart}`, '--version', version, '--namespace', namespace], home);
+    await helmAsync(['repo', 'add', 'r', repo.url, ...auth, ...(repo.caFile ? ['--ca-file', repo.caFile] : [])], home);
+    const out = await helmAsync(['template', release, `r/${chart}`, '--version', version, '--namespace', namespace], home);
     return parseAllDocuments(out)
       .map((d) => {
         if (d.errors.length > 0) throw d.errors[0];
