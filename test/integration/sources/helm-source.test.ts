@@ -30,7 +30,7 @@ let b: FileServer;
 let repo: ChartRepo;
 let cdn: ChartRepo;
 let store: FsContentStore;
-let sources: HelmSource[] = [];
+const sources: HelmSource[] = [];
 const digests = new Map<string, string>();
 
 const sha = (buf: Buffer): string => createHash('sha256').update(buf).digest('hex');
