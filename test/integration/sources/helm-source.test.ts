@@ -15,6 +15,7 @@ import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { HelmSource, type HelmSourceOptions } from '../../../src/sources/helm/helm-source.ts';
 import type { Credentials, SourceContext } from '../../../src/sources/source.ts';
 import { failure } from '../../support/failure.ts';
+import { aliasBombEntries } from '../../support/hostile-bundles.ts';
 import { makeChartRepo, type ChartRepo } from '../../support/helm-repo.ts';
 import { startFileServer, type FileServer } from '../../support/http-files.ts';
 import { makePki, type TestPki } from '../../support/registry.ts';
@@ -253,14 +254,7 @@ describe('helm source: bad repositories', () => {
   });
 
   it('an alias bomb in index.yaml is refused by the node budget', async () => {
-    const levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 9; i++)
-      levels.push(
-        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
-          .fill(`*${String.fromCharCode(96 + i)}`)
-          .join(',')}]`,
-      );
-    setIndex('/bomb/index.yaml', `apiVersion: v1\n${levels.join('\n')}\nentries:\n  greeter: [*i]\n`);
+    setIndex('/bomb/index.yaml', `apiVersion: v1\n${aliasBombEntries(8)}entries:\n  greeter: [*l8]\n`);
     const e = await failure(source().resolve(spec({ repoURL: a.url('/bomb') }), ctx()));
     expect(e).toMatchObject({ stage: 'resolve', code: 'invalid-index', terminal: true });
     expect(e.message).toContain('nodes (the limit per document; aliases are counted as expanded)');

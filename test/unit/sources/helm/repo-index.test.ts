@@ -10,6 +10,7 @@ import {
   type ChartVersion,
 } from '../../../../src/sources/helm/repo-index.ts';
 import { failure } from '../../../support/failure.ts';
+import { aliasBombEntries } from '../../../support/hostile-bundles.ts';
 
 const HEX = 'ab'.repeat(32);
 
@@ -146,14 +147,7 @@ entries:
   });
 
   it('refuses an alias bomb by the node budget before expanding it, naming the limit', async () => {
-    const levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 9; i++)
-      levels.push(
-        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10)
-          .fill(`*${String.fromCharCode(96 + i)}`)
-          .join(',')}]`,
-      );
-    const bomb = `apiVersion: v1\n${levels.join('\n')}\nentries:\n  greeter: [*i]\n`;
+    const bomb = `apiVersion: v1\n${aliasBombEntries(8)}entries:\n  greeter: [*l8]\n`;
     const before = process.memoryUsage().heapUsed;
     const e = await failure(parseIndex(bomb, 'greeter', { ...opts, maxNodes: 2_000_000 }));
     expect(process.memoryUsage().heapUsed - before).toBeLessThan(200 * 1024 * 1024);
