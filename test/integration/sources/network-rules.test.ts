@@ -1,7 +1,7 @@
 /**
  * The network rules every source shares (src/sources/transport/transport.ts, credential-hosts.ts,
- * cached-fetch.ts), tested once for http, git and image (and the proxy for helm too), as an attacker would try them, against
- * real servers on loopback: HTTPS file servers that log every request's Authorization header,
+ * cached-fetch.ts), tested once for http, git and image (the proxy for helm too), as an attacker
+ * would try them, against real servers on loopback: HTTPS file servers that log every request's Authorization header,
  * `git http-backend`, docker-registry, a forward proxy that logs CONNECTs, and a server that
  * trickles one byte a second. 127.0.0.1 and 127.0.0.2 are different hosts.
  */
