@@ -1,9 +1,9 @@
 /**
  * The network rules every source shares (src/sources/transport/transport.ts, credential-hosts.ts,
  * cached-fetch.ts), tested once for http, git and image (the proxy for helm too), as an attacker
- * would try them, against real servers on loopback: HTTPS file servers that log every request's Authorization header,
- * `git http-backend`, docker-registry, a forward proxy that logs CONNECTs, and a server that
- * trickles one byte a second. 127.0.0.1 and 127.0.0.2 are different hosts.
+ * would try them, against real servers on loopback: HTTPS file servers that log every request's
+ * Authorization header, `git http-backend`, docker-registry, a forward proxy that logs CONNECTs,
+ * and a server that trickles one byte a second. 127.0.0.1 and 127.0.0.2 are different hosts.
  */
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
