@@ -7,17 +7,27 @@
  * a requested reconcile upgrades it to 1.3.0 without a spec change (again equal to helm's). Bad
  * repositories name the stage and why, and the installed revision stays: an index over the
  * controller's --helm-index-max-size, a range no version satisfies, a tarball whose digest is
- * not the index's. The credentials reach neither status, events nor the controller's log.
+ * not the index's. `hoist render` of the same chart gets the controller's content digest. The
+ * credentials reach neither status, events nor the controller's log.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANNOTATION_CREDENTIAL_HOSTS, ANNOTATION_REQUESTED_AT, type BundleDeploymentSpec, type HelmSource } from '../../api/v1alpha2/types.ts';
+import {
+  API_VERSION,
+  ANNOTATION_CREDENTIAL_HOSTS,
+  ANNOTATION_REQUESTED_AT,
+  KIND,
+  type BundleDeploymentSpec,
+  type HelmSource,
+} from '../../api/v1alpha2/types.ts';
+import { previewBundle } from '../../src/cli/render.ts';
 import { RevisionStore } from '../../src/apply/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { until } from '../support/e2e-bundles.ts';
+import { kubeconfigPath } from '../support/env.ts';
 import { helmTemplateFromRepo, makeChartRepo, type ChartRepo } from '../support/helm-repo.ts';
 import { sha256, startFileServer, type FileServer } from '../support/http-files.ts';
 import { makePki, type TestPki } from '../support/registry.ts';
@@ -33,6 +43,8 @@ let t: TestController;
 let work: string;
 let pki: TestPki;
 let files: FileServer;
+/** the same repository, anonymous over plain http: what `hoist render` (no cluster Secrets) can read */
+let anonymous: FileServer;
 let repo: ChartRepo;
 
 const source = (h: Partial<HelmSource> = {}): BundleDeploymentSpec['sources'][number] => ({
@@ -92,6 +104,8 @@ beforeAll(async () => {
   for (const v of ['1.1.0', '1.2.0', '2.0.0']) repo.package(v);
   repo.index();
   repo.publish(files, '/charts');
+  anonymous = await startFileServer();
+  repo.publish(anonymous, '/charts');
   t = await startTestController({ sources: { helm: { maxIndexBytes: INDEX_LIMIT } } });
   const host = new URL(files.url('/')).host;
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -112,6 +126,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.stop();
   await files?.close();
+  await anonymous?.close();
   if (work) await rm(work, { recursive: true, force: true });
 });
 
@@ -135,6 +150,13 @@ describe('a chart from a Helm HTTP repository', () => {
     expect(first.objects.size).toBe(3);
     // the revision records the version and digest it came from: rolling back to it reads no index
     expect(first.spec).toMatchObject({ sources: [{ kind: 'helm', helm: { version: '1.2.0', sha256: digest12 } }] });
+    // hoist render of the same chart from the same index (read anonymously): the controller's content digest
+    const previewSpec: BundleDeploymentSpec = {
+      ...spec(ns),
+      sources: [{ kind: 'helm', helm: { repoURL: anonymous.url('/charts'), chart: 'greeter', version: '>=1.2 <2' } }],
+    };
+    const preview = await previewBundle({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: previewSpec }, { kubeconfig: kubeconfigPath() });
+    expect(preview.contentDigest).toBe(done.status?.contentDigest);
 
     repo.package('1.3.0');
     repo.index();
