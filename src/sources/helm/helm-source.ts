@@ -8,8 +8,8 @@
  *   If-None-Match / If-Modified-Since on a re-check, a 304 keeping the previous resolution),
  *   chooses the version and records it with the tarball's URL and digest. An entry without a
  *   digest is downloaded by resolve to learn it (into the store, so fetch finds it).
- * - Pinned (`helm.sha256`): resolve makes no request; fetch reads the index only when the
- *   tarball must be downloaded and its URL is not known from an earlier resolution.
+ * - Pinned (`helm.sha256`): resolve makes no request; fetch reads the index once when no earlier
+ *   resolution of the same digest recorded the tarball's URL (needed to prove access, too).
  * - fetch downloads the tarball when the store lacks it, hashing while it unpacks: bytes that do
  *   not match the index's digest (or the pin) are refused and nothing lands in the store.
  *
