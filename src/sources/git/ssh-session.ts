@@ -203,6 +203,15 @@ export interface SshFailure {
  */
 export function classifySshFailure(stderr: string, repo: Pick<SshRepository, 'host' | 'port' | 'user'>): SshFailure | undefined {
   const host = sshHostPort(repo);
+  // first: a failed askpass ends in "Permission denied (publickey)" too, which is not the server's refusal
+  if (/cannot exec '[^']*': Permission denied|ssh_askpass: exec\([^)]*\): Permission denied/.test(stderr)) {
+    return {
+      code: SourceCode.SshUnavailable,
+      message:
+        "cannot run the ssh client's files from the operation's temporary directory (permission denied): the content cache and the temp directory must allow running files (not mounted noexec)",
+      terminal: true,
+    };
+  }
   const offered = /The fingerprint for the (\S+) key sent by the remote host is\s+(\S+?)\.?\s*$/m.exec(stderr);
   if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for \S+ has changed|host key .* is marked as revoked/i.test(stderr)) {
     const which = offered ? ` (the server offered ${offered[1]} key ${offered[2]})` : '';

@@ -273,6 +273,13 @@ fatal: Could not read from remote repository.`;
       ['ssh: connect to host 127.0.0.1 port 2222: Connection refused\n', 'network', false, /^ssh to 127\.0\.0\.1:2222: connection refused$/],
       ['ssh: Could not resolve hostname nowhere.invalid: Name or service not known\n', 'network', false, /could not resolve hostname/],
       ['kex_exchange_identification: read: Connection reset by peer\n', 'network', false, /connection reset/],
+      ["fatal: cannot exec '/tmp/hoist-ssh-Ab12/ssh/ssh': Permission denied\nfatal: unable to fork\n", 'ssh-unavailable', true, /not mounted noexec/],
+      [
+        'ssh_askpass: exec(/tmp/hoist-ssh-Ab12/ssh/askpass): Permission denied\ngit@127.0.0.1: Permission denied (publickey).\n',
+        'ssh-unavailable',
+        true,
+        /cannot run the ssh client's files/,
+      ],
       ['fatal: the remote end hung up unexpectedly\n', undefined, undefined, undefined],
     ];
     for (const [stderr, code, terminal, message] of table) {
