@@ -44,7 +44,12 @@ export function credentialsForUrl(credentials: Credentials | undefined, url: URL
   if (!credentials) return undefined;
   const subject = redactUrl(url.toString());
   if (url.protocol !== 'https:') {
-    throw refusal(`credentials are sent only over https; ${secretName(credentials)} is not used for an http:// url`, SourceCode.InsecureCredentials, subject, stage);
+    throw refusal(
+      `credentials are sent only over https; ${secretName(credentials)} is not used for an http:// url`,
+      SourceCode.InsecureCredentials,
+      subject,
+      stage,
+    );
   }
   return boundTo(credentials, hostPort(url), 443, subject, stage);
 }
@@ -54,7 +59,12 @@ export function credentialsForUrl(credentials: Credentials | undefined, url: URL
  * the same binding as for https, a bare annotation entry meaning port 22. Throws like
  * credentialsForUrl; ssh is encrypted, so there is no insecure-transport refusal.
  */
-export function credentialsForSshHost(credentials: Credentials | undefined, host: string, subject: string, stage: 'resolve' | 'fetch'): Credentials | undefined {
+export function credentialsForSshHost(
+  credentials: Credentials | undefined,
+  host: string,
+  subject: string,
+  stage: 'resolve' | 'fetch',
+): Credentials | undefined {
   if (!credentials) return undefined;
   return boundTo(credentials, host, 22, subject, stage);
 }

@@ -108,7 +108,11 @@ afterAll(async () => {
 describe('a repository served over ssh', () => {
   it('installs at a branch from a directory (ssh:// URL, kubernetes.io/ssh-auth Secret): one connection to resolve, one to fetch', async () => {
     const before = server.connections();
-    await t.create('ssh-branch', { installNamespace: ns('branch'), format: 'plain', sources: [gitSource(server.url('deploy.git'), { branch: 'main' }, 'manifests', 'ssh-key')] });
+    await t.create('ssh-branch', {
+      installNamespace: ns('branch'),
+      format: 'plain',
+      sources: [gitSource(server.url('deploy.git'), { branch: 'main' }, 'manifests', 'ssh-key')],
+    });
     const bd = await t.waitFor('ssh-branch', isDone, 'installed', 90_000);
     expect(cond(bd, 'Installed')?.message).toBe('revision 1: 1 objects');
     expect(bd.status?.resolvedSources?.[0]).toMatchObject({ kind: 'git', commit: c1, ref: 'refs/heads/main' });
@@ -120,7 +124,11 @@ describe('a repository served over ssh', () => {
   });
 
   it('installs at an annotated tag (scp-like address; Flux names, a key with a passphrase)', async () => {
-    await t.create('ssh-tag', { installNamespace: ns('tag'), format: 'plain', sources: [gitSource(server.scpUrl('deploy.git'), { tag: 'v1' }, 'other/app', 'flux-key')] });
+    await t.create('ssh-tag', {
+      installNamespace: ns('tag'),
+      format: 'plain',
+      sources: [gitSource(server.scpUrl('deploy.git'), { tag: 'v1' }, 'other/app', 'flux-key')],
+    });
     const bd = await t.waitFor('ssh-tag', isDone, 'installed', 90_000);
     expect(bd.status?.resolvedSources?.[0]).toMatchObject({ kind: 'git', commit: c1, ref: 'refs/tags/v1' });
     expect(await configMap('from-other', ns('tag'))).toMatchObject({ value: 'other-1' });
@@ -130,7 +138,11 @@ describe('a repository served over ssh', () => {
 
   it('installs at a commit; the commit fetched before with the same key and repository costs no connection', async () => {
     const before = server.connections();
-    await t.create('ssh-commit', { installNamespace: ns('commit'), format: 'plain', sources: [gitSource(server.url('deploy.git'), { commit: c1 }, 'manifests', 'ssh-key')] });
+    await t.create('ssh-commit', {
+      installNamespace: ns('commit'),
+      format: 'plain',
+      sources: [gitSource(server.url('deploy.git'), { commit: c1 }, 'manifests', 'ssh-key')],
+    });
     const bd = await t.waitFor('ssh-commit', isDone, 'installed', 90_000);
     expect(bd.status?.resolvedSources?.[0]).toMatchObject({ kind: 'git', commit: c1 });
     expect(await configMap('from-git', ns('commit'))).toMatchObject({ value: 'git-1' });
@@ -174,7 +186,11 @@ describe('refusals name the host and leave the installed revision alone', () => 
   it('a wrong host key: refused before authentication, naming the host and the key the server offered', async () => {
     const r = await fail([gitSource(server.url('deploy.git'), { branch: 'main' }, 'manifests', 'ssh-impostor')], 'Resolved');
     expect(r.message).toContain(server.url('deploy.git'));
-    expect(r.message).toMatch(new RegExp(`host key verification failed: the host key of 127\\.0\\.0\\.1:${server.port} \\(the server offered ED25519 key SHA256:\\S+\\) is not the one known_hosts lists for it`));
+    expect(r.message).toMatch(
+      new RegExp(
+        `host key verification failed: the host key of 127\\.0\\.0\\.1:${server.port} \\(the server offered ED25519 key SHA256:\\S+\\) is not the one known_hosts lists for it`,
+      ),
+    );
     // a pinned commit in the store does not bypass it: the proof of access connects and is refused
     const pinned = await fail([gitSource(server.url('deploy.git'), { commit: c1 }, 'manifests', 'ssh-impostor')], 'Unpacked');
     expect(pinned.message).toContain(`host key of 127.0.0.1:${server.port}`);

@@ -197,7 +197,13 @@ if ('unavailable' in engine) {
       try {
         const input = {
           spec: { kind: 'git', git: { repository: sshd.url('deploy.git'), ref: { branch: 'main' } } },
-          ctx: { credentials: { data: { 'ssh-privatekey': key.privateKey, passphrase, known_hosts: sshd.knownHosts }, secret: 'ns/k', hosts: [`127.0.0.1:${sshd.port}`] } },
+          ctx: {
+            credentials: {
+              data: { 'ssh-privatekey': key.privateKey, passphrase, known_hosts: sshd.knownHosts },
+              secret: 'ns/k',
+              hosts: [`127.0.0.1:${sshd.port}`],
+            },
+          },
         };
         const script = [
           "import { readdirSync } from 'node:fs';",

@@ -160,7 +160,9 @@ export async function startSshServer(opts: SshServerOptions): Promise<SshServer>
       url: (path) => `ssh://${user}@127.0.0.1:${port}/${path.replace(/^\//, '')}`,
       scpUrl: (path) => `${user}@[127.0.0.1:${port}]:${path}`,
       async commands() {
-        return readFileSync(commandLog, 'utf8').split('\n').filter((l) => l.length > 0);
+        return readFileSync(commandLog, 'utf8')
+          .split('\n')
+          .filter((l) => l.length > 0);
       },
       connections: () => log.split('\n').filter((l) => l.startsWith('Connection from ')).length,
       log: () => log,

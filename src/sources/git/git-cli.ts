@@ -1,6 +1,7 @@
 /**
  * Runs the git CLI the way the controller must: no system or global config, no prompts, no
- * inherited tracing, HOME in a private temp dir, only http(s) transports, and configuration passed
+ * inherited tracing, HOME in a private temp dir, only http(s) transports (ssh only, for an ssh
+ * repository: ./ssh-session.ts), and configuration passed
  * through GIT_CONFIG_COUNT/KEY/VALUE environment variables. Credentials therefore never appear
  * in argv (visible to every user through `ps`), in a URL, or in a file on disk; a process's
  * environment is readable only by its own user. Memory per command is bounded: stdout is capped

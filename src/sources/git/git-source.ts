@@ -26,7 +26,10 @@
  * credentials are configured (git would otherwise replay the header to wherever the first
  * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can
  * downgrade it. HTTPS_PROXY/HTTP_PROXY/NO_PROXY pass through to git. One overall deadline per
- * resolve and per fetch; at the deadline the git process is killed.
+ * resolve and per fetch; at the deadline the git process is killed. An ssh repository's Secret is
+ * bound to its host the same way (a bare host meaning port 22); resolve reads the ref
+ * advertisement over one ssh connection, fetch runs git with the operation's ssh client
+ * (GIT_SSH), and every connection checks the host key against the Secret's known_hosts.
  *
  * Bounded work (docs/security.md): the ref advertisement is streamed, capped at 8 MiB and only
  * the refs asked for are kept; the fetch's object store is capped (`maxPackBytes`, 1 GiB,
@@ -155,11 +158,15 @@ export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
 }
 
 /** an http(s) URL without credentials, or an ssh address (./ssh-url.ts) */
-function parseRepository(repository: string, bad: (message: string, code: SourceCode, subject?: string) => HoistError): { displayUrl: string; ssh?: SshRepository } {
+function parseRepository(
+  repository: string,
+  bad: (message: string, code: SourceCode, subject?: string) => HoistError,
+): { displayUrl: string; ssh?: SshRepository } {
   if (isSshRepository(repository)) {
     const parsed = parseSshRepository(repository);
     const displayUrl = 'problem' in parsed && parsed.credentials ? redactUrl(repository) : repository;
-    if ('problem' in parsed) throw bad(`ssh repository: ${parsed.problem}`, parsed.credentials ? SourceCode.CredentialsInUrl : SourceCode.UnsupportedUrl, displayUrl);
+    if ('problem' in parsed)
+      throw bad(`ssh repository: ${parsed.problem}`, parsed.credentials ? SourceCode.CredentialsInUrl : SourceCode.UnsupportedUrl, displayUrl);
     return { displayUrl, ssh: parsed };
   }
   let url: URL;
@@ -206,8 +213,9 @@ export class GitSource implements Source {
   /** one transport (connection pool) per trust configuration */
   private readonly transports = new Map<string, HttpTransport>();
   private readonly sshOptions: Partial<SshPrograms>;
-  /** whether an ssh key (with its passphrase) loads, by SshAuth.id: checked once per key */
-  private readonly keyChecks = new Map<string, Promise<string | undefined>>();
+  private programs: SshPrograms | undefined;
+  /** whether an ssh key (with its passphrase) loads, by SshAuth.id: undefined when it does, else why not */
+  private readonly keyChecks = new Map<string, string | undefined>();
 
   constructor(opts: GitSourceOptions = {}) {
     this.workRoot = opts.workRoot;
@@ -340,7 +348,14 @@ export class GitSource implements Source {
   }
 
   /** the ref advertisement, keeping only the refs `wants` names */
-  private async advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal, wants: RefWants): Promise<RefAdvertisement> {
+  private async advertise(
+    target: GitTarget,
+    auth: GitAuth,
+    stage: SourceStage,
+    subject: string,
+    signal: AbortSignal,
+    wants: RefWants,
+  ): Promise<RefAdvertisement> {
     if (target.ssh && auth.ssh) {
       const repo = target.ssh;
       const sshAuth = auth.ssh;
@@ -373,14 +388,21 @@ export class GitSource implements Source {
     });
   }
 
-  /** the ssh programs, found on PATH once; a terminal `ssh-unavailable` when they are not there */
+  /** the ssh programs, found on PATH once; a terminal `ssh-unavailable` while they are not there */
   private sshPrograms(stage: SourceStage, subject: string): SshPrograms {
+    if (this.programs) return this.programs;
     const ssh = this.sshOptions.ssh ?? findProgram('ssh');
     const keygen = this.sshOptions.keygen ?? findProgram('ssh-keygen');
     if (ssh === undefined || keygen === undefined) {
-      throw sourceError('git over ssh needs the OpenSSH client (ssh and ssh-keygen) on PATH', { stage, code: SourceCode.SshUnavailable, subject, terminal: true });
+      throw sourceError('git over ssh needs the OpenSSH client (ssh and ssh-keygen) on PATH', {
+        stage,
+        code: SourceCode.SshUnavailable,
+        subject,
+        terminal: true,
+      });
     }
-    return { ssh, keygen, node: this.sshOptions.node ?? process.execPath };
+    this.programs = { ssh, keygen, node: this.sshOptions.node ?? process.execPath };
+    return this.programs;
   }
 
   /**
@@ -390,16 +412,23 @@ export class GitSource implements Source {
    */
   private async openSsh(parent: string, auth: SshAuth, stage: SourceStage, subject: string, signal: AbortSignal): Promise<SshSession> {
     const session = await writeSshSession(join(parent, 'ssh'), auth, this.sshPrograms(stage, subject), stage, subject);
-    let check = this.keyChecks.get(auth.id);
-    if (!check) {
+    // remembered once known (a result depends only on the key and passphrase); operations that
+    // meet a new key at the same time each check it, with their own files and signal
+    let problem: string | undefined;
+    if (this.keyChecks.has(auth.id)) problem = this.keyChecks.get(auth.id);
+    else {
+      try {
+        problem = await privateKeyProblem(session, auth, { home: parent, timeoutMs: this.resolveTimeoutMs, signal });
+      } catch (e) {
+        if (!(e instanceof GitCommandError)) throw e;
+        if (e.aborted || e.timedOut) throw classifyFetchFailure(e, stage, subject, true, this.resolveTimeoutMs);
+        throw sourceError(`git over ssh cannot run ssh-keygen: ${e.message}`, { stage, code: SourceCode.SshUnavailable, subject, terminal: true, cause: e });
+      }
       if (this.keyChecks.size >= 1000) this.keyChecks.clear();
-      check = privateKeyProblem(session, auth, { home: parent, timeoutMs: this.resolveTimeoutMs, signal });
-      this.keyChecks.set(auth.id, check);
-      // an interrupted check says nothing about the key
-      check.catch(() => this.keyChecks.delete(auth.id));
+      this.keyChecks.set(auth.id, problem);
     }
-    const problem = await check;
-    if (problem !== undefined) throw sourceError(`${auth.label} "ssh-privatekey": ${problem}`, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
+    if (problem !== undefined)
+      throw sourceError(`${auth.label} "ssh-privatekey": ${problem}`, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
     return session;
   }
 

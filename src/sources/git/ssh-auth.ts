@@ -33,7 +33,11 @@ export interface SshAuth {
 }
 
 /** the Secret keys read, in order of preference, for each part */
-export const SSH_KEY_NAMES = { privateKey: ['ssh-privatekey', 'identity'], passphrase: ['passphrase', 'password'], knownHosts: ['known_hosts', 'ssh-knownhosts'] } as const;
+export const SSH_KEY_NAMES = {
+  privateKey: ['ssh-privatekey', 'identity'],
+  passphrase: ['passphrase', 'password'],
+  knownHosts: ['known_hosts', 'ssh-knownhosts'],
+} as const;
 
 const MAX_KEY_BYTES = 64 * 1024;
 const MAX_KNOWN_HOSTS_BYTES = 1024 * 1024;

@@ -139,7 +139,13 @@ function shebangSafe(p: string): boolean {
  */
 export async function writeSshSession(dir: string, auth: SshAuth, programs: SshPrograms, stage: Stage, subject: string): Promise<SshSession> {
   for (const p of [programs.ssh, ...(auth.passphrase !== undefined ? [programs.node] : [])]) {
-    if (!shebangSafe(p)) throw sourceError(`cannot run ${p} for git over ssh: its path must be absolute and without spaces`, { stage, code: SourceCode.SshUnavailable, subject, terminal: true });
+    if (!shebangSafe(p))
+      throw sourceError(`cannot run ${p} for git over ssh: its path must be absolute and without spaces`, {
+        stage,
+        code: SourceCode.SshUnavailable,
+        subject,
+        terminal: true,
+      });
   }
   await mkdir(dir, { mode: 0o700 });
   const keyFile = join(dir, 'id');
@@ -169,7 +175,11 @@ export const SSH_PROTOCOL_CONFIG: ReadonlyArray<readonly [string, string]> = [
  * undefined when it does, else why not, in words for a message. Run before a connection, so a
  * wrong passphrase is named as such instead of as a refused key.
  */
-export async function privateKeyProblem(session: SshSession, auth: SshAuth, run: Pick<GitRunOptions, 'home' | 'timeoutMs' | 'signal'>): Promise<string | undefined> {
+export async function privateKeyProblem(
+  session: SshSession,
+  auth: SshAuth,
+  run: Pick<GitRunOptions, 'home' | 'timeoutMs' | 'signal'>,
+): Promise<string | undefined> {
   try {
     await runProgram(session.programs.keygen, ['-y', '-f', session.keyFile], {
       ...run,
@@ -178,7 +188,8 @@ export async function privateKeyProblem(session: SshSession, auth: SshAuth, run:
     });
     return undefined;
   } catch (e) {
-    if (!(e instanceof GitCommandError) || e.aborted || e.timedOut) throw e;
+    // killed, or ssh-keygen did not run at all: that says nothing about the key
+    if (!(e instanceof GitCommandError) || e.aborted || e.timedOut || e.exitCode === null) throw e;
     if (/incorrect passphrase/i.test(e.stderr)) {
       return auth.passphrase === undefined
         ? 'the private key is encrypted: put its passphrase in the secret as "passphrase" (or Flux\'s "password")'
@@ -314,5 +325,8 @@ export function lastLine(stderr: string, dir: string): string {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l.length > 0);
-  return (lines.at(-1) ?? '').split(dir).join('').replace(/^(fatal|error):\s*/i, '');
+  return (lines.at(-1) ?? '')
+    .split(dir)
+    .join('')
+    .replace(/^(fatal|error):\s*/i, '');
 }

@@ -38,7 +38,6 @@ const URL_SCHEME = /^(ssh|git\+ssh|ssh\+git):\/\//;
 const HOST_NAME = /^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$/;
 const IPV6 = /^[0-9A-Fa-f:.]+$/;
 const USER = /^[A-Za-z0-9._~+=-]+$/;
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** True when git would treat `repository` as an SSH address (either form). */

@@ -157,7 +157,10 @@ describe('resolve and fetch over ssh', () => {
     const hashed = await readFile(file, 'utf8');
     expect(hashed).toMatch(/^\|1\|/);
     const { source } = await sourceOf();
-    const r = await source.resolve(spec(server.url('org/deploy.git'), { branch: 'main' }), ctx(server, { 'ssh-privatekey': key.privateKey, known_hosts: hashed }));
+    const r = await source.resolve(
+      spec(server.url('org/deploy.git'), { branch: 'main' }),
+      ctx(server, { 'ssh-privatekey': key.privateKey, known_hosts: hashed }),
+    );
     expect(r.status.commit).toBe(c2);
   });
 
@@ -172,7 +175,8 @@ describe('resolve and fetch over ssh', () => {
 });
 
 describe('the host key is always verified', () => {
-  const otherHostKey = async (): Promise<string> => (await generateSshKey(root, `h-${Math.random().toString(36).slice(2)}`)).publicKey.split(' ').slice(0, 2).join(' ');
+  const otherHostKey = async (): Promise<string> =>
+    (await generateSshKey(root, `h-${Math.random().toString(36).slice(2)}`)).publicKey.split(' ').slice(0, 2).join(' ');
 
   it('a wrong host key is refused naming the host, with the key the server offered; nothing is fetched', async () => {
     const { source, workRoot } = await sourceOf();
@@ -180,7 +184,9 @@ describe('the host key is always verified', () => {
     const r = await seen(server, () => failure(source.resolve(spec(server.url('org/deploy.git'), { branch: 'main' }), wrong)));
     expect(r.result).toMatchObject({ code: 'host-key-mismatch', terminal: true, stage: 'resolve', subject: `${server.url('org/deploy.git')} branch main` });
     expect(r.result.message).toMatch(
-      new RegExp(`^host key verification failed: the host key of 127\\.0\\.0\\.1:${server.port} \\(the server offered ED25519 key SHA256:\\S+\\) is not the one known_hosts lists for it; nothing was fetched$`),
+      new RegExp(
+        `^host key verification failed: the host key of 127\\.0\\.0\\.1:${server.port} \\(the server offered ED25519 key SHA256:\\S+\\) is not the one known_hosts lists for it; nothing was fetched$`,
+      ),
     );
     // the connection was refused before authentication: no command ran
     expect(r.commands).toEqual([]);
@@ -220,7 +226,10 @@ describe('credentials and refusals', () => {
   it('a key the server does not accept is a terminal auth failure naming the login and host', async () => {
     const { source } = await sourceOf();
     const e = await failure(
-      source.resolve(spec(server.url('org/deploy.git'), { branch: 'main' }), ctx(server, { 'ssh-privatekey': stranger.privateKey, known_hosts: server.knownHosts })),
+      source.resolve(
+        spec(server.url('org/deploy.git'), { branch: 'main' }),
+        ctx(server, { 'ssh-privatekey': stranger.privateKey, known_hosts: server.knownHosts }),
+      ),
     );
     expect(e).toMatchObject({ code: 'auth-failed', terminal: true, stage: 'resolve' });
     expect(e.message).toBe(`the server refused the key for ${server.user}@127.0.0.1:${server.port} (permission denied)`);
@@ -246,7 +255,9 @@ describe('credentials and refusals', () => {
     const known = closed.knownHosts;
     await closed.close();
     const url = `ssh://git@127.0.0.1:${port}/org/deploy.git`;
-    const net = await failure(source.resolve(spec(url, { branch: 'main' }), ctx(closed, { 'ssh-privatekey': key.privateKey, known_hosts: known }, [`127.0.0.1:${port}`])));
+    const net = await failure(
+      source.resolve(spec(url, { branch: 'main' }), ctx(closed, { 'ssh-privatekey': key.privateKey, known_hosts: known }, [`127.0.0.1:${port}`])),
+    );
     expect(net).toMatchObject({ code: 'network', terminal: false, message: `ssh to 127.0.0.1:${port}: connection refused` });
   });
 });

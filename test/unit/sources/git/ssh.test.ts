@@ -10,17 +10,7 @@ import { sshAuthFrom, sshSecrets } from '../../../../src/sources/git/ssh-auth.ts
 import { classifySshFailure, lastLine, sshConfig } from '../../../../src/sources/git/ssh-session.ts';
 import { isSshRepository, knownHostsName, parseSshRepository, sshHostPort, uploadPackCommand } from '../../../../src/sources/git/ssh-url.ts';
 import type { Credentials } from '../../../../src/sources/source.ts';
-import { HoistError } from '../../../../src/util/errors.ts';
-
-function refusal(f: () => unknown): HoistError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-}
+import { thrown as refusal } from '../../../support/failure.ts';
 
 describe('ssh addresses, read as git reads them', () => {
   it('tells ssh addresses from URLs and local paths (git url_is_local_not_ssh)', () => {
@@ -90,7 +80,11 @@ describe('ssh addresses, read as git reads them', () => {
     ];
     for (const [address, problem, credentials] of table) {
       const r = parseSshRepository(address);
-      expect('problem' in r ? [address, r.problem, r.credentials ?? false] : [address, 'parsed']).toEqual([address, expect.stringMatching(problem), credentials ?? false]);
+      expect('problem' in r ? [address, r.problem, r.credentials ?? false] : [address, 'parsed']).toEqual([
+        address,
+        expect.stringMatching(problem),
+        credentials ?? false,
+      ]);
     }
   });
 
@@ -191,7 +185,11 @@ describe('the Secret of an ssh repository', () => {
       [{ username: 'u', password: 'p', known_hosts: KNOWN }, 'invalid-credentials', /has no "ssh-privatekey"/],
       [{ 'ssh-privatekey': 'ssh-ed25519 AAAAC3Nza hoist', known_hosts: KNOWN }, 'invalid-credentials', /is a public key; it needs the private key/],
       [{ 'ssh-privatekey': 'hunter22-not-a-key', known_hosts: KNOWN }, 'invalid-credentials', /is not a private key/],
-      [{ 'ssh-privatekey': KEY, identity: KEY.replace('bm9uZQ', 'bm9uZR'), known_hosts: KNOWN }, 'invalid-credentials', /has both "ssh-privatekey" and "identity" with different values/],
+      [
+        { 'ssh-privatekey': KEY, identity: KEY.replace('bm9uZQ', 'bm9uZR'), known_hosts: KNOWN },
+        'invalid-credentials',
+        /has both "ssh-privatekey" and "identity" with different values/,
+      ],
       [{ 'ssh-privatekey': KEY, known_hosts: KNOWN, passphrase: 'a', password: 'b' }, 'invalid-credentials', /has both "passphrase" and "password"/],
       [{ 'ssh-privatekey': KEY, known_hosts: KNOWN, passphrase: 'two\nlines' }, 'invalid-credentials', /"passphrase" must be one line/],
       [{ 'ssh-privatekey': `${KEY}\n${'A'.repeat(70_000)}`, known_hosts: KNOWN }, 'invalid-credentials', /larger than 64 KiB/],
@@ -259,7 +257,12 @@ fatal: Could not read from remote repository.`;
 
   it('classifies host key refusals, refused keys, missing repositories and network trouble', () => {
     const table: Array<[string, string | undefined, boolean | undefined, RegExp | undefined]> = [
-      [CHANGED, 'host-key-mismatch', true, /^host key verification failed: the host key of 127\.0\.0\.1:2222 \(the server offered ED25519 key SHA256:GIrC.*M\) is not the one known_hosts lists for it; nothing was fetched$/],
+      [
+        CHANGED,
+        'host-key-mismatch',
+        true,
+        /^host key verification failed: the host key of 127\.0\.0\.1:2222 \(the server offered ED25519 key SHA256:GIrC.*M\) is not the one known_hosts lists for it; nothing was fetched$/,
+      ],
       [
         'No ED25519 host key is known for [127.0.0.1]:2222 and you have requested strict checking.\nHost key verification failed.\n',
         'host-key-unknown',
@@ -267,7 +270,12 @@ fatal: Could not read from remote repository.`;
         /^host key verification failed: known_hosts has no ED25519 key for 127\.0\.0\.1:2222 \(ssh looks it up as \[127\.0\.0\.1\]:2222\)/,
       ],
       ['Host key verification failed.\n', 'host-key-mismatch', true, /^host key verification failed for 127\.0\.0\.1:2222/],
-      ['git@127.0.0.1: Permission denied (publickey).\r\nfatal: Could not read from remote repository.\n', 'auth-failed', true, /^the server refused the key for git@127\.0\.0\.1:2222/],
+      [
+        'git@127.0.0.1: Permission denied (publickey).\r\nfatal: Could not read from remote repository.\n',
+        'auth-failed',
+        true,
+        /^the server refused the key for git@127\.0\.0\.1:2222/,
+      ],
       ["fatal: '/org/nope.git' does not appear to be a git repository\n", 'not-found', true, /^repository not found on 127\.0\.0\.1:2222$/],
       ['ERROR: Repository not found.\nfatal: Could not read from remote repository.\n', 'not-found', true, /repository not found/],
       ['ssh: connect to host 127.0.0.1 port 2222: Connection refused\n', 'network', false, /^ssh to 127\.0\.0\.1:2222: connection refused$/],
