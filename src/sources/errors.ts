@@ -1,5 +1,5 @@
 /**
- * The sources layer's error vocabulary: every code a source (http, git, image, composition,
+ * The sources layer's error vocabulary: every code a source (http, git, image, helm, composition,
  * signature verification) can fail with, and the one constructor the layer uses. The reason
  * follows the stage (ResolveFailed / FetchFailed / InvalidSpec) unless a narrower one is given;
  * the subject is a URL without credentials, a repository, or an image reference.
@@ -34,6 +34,7 @@ export const SourceCode = {
   InvalidCredentials: 'invalid-credentials',
   InvalidDigest: 'invalid-digest',
   InvalidDirectory: 'invalid-directory',
+  InvalidIndex: 'invalid-index',
   InvalidManifest: 'invalid-manifest',
   InvalidRef: 'invalid-ref',
   InvalidReference: 'invalid-reference',
@@ -78,6 +79,7 @@ export const SourceCode = {
   TooManyTags: 'too-many-tags',
   Truncated: 'truncated',
   Unauthorized: 'unauthorized',
+  UnknownChart: 'unknown-chart',
   UnknownRef: 'unknown-ref',
   UnsafePath: 'unsafe-path',
   UnsupportedMediaType: 'unsupported-media-type',
