@@ -136,6 +136,9 @@ describe('BundleDeployment CRD on a real API server', () => {
           },
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
+          { kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } }, destination: 'scp' },
+          { kind: 'git', git: { repository: 'ssh://git@git.corp.example:2222/acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh' },
+          { kind: 'git', git: { repository: 'git@[::1]:acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh6' },
         ],
         config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
         pollInterval: '1h30m',
@@ -424,9 +427,19 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.ref.branch', "not starting with '-'"],
     ],
     [
-      'scp-style git repository',
-      { ...plain, sources: [{ kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } } }] },
-      ['spec.sources[0].git.repository', 'absolute http:// or https:// URL'],
+      'a git:// repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'git://github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
+    ],
+    [
+      'a password in an ssh repository URL',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'ssh://git:hunter2@github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository: Forbidden: must not contain credentials'],
+    ],
+    [
+      'a local path as a git repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: '/srv/git/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
     ],
     [
       'credentials in a URL',
