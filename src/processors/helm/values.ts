@@ -13,6 +13,7 @@
  * Pure but for reading the tree through the bundle reader (containment rule, size caps).
  */
 import type { ContentTree } from '../../util/content-tree.ts';
+import { redact, redactionList } from '../../util/redact.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import type { ValuesFromText } from '../processor.ts';
@@ -31,29 +32,19 @@ export interface ValuesLayer {
   secret?: boolean;
 }
 
-/** shorter strings are not blanked out of messages: they would blank ordinary words */
-const MIN_REDACTED_LENGTH = 4;
-
 /** the scalar texts of the Secret layers, longest first, to blank out of anything helm says */
 export function secretStrings(layers: readonly ValuesLayer[]): string[] {
-  const found = new Set<string>();
+  const found: string[] = [];
   const walk = (v: JsonValue): void => {
-    if (typeof v === 'string' || typeof v === 'number') {
-      const t = String(v);
-      if (t.length >= MIN_REDACTED_LENGTH) found.add(t);
-    } else if (Array.isArray(v)) v.forEach(walk);
+    if (typeof v === 'string' || typeof v === 'number') found.push(String(v));
+    else if (Array.isArray(v)) v.forEach(walk);
     else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
   };
   for (const l of layers) if (l.secret) walk(l.values);
-  return [...found].sort((a, b) => b.length - a.length);
+  return redactionList(found);
 }
 
-/** `text` with every one of `secrets` replaced by <redacted> */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) out = out.replaceAll(s, '<redacted>');
-  return out;
-}
+export { redact };
 
 /** One YAML document holding a map (or nothing: {}), as helm requires of a values file. */
 function valuesDocument(text: string, from: string, secret: boolean, budget: YamlBudget): { values: JsonObject; warnings: string[] } {
