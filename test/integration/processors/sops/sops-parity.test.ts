@@ -13,7 +13,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolPath } from '../../../../src/devcluster/tools.ts';
 import { ProcessCode } from '../../../../src/processors/errors.ts';
+import { createKustomizeProcessor } from '../../../../src/processors/kustomize/kustomize-processor.ts';
 import { renderPlain } from '../../../../src/processors/plain.ts';
 import { parseAgeKeyFile, type DecryptionKeys } from '../../../../src/processors/sops/age-keys.ts';
 import { decryptIfEncrypted } from '../../../../src/processors/sops/decryptor.ts';
@@ -213,6 +215,58 @@ describe('Hoist decrypts as sops -d does', () => {
     expect(secret.stringData['user']).toBe('admin-user');
     expect(got.sensitive).toEqual(expect.arrayContaining(['admin-user', 'aHVudGVyMi1zM2NyM3Q=', 'postgres://admin:hunter2@db:5432/shop?sslmode=require', '5432']));
     expect(got.objects.some((o) => 'sops' in o)).toBe(false);
+  });
+});
+
+describe('kustomize builds the encrypted files, Hoist decrypts what it rendered', () => {
+  const kustomize = createKustomizeProcessor({ kustomizeBinary: toolPath('kustomize') });
+  const BASE_KUSTOMIZATION = 'resources:\n  - secret.yaml\n  - config.yaml\n';
+  const OVERLAY = 'namePrefix: prod-\nnamespace: prod\nlabels:\n  - pairs:\n      env: prod\nresources:\n  - ../../base\n';
+
+  async function trees(secretFlags: string[]): Promise<{ enc: string; dec: string }> {
+    const root = await mkdtemp(path.join(work, 'kustomize-'));
+    const out = { enc: path.join(root, 'enc'), dec: path.join(root, 'dec') };
+    const secret = await sops.encrypt(SECRET, [key], { flags: secretFlags });
+    const config = await sops.encrypt(CONFIG, [key], { flags: ['--encrypted-regex', '^data$'], name: 'config.yaml' });
+    for (const [tree, s, c] of [
+      [out.enc, secret, config],
+      [out.dec, await sops.decrypt(secret, key), await sops.decrypt(config, key, 'config.yaml')],
+    ] as const) {
+      await mkdir(path.join(tree, 'base'), { recursive: true });
+      await mkdir(path.join(tree, 'overlays/prod'), { recursive: true });
+      await writeFile(path.join(tree, 'base/kustomization.yaml'), BASE_KUSTOMIZATION);
+      await writeFile(path.join(tree, 'base/secret.yaml'), s);
+      await writeFile(path.join(tree, 'base/config.yaml'), c);
+      await writeFile(path.join(tree, 'overlays/prod/kustomization.yaml'), OVERLAY);
+    }
+    return out;
+  }
+
+  it('an overlay (namePrefix, namespace, labels) over encrypted Secrets and ConfigMaps equals kustomize build of the sops -d tree', async () => {
+    const { enc, dec } = await trees(['--encrypted-regex', '^(data|stringData)$']);
+    const config = { kustomize: { path: 'overlays/prod' } };
+    const got = await kustomize.render(enc, config, { name: 'shop', decryption: keys });
+    const want = await kustomize.render(dec, config, { name: 'shop' });
+    expect(got.objects).toEqual(want.objects);
+    expect(got.objects.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['ConfigMap prod/prod-app', 'Secret prod/prod-db']);
+    expect(got.objects.some((o) => 'sops' in o)).toBe(false);
+    expect(got.sensitive).toEqual(expect.arrayContaining(['admin-user', 'hidden-value']));
+  });
+
+  it('without spec.decryption, with a wrong key, or with a tampered file: refused naming the file', async () => {
+    const { enc } = await trees(['--encrypted-regex', '^(data|stringData)$']);
+    const config = { kustomize: { path: 'overlays/prod' } };
+    const none = await failure(kustomize.render(enc, config, { name: 'shop' }));
+    expect(none.code).toBe(ProcessCode.DecryptionKeyMissing);
+    expect(none.message).toMatch(/^2 problems: base\/config\.yaml: sops: the file is SOPS-encrypted .* spec\.decryption is not set/);
+    const wrong = { from: 'secret team/other', identities: await parseAgeKeyFile(other.text, 'secret team/other key age.agekey') };
+    expect((await failure(kustomize.render(enc, config, { name: 'shop', decryption: wrong }))).code).toBe(ProcessCode.DecryptionKeyMissing);
+    const file = path.join(enc, 'base/secret.yaml');
+    const { readFile } = await import('node:fs/promises');
+    await writeFile(file, (await readFile(file, 'utf8')).replace('name: db', 'name: dbx'));
+    const tampered = await failure(kustomize.render(enc, config, { name: 'shop', decryption: keys }));
+    expect(tampered.code).toBe(ProcessCode.MacMismatch);
+    expect(tampered.subject).toBe('base/secret.yaml');
   });
 });
 
