@@ -76,7 +76,11 @@ export async function listManifestFiles(tree: string | ContentTree): Promise<Lis
  * files that cannot be decrypted) are reported together in one terminal HoistError. A
  * SOPS-encrypted file is decrypted with ctx.decryption in memory and read as `sops -d` prints it.
  */
-export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'installNamespace' | 'decryption'>, limits: Partial<TreeLimits> = {}): Promise<ProcessResult> {
+export async function renderPlain(
+  tree: string,
+  ctx: Pick<ProcessContext, 'installNamespace' | 'decryption'>,
+  limits: Partial<TreeLimits> = {},
+): Promise<ProcessResult> {
   const bundle = openBundle(tree, WHO, limits);
   const { files, warnings, errors } = await listManifestFiles(bundle);
   const sourced: SourcedObject[] = [];

@@ -17,6 +17,7 @@ import { redact, redactionList } from '../../util/redact.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import type { ValuesFromText } from '../processor.ts';
+import type { BundleDecryptor } from '../sops/decryptor.ts';
 import { yamlBudget, type YamlBudget } from '../yaml/budget.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, setKey, type JsonObject, type JsonValue } from '../yaml/values.ts';
@@ -71,6 +72,7 @@ export async function readValuesFiles(
   chart: Pick<ChartInfo, 'relDir'>,
   files: readonly string[],
   budget: YamlBudget = yamlBudget(),
+  sops?: BundleDecryptor,
 ): Promise<{ layers: ValuesLayer[]; warnings: string[] }> {
   const layers: ValuesLayer[] = [];
   const warnings: string[] = [];
@@ -84,9 +86,12 @@ export async function readValuesFiles(
     }
     try {
       // through the bundle reader: inside the tree (links included), a regular file, under the caps
-      const text = await bundle.readText(joinRel(chart.relDir, file));
-      const doc = valuesDocument(text, joinRel(chart.relDir, file), false, budget);
-      layers.push({ from, values: doc.values });
+      const raw = await bundle.readText(joinRel(chart.relDir, file));
+      // a SOPS-encrypted values file is decrypted in memory and treated as Secret values
+      const text = sops ? await sops.manifestText(raw, joinRel(chart.relDir, file)) : raw;
+      const secret = text !== raw;
+      const doc = valuesDocument(text, joinRel(chart.relDir, file), secret, budget);
+      layers.push({ from, values: doc.values, ...(secret ? { secret } : {}) });
       warnings.push(...doc.warnings);
     } catch (e) {
       if (!isHoistError(e)) throw e;

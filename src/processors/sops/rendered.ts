@@ -40,7 +40,13 @@ export function decryptRenderedObject(
   const what = `${obj.apiVersion} ${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`;
   const from = mac === undefined ? undefined : byMac.get(mac);
   if (!from) {
-    return [processError(`${what} carries SOPS metadata of no encrypted file of the tree that decrypts (sops: it was not encrypted by sops as a whole file)`, ProcessCode.DecryptFailed, subject)];
+    return [
+      processError(
+        `${what} carries SOPS metadata of no encrypted file of the tree that decrypts (sops: it was not encrypted by sops as a whole file)`,
+        ProcessCode.DecryptFailed,
+        subject,
+      ),
+    ];
   }
   const { decrypted } = from;
   const where = `${subject}: ${what} (from ${from.file})`;
@@ -53,7 +59,8 @@ export function decryptRenderedObject(
         return out;
       }
       if (v === null || !decrypted.isEncrypted(path)) return v;
-      if (typeof v !== 'string') throw processError(`sops: the value at ${path.join('.')} should be encrypted but is a ${typeof v}`, ProcessCode.DecryptFailed, where);
+      if (typeof v !== 'string')
+        throw processError(`sops: the value at ${path.join('.')} should be encrypted but is a ${typeof v}`, ProcessCode.DecryptFailed, where);
       const plain = decrypted.decryptValue(v, path);
       if (plain.t !== 'bool' && plain.t !== 'null') sensitive.add(plain.t === 'int' ? plain.v.toString() : String(plain.v));
       return scalarJson(plain, () => path.join('.'), where);

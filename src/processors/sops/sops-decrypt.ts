@@ -128,7 +128,10 @@ function ageEntries(group: SopsMap, where: string, subject: string): Array<{ rec
   if (list.t !== 'list') fail(`${where}age is not a list`, subject);
   return list.items.map((e, i) => {
     if (e.t !== 'map') fail(`${where}age[${i}] is not a map`, subject);
-    return { recipient: weakString(field(e, 'recipient'), `${where}age[${i}].recipient`, subject), enc: weakString(field(e, 'enc'), `${where}age[${i}].enc`, subject) };
+    return {
+      recipient: weakString(field(e, 'recipient'), `${where}age[${i}].recipient`, subject),
+      enc: weakString(field(e, 'enc'), `${where}age[${i}].enc`, subject),
+    };
   });
 }
 
@@ -149,9 +152,14 @@ function compileRule(pattern: string, name: string, subject: string): Re2Js.RE2J
 
 function readMetadata(meta: SopsMap, subject: string): Metadata {
   const str = (k: string): string => weakString(field(meta, k), k, subject);
-  const rules = ['unencrypted_suffix', 'encrypted_suffix', 'unencrypted_regex', 'encrypted_regex', 'unencrypted_comment_regex', 'encrypted_comment_regex'].filter(
-    (k) => str(k) !== '',
-  );
+  const rules = [
+    'unencrypted_suffix',
+    'encrypted_suffix',
+    'unencrypted_regex',
+    'encrypted_regex',
+    'unencrypted_comment_regex',
+    'encrypted_comment_regex',
+  ].filter((k) => str(k) !== '');
   if (rules.length > 1)
     fail(
       'cannot use more than one of encrypted_suffix, unencrypted_suffix, encrypted_regex, unencrypted_regex, encrypted_comment_regex, or unencrypted_comment_regex in the same file',
@@ -179,7 +187,14 @@ function readMetadata(meta: SopsMap, subject: string): Metadata {
     age = ageEntries(group, 'key_groups[0].', subject);
     others = othersOf(group);
   }
-  return { age, others, lastModified: str('lastmodified'), mac: str('mac'), macOnlyEncrypted: weakBool(field(meta, 'mac_only_encrypted'), 'mac_only_encrypted', subject), rules: r };
+  return {
+    age,
+    others,
+    lastModified: str('lastmodified'),
+    mac: str('mac'),
+    macOnlyEncrypted: weakBool(field(meta, 'mac_only_encrypted'), 'mac_only_encrypted', subject),
+    rules: r,
+  };
 }
 
 /** Tree.shouldBeEncrypted without the comment rules */
@@ -310,7 +325,11 @@ export async function decryptSopsFile(file: SopsFile, subject: string, keys: Dec
     const encrypted = shouldBeEncrypted(meta.rules, path);
     let out: SopsScalar = v;
     if (encrypted) {
-      if (v.t !== 'str') fail(`the value at ${pathText(path)} should be encrypted but is a ${v.t === 'time' ? 'timestamp' : v.t === 'int' || v.t === 'float' ? 'number' : v.t}`, subject);
+      if (v.t !== 'str')
+        fail(
+          `the value at ${pathText(path)} should be encrypted but is a ${v.t === 'time' ? 'timestamp' : v.t === 'int' || v.t === 'float' ? 'number' : v.t}`,
+          subject,
+        );
       const d = decryptValueAt(v.v, key, path, subject);
       // sops 3.13.3 turns a list item typed comment into a comment: not hashed, not printed
       if (d.t === 'comment') {

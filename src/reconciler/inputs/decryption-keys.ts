@@ -57,13 +57,21 @@ export async function readDecryptionKeys(scope: RefScope, name: string): Promise
     }
   }
   if (identities.length === 0)
-    throw reconcileError(`${what}: its ${AGE_KEY_SUFFIX} entries hold no age identity`, ReconcileCode.DecryptionKeysInvalid, { stage: 'resolve', subject, terminal: true });
-  if (identities.length > MAX_IDENTITIES)
-    throw reconcileError(`${what} holds ${identities.length} age identities, more than the ${MAX_IDENTITIES} Hoist reads`, ReconcileCode.DecryptionKeysInvalid, {
+    throw reconcileError(`${what}: its ${AGE_KEY_SUFFIX} entries hold no age identity`, ReconcileCode.DecryptionKeysInvalid, {
       stage: 'resolve',
       subject,
       terminal: true,
     });
+  if (identities.length > MAX_IDENTITIES)
+    throw reconcileError(
+      `${what} holds ${identities.length} age identities, more than the ${MAX_IDENTITIES} Hoist reads`,
+      ReconcileCode.DecryptionKeysInvalid,
+      {
+        stage: 'resolve',
+        subject,
+        terminal: true,
+      },
+    );
   return { from: what, identities };
 }
 

@@ -16,6 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolPath } from '../../../../src/devcluster/tools.ts';
 import { ProcessCode } from '../../../../src/processors/errors.ts';
 import { createKustomizeProcessor } from '../../../../src/processors/kustomize/kustomize-processor.ts';
+import { createHelmProcessor } from '../../../../src/processors/helm/helm-processor.ts';
+import { byKey, helmTemplateReference } from '../helm/reference.ts';
+import { cp } from 'node:fs/promises';
 import { renderPlain } from '../../../../src/processors/plain.ts';
 import { parseAgeKeyFile, type DecryptionKeys } from '../../../../src/processors/sops/age-keys.ts';
 import { decryptIfEncrypted } from '../../../../src/processors/sops/decryptor.ts';
@@ -151,7 +154,11 @@ const CASES: Case[] = [
   { name: 'a Secret, data and stringData encrypted (encrypted_regex)', text: SECRET, flags: ['--encrypted-regex', '^(data|stringData)$'] },
   { name: 'a Secret, everything encrypted (the default rule)', text: SECRET },
   { name: 'a Secret, metadata left in the clear (unencrypted_regex)', text: SECRET, flags: ['--unencrypted-regex', '^(apiVersion|kind|metadata|type)$'] },
-  { name: 'a Secret, MAC over the encrypted values only (mac_only_encrypted)', text: SECRET, flags: ['--encrypted-regex', '^(data|stringData)$', '--mac-only-encrypted'] },
+  {
+    name: 'a Secret, MAC over the encrypted values only (mac_only_encrypted)',
+    text: SECRET,
+    flags: ['--encrypted-regex', '^(data|stringData)$', '--mac-only-encrypted'],
+  },
   { name: 'a ConfigMap, the default _unencrypted suffix', text: CONFIG },
   { name: 'a ConfigMap, encrypted_suffix', text: CONFIG, flags: ['--encrypted-suffix', '_secret'] },
   { name: 'a ConfigMap, a custom unencrypted_suffix', text: CONFIG, flags: ['--unencrypted-suffix', '_plain'] },
@@ -213,7 +220,9 @@ describe('Hoist decrypts as sops -d does', () => {
     const secret = got.objects[0] as unknown as { data: Record<string, string>; stringData: Record<string, unknown> };
     expect(Buffer.from(secret.data['password']!, 'base64').toString()).toBe('hunter2-s3cr3t');
     expect(secret.stringData['user']).toBe('admin-user');
-    expect(got.sensitive).toEqual(expect.arrayContaining(['admin-user', 'aHVudGVyMi1zM2NyM3Q=', 'postgres://admin:hunter2@db:5432/shop?sslmode=require', '5432']));
+    expect(got.sensitive).toEqual(
+      expect.arrayContaining(['admin-user', 'aHVudGVyMi1zM2NyM3Q=', 'postgres://admin:hunter2@db:5432/shop?sslmode=require', '5432']),
+    );
     expect(got.objects.some((o) => 'sops' in o)).toBe(false);
   });
 });
@@ -267,6 +276,37 @@ describe('kustomize builds the encrypted files, Hoist decrypts what it rendered'
     const tampered = await failure(kustomize.render(enc, config, { name: 'shop', decryption: keys }));
     expect(tampered.code).toBe(ProcessCode.MacMismatch);
     expect(tampered.subject).toBe('base/secret.yaml');
+  });
+});
+
+describe('helm reads an encrypted values file decrypted', () => {
+  const helmBin = toolPath('helm');
+  const helm = createHelmProcessor({ helmBinary: helmBin });
+  const FIXTURE = path.join(import.meta.dirname, '../helm/testdata/values-layers');
+  const VALUES = 'replicas: 4\ndb:\n  password: helm-db-s3cret\n  port: 7432\n';
+
+  it('equals helm template with the sops -d file, and the decrypted values are sensitive', async () => {
+    const tree = await mkdtemp(path.join(work, 'helm-'));
+    const chart = path.join(tree, 'values-layers');
+    await cp(FIXTURE, chart, { recursive: true });
+    const encrypted = await sops.encrypt(VALUES, [key], { flags: ['--encrypted-regex', '^db$'], name: 'secrets.yaml' });
+    await writeFile(path.join(chart, 'secrets.yaml'), encrypted);
+    const decrypted = path.join(work, 'helm-secrets.dec.yaml');
+    await writeFile(decrypted, await sops.decrypt(encrypted, key, 'secrets.yaml'));
+    const config = { helm: { valuesFiles: ['values-prod.yaml', 'secrets.yaml'] } };
+    const out = await helm.render(tree, config, { name: 'rel', installNamespace: 'apps', decryption: keys });
+    const reference = helmTemplateReference(helmBin, {
+      release: 'rel',
+      chartDir: chart,
+      namespace: 'apps',
+      valuesFiles: [path.join(chart, 'values-prod.yaml'), decrypted],
+    });
+    expect(byKey(out.objects)).toEqual(byKey(reference));
+    expect(out.objects.find((o) => o.kind === 'Secret')).toMatchObject({ stringData: { password: 'helm-db-s3cret' } });
+    expect(out.sensitive).toEqual(expect.arrayContaining(['helm-db-s3cret', '7432']));
+    const none = await failure(helm.render(tree, config, { name: 'rel', installNamespace: 'apps' }));
+    expect(none.code).toBe(ProcessCode.DecryptionKeyMissing);
+    expect(none.subject).toBe('values-layers/secrets.yaml');
   });
 });
 
@@ -360,7 +400,12 @@ describe('hostile encrypted files are refused within bounds', () => {
   it('an alias bomb in an encrypted file meets the YAML node budget', async () => {
     const encrypted = await sops.encrypt(CONFIG, [key]);
     const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 9; i++) levels.push(`${'b'.repeat(i)}: &${'b'.repeat(i)} [${Array(10).fill(`*${i === 1 ? 'a' : 'b'.repeat(i - 1)}`).join(', ')}]`);
+    for (let i = 1; i < 9; i++)
+      levels.push(
+        `${'b'.repeat(i)}: &${'b'.repeat(i)} [${Array(10)
+          .fill(`*${i === 1 ? 'a' : 'b'.repeat(i - 1)}`)
+          .join(', ')}]`,
+      );
     const bomb = `${levels.join('\n')}\n${encrypted}`;
     const e = await failure(decryptIfEncrypted(bomb, 'bomb.yaml', keys, yamlBudget()));
     expect(e.code).toBe(ProcessCode.YamlAliasBudget);
