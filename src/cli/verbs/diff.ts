@@ -23,6 +23,7 @@ import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
 import { outline } from './diff-outline.ts';
 import { diffEntries, type DiffEntry } from './diff-plan.ts';
+import { redact, redactionList } from '../../util/redact.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -165,7 +166,9 @@ export async function diff(args: string[], io: Io): Promise<number> {
           `revision ${preview.revision}${preview.isNew ? '' : ' (the installed one: only drift would be corrected)'}${actor.user ? `, applied as ${actor.user}` : ''}\n`,
         );
         io.err(outline(preview));
-        const entries = diffEntries(preview);
+        // with spec.decryption, Secrets' values and decrypted values are printed redacted (redact-objects.ts)
+        if (bd.spec.decryption) io.err('spec.decryption: Secret values and decrypted values are shown redacted (*** / <redacted>)\n');
+        const entries = diffEntries(preview, bd.spec.decryption ? (out.sensitive ?? []) : undefined);
         let found = preview.refusal !== undefined;
         for (const e of entries) {
           if (e.action === 'unchanged' || e.action === 'orphan') continue;
@@ -173,8 +176,10 @@ export async function diff(args: string[], io: Io): Promise<number> {
           if (e.action === 'refuse') continue;
           io.out(await unified(tmp, e.subject.replaceAll(' ', '/'), e.live, e.merged));
         }
-        io.err(summary(entries));
-        if (preview.refusal) io.err(`the controller's apply would fail: ${preview.refusal}\n`);
+        // the API server's words (a refusal, a dry-run error) may quote a value
+        const secrets = bd.spec.decryption ? redactionList(out.sensitive ?? []) : [];
+        io.err(redact(summary(entries), secrets));
+        if (preview.refusal) io.err(redact(`the controller's apply would fail: ${preview.refusal}\n`, secrets));
         return found ? DIFF_FOUND : DIFF_NONE;
       } finally {
         await rm(tmp, { recursive: true, force: true });
