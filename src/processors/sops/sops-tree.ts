@@ -173,8 +173,8 @@ function lineIndex(text: string): (pos: number) => number {
 }
 
 /**
- * A YAML file as sops's YAML store loads it: every document a mapping (an empty one for a
- * document without content), aliases expanded within the bundle's node budget.
+ * A YAML file as sops's YAML store loads it: every document a mapping, aliases expanded within
+ * the bundle's node budget. Documents without content are left out (sops prints them as `{}`).
  */
 export function readSopsYaml(text: string, file: string, budget: YamlBudget): SopsFile {
   checkBudgetBeforeParse(text, budget, file);
@@ -186,10 +186,9 @@ export function readSopsYaml(text: string, file: string, budget: YamlBudget): So
     const doc = root.kind === 'alias' ? root.target : root;
     if (doc?.kind === 'seq') fail('a YAML document that is a sequence (sops reads mappings only)', at(r, root));
     if (doc?.kind === 'scalar') {
-      if (scalarV3(doc, at(r, doc)).t === 'null') {
-        branches.push({ t: 'map', items: [] });
-        continue;
-      }
+      // a document without content (a trailing `---`): sops prints it as `{}`, which kubectl
+      // would refuse; left out, as kubectl leaves the empty document of the plaintext out
+      if (scalarV3(doc, at(r, doc)).t === 'null') continue;
       fail('a YAML document that is a single value (sops reads mappings only)', at(r, root));
     }
     branches.push(yamlMap(doc as Extract<YNode, { kind: 'map' }>, r, 0, branches.length === 0));
