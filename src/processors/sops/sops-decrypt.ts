@@ -88,19 +88,10 @@ export function hasSopsMetadata(branch: SopsMap): boolean {
 
 function weakString(v: SopsValue | undefined, field: string, subject: string): string {
   if (v === undefined || v.t === 'null') return '';
-  switch (v.t) {
-    case 'str':
-    case 'time':
-      return v.v;
-    case 'int':
-      return v.v.toString();
-    case 'float':
-      return formatGoFloatF(v.v);
-    case 'bool':
-      return v.v ? '1' : '0';
-    default:
-      fail(`sops.${field} is a ${v.t === 'map' ? 'map' : 'list'}, not a string`, subject);
-  }
+  if (v.t === 'map' || v.t === 'list') fail(`sops.${field} is a ${v.t === 'map' ? 'map' : 'list'}, not a string`, subject);
+  // mapstructure prints a bool as 1 or 0; every other scalar as Go prints it
+  if (v.t === 'bool') return v.v ? '1' : '0';
+  return macBytes(v);
 }
 
 function weakBool(v: SopsValue | undefined, field: string, subject: string): boolean {

@@ -18,6 +18,7 @@ import { checkBudget, checkBudgetBeforeParse } from '../yaml/budget.ts';
 import { yamlPackageTree } from '../yaml/document-reader.ts';
 import { MAX_DEPTH, type YNode, type YScalar } from '../yaml/node-tree.ts';
 import { parseGoIntBase0 } from '../yaml/scalars.ts';
+import { lineIndex } from '../yaml/walk.ts';
 import { ProcessCode, processError } from '../errors.ts';
 import { parseYamlV3Timestamp, formatRFC3339Nano } from './go-format.ts';
 
@@ -154,22 +155,6 @@ function yamlMap(node: Extract<YNode, { kind: 'map' }>, r: YamlRead, depth: numb
     items.push([key.v, yamlValue(v, r, depth + 1, unique)]);
   }
   return { t: 'map', items };
-}
-
-/** 1-based line of an offset */
-function lineIndex(text: string): (pos: number) => number {
-  let breaks: number[] | undefined;
-  return (pos) => {
-    breaks ??= [...text.matchAll(/\n/g)].map((m) => m.index);
-    let lo = 0;
-    let hi = breaks.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((breaks[mid] as number) < pos) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo + 1;
-  };
 }
 
 /**
