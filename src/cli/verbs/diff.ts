@@ -51,7 +51,9 @@ refusing an object, an unsafe CRD change (then the controller would change nothi
 summary goes to stderr. Before the diffs, stderr lists the revision number, the apply phases of
 the new content (each applied once the ones before it are ready) and the Helm hooks the change
 would run (pre/post install, or upgrade when the BundleDeployment is installed), in the order the
-controller runs them.
+controller runs them. With spec.decryption, the SOPS-encrypted files are decrypted with the keys of
+its Secret (read with your credentials), and every Secret's values print as *** (*** (before) /
+*** (after) where they change, as kubectl diff masks them) and other decrypted strings as <redacted>.
 
   -f, --file <file>        the BundleDeployment (required)
   --dir <dir>              render this local tree instead of fetching the sources
