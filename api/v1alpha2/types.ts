@@ -262,6 +262,18 @@ export interface DependencyRef {
   readyExpr?: string;
 }
 
+/** the suffix of the Secret entries spec.decryption reads age identities from (Flux's) */
+export const AGE_KEY_SUFFIX = '.agekey';
+
+/**
+ * SOPS decryption of the bundle's encrypted files before they are rendered (Flux's
+ * spec.decryption, age keys only): the identities are every `*.agekey` entry of the Secret.
+ */
+export interface Decryption {
+  provider: 'sops';
+  secretRef: SecretRef;
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   /** BundleDeployments that must be ready before a new revision of this one is applied */
@@ -288,6 +300,8 @@ export interface BundleDeploymentSpec {
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;
   serviceAccount?: { name: string };
+  /** SOPS-encrypted files decrypted with the age keys of a Secret (src/processors/sops) */
+  decryption?: Decryption;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
 }

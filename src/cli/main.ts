@@ -73,9 +73,12 @@ commands:
                                    instead of the assumed or the cluster's, as helm template's
              --api-versions        group/versions served besides the built-in or the cluster's
                                    (.Capabilities.APIVersions), as helm template's
-             -n, --namespace       the controller's namespace, where config.helm.valuesFrom is
-                                   read (with your credentials) when the BundleDeployment has no
-                                   serviceAccount (default $HOIST_NAMESPACE or hoist-system)
+             -n, --namespace       the controller's namespace, where config.helm.valuesFrom and
+                                   the spec.decryption Secret are read (with your credentials)
+                                   when the BundleDeployment has no serviceAccount (default
+                                   $HOIST_NAMESPACE or hoist-system)
+             with spec.decryption (needs --kubeconfig), Secrets' values print as *** and other
+             decrypted strings as <redacted>
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
              --kwok                no real node (containerd + kubelet): every pod on kwok's fake node

@@ -14,6 +14,8 @@ export const ReconcileCode = {
   CaNotFound: 'ca-not-found',
   ConfigMapForbidden: 'configmap-forbidden',
   ConfigMapNotFound: 'configmap-not-found',
+  /** spec.decryption's Secret holds no age identity, or an entry that is not one */
+  DecryptionKeysInvalid: 'decryption-keys-invalid',
   DeleteFailed: 'delete-failed',
   HookFailed: 'hook-failed',
   Internal: 'internal',

@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { ANNOTATION_REVISION } from '../../../api/v1alpha2/types.ts';
 import type { RevisionPreview } from '../../apply/preview.ts';
 import type { KubeObject } from '../../kube/types.ts';
+import { redactForDisplay } from '../redact-objects.ts';
 
 export type DiffAction =
   /** the object does not exist: it would be created */
@@ -53,18 +54,24 @@ export function clean(obj: KubeObject | undefined): string {
   return stringify(o, { lineWidth: 0, sortMapEntries: true });
 }
 
-/** the preview's objects and prune decisions as diff entries, in the preview's order */
-export function diffEntries(preview: RevisionPreview): DiffEntry[] {
+/**
+ * the preview's objects and prune decisions as diff entries, in the preview's order; `sensitive`
+ * (spec.decryption: the decrypted values) blanks Secrets' values and decrypted strings on both
+ * sides (redact-objects.ts)
+ */
+export function diffEntries(preview: RevisionPreview, sensitive?: readonly string[]): DiffEntry[] {
+  const show = (obj: KubeObject | undefined, other: KubeObject | undefined, side: 'before' | 'after'): string =>
+    clean(obj && sensitive ? redactForDisplay(obj, sensitive, other, side) : obj);
   const entries: DiffEntry[] = preview.objects.map((o): DiffEntry => {
-    const live = clean(o.live);
+    const live = show(o.live, 'after' in o ? o.after : undefined, 'before');
     const base = { id: o.id, subject: o.subject, live };
     switch (o.kind) {
       case 'refused':
         return { ...base, action: 'refuse', merged: live, note: o.why };
       case 'unplaced':
-        return { ...base, action: 'create', merged: clean(o.after), note: 'not dry-run: its namespace or kind is created by this revision' };
+        return { ...base, action: 'create', merged: show(o.after, o.live, 'after'), note: 'not dry-run: its namespace or kind is created by this revision' };
       default: {
-        const merged = clean(o.after);
+        const merged = show(o.after, o.live, 'after');
         const action = o.kind === 'create' ? 'create' : o.kind === 'recreate' || live !== merged ? 'configure' : 'unchanged';
         const notes = [
           ...(o.kind === 'recreate' ? ['deleted and re-created: an immutable field changes'] : []),
@@ -75,7 +82,7 @@ export function diffEntries(preview: RevisionPreview): DiffEntry[] {
     }
   });
   for (const p of preview.prune) {
-    const live = clean(p.live);
+    const live = show(p.live, undefined, 'before');
     if (p.action === 'delete') entries.push({ id: p.id, subject: p.subject, action: 'prune', live, merged: '' });
     else if (p.action === 'skipped' || p.action === 'orphaned')
       entries.push({ id: p.id, subject: p.subject, action: 'orphan', live, merged: live, note: `left the bundle; ${p.message ?? 'kept'}` });

@@ -275,6 +275,11 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
   });
 
+  it('keeps decryption as written', async () => {
+    const bd = await create('decryption', { format: 'kustomize', sources: [httpSource], decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } });
+    expect(bd.spec.decryption).toEqual({ provider: 'sops', secretRef: { name: 'sops-age' } });
+  });
+
   it('keeps config.kustomize as written', async () => {
     const kustomize = {
       path: 'overlays/prod',
@@ -667,6 +672,17 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.installNamespace: Required value: installNamespace is required when format is helm'],
     ],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
+    [
+      'decryption with registry-v1',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } },
+      ['spec.decryption: Forbidden: decryption is not supported with format registry-v1'],
+    ],
+    [
+      'decryption by another provider',
+      { ...plain, decryption: { provider: 'vault', secretRef: { name: 'k' } } },
+      ['spec.decryption.provider: Unsupported value: "vault"'],
+    ],
+    ['decryption without a secretRef', { ...plain, decryption: { provider: 'sops' } }, ['spec.decryption.secretRef: Required value']],
     ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
     [
       'serviceAccount without installNamespace',

@@ -147,6 +147,7 @@ describe('bundleDeploymentCRD', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
+      decryption: { provider: 'sops', secretRef: { name: 'sops-age' } },
       deleteCRDsOnUninstall: false,
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
