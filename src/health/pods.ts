@@ -117,9 +117,15 @@ export function workloadFailure(pods: readonly KubeObject[], since: number, now:
     if (Number.isNaN(created) || created < since || pod.metadata.deletionTimestamp) continue;
     const v = verdictAt(readinessOf(pod, now), now);
     const status = (pod.status ?? {}) as PodStatus;
-    if (v.reason === 'ContainerCrashLooping') {
-      const restarts = Math.max(0, ...[...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].map((c) => c.restartCount ?? 0));
-      if (restarts >= CRASHLOOP_RESTARTS) return { failure: { message: podProblem(pod) ?? v.message ?? 'crash-looping' } };
+    const containers = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
+    const restarts = Math.max(0, ...containers.map((c) => c.restartCount ?? 0));
+    // kstatus sees a crash loop only while the kubelet backs off (waiting CrashLoopBackOff); in
+    // between it shows the exit itself, or the container running again: the restarts tell
+    const looping =
+      v.reason === 'ContainerCrashLooping' ||
+      containers.some((c) => (c.restartCount ?? 0) > 0 && c.state?.terminated && (c.state.terminated.exitCode ?? 0) !== 0);
+    if (looping && restarts >= CRASHLOOP_RESTARTS) return { failure: { message: podProblem(pod) ?? v.message ?? 'crash-looping' } };
+    if (looping || (restarts > 0 && v.readiness !== 'Ready')) {
       later(now + 10_000);
     } else if (v.reason === 'PodUnschedulable' || v.reason === 'PodNotScheduled') {
       const c = status.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False') as { lastTransitionTime?: string } | undefined;

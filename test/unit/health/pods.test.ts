@@ -124,6 +124,24 @@ describe('workloadFailure: kstatus Pod rule with a grace for workloads', () => {
       { failure: { message: 'pod web-1: container web is CrashLoopBackOff (restarted 3 times; last exit code 1 (Error))' } },
     ],
     ['a crash-looping pod of the previous revision says nothing of this one', [looping(9, -60)], 80, {}],
+    [
+      'three restarts, seen between two back-offs (the exit itself): failed',
+      [
+        live('web-5', 1, {
+          phase: 'Running',
+          conditions: [notReady],
+          containerStatuses: [{ name: 'web', restartCount: 3, state: { terminated: { exitCode: 1, reason: 'Error' } } }],
+        }),
+      ],
+      80,
+      { failure: { message: 'pod web-5: container web is crash-looping (restarted 3 times; last exit code 1 (Error))' } },
+    ],
+    [
+      'restarted and running again, not ready: look again',
+      [live('web-6', 1, { phase: 'Running', conditions: [notReady], containerStatuses: [{ name: 'web', restartCount: 2, state: { running: {} } }] })],
+      40,
+      { recheckAt: applied + 50_000 },
+    ],
     ['unschedulable within its grace: look again when it ends', [unschedulable(2)], 30, { recheckAt: applied + 62_000 }],
     [
       'unschedulable past its grace: failed',
