@@ -136,6 +136,7 @@ describe('bundleDeploymentCRD', () => {
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Orphan',
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
       observedGeneration: 1,
@@ -180,6 +181,7 @@ describe('bundleDeploymentCRD', () => {
         },
       ],
       skippedOptional: ['x'],
+      keptObjects: [{ id: 'ns_n__PersistentVolumeClaim', v: 'v1', policy: 'helm.sh/resource-policy: keep', revision: 1 }],
       lastHandledRequest: 'r',
     } satisfies Required<BundleDeploymentStatus>;
 
