@@ -46,8 +46,8 @@ export type ObjectPreview = {
       /** what the apply would do, and the object after it (the dry-run's answer, takeovers applied) */
       kind: 'create' | 'update' | 'recreate';
       after: KubeObject;
-      /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage) */
-      takeOver?: 'adopt' | 'steal' | 'handover';
+      /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage), reclaim (kept by this lineage, retention.ts) */
+      takeOver?: 'adopt' | 'steal' | 'handover' | 'reclaim';
       /** "manager: field" of hand edits (interactive managers' fields) the apply takes over and so reverts */
       reverts?: string[];
     }
@@ -73,7 +73,7 @@ export interface RevisionPreview {
    * make, collision protection's refusals, unsafe CRD changes, objects the API server refuses
    */
   refusal?: string;
-  /** objects of the revisions it replaces that a successful apply deletes, keeps, or leaves */
+  /** objects of the revisions it replaces that a successful apply deletes, keeps (a retention policy: let go of), or leaves */
   prune: PruneDecision[];
   /** optional objects whose kind is not served: skipped */
   skippedOptional: string[];
@@ -184,7 +184,14 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
   const d = p.decision;
   if (d.action === 'refuse') return { ...base, kind: 'refused', why: `owned by ${d.owner}: ${d.why}` };
   const body = d.action === 'create' && p.ignored ? p.ignored.full : p.obj;
-  const takeOver = d.action === 'adopt' || d.action === 'steal' ? d.action : d.action === 'update' && d.handover ? 'handover' : undefined;
+  const takeOver =
+    d.action === 'adopt' || d.action === 'steal'
+      ? d.action
+      : d.action === 'update' && d.reclaim
+        ? 'reclaim'
+        : d.action === 'update' && d.handover
+          ? 'handover'
+          : undefined;
   let after: KubeObject;
   try {
     after = await actor.apply(body, { fieldManager: manager, force: true, dryRun: true });

@@ -79,7 +79,10 @@ export async function planPrune(
       const live = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal: opts.signal });
       if (!live) return { ...base, action: 'unchanged', message: 'already gone' };
       const labels = live.metadata.labels ?? {};
-      if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage) {
+      const policy = opts.orphan ? ORPHAN_POLICY : retentionOf(obj, live);
+      // let go of by an earlier call that then failed part-way (the lineage's label, no owner): kept, nothing left to write
+      const released = policy !== undefined && labels[LABEL_OWNER_NAME] === undefined && labels[LABEL_LINEAGE] === owner.lineage;
+      if (!released && (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage)) {
         return { ...base, live, action: 'skipped', message: `owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}` };
       }
       const written = opts.writtenUid?.(obj);
@@ -93,7 +96,6 @@ export async function planPrune(
         };
       }
       // before the CRD and Namespace rules: a kept object is let go of, whatever its kind
-      const policy = opts.orphan ? ORPHAN_POLICY : retentionOf(obj, live);
       if (policy) return { ...base, live, action: 'release', policy, message: `kept: ${policy}; left in place, no longer managed` };
       if (isCRD(obj) && keepCRDs) return { ...base, live, action: 'orphaned', message: 'CRDs are kept' };
       if (isNamespace(obj)) {
@@ -171,29 +173,29 @@ const RELEASE_ATTEMPTS = 3;
  * the resourceVersion read: when the object changed since (409), it is read and decided again —
  * gone, or no longer this BundleDeployment's, it is left as it is.
  */
-async function release(
-  client: KubeClient,
-  owner: { name: string; lineage: string },
-  d: PruneDecision,
-  opts: PruneOptions,
-): Promise<ObjectResult> {
+async function release(client: KubeClient, owner: { name: string; lineage: string }, d: PruneDecision, opts: PruneOptions): Promise<ObjectResult> {
   const { id, subject, obj, policy } = d;
   const kept = { id, subject, action: 'kept' as const, policy: policy!, message: d.message! };
   let live = d.live!;
   for (let attempt = 1; ; attempt++) {
+    const patch = releasePatch(live, fieldManagerFor(owner.lineage));
+    // only the resourceVersion condition: nothing of Hoist's is left on it
+    if (patch.length === 1) return kept;
     try {
-      await client.patch(obj, obj.metadata.name, obj.metadata.namespace, releasePatch(live, fieldManagerFor(owner.lineage)), 'json', { signal: opts.signal });
+      await client.patch(obj, obj.metadata.name, obj.metadata.namespace, patch, 'json', { signal: opts.signal });
       opts.log.info({ object: subject, policy }, 'kept: left in place, no longer managed');
       return kept;
     } catch (e) {
       if (isNotFound(e)) return { id, subject, action: 'unchanged', message: 'already gone' };
-      if (!isConflict(e) || attempt >= RELEASE_ATTEMPTS) return { id, subject, action: 'failed', message: `letting go of it failed: ${e instanceof Error ? e.message : String(e)}` };
+      if (!isConflict(e) || attempt >= RELEASE_ATTEMPTS)
+        return { id, subject, action: 'failed', message: `letting go of it failed: ${e instanceof Error ? e.message : String(e)}` };
     }
     const again = await client.get(obj, obj.metadata.name, obj.metadata.namespace, { signal: opts.signal }).catch((e: unknown) => e as Error);
     if (again instanceof Error) return { id, subject, action: 'failed', message: `letting go of it failed: ${again.message}` };
     if (!again) return { id, subject, action: 'unchanged', message: 'already gone' };
     const labels = again.metadata.labels ?? {};
-    if (labels[LABEL_OWNER_NAME] !== owner.name || labels[LABEL_LINEAGE] !== owner.lineage || again.metadata.uid !== live.metadata.uid) {
+    const owned = labels[LABEL_OWNER_NAME] === undefined || labels[LABEL_OWNER_NAME] === owner.name;
+    if (!owned || labels[LABEL_LINEAGE] !== owner.lineage || again.metadata.uid !== live.metadata.uid) {
       return { id, subject, action: 'skipped', message: `changed hands since it was read (owned by ${labels[LABEL_OWNER_NAME] ?? 'nobody'}): left as it is` };
     }
     live = again;

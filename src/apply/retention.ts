@@ -71,13 +71,11 @@ export function releasePatch(live: KubeObject, manager: string): JsonPatchOp[] {
   return ops;
 }
 
-/** `live` as releasePatch leaves it (for `hoist diff`) */
-export function released(live: KubeObject, manager: string): KubeObject {
+/** `live` as releasePatch leaves it, but for managedFields (for `hoist diff`, which shows none) */
+export function released(live: KubeObject): KubeObject {
   const out = structuredClone(live);
   const { labels, annotations } = out.metadata;
   if (labels) delete labels[LABEL_OWNER_NAME];
   if (annotations) delete annotations[ANNOTATION_REVISION];
-  const entries = (out.metadata.managedFields ?? []) as ManagedFieldsEntry[];
-  if (out.metadata.managedFields) out.metadata.managedFields = entries.filter((e) => !(e.manager === manager && e.operation === 'Apply' && !e.subresource));
   return out;
 }
