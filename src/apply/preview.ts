@@ -33,6 +33,7 @@ import {
   type Planned,
 } from './plan.ts';
 import { planPrune, staleObjects, type PruneDecision } from './prune.ts';
+import { KEPT_MANAGER } from './retention.ts';
 import type { RevisionStore } from './revision-store.ts';
 import { ApplyCode } from './errors.ts';
 
@@ -106,7 +107,8 @@ export async function previewRevision(
   const spec = withDefaults(bd.spec);
   const status = installed?.status;
   const concurrency = deps.concurrency ?? 8;
-  const overrideManagers = new Set(deps.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+  // as the applier: the fields of a kept object (retention.ts) too
+  const overrideManagers = new Set([...(deps.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS), KEPT_MANAGER]);
   const { managed, hooks } = splitHooks(rendered.objects);
   const revision = revisionNumberFor(rendered.contentDigest, installed ? await deps.revisions.list(name) : [], status);
   const isNew = status?.activeRevision?.contentDigest !== rendered.contentDigest;
@@ -222,5 +224,7 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
   }
   // fields nobody applies any more keep the values they have (the applier gives them up first)
   if (p.ignored && p.live) after = withValuesOf(after, p.live, p.ignored.pointers);
+  // a kept object's fields taken back are no hand edits
+  reverts = reverts.filter((f) => !f.startsWith(`${KEPT_MANAGER}: `));
   return { ...base, kind: d.action === 'create' ? 'create' : 'update', after, ...(takeOver ? { takeOver } : {}), ...(reverts.length ? { reverts } : {}) };
 }

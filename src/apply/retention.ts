@@ -16,14 +16,24 @@
  * while its upgrade deletes it; Hoist deletes it at both, as the documented policy says.
  *
  * A kept object is let go of (`releasePatch`): Hoist's owner label and revision annotation are
- * removed and its own field manager's entry dropped, so no prune or uninstall of any
- * BundleDeployment deletes it and no managed-object watch reports it; the lineage label stays, so
- * the lineage's next revision that holds it takes it back (collision.ts), as Helm's next install
- * of the release adopts what it kept.
+ * removed, so no prune or uninstall of any BundleDeployment deletes it and no managed-object watch
+ * reports it, and the fields Hoist's field manager owned are handed to the manager KEPT_MANAGER,
+ * so the object's content stays owned (an apply by the lineage's manager that finds the object
+ * shares those fields instead of becoming their only owner, which would let an empty apply of
+ * that manager remove them, install-namespace.ts handBack). The lineage label stays, so the
+ * lineage's next revision that holds the object takes it back (collision.ts) and its apply folds
+ * KEPT_MANAGER's fields into its own (applier.ts), as Helm's next install of the release adopts
+ * what it kept.
  */
 import { ANNOTATION_PRUNE, ANNOTATION_REVISION, LABEL_OWNER_NAME } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import type { ManagedFieldsEntry } from './field-managers.ts';
+import { mergeFields, type ManagedFieldsEntry } from './field-managers.ts';
+
+/**
+ * The field manager of the fields of objects Hoist kept: no lineage's (those are `hoist-<lineage>`),
+ * and every apply of Hoist takes its fields over (applier.ts), as it does the interactive managers'.
+ */
+export const KEPT_MANAGER = 'kept-by-hoist';
 
 /** Helm's resource policy annotation (helm.sh/helm pkg/kube/resource_policy.go ResourcePolicyAnno) */
 export const ANNOTATION_HELM_RESOURCE_POLICY = 'helm.sh/resource-policy';
@@ -54,20 +64,25 @@ const pointer = (...keys: string[]): string => keys.map((k) => `/${k.replace(/~/
 
 /**
  * The JSON patch that lets go of `live` (read just before): Hoist's owner label and revision
- * annotation removed, the Apply entry of `manager` (the lineage's field manager) dropped from its
- * managedFields — nothing else: the fields keep their values (an empty apply by that manager
- * would remove the fields only Hoist owns, i.e. the object's content). The patch sets
- * `resourceVersion` to the one read, so the API server refuses it (409) if the object changed
- * since, or is another object of that name. The managedFields list becomes `[{}]` when nothing
- * else is left in it: an empty list would leave it as it is (the API server's rule).
+ * annotation removed, and the Apply entry of `manager` (the lineage's field manager) handed to
+ * KEPT_MANAGER (an Update entry; merged with one it already has) — nothing else: the fields keep
+ * their values and an owner. The patch sets `resourceVersion` to the one read, so the API server
+ * refuses it (409) if the object changed since, or is another object of that name.
  */
 export function releasePatch(live: KubeObject, manager: string): JsonPatchOp[] {
   const ops: JsonPatchOp[] = [{ op: 'replace', path: '/metadata/resourceVersion', value: live.metadata.resourceVersion }];
   if (live.metadata.labels?.[LABEL_OWNER_NAME] !== undefined) ops.push({ op: 'remove', path: pointer('metadata', 'labels', LABEL_OWNER_NAME) });
   if (live.metadata.annotations?.[ANNOTATION_REVISION] !== undefined) ops.push({ op: 'remove', path: pointer('metadata', 'annotations', ANNOTATION_REVISION) });
   const entries = (live.metadata.managedFields ?? []) as ManagedFieldsEntry[];
-  const rest = entries.filter((e) => !(e.manager === manager && e.operation === 'Apply' && !e.subresource));
-  if (rest.length < entries.length) ops.push({ op: 'replace', path: '/metadata/managedFields', value: rest.length > 0 ? rest : [{}] });
+  const ours = (e: ManagedFieldsEntry) => e.manager === manager && e.operation === 'Apply' && !e.subresource;
+  const mine = entries.find(ours);
+  if (mine) {
+    const kept = (e: ManagedFieldsEntry) => e.manager === KEPT_MANAGER && !e.subresource;
+    const fields = entries.filter(kept).reduce((acc, e) => mergeFields(acc, e.fieldsV1 ?? {}), {} as Record<string, unknown>);
+    const handed: ManagedFieldsEntry = { ...mine, manager: KEPT_MANAGER, operation: 'Update', fieldsV1: mergeFields(fields, mine.fieldsV1 ?? {}) };
+    const rest = entries.filter((e) => !ours(e) && !kept(e));
+    ops.push({ op: 'replace', path: '/metadata/managedFields', value: [handed, ...rest] });
+  }
   return ops;
 }
 

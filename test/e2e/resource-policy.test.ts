@@ -26,13 +26,14 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { API_VERSION, KIND, LABEL_LINEAGE, LABEL_OWNER_NAME, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
+import { KEPT_MANAGER } from '../../src/apply/retention.ts';
 import { diff } from '../../src/cli/verbs/diff.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject, TypeRef } from '../../src/kube/types.ts';
 import { runVerb } from '../support/cli-verb.ts';
 import { cond, isDone, TEST_LABEL } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
-import { CM, configMap, deleteBundleDeployment, serveBundle } from '../support/e2e-bundles.ts';
+import { CM, configMap, deleteBundleDeployment, kubectl, serveBundle } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { readTree, servePinned } from '../support/upgrade-fixtures.ts';
 import { sleep, waitUntil } from '../support/wait.ts';
@@ -140,16 +141,17 @@ async function eventsOf(uid: string, reason: string, count = 1): Promise<string[
   return found;
 }
 
-/** Hoist no longer owns it: no owner label, no field manager of Hoist's; the lineage label stays (the lineage may take it back) */
+/**
+ * Hoist no longer owns it: no owner label or revision annotation, no entry of the lineage's field
+ * manager (its fields are KEPT_MANAGER's); the lineage label stays (the lineage may take it back)
+ */
 function expectLetGo(o: KubeObject | undefined, lineage: string, what: string): void {
   expect(o, `${what} is there`).toBeDefined();
   expect(o!.metadata.labels?.[LABEL_OWNER_NAME], `${what}: owner label`).toBeUndefined();
   expect(o!.metadata.labels?.[LABEL_LINEAGE], `${what}: lineage label`).toBe(lineage);
   expect(o!.metadata.annotations?.['core.rukpak.io/revision'], `${what}: revision annotation`).toBeUndefined();
-  expect(
-    managers(o!).filter((m) => m?.startsWith('hoist-')),
-    `${what}: Hoist's field manager`,
-  ).toEqual([]);
+  expect(managers(o!), `${what}: field managers`).not.toContain(`hoist-${lineage}`);
+  expect(managers(o!), `${what}: field managers`).toContain(KEPT_MANAGER);
 }
 
 describe('helm.sh/resource-policy: keep, compared with the real helm', () => {
@@ -253,7 +255,8 @@ describe('helm.sh/resource-policy: keep, compared with the real helm', () => {
     expect(afterUninstall.hoist.get('ConfigMap/keep-state')!.data).toEqual({ state: 'v1' });
     for (const [k, o] of afterUninstall.hoist) expectLetGo(o, bd, k);
     const [uninstalled] = await eventsOf(created.metadata.uid!, 'Kept', 2).then((m) => m.filter((x) => x.startsWith('uninstall')));
-    expect(uninstalled).toMatch(/^uninstall of revision 3: 2 object\(s\) kept by their retention policy, left in place and no longer managed: /);
+    // step 3 asked for revision 1's content again: it is revision 1 again (same content, same number)
+    expect(uninstalled).toMatch(/^uninstall of revision 1: 2 object\(s\) kept by their retention policy, left in place and no longer managed: /);
     expect(uninstalled).toContain(`v1 PersistentVolumeClaim ${nsHoist}/keep-data (helm.sh/resource-policy: keep)`);
     expect(uninstalled).toContain(`v1 ConfigMap ${nsHoist}/keep-state (helm.sh/resource-policy: keep)`);
 
@@ -267,7 +270,12 @@ describe('helm.sh/resource-policy: keep, compared with the real helm', () => {
       expect(uids(again.hoist).get(k), k).toBe(uids(installed.hoist).get(k));
       expect(uids(again.real).get(k), k).toBe(uids(installed.real).get(k));
       expect(again.hoist.get(k)!.metadata.labels?.[LABEL_OWNER_NAME], k).toBe(bd);
+      // its fields are the lineage's manager's again
+      expect(managers(again.hoist.get(k)!), k).toContain(`hoist-${bd}`);
+      expect(managers(again.hoist.get(k)!), k).not.toContain(KEPT_MANAGER);
     }
+    expect((again.hoist.get('PersistentVolumeClaim/keep-data')!.spec as { volumeName: string }).volumeName).toBe(volume);
+    expect(again.hoist.get('ConfigMap/keep-state')!.data).toEqual({ state: 'v1' });
     await deleteBundleDeployment(t.client, bd, 60_000);
     await helm(home, nsHelm, ['uninstall', RELEASE]);
   }, 420_000);
@@ -321,6 +329,37 @@ describe('core.rukpak.io/prune: disabled and the keep annotation on a plain bund
     expect(await eventsOf(created.metadata.uid!, 'Kept', 2)).toContain(
       `uninstall of revision 2: 1 object(s) kept by their retention policy, left in place and no longer managed: v1 ConfigMap ${ns}/stays (core.rukpak.io/prune: disabled)`,
     );
+
+    // another tool annotates the kept object (a field manager of its own, not an interactive one);
+    // installed again, the lineage takes it back in place, leaves the tool's field, and no version
+    // of it on the way lacks its content
+    await kubectl(['annotate', 'configmap', 'stays', '-n', ns, 'hoist.test/touched=yes', '--field-manager', 'ops-tool']);
+    const start = (await t.client.get(CM, 'stays', ns))!;
+    const versions: Array<{ rv: string; data: unknown; owner?: string }> = [];
+    const stop = new AbortController();
+    const watching = (async () => {
+      const events = t.client.watch(CM, {
+        namespace: ns,
+        fieldSelector: 'metadata.name=stays',
+        resourceVersion: start.metadata.resourceVersion!,
+        signal: stop.signal,
+      });
+      for await (const e of events) {
+        if (e.type === 'MODIFIED')
+          versions.push({ rv: e.object.metadata.resourceVersion!, data: e.object.data, owner: e.object.metadata.labels?.[LABEL_OWNER_NAME] });
+      }
+    })().catch(() => undefined);
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/keep-plain-v2.tgz', [v1[3]!, v1[4]!])] });
+    await t.waitFor(bd, isDone, 'installed again', 90_000);
+    const taken = (await t.client.get(CM, 'stays', ns))!;
+    await waitUntil('the watch delivered the last version', () => versions.at(-1)?.rv === taken.metadata.resourceVersion, 30_000);
+    stop.abort();
+    await watching;
+    expect(taken.metadata.uid).toBe(before.get('stays'));
+    expect(taken.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bd);
+    expect(taken.metadata.annotations?.['hoist.test/touched']).toBe('yes');
+    expect(versions.map((v) => v.data)).toEqual(versions.map(() => ({ name: 'stays' })));
+    await deleteBundleDeployment(t.client, bd, 60_000);
   }, 240_000);
 });
 

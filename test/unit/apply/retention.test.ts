@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_PRUNE, ANNOTATION_REVISION, LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../../api/v1alpha2/types.ts';
-import { ANNOTATION_HELM_RESOURCE_POLICY as POLICY, releasePatch, released, retentionOf } from '../../../src/apply/retention.ts';
+import { ANNOTATION_HELM_RESOURCE_POLICY as POLICY, KEPT_MANAGER, releasePatch, released, retentionOf } from '../../../src/apply/retention.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
 const KEEP = 'helm.sh/resource-policy: keep';
@@ -93,22 +93,36 @@ const dropOwner = { op: 'remove', path: '/metadata/labels/core.rukpak.io~1owner-
 const dropRevision = { op: 'remove', path: '/metadata/annotations/core.rukpak.io~1revision' };
 
 describe('releasePatch: letting go of a kept object', () => {
+  const handed = (fieldsV1: Record<string, unknown>) => ({ ...hoistApply, manager: KEPT_MANAGER, operation: 'Update', fieldsV1 });
   it.each([
     [
-      'only Hoist manages it: the owner label and revision annotation go, managedFields reset ([{}]: an empty list would be ignored)',
+      'only Hoist manages it: the owner label and revision annotation go, its fields are handed to KEPT_MANAGER',
       live(ours, { [ANNOTATION_REVISION]: '3', [POLICY]: 'keep' }, [hoistApply]),
-      [rv, dropOwner, dropRevision, { op: 'replace', path: '/metadata/managedFields', value: [{}] }],
+      [rv, dropOwner, dropRevision, { op: 'replace', path: '/metadata/managedFields', value: [handed({ 'f:data': {} })] }],
     ],
     [
       'a controller owns fields too (a bound PVC): its entry stays, and the status entry and Hoist’s Update entries too',
       live(ours, { [ANNOTATION_REVISION]: '3' }, [hoistApply, binder, status, hoistUpdate]),
-      [rv, dropOwner, dropRevision, { op: 'replace', path: '/metadata/managedFields', value: [binder, status, hoistUpdate] }],
+      [rv, dropOwner, dropRevision, { op: 'replace', path: '/metadata/managedFields', value: [handed({ 'f:data': {} }), binder, status, hoistUpdate] }],
+    ],
+    [
+      'kept before (taken back, kept again): one KEPT_MANAGER entry with both field sets',
+      live(ours, {}, [hoistApply, { ...handed({ 'f:binaryData': {} }), apiVersion: 'v1' }]),
+      [rv, dropOwner, { op: 'replace', path: '/metadata/managedFields', value: [handed({ 'f:binaryData': {}, 'f:data': {} })] }],
     ],
     ['no field manager entry of Hoist’s: managedFields untouched', live(ours, { [ANNOTATION_REVISION]: '3' }, [binder]), [rv, dropOwner, dropRevision]],
     ['another lineage’s manager is not Hoist’s entry for this one', live(ours, {}, [{ ...hoistApply, manager: 'hoist-other' }]), [rv, dropOwner]],
-    ['already let go of: nothing but the resourceVersion condition', live({ [LABEL_LINEAGE]: 'web' }, { [POLICY]: 'keep' }, [binder]), [rv]],
+    [
+      'already let go of: nothing but the resourceVersion condition',
+      live({ [LABEL_LINEAGE]: 'web' }, { [POLICY]: 'keep' }, [handed({ 'f:data': {} }), binder]),
+      [rv],
+    ],
   ])('%s', (_what, object, expected) => {
     expect(releasePatch(object, MANAGER)).toEqual(expected);
+  });
+
+  it('KEPT_MANAGER is no lineage’s field manager', () => {
+    expect(KEPT_MANAGER.startsWith('hoist-')).toBe(false);
   });
 
   it('the lineage label, the policy annotation and the content stay', () => {
