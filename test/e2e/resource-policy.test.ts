@@ -291,7 +291,16 @@ describe('core.rukpak.io/prune: disabled and the keep annotation on a plain bund
       o.metadata.annotations = annotations;
       return o;
     };
+    // a Namespace of the bundle holding a kept object: it leaves with it, and stays for it
+    const extra = `${ns}-extra`;
+    cleanup(() => t.client.delete(NS, extra, undefined));
+    const precious = {
+      ...annotated('precious', { 'core.rukpak.io/prune': 'disabled' }),
+      metadata: { name: 'precious', namespace: extra, annotations: { 'core.rukpak.io/prune': 'disabled' } },
+    };
     const v1 = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: extra } } as KubeObject,
+      precious,
       annotated('pinned', { 'core.rukpak.io/prune': 'disabled' }),
       annotated('kept', { 'helm.sh/resource-policy': ' Keep' }),
       configMap('gone', { name: 'gone' }),
@@ -300,9 +309,11 @@ describe('core.rukpak.io/prune: disabled and the keep annotation on a plain bund
     ];
     const created = await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/keep-plain-v1.tgz', v1)] });
     await t.waitFor(bd, isDone, 'installed', 90_000);
-    const before = new Map(await Promise.all(v1.map(async (o) => [o.metadata.name, (await t.client.get(CM, o.metadata.name, ns))!.metadata.uid!] as const)));
+    const cms = v1.filter((o) => o.kind === 'ConfigMap' && o.metadata.name !== 'precious');
+    const before = new Map(await Promise.all(cms.map(async (o) => [o.metadata.name, (await t.client.get(CM, o.metadata.name, ns))!.metadata.uid!] as const)));
+    const v2 = cms.filter((o) => o.metadata.name === 'stays' || o.metadata.name === 'normal');
 
-    const generation = await t.patchSpec(bd, { sources: [await serveBundle(files, '/keep-plain-v2.tgz', [v1[3]!, v1[4]!])] });
+    const generation = await t.patchSpec(bd, { sources: [await serveBundle(files, '/keep-plain-v2.tgz', v2)] });
     const upgraded = await t.waitFor(
       bd,
       (b) => isDone(b) && (b.status?.observedGeneration ?? 0) >= generation && b.status?.activeRevision?.number === 2,
@@ -316,7 +327,11 @@ describe('core.rukpak.io/prune: disabled and the keep annotation on a plain bund
       expect(o!.metadata.uid).toBe(before.get(name));
       expect(o!.data).toEqual({ name });
     }
+    expectLetGo(await t.client.get(CM, 'precious', extra), bd, 'precious');
+    const kept = await t.client.get(NS, extra, undefined);
+    expect(kept?.metadata.deletionTimestamp, 'the namespace holding a kept object is not deleted').toBeUndefined();
     expect(upgraded.status?.keptObjects?.map((e) => [e.id, e.policy, e.revision])).toEqual([
+      [`${extra}_precious__ConfigMap`, 'core.rukpak.io/prune: disabled', 2],
       [`${ns}_pinned__ConfigMap`, 'core.rukpak.io/prune: disabled', 2],
       [`${ns}_kept__ConfigMap`, 'helm.sh/resource-policy: keep', 2],
     ]);
@@ -349,7 +364,7 @@ describe('core.rukpak.io/prune: disabled and the keep annotation on a plain bund
           versions.push({ rv: e.object.metadata.resourceVersion!, data: e.object.data, owner: e.object.metadata.labels?.[LABEL_OWNER_NAME] });
       }
     })().catch(() => undefined);
-    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/keep-plain-v2.tgz', [v1[3]!, v1[4]!])] });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [await serveBundle(files, '/keep-plain-v2.tgz', v2)] });
     await t.waitFor(bd, isDone, 'installed again', 90_000);
     const taken = (await t.client.get(CM, 'stays', ns))!;
     await waitUntil('the watch delivered the last version', () => versions.at(-1)?.rv === taken.metadata.resourceVersion, 30_000);
