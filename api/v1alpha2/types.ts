@@ -48,7 +48,7 @@ export interface SecretRef {
 export interface SourceAuth {
   secretRef: SecretRef;
 }
-/** A key of a Secret or ConfigMap holding a PEM CA bundle (git and http sources). */
+/** A key of a Secret or ConfigMap holding a PEM CA bundle (git, http and helm sources). */
 export interface CARef {
   name: string;
   /** default `ca.crt` (the CRD's default) */
@@ -105,21 +105,42 @@ export interface HttpSource {
   caConfigMapRef?: CARef;
 }
 
-export type SourceKind = 'image' | 'git' | 'http';
+/**
+ * A chart from a Helm HTTP repository (an `index.yaml` and chart tarballs: ChartMuseum, GitHub
+ * Pages, Artifactory, Harbor's chartrepo), as Argo CD's repoURL + chart + targetRevision and
+ * Flux's HelmRepository + HelmChart name it (src/sources/helm/).
+ */
+export interface HelmSource {
+  /** the repository: index.yaml is read at `<repoURL>/index.yaml` */
+  repoURL: string;
+  /** the chart's name in the index */
+  chart: string;
+  /** an exact version or a semver range (src/sources/semver-select.ts); absent: the newest release (`*`) */
+  version?: string;
+  /** pins the chart tarball by the sha256 of its bytes: resolved without reading the index */
+  sha256?: string;
+  auth?: SourceAuth;
+  caSecretRef?: CARef;
+  caConfigMapRef?: CARef;
+}
+
+export type SourceKind = 'image' | 'git' | 'http' | 'helm';
 
 export interface SourceSpec {
   kind: SourceKind;
   image?: ImageSource;
   git?: GitSource;
   http?: HttpSource;
+  helm?: HelmSource;
   destination?: string;
 }
 
-/** whether the spec itself names immutable content (image digest, git commit, http sha256) */
+/** whether the spec itself names immutable content (image digest, git commit, http or helm sha256) */
 export function pinnedBySpec(src: SourceSpec): boolean {
   if (src.image) return src.image.ref.includes('@sha256:');
   if (src.git) return !!src.git.ref.commit;
   if (src.http) return !!src.http.sha256;
+  if (src.helm) return !!src.helm.sha256;
   return false;
 }
 
@@ -300,10 +321,14 @@ export interface ResolvedSourceStatus {
   sha256?: string;
   /** the spec generation this resolution belongs to */
   generation?: number;
-  /** http validators kept for cheap conditional polls */
+  /** http validators kept for cheap conditional polls (helm: of the repository's index.yaml) */
   etag?: string;
   lastModified?: string;
   resolvedAt?: string;
+  /** helm sources: the chart version the index gave for spec.helm.version */
+  version?: string;
+  /** helm sources: the chart tarball's URL as the index gave it (kept only when it has no query) */
+  chartURL?: string;
   /** image sources with `verify`: how the signature check came out */
   verification?: SourceVerification;
 }

@@ -61,7 +61,7 @@ export type StepGate = (step: {
   next: string;
   objects: readonly KubeObject[];
   results: readonly ObjectResult[];
-}) => Promise<{ ready: true } | { ready: false; waiting: string }>;
+}) => Promise<{ ready: true } | { ready: false; waiting: string; failed?: boolean }>;
 
 export interface ApplyReport {
   results: ObjectResult[];
@@ -75,9 +75,10 @@ export interface ApplyReport {
   appliedDigest?: string;
   /**
    * set when a gate stopped the apply before step `step`: `after` is not ready yet (`waiting`
-   * says which objects and why); the objects of `step` and later steps were not applied
+   * says which objects and why; `failed`: one of them failed and will not become ready); the
+   * objects of `step` and later steps were not applied
    */
-  pending?: { step: string; after: string; waiting: string };
+  pending?: { step: string; after: string; waiting: string; failed?: boolean };
 }
 
 export interface ApplierOptions {
@@ -278,7 +279,8 @@ export class Applier {
         const verdict = await opts.gate({ name: step.name, objects: batch.map((p) => p.obj), results: stepResults, next: live[i + 1]!.name });
         if (!verdict.ready) {
           this.readFirst.delete(target.name);
-          return { results, skippedOptional, pending: { step: live[i + 1]!.name, after: step.name, waiting: verdict.waiting } };
+          const pending = { step: live[i + 1]!.name, after: step.name, waiting: verdict.waiting, ...(verdict.failed ? { failed: true } : {}) };
+          return { results, skippedOptional, pending };
         }
       }
     }

@@ -139,10 +139,10 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
       ? [{ status: { kind: 'http' as const }, key: `local:${local}`, pinned: true }]
       : await Promise.all(
           spec.sources.map((src) => {
-            if ((src.image ?? src.git ?? src.http)?.auth) {
+            if ((src.image ?? src.git ?? src.http ?? src.helm)?.auth) {
               throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
             }
-            const ca = src.git ?? src.http;
+            const ca = src.git ?? src.http ?? src.helm;
             if (ca?.caSecretRef ?? ca?.caConfigMapRef) {
               throw new Error(
                 `source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`,

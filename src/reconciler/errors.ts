@@ -18,6 +18,8 @@ export const ReconcileCode = {
   HookFailed: 'hook-failed',
   Internal: 'internal',
   NoServiceAccountNamespace: 'no-service-account-namespace',
+  /** an object of a new revision failed (kstatus Failed: Stalled, crash loop, unschedulable, Job failed, …) before it was ever healthy */
+  ObjectFailed: 'object-failed',
   ProgressDeadline: 'progress-deadline',
   ReadyExprLimit: 'ready-expr-limit',
   ReconcileTimeout: 'reconcile-timeout',

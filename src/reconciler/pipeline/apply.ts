@@ -295,12 +295,12 @@ function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
       s,
       objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)),
     );
-    const notReady = [...failed, ...waiting];
-    return notReady.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(notReady) };
+    if (failed.length) return { ready: false, waiting: firstFive(failed), failed: true };
+    return waiting.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(waiting) };
   };
 }
 
-/** a phase waits for the ones before it: say so, and fail the revision once progressDeadline has passed */
+/** a phase waits for the ones before it: say so, and fail the revision once one of them failed or progressDeadline has passed */
 async function waitForPhase(
   ctx: StepContext,
   s: ReconcileState,
@@ -313,10 +313,14 @@ async function waitForPhase(
   t.waiting = clip(`${pending.after}: ${pending.waiting}`, 4000);
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
-  if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, {
+  // an object that failed will not become ready: the revision fails now, not at the deadline
+  if (pending.failed || left <= 0) {
+    const message = pending.failed
+      ? `${what}, and it failed: ${pending.waiting}`
+      : `${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`;
+    const err = new HoistError(message, {
       stage: 'observe',
-      code: ReconcileCode.ProgressDeadline,
+      code: pending.failed ? ReconcileCode.ObjectFailed : ReconcileCode.ProgressDeadline,
       subject: `revision ${t.revision}`,
       terminal: true,
     });
