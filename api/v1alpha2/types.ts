@@ -35,6 +35,12 @@ export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
 export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
 /** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
 export const MAX_REQUEST_TOKEN_LENGTH = 256;
+/**
+ * On any managed object, `disabled`: never deleted, neither when it leaves the bundle nor at
+ * uninstall (after Flux's kustomize.toolkit.fluxcd.io/prune); left in place, no longer managed,
+ * as Helm's `helm.sh/resource-policy: keep` (src/apply/retention.ts).
+ */
+export const ANNOTATION_PRUNE = 'core.rukpak.io/prune';
 
 export interface SecretRef {
   name: string;
@@ -143,6 +149,8 @@ export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
 /** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
 export type CRDSafety = 'Enforce' | 'None';
+/** what deleting the BundleDeployment does to its objects: Delete (uninstall), or Orphan (left in place, no longer managed) */
+export type DeletionPolicy = 'Delete' | 'Orphan';
 
 export interface HealthCheck {
   name: string;
@@ -304,6 +312,8 @@ export interface BundleDeploymentSpec {
   decryption?: Decryption;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
+  /** default Delete; Orphan: deleting the BundleDeployment leaves every object in place, no longer managed */
+  deletionPolicy?: DeletionPolicy;
 }
 
 export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
@@ -385,6 +395,18 @@ export interface Inventory {
   revisionSecrets?: { namespace: string; labelSelector: string };
 }
 
+/**
+ * An object that left the bundle (upgrade, rollback) and was kept, not deleted, because of its
+ * retention policy (`helm.sh/resource-policy: keep`, `core.rukpak.io/prune: disabled`): it stays
+ * in place without Hoist's owner label; the lineage takes it back when a revision has it again.
+ */
+export interface KeptObject extends InventoryEntry {
+  /** the annotation that kept it, as `name: value` */
+  policy: string;
+  /** the revision whose objects no longer included it */
+  revision: number;
+}
+
 export interface ActiveRevision extends RevisionRef {
   /** RFC 3339: when its objects were applied as a new revision (upgrade or rollback); progressDeadline counts from here */
   appliedAt?: string;
@@ -462,6 +484,8 @@ export interface BundleDeploymentStatus {
   transition?: Transition;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
+  /** objects that left the bundle and were kept by their retention policy: left in place, no longer managed */
+  keptObjects?: KeptObject[];
   /** the last core.rukpak.io/requested-at value the controller acted on */
   lastHandledRequest?: string;
 }

@@ -6,6 +6,7 @@
 import { stringify } from 'yaml';
 import { ANNOTATION_REVISION } from '../../../api/v1alpha2/types.ts';
 import type { RevisionPreview } from '../../apply/preview.ts';
+import { released } from '../../apply/retention.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { redactForDisplay } from '../redact-objects.ts';
 
@@ -19,6 +20,8 @@ export type DiffAction =
   | 'prune'
   /** it left the bundle but stays (a CRD, a namespace with other contents, or no longer this BD's) */
   | 'orphan'
+  /** it left the bundle and its retention policy keeps it (helm.sh/resource-policy: keep, core.rukpak.io/prune: disabled): left in place, Hoist's owner label removed */
+  | 'keep'
   /** the controller would refuse or fail it (collision protection, its identity's rights, the API server) */
   | 'refuse';
 
@@ -31,8 +34,8 @@ export interface DiffEntry {
   live: string;
   /** what it would be after the apply, cleaned; "" when deleted */
   merged: string;
-  /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage) */
-  takeOver?: 'adopt' | 'steal' | 'handover';
+  /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage), reclaim (kept by this lineage) */
+  takeOver?: 'adopt' | 'steal' | 'handover' | 'reclaim';
   note?: string;
 }
 
@@ -84,6 +87,8 @@ export function diffEntries(preview: RevisionPreview, sensitive?: readonly strin
   for (const p of preview.prune) {
     const live = show(p.live, undefined, 'before');
     if (p.action === 'delete') entries.push({ id: p.id, subject: p.subject, action: 'prune', live, merged: '' });
+    else if (p.action === 'release' && p.live)
+      entries.push({ id: p.id, subject: p.subject, action: 'keep', live, merged: clean(released(p.live)), note: `left the bundle; ${p.message ?? 'kept'}` });
     else if (p.action === 'skipped' || p.action === 'orphaned')
       entries.push({ id: p.id, subject: p.subject, action: 'orphan', live, merged: live, note: `left the bundle; ${p.message ?? 'kept'}` });
     else if (p.action === 'failed')

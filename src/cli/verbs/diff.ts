@@ -45,7 +45,9 @@ credentials need the right to impersonate it) as the controller makes it. Fields
 driftIgnore names are left as they are. Prints a unified diff per object that would be created or
 changed (server fields, status and the core.rukpak.io/revision annotation left out), the objects
 of the active revision the new content lacks (pruned after a successful apply; CRDs, namespaces
-holding other objects and objects no longer owned are kept), and what the controller's apply would
+holding other objects and objects no longer owned are kept; objects annotated
+helm.sh/resource-policy: keep or core.rukpak.io/prune: disabled are kept and shown losing Hoist's
+owner label, no longer managed), and what the controller's apply would
 meet as a refusal: collision protection, the serviceAccount's missing rights, the API server
 refusing an object, an unsafe CRD change (then the controller would change nothing, or fail). A
 summary goes to stderr. Before the diffs, stderr lists the revision number, the apply phases of
@@ -79,6 +81,7 @@ const SYMBOL: Record<DiffEntry['action'], string> = {
   unchanged: 'unchanged',
   prune: 'pruned',
   orphan: 'kept (left the bundle)',
+  keep: 'kept by retention policy',
   refuse: 'refused',
 };
 
@@ -112,7 +115,8 @@ export function summary(entries: readonly DiffEntry[]): string {
   const lines = [`${[...counts].map(([k, n]) => `${n} ${k}`).join(', ')}`];
   for (const e of entries) {
     if (e.takeOver) lines.push(`  ${e.subject}: would be taken over (${e.takeOver})`);
-    if (e.action === 'refuse' || e.action === 'orphan' || e.note) lines.push(`  ${e.subject}: ${SYMBOL[e.action]}${e.note ? `: ${e.note}` : ''}`);
+    if (e.action === 'refuse' || e.action === 'orphan' || e.action === 'keep' || e.note)
+      lines.push(`  ${e.subject}: ${SYMBOL[e.action]}${e.note ? `: ${e.note}` : ''}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -315,6 +315,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Delete',
     });
     // withDefaults on the un-defaulted spec must agree with the server on every member.
     const local = withDefaults({
@@ -706,6 +707,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, collisionProtection: 'Always' },
       ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"'],
     ],
+    ['unknown deletionPolicy', { ...plain, deletionPolicy: 'Keep' }, ['spec.deletionPolicy: Unsupported value: "Keep"', '"Delete", "Orphan"']],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
     [

@@ -149,6 +149,7 @@ describe('bundleDeploymentCRD', () => {
       serviceAccount: { name: 'sa' },
       decryption: { provider: 'sops', secretRef: { name: 'sops-age' } },
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Orphan',
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
       observedGeneration: 1,
@@ -196,6 +197,7 @@ describe('bundleDeploymentCRD', () => {
         },
       ],
       skippedOptional: ['x'],
+      keptObjects: [{ id: 'ns_n__PersistentVolumeClaim', v: 'v1', policy: 'helm.sh/resource-policy: keep', revision: 1 }],
       lastHandledRequest: 'r',
     } satisfies Required<BundleDeploymentStatus>;
 
