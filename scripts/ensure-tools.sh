@@ -5,10 +5,12 @@
 # from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3, kustomize from
 # sigs.k8s.io/kustomize/kustomize/v5 and kwok (fake nodes, so workloads
 # become ready without a container runtime) from sigs.k8s.io/kwok, cosign (tests sign images
-# with it; the controller never runs it) from github.com/sigstore/cosign/v2, and flux-postbuild
-# (Flux's post-build substitution, github.com/fluxcd/pkg/kustomize, behind
-# scripts/flux-postbuild/main.go; tests compare with it), all at pinned versions. After editing
-# main.go, delete the cached flux-postbuild binary: it is rebuilt only when missing.
+# with it; the controller never runs it) from github.com/sigstore/cosign/v2, sops and age-keygen
+# (tests encrypt fixtures with them; the controller decrypts in TypeScript) from
+# github.com/getsops/sops/v3 and filippo.io/age, and flux-postbuild (Flux's post-build
+# substitution, github.com/fluxcd/pkg/kustomize, behind scripts/flux-postbuild/main.go; tests
+# compare with it), all at pinned versions. After editing scripts/flux-postbuild/main.go, delete
+# the cached flux-postbuild binary: it is rebuilt only when missing.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail
@@ -36,6 +38,8 @@ want=()
 [ -x "$BIN/kustomize-$KUSTOMIZE_VERSION" ] || want+=(kustomize)
 [ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 [ -x "$BIN/cosign-$COSIGN_VERSION" ] || want+=(cosign)
+[ -x "$BIN/sops-$SOPS_VERSION" ] || want+=(sops)
+[ -x "$BIN/age-keygen-$AGE_VERSION" ] || want+=(age-keygen)
 [ -x "$BIN/flux-postbuild-$FLUX_KUSTOMIZE_VERSION" ] || want+=(flux-postbuild)
 only=${1:-}
 if [ -n "$only" ]; then
@@ -167,6 +171,8 @@ if needs cosign; then
   GOBIN="$dir/bin" go install -trimpath -ldflags "-s -w" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
   mv "$dir/bin/cosign" "$BIN/cosign-$COSIGN_VERSION"
 fi
+needs sops && go_tool sops "$SOPS_VERSION" github.com/getsops/sops/v3 github.com/getsops/sops/v3/cmd/sops 1.25 ""
+needs age-keygen && go_tool age-keygen "$AGE_VERSION" filippo.io/age filippo.io/age/cmd/age-keygen 1.24 ""
 if needs flux-postbuild; then
   # Flux's post-build substitution (github.com/fluxcd/pkg/kustomize) behind a small main of this
   # repository (scripts/flux-postbuild/main.go); only the tests run it

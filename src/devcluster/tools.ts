@@ -20,6 +20,8 @@ export type Tool =
   | 'kustomize'
   | 'kwok'
   | 'cosign'
+  | 'sops'
+  | 'age-keygen'
   | 'flux-postbuild';
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/', import.meta.url));
@@ -53,9 +55,13 @@ function versionOf(tool: Tool): string {
             ? 'KWOK_VERSION'
             : tool === 'cosign'
               ? 'COSIGN_VERSION'
-              : tool === 'flux-postbuild'
-                ? 'FLUX_KUSTOMIZE_VERSION'
-                : 'K8S_VERSION';
+              : tool === 'sops'
+                ? 'SOPS_VERSION'
+                : tool === 'age-keygen'
+                  ? 'AGE_VERSION'
+                  : tool === 'flux-postbuild'
+                    ? 'FLUX_KUSTOMIZE_VERSION'
+                    : 'K8S_VERSION';
   const version = v[key];
   if (!version) throw new Error(`scripts/tool-versions.env lacks ${key}`);
   return version;

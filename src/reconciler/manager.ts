@@ -24,6 +24,7 @@ import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
 import { substituteFromObjects } from './inputs/post-build.ts';
+import { decryptionSecretKey } from './inputs/decryption-keys.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
@@ -330,6 +331,8 @@ export class BundleDeploymentManager {
       valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
       // and so does a changed postBuild.substituteFrom object
       substituteFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+      // so does a changed spec.decryption Secret (new keys: rendered again)
+      { secrets: [decryptionSecretKey(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount)].flatMap((k) => k ?? []), configMaps: [] },
     ];
     this.secrets.track(
       bd.metadata.name,

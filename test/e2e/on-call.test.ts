@@ -248,7 +248,7 @@ describe('hoist tree, hoist events and the inventory', () => {
     expect(rows).toHaveLength(15);
     const notReady = rows.filter((l) => !/\sReady$/.test(l));
     expect(notReady, out.stdout).toHaveLength(1);
-    expect(notReady[0]).toMatch(new RegExp(`^deploy\\s+Deployment ${ns}/argo-rollouts\\s+${bd}\\s+InProgress\\s+0/1 replicas available`));
+    expect(notReady[0]).toMatch(new RegExp(`^deploy\\s+Deployment ${ns}/argo-rollouts\\s+${bd}\\s+InProgress\\s+Available: 0/1`));
     expect(notReady[0]).toContain(`Available=False MinimumReplicasUnavailable: ${available.message}`);
     expect(notReady[0]).toMatch(/pod argo-rollouts-\S+ not scheduled/);
     // phases in apply order: the CRDs' phase before the Deployment's

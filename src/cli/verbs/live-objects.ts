@@ -13,12 +13,12 @@ import { PHASES, phaseOf, waveOf } from '../../apply/phases.ts';
 import { RevisionStore } from '../../apply/revision-store.ts';
 import { podProblems } from '../../health/pods.ts';
 import { compileHealthChecks, runChecks } from '../../health/probes.ts';
-import { readinessOf } from '../../health/readiness.ts';
+import { readinessOf, verdictAt } from '../../health/readiness.ts';
 import type { RestKubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { mapLimit } from '../../util/concurrency.ts';
 
-export type Health = 'Ready' | 'InProgress' | 'Failed' | 'Missing' | 'Unknown';
+export type Health = 'Ready' | 'InProgress' | 'Failed' | 'Terminating' | 'Missing' | 'Unknown';
 
 export interface LiveObject {
   apiVersion: string;
@@ -103,9 +103,15 @@ export async function inspect(client: RestKubeClient, bd: BundleDeployment, obje
     }
     if (!live) return { ...base, owner: '', health: 'Missing', reason: 'not found' };
     const owner = live.metadata.labels?.[LABEL_OWNER_NAME] ?? '';
-    const verdict = readinessOf(live);
+    const now = Date.now();
+    const verdict = verdictAt(readinessOf(live, now), now);
     const failedChecks = Object.entries(runChecks(checks, live) ?? {}).filter(([, r]) => !r.ok);
-    const health: Health = verdict.readiness === 'Failed' ? 'Failed' : verdict.readiness === 'InProgress' || failedChecks.length ? 'InProgress' : 'Ready';
+    const health: Health =
+      verdict.readiness === 'Failed' || verdict.readiness === 'Terminating'
+        ? verdict.readiness
+        : verdict.readiness === 'InProgress' || failedChecks.length
+          ? 'InProgress'
+          : 'Ready';
     if (health === 'Ready') return { ...base, owner, health, live };
     const why = [verdict.message, ...failedChecks.map(([name, r]) => `health check ${name}: ${r.message ?? 'failing'}`), ...badConditions(live)].filter(
       Boolean,

@@ -81,6 +81,11 @@ export interface PostBuildOptions {
   strategy?: 'WithVariables' | 'Always';
   limits?: Partial<{ objectBytes: number; totalBytes: number; steps: number }>;
   signal?: AbortSignal | undefined;
+  /**
+   * texts that must not appear in a message (values decrypted by SOPS, ProcessResult.sensitive): a
+   * problem in a string holding one is reported without quoting that string
+   */
+  sensitive?: readonly string[] | undefined;
   /** the namespace namespaced objects without one are applied in (duplicates after substitution) */
   installNamespace?: string | undefined;
   /** how long to work before giving the event loop back (ms); tests set 0 */
@@ -126,7 +131,7 @@ export async function substituteObjects(objects: readonly KubeObject[], opts: Po
       // Flux writes every object as YAML first, disabled or not, with variables or without
       const convertible = needsRoundTrip(obj as unknown as JsonValue) ? converted(obj) : undefined;
       if (!active || disabled(obj)) out.push(obj);
-      else out.push(substituteOne(obj, convertible, vars, budget, opts.limits?.objectBytes ?? MAX_OBJECT_BYTES));
+      else out.push(substituteOne(obj, convertible, vars, budget, opts.limits?.objectBytes ?? MAX_OBJECT_BYTES, opts.sensitive ?? []));
     } catch (e) {
       if (!(e instanceof PostBuildProblem)) throw e;
       errors.push(processError(`${STAGE}: ${describeObject(obj)}: ${e.message}`, e.code, describeObject(obj)));
@@ -207,8 +212,20 @@ function mib(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB` : `${bytes} bytes`;
 }
 
+function withheld(e: EnvsubstError): string {
+  if (e.kind === 'unset' || e.kind === 'required') return 'a variable is not set';
+  return e.kind === 'parse' ? 'an expression does not parse' : 'an expression cannot be substituted';
+}
+
 /** the field a byte offset of the emitted text belongs to */
 function fieldAt(marks: readonly EmitMark[], offset: number): string | undefined {
+  const found = markAt(marks, offset);
+  if (!found?.path) return undefined;
+  return found.path.length > 200 ? `${found.path.slice(0, 200)}…` : found.path;
+}
+
+/** the scalar a byte offset of the emitted text is in (the last one starting at or before it) */
+function markAt(marks: readonly EmitMark[], offset: number): EmitMark | undefined {
   let lo = 0;
   let hi = marks.length - 1;
   let found: EmitMark | undefined;
@@ -219,8 +236,7 @@ function fieldAt(marks: readonly EmitMark[], offset: number): string | undefined
       lo = mid + 1;
     } else hi = mid - 1;
   }
-  if (!found?.path) return undefined;
-  return found.path.length > 200 ? `${found.path.slice(0, 200)}…` : found.path;
+  return found;
 }
 
 function substituteOne(
@@ -229,6 +245,7 @@ function substituteOne(
   vars: ReadonlyMap<string, string>,
   budget: RenderBudget,
   objectLimit: number,
+  sensitive: readonly string[],
 ): KubeObject {
   // no `$` in any key or string and nothing the JSON step changes: the text would read back as
   // the same object
@@ -253,6 +270,12 @@ function substituteOne(
   } catch (e) {
     if (!(e instanceof EnvsubstError)) throw e;
     const code = e.kind === 'unset' || e.kind === 'required' ? ProcessCode.VariableNotSet : ProcessCode.SubstitutionFailed;
+    // the expression's own text (variable, message, the text near it) is the manifest's, unless
+    // the string it is in holds a decrypted value: then only where, not what
+    const inString = markAt(marks, e.offset)?.text;
+    if (inString !== undefined && sensitive.some((s) => s !== '' && inString.includes(s))) {
+      throw new PostBuildProblem(`${at(e.offset)}${withheld(e)} (its text is not shown: it holds a decrypted value)`, code);
+    }
     const what = e.kind === 'parse' ? `${e.message} near ${snippet(bytes, e.offset)}` : e.message;
     throw new PostBuildProblem(`${at(e.offset)}${what}`, code);
   }

@@ -22,6 +22,8 @@ export interface EmitMark {
   /** byte offset of the scalar */
   offset: number;
   path: string;
+  /** the scalar, when it is a string (a key or a value) */
+  text?: string;
 }
 
 export interface Emitted {
@@ -331,7 +333,7 @@ class Emitter {
     this.mappingContext = ctx.mapping;
     this.simpleKeyContext = ctx.simpleKey;
     const style = this.selectStyle(event, a);
-    this.marks.push({ offset: this.bytes, path });
+    this.marks.push(event.text === undefined ? { offset: this.bytes, path } : { offset: this.bytes, path, text: event.text });
     this.increaseIndent(true, false);
     const v = event.bytes;
     const allowBreaks = !this.simpleKeyContext;
@@ -478,6 +480,8 @@ class Emitter {
 interface ScalarEvent {
   /** UTF-8 bytes */
   bytes: string;
+  /** the string it is, for strings */
+  text?: string;
   style: Style;
   forceDouble?: boolean;
 }
@@ -517,7 +521,7 @@ function stringEvent(s: string): ScalarEvent {
   const bytes = Buffer.from(s, 'utf8').toString('latin1');
   const canUsePlain = resolvesToString(s) && !isBase60Float(s);
   const style: Style = s.includes('\n') ? 'literal' : canUsePlain ? 'plain' : 'double';
-  return { bytes, style };
+  return { bytes, style, text: s };
 }
 
 /**

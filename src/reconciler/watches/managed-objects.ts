@@ -16,7 +16,7 @@ import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
 import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
 import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../../health/probes.ts';
-import { readinessOf, type HealthVerdict } from '../../health/readiness.ts';
+import { readinessOf, verdictAt, type HealthVerdict } from '../../health/readiness.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
@@ -184,8 +184,10 @@ export class ManagedObjects implements LiveIndex {
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) {
-          const meta = probed || a.health.readiness !== b.health.readiness ? undefined : metadataChange(a.live, b.live);
+        // a verdict bound to a time (a Pod's scheduling window) must reach the owner, which looks again then
+        const health = a.health.readiness !== b.health.readiness || a.health.until?.at !== b.health.until?.at;
+        if (probed || !sameLiveState(a.live, b.live) || health) {
+          const meta = probed || health ? undefined : metadataChange(a.live, b.live);
           this.notify(b, 'changed', true, meta);
         }
         // handed over (or taken): the previous owner must learn that it no longer owns the object
@@ -252,7 +254,7 @@ export class ManagedObjects implements LiveIndex {
       metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
       // the managers' names only (who else writes it, so hand edits can be taken over), never their fields
       live: liveMetaOf({ metadata: { ...obj.metadata, managedFields } }),
-      health: readinessOf(obj),
+      health: readinessOf(obj, this.clock.now()),
       ...(probes ? { probes } : {}),
     };
   }
@@ -263,7 +265,8 @@ export class ManagedObjects implements LiveIndex {
 
   /** health of one object; undefined when not observed (not created yet, or not watched) */
   health(id: string): HealthVerdict | undefined {
-    return this.summary(id)?.health;
+    const h = this.summary(id)?.health;
+    return h && verdictAt(h, this.clock.now());
   }
 
   /**

@@ -154,6 +154,16 @@ describe('bad input: a clear error, never a value', () => {
     expect(err.message).not.toContain('hunter2');
   });
 
+  it('a problem in a string holding a decrypted value (SOPS) names the field, not the text', async () => {
+    const decrypted = 'pw-${never-shown';
+    const text = `${CM(`  password: '${decrypted}'`)}---\n${CM('  other: ${missing_var}').replace('name: c', 'name: d')}`;
+    const err = await failure(run(text, { x: '1' }, { sensitive: [decrypted] }));
+    expect(err.message).toContain('data.password: an expression does not parse (its text is not shown: it holds a decrypted value)');
+    expect(err.message).not.toContain('never-shown');
+    // elsewhere the manifest's own text is still quoted
+    expect(err.message).toContain('data.other: variable "missing_var" is not set');
+  });
+
   it('an object that loses its name, or collides with another, is refused', async () => {
     const lost = await failure(run(CM('  a: b').replace('name: c', 'name: ${name}'), { name: '' }));
     expect(lost.message).toContain('after substitution, v1 ConfigMap: missing metadata.name');
