@@ -267,8 +267,25 @@ export interface BundleDeploymentSpec {
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;
   serviceAccount?: { name: string };
+  /**
+   * install into another cluster (docs/design.md "Remote clusters"): the kubeconfig in this Secret
+   * of the management cluster, read as the BundleDeployment's identity; key default `value`
+   * (Cluster API's), then `value.yaml`
+   */
+  kubeConfig?: KubeConfigRef;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
+}
+
+export interface KubeConfigRef {
+  secretRef: { name: string; namespace: string; key?: string };
+}
+
+export interface TargetStatus {
+  /** host (and port) of the remote cluster's API server */
+  cluster: string;
+  /** "namespace/name" of the kubeconfig Secret it was installed with */
+  kubeConfigSecret: string;
 }
 
 export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
@@ -425,6 +442,8 @@ export interface BundleDeploymentStatus {
   skippedOptional?: string[];
   /** the last core.rukpak.io/requested-at value the controller acted on */
   lastHandledRequest?: string;
+  /** spec.kubeConfig: the remote cluster installed into (never credentials) */
+  target?: TargetStatus;
 }
 
 export interface ObjectMeta {
