@@ -33,6 +33,11 @@ export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
  * once more; status.lastHandledRequest echoes the value once the controller has acted on it.
  */
 export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
+/**
+ * "true" on a BundleDeployment with spec.kubeConfig: when it is deleted, its objects in the remote
+ * cluster are left there (a cluster gone for good), its revisions dropped and the finalizer removed
+ */
+export const ANNOTATION_ABANDON_TARGET = 'core.rukpak.io/abandon-target';
 /** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
 export const MAX_REQUEST_TOKEN_LENGTH = 256;
 

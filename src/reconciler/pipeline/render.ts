@@ -16,7 +16,7 @@ import { renderBundle } from '../render-bundle.ts';
 import { readSourceCA } from '../inputs/source-ca.ts';
 import { readValuesFrom, valuesFromRefs } from '../inputs/values-from.ts';
 import type { Rendered } from '../revision-objects.ts';
-import type { StepContext } from './context.ts';
+import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
 
@@ -58,7 +58,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const out = await d.renders.run(
     () =>
       renderBundle(
-        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
+        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: clusterClient(ctx).discovery, cluster: clusterClient(ctx).discovery },
         {
           name: s.name,
           spec,

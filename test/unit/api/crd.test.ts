@@ -135,6 +135,7 @@ describe('bundleDeploymentCRD', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
+      kubeConfig: { secretRef: { name: 'c1-kubeconfig', namespace: 'clusters', key: 'value' } },
       deleteCRDsOnUninstall: false,
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
@@ -181,6 +182,7 @@ describe('bundleDeploymentCRD', () => {
       ],
       skippedOptional: ['x'],
       lastHandledRequest: 'r',
+      target: { cluster: 'api.c1:6443', kubeConfigSecret: 'clusters/c1-kubeconfig' },
     } satisfies Required<BundleDeploymentStatus>;
 
     const declared = new Set([...nodes(root)].map(([p]) => p));
