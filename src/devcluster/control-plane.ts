@@ -355,7 +355,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       await stopProcess(api);
     },
     async startApiServer() {
-      if (api.exitCode === null && api.signalCode === null) return;
+      if (stopped || (api.exitCode === null && api.signalCode === null)) return;
       api = startProcess(apiBin, apiArgs, apiLog);
       await waitHealthy(`${server}/readyz`, pki, api, 'kube-apiserver', apiLog);
     },

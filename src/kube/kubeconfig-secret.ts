@@ -53,9 +53,14 @@ const REFUSED_USER_FIELDS: Record<string, string> = {
   'as-user-extra': 'kubeconfig impersonation is not supported',
 };
 
-function entry(list: unknown, name: string, what: 'clusters' | 'users' | 'contexts', field: 'cluster' | 'user' | 'context'): Record<string, unknown> | undefined {
+function entry(
+  list: unknown,
+  name: string,
+  what: 'clusters' | 'users' | 'contexts',
+  field: 'cluster' | 'user' | 'context',
+): Record<string, unknown> | undefined {
   if (!Array.isArray(list)) return undefined;
-  const found = (list as Named[]).find((e) => isObject(e) && e.name === name);
+  const found = (list as Named[]).find((x) => isObject(x) && x.name === name);
   const v = found?.[field];
   if (found && v !== undefined && v !== null && !isObject(v)) throw new KubeconfigRefusedError(`${what}[${name}].${field}`, 'not a mapping');
   return found ? ((v as Record<string, unknown> | undefined) ?? {}) : undefined;
@@ -95,7 +100,8 @@ export function clusterConfigFromKubeconfig(text: string, source: string): Clust
   const at = (f: string) => `clusters[${clusterName}].cluster.${f}`;
   for (const [f, why] of Object.entries(REFUSED_CLUSTER_FIELDS)) {
     // insecure-skip-tls-verify: false is harmless; any other value of these fields is refused
-    if (cluster[f] !== undefined && cluster[f] !== null && !(f === 'insecure-skip-tls-verify' && cluster[f] === false)) throw new KubeconfigRefusedError(at(f), why);
+    if (cluster[f] !== undefined && cluster[f] !== null && !(f === 'insecure-skip-tls-verify' && cluster[f] === false))
+      throw new KubeconfigRefusedError(at(f), why);
   }
   const server = str(cluster.server);
   if (!server) throw new KubeconfigRefusedError(at('server'), 'missing');
@@ -121,7 +127,11 @@ export function clusterConfigFromKubeconfig(text: string, source: string): Clust
     for (const [f, why] of Object.entries(REFUSED_USER_FIELDS)) if (user[f] !== undefined && user[f] !== null) throw new KubeconfigRefusedError(uat(f), why);
     const cert = b64(uat('client-certificate-data'), user['client-certificate-data']);
     const key = b64(uat('client-key-data'), user['client-key-data']);
-    if (!cert !== !key) throw new KubeconfigRefusedError(uat(cert ? 'client-key-data' : 'client-certificate-data'), 'a client certificate needs its key and a key its certificate');
+    if (!cert !== !key)
+      throw new KubeconfigRefusedError(
+        uat(cert ? 'client-key-data' : 'client-certificate-data'),
+        'a client certificate needs its key and a key its certificate',
+      );
     if (cert && key) Object.assign(cfg, { cert, key });
     const token = str(user.token);
     if (token) cfg.token = token;

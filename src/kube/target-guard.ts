@@ -90,6 +90,10 @@ export async function checkTarget(server: string, mgmt: ManagementServer | undef
   }
 }
 
+/** errno-style codes of the connection lookup's refusals (net's vocabulary, not Hoist's error codes) */
+const ERESTRICTED = 'ERESTRICTED';
+const ENOTFOUND = 'ENOTFOUND';
+
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
@@ -102,11 +106,11 @@ export function guardedLookup(port: string, mgmt: ManagementServer | undefined) 
       if (err) return callback(err, []);
       for (const a of addresses) {
         const r = restrictionOf(a.address, port, mgmt);
-        if (r) return callback(Object.assign(refusal(hostname, a.address, r), { code: 'ERESTRICTED' }), []);
+        if (r) return callback(Object.assign(refusal(hostname, a.address, r), { code: ERESTRICTED }), []);
       }
       if (options.all) return callback(null, addresses);
       const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: ENOTFOUND }), []);
       callback(null, first.address, first.family);
     });
   };

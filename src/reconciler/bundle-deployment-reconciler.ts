@@ -62,6 +62,8 @@ export class BundleDeploymentReconciler {
   private readonly statusWrites = new Map<string, number>();
   /** per BD: the over-long requested-at value already refused (one Event each) */
   private readonly refusedRequests = new Map<string, string>();
+  /** per BD being deleted: since when its unreachable remote cluster blocks the uninstall (one Event per outage) */
+  private readonly blockedUninstalls = new Map<string, number>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
@@ -104,7 +106,12 @@ export class BundleDeploymentReconciler {
     }
   }
 
-  private async reconcileOn(bd: BundleDeployment, name: string, finalizing: Promise<void> | undefined, signal: AbortSignal | undefined): Promise<ReconcileResult> {
+  private async reconcileOn(
+    bd: BundleDeployment,
+    name: string,
+    finalizing: Promise<void> | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult> {
     const started = Date.now();
     const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.budgetClock ?? this.d.clock ?? systemClock, signal);
     const s = newState(bd, this.now, budget.signal);
@@ -166,7 +173,12 @@ export class BundleDeploymentReconciler {
   }
 
   /** the steps, in order; each returns early by returning from here */
-  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined, budget: ReconcileBudget, on: { target?: Target | undefined }): Promise<void> {
+  private async pipeline(
+    s: ReconcileState,
+    finalizing: Promise<void> | undefined,
+    budget: ReconcileBudget,
+    on: { target?: Target | undefined },
+  ): Promise<void> {
     // which cluster: the rest of the steps work on it (a remote BD's applier, watches, identities)
     const entered = await enterTarget(this.ctx, s);
     if (!entered) return;
@@ -251,6 +263,7 @@ export class BundleDeploymentReconciler {
     this.ownWrites.forget(name);
     this.statusWrites.delete(name);
     this.refusedRequests.delete(name);
+    this.blockedUninstalls.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
     this.contentUse.forget(name);
@@ -289,7 +302,10 @@ export class BundleDeploymentReconciler {
       await this.waitForDependents(bd, dependents);
       return {};
     }
-    await finalize(await this.uninstallContext(bd, signal), bd, signal);
+    const on = await this.uninstallContext(bd, signal);
+    // an unreachable remote cluster: looked at again at its next probe (one Event per outage), not in a tight backoff
+    if (!('d' in on)) return on;
+    await finalize(on, bd, signal);
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
@@ -300,7 +316,7 @@ export class BundleDeploymentReconciler {
    * whose kubeconfig cannot be read) blocks the uninstall, retried with backoff, unless the BD
    * carries core.rukpak.io/abandon-target: "true" (finalize then leaves its objects there).
    */
-  private async uninstallContext(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<StepContext> {
+  private async uninstallContext(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<StepContext | ReconcileResult> {
     const targets = this.d.targets;
     if (!targets || !bd.spec.kubeConfig || abandonsTarget(bd)) return this.ctx;
     const blocked = (why: string): never => {
@@ -309,8 +325,25 @@ export class BundleDeploymentReconciler {
       this.d.events.event(bd, 'Warning', 'UninstallFailed', message);
       throw reconcileError(message, ReconcileCode.UninstallFailed, { stage: 'apply', subject: `BundleDeployment ${bd.metadata.name}`, terminal: false });
     };
-    const target = await targets.for(bd, signal).catch((e: unknown) => blocked(asHoistError(e, { stage: 'resolve', code: ReconcileCode.Unknown, terminal: false }).describe()));
-    if (target instanceof RemoteTarget && !(await target.reachable())) blocked(unreachable(target.cluster, target.down?.error ?? 'no response').message);
+    const target = await targets
+      .for(bd, signal)
+      .catch((e: unknown) => blocked(asHoistError(e, { stage: 'resolve', code: ReconcileCode.Unknown, terminal: false }).describe()));
+    if (target instanceof RemoteTarget && !(await target.reachable())) {
+      const since = target.down?.since;
+      if (since !== undefined && this.blockedUninstalls.get(bd.metadata.name) !== since) {
+        this.blockedUninstalls.set(bd.metadata.name, since);
+        const why = unreachable(target.cluster, target.down?.error ?? 'no response').message;
+        this.d.log.warn({ bd: bd.metadata.name, err: why }, 'uninstall blocked: target cluster');
+        this.d.events.event(
+          bd,
+          'Warning',
+          'UninstallFailed',
+          `uninstall from the remote cluster cannot run: ${why}; the finalizer stays and it is retried. If that cluster is gone for good, annotate the BundleDeployment ${ANNOTATION_ABANDON_TARGET}=true to leave its objects there and let it go`,
+        );
+      }
+      return { requeueAfter: target.retryInMs() };
+    }
+    this.blockedUninstalls.delete(bd.metadata.name);
     return withTarget(this.ctx, target);
   }
 

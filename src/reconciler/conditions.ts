@@ -11,7 +11,18 @@ export const REASONS = {
   Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
   Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending', 'TargetUnreachable'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],
-  Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict', 'DependencyNotReady', 'WaitingForDependents', 'TargetUnreachable'],
+  Progressing: [
+    'Succeeded',
+    'RollingOut',
+    'Retrying',
+    'RolledBack',
+    'Blocked',
+    'Paused',
+    'Conflict',
+    'DependencyNotReady',
+    'WaitingForDependents',
+    'TargetUnreachable',
+  ],
   Paused: ['Paused', 'Reconciling'],
 } as const satisfies Record<ConditionType, readonly string[]>;
 

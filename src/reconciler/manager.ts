@@ -172,7 +172,8 @@ export class BundleDeploymentManager {
       requeue: (bds) => {
         for (const bd of bds) this.controller.enqueue(bd, OBJECT_CHANGE_PRIORITY);
       },
-      managementServer: () => (management ??= opts.managementServer ? managementServer(opts.managementServer).catch(() => undefined) : Promise.resolve(undefined)),
+      managementServer: () =>
+        (management ??= opts.managementServer ? managementServer(opts.managementServer).catch(() => undefined) : Promise.resolve(undefined)),
       ...(opts.allowRestrictedTargets ? { allowRestricted: true } : {}),
       ...(opts.targetConcurrency !== undefined ? { concurrency: opts.targetConcurrency } : {}),
       applyConcurrency: opts.applyConcurrency ?? 8,

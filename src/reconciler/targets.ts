@@ -279,7 +279,11 @@ export class Targets {
       if (!this.o.allowRestricted) {
         await checkTarget(read.config.server, mgmt).catch((e: unknown) => {
           if (e instanceof RestrictedTargetError)
-            throw reconcileError(e.message, ReconcileCode.TargetRestricted, { stage: 'resolve', subject: `kubeconfig secret ${read.secret} key ${read.key}`, terminal: true });
+            throw reconcileError(e.message, ReconcileCode.TargetRestricted, {
+              stage: 'resolve',
+              subject: `kubeconfig secret ${read.secret} key ${read.key}`,
+              terminal: true,
+            });
           throw e;
         });
       }

@@ -70,7 +70,7 @@ afterAll(async () => {
   await remote?.stop();
 });
 
-describe('a BundleDeployment installing into a remote cluster', () => {
+describe('a BundleDeployment installing into a remote cluster', { timeout: 240_000 }, () => {
   const bd = `remote-plain-${id}`;
   const ns = `remote-plain-${id}`;
   let uids: Map<string, string | undefined>;
@@ -89,7 +89,10 @@ describe('a BundleDeployment installing into a remote cluster', () => {
     // the revision Secret is on the management cluster, in the controller's namespace
     const revisions = await t.client.list(SECRET, { namespace: t.namespace, labelSelector: `core.rukpak.io/revision-of=${bd}` });
     expect(revisions.items.length).toBeGreaterThan(0);
-    uids = new Map([['app-config', there?.metadata.uid], ['keep', (await rc.get(CM, 'keep', ns))?.metadata.uid]]);
+    uids = new Map([
+      ['app-config', there?.metadata.uid],
+      ['keep', (await rc.get(CM, 'keep', ns))?.metadata.uid],
+    ]);
   });
 
   it('an upgrade hands the objects over in place on the remote (UIDs kept)', async () => {
@@ -103,7 +106,11 @@ describe('a BundleDeployment installing into a remote cluster', () => {
   });
 
   it('a refused upgrade rolls back on the remote', async () => {
-    const v3 = await servePinned(files, '/remote-v3.tgz', { 'a.yaml': cm('app-config', { color: 'red' }), 'b.yaml': cm('keep', { a: '1' }), 'c.yaml': REFUSED });
+    const v3 = await servePinned(files, '/remote-v3.tgz', {
+      'a.yaml': cm('app-config', { color: 'red' }),
+      'b.yaml': cm('keep', { a: '1' }),
+      'c.yaml': REFUSED,
+    });
     await t.patchSpec(bd, { sources: v3 });
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back', 90_000);
     expect(cond(rolled, 'Progressing')?.message).toContain(`apps/v1 Deployment ${ns}/no-containers`);
@@ -137,7 +144,9 @@ describe('a BundleDeployment installing into a remote cluster', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
       subjects: [{ kind: 'ServiceAccount', name: 'hoist-remote', namespace: 'kube-system' }],
     } as KubeObject);
-    const token = (await run(toolPath('kubectl'), ['--kubeconfig', remote.kubeconfigPath, 'create', 'token', 'hoist-remote', '-n', 'kube-system', '--duration=1h'])).stdout.trim();
+    const token = (
+      await run(toolPath('kubectl'), ['--kubeconfig', remote.kubeconfigPath, 'create', 'token', 'hoist-remote', '-n', 'kube-system', '--duration=1h'])
+    ).stdout.trim();
     const ca = readFileSync(remote.kubeconfigPath, 'utf8').match(/certificate-authority-data: (\S+)/)![1]!;
     const mark = t.log.mark();
     await putKubeconfig(
@@ -148,7 +157,7 @@ describe('a BundleDeployment installing into a remote cluster', () => {
     expect(t.log.since(mark).filter((l) => l.msg === 'remote target opened')).toHaveLength(1);
     const v4 = await servePinned(files, '/remote-v4.tgz', { 'a.yaml': cm('app-config', { color: 'violet' }), 'b.yaml': cm('keep', { a: '1' }) });
     await t.patchSpec(bd, { sources: v4 });
-    await waitSucceeded(bd, 'revision after rotation', (b) => ((b.status?.activeRevision?.number ?? 0) > 2));
+    await waitSucceeded(bd, 'revision after rotation', (b) => (b.status?.activeRevision?.number ?? 0) > 2);
     expect(((await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> }).data).toEqual({ color: 'violet' });
   });
 
@@ -164,7 +173,7 @@ describe('a BundleDeployment installing into a remote cluster', () => {
     expect(describeStatus(down)).not.toMatch(/BEGIN|token|client-key/i);
     // a BD on the management cluster installs meanwhile
     const local = `remote-local-${t.runId}`;
-    const lsrc = await servePinned(files, '/remote-local.tgz', { 'a.yaml': cm('local-config', { here: 'yes' }) });
+    const lsrc = await servePinned(files, '/remote-local.tgz', { 'a.yaml': cm('local-config', { here: 'local' }) });
     await t.create(local, { installNamespace: `remote-local-${t.runId}`, format: 'plain', sources: lsrc });
     await t.waitFor(local, isDone, 'the local BD installed while the remote is down', 60_000);
     expect(cond(await t.get(bd), 'Progressing')?.reason).toBe('TargetUnreachable');
@@ -181,7 +190,7 @@ describe('a BundleDeployment installing into a remote cluster', () => {
   });
 });
 
-describe('a Helm chart with hooks into the remote cluster', () => {
+describe('a Helm chart with hooks into the remote cluster', { timeout: 180_000 }, () => {
   it('runs its hooks there and installs the chart there', async () => {
     const bd = `remote-helm-${t.runId}`;
     const ns = `remote-helm-${t.runId}`;
@@ -214,7 +223,7 @@ describe('a Helm chart with hooks into the remote cluster', () => {
   });
 });
 
-describe('refused kubeconfigs', () => {
+describe('refused kubeconfigs', { timeout: 120_000 }, () => {
   it('an exec plugin is refused naming the field; nothing is installed', async () => {
     await putKubeconfig(
       'exec-kubeconfig',

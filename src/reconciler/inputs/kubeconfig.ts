@@ -54,7 +54,12 @@ export async function readKubeconfig(reader: KubeClient, who: string, bd: Bundle
       });
     throw e;
   }
-  if (!object) throw reconcileError(`secret ${secret} not found (spec.kubeConfig.secretRef)`, ReconcileCode.SecretNotFound, { stage: 'resolve', subject, terminal: false });
+  if (!object)
+    throw reconcileError(`secret ${secret} not found (spec.kubeConfig.secretRef)`, ReconcileCode.SecretNotFound, {
+      stage: 'resolve',
+      subject,
+      terminal: false,
+    });
   const data = object.data ?? {};
   const keys = ref.key ? [ref.key] : DEFAULT_KUBECONFIG_KEYS;
   const key = keys.find((k) => data[k] !== undefined);

@@ -103,7 +103,12 @@ function targetFailed(s: ReconcileState, e: unknown): void {
   s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
   const active = s.status.activeRevision;
   if (active)
-    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (the target cluster is not known: ${err.stage} failed)` });
+    s.set({
+      type: 'Installed',
+      status: 'True',
+      reason: 'Installed',
+      message: `revision ${active.number}: ${active.objects ?? 0} objects (the target cluster is not known: ${err.stage} failed)`,
+    });
   else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${err.stage} failed` });
   s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'the target cluster is not known' });
   s.set(

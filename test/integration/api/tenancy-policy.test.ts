@@ -211,7 +211,11 @@ describe('tenancy policy on a real API server', () => {
     await grant('alice-kubeconfig', [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [secret] }], user('alice'), NS);
     const bd = await eventuallyCreated(alice, remote);
     // the key may change (a kubeconfig under another key of the same Secret); bob may not read the Secret but may edit it otherwise
-    expect(await refusal(() => bob.patch(BD, bd.metadata.name, undefined, { spec: { kubeConfig: { secretRef: { name: secret, namespace: NS, key: 'value.yaml' } } } }, 'merge'))).toBeUndefined();
+    expect(
+      await refusal(() =>
+        bob.patch(BD, bd.metadata.name, undefined, { spec: { kubeConfig: { secretRef: { name: secret, namespace: NS, key: 'value.yaml' } } } }, 'merge'),
+      ),
+    ).toBeUndefined();
   });
 
   it('UPDATE is checked only when the identity or a label changes: other edits, finalizers and status writes pass', async () => {

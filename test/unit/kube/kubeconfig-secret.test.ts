@@ -33,7 +33,15 @@ function refusal(text: string): { field: string; message: string } {
 describe('clusterConfigFromKubeconfig (a tenant-supplied kubeconfig)', () => {
   it('reads the current context: server, inline CA, client certificate; TLS verified', () => {
     const cfg = clusterConfigFromKubeconfig(kubeconfig('tls-server-name: api.c1'), 'src');
-    expect(cfg).toEqual({ server: 'https://10.0.0.1:6443', ca: 'CA', cert: 'CERT', key: 'KEY', tlsServerName: 'api.c1', insecureSkipTLSVerify: false, source: 'src' });
+    expect(cfg).toEqual({
+      server: 'https://10.0.0.1:6443',
+      ca: 'CA',
+      cert: 'CERT',
+      key: 'KEY',
+      tlsServerName: 'api.c1',
+      insecureSkipTLSVerify: false,
+      source: 'src',
+    });
   });
 
   it('reads a token, and basic auth', () => {
@@ -42,11 +50,21 @@ describe('clusterConfigFromKubeconfig (a tenant-supplied kubeconfig)', () => {
   });
 
   it.each([
-    ['an exec plugin', 'exec: { command: /bin/sh, apiVersion: client.authentication.k8s.io/v1 }', 'users[c1-admin].user.exec', /exec credential plugins run a program/],
+    [
+      'an exec plugin',
+      'exec: { command: /bin/sh, apiVersion: client.authentication.k8s.io/v1 }',
+      'users[c1-admin].user.exec',
+      /exec credential plugins run a program/,
+    ],
     ['an auth provider', 'auth-provider: { name: gcp }', 'users[c1-admin].user.auth-provider', /auth provider/],
     ['a client certificate file', 'client-certificate: /etc/hoist/tls.crt, client-key-data: a2V5', 'users[c1-admin].user.client-certificate', /file path/],
     ['a client key file', `client-certificate-data: ${b64('C')}, client-key: /var/run/key`, 'users[c1-admin].user.client-key', /file path/],
-    ['a token file (the controller’s own token)', 'tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token', 'users[c1-admin].user.tokenFile', /file path/],
+    [
+      'a token file (the controller’s own token)',
+      'tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token',
+      'users[c1-admin].user.tokenFile',
+      /file path/,
+    ],
     ['kubeconfig impersonation', 'token: t, as: system:admin', 'users[c1-admin].user.as', /impersonation/],
     ['a certificate without its key', `client-certificate-data: ${b64('C')}`, 'users[c1-admin].user.client-key-data', /needs its key/],
   ])('refuses %s, naming the field', (_what, user, field, message) => {

@@ -22,7 +22,14 @@ describe('restrictionOf', () => {
 
 describe('checkTarget', () => {
   it('refuses the in-cluster names of the management API server, metadata and link-local literals', async () => {
-    for (const server of ['https://kubernetes.default.svc', 'https://kubernetes.default.svc.cluster.local:443', 'https://kubernetes', 'https://169.254.169.254', 'https://[fe80::1]:6443', 'https://127.0.0.1:6443']) {
+    for (const server of [
+      'https://kubernetes.default.svc',
+      'https://kubernetes.default.svc.cluster.local:443',
+      'https://kubernetes',
+      'https://169.254.169.254',
+      'https://[fe80::1]:6443',
+      'https://127.0.0.1:6443',
+    ]) {
       const err = await checkTarget(server, MGMT).then(
         () => undefined,
         (e: unknown) => e,
