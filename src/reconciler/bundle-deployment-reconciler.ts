@@ -318,7 +318,9 @@ export class BundleDeploymentReconciler {
    */
   private async uninstallContext(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<StepContext | ReconcileResult> {
     const targets = this.d.targets;
-    if (!targets || !bd.spec.kubeConfig || abandonsTarget(bd)) return this.ctx;
+    // nothing installed (e.g. its kubeconfig was refused): nothing to uninstall there, no target needed
+    const installed = bd.status?.activeRevision !== undefined || bd.status?.transition !== undefined;
+    if (!targets || !bd.spec.kubeConfig || abandonsTarget(bd) || !installed) return this.ctx;
     const blocked = (why: string): never => {
       const message = `uninstall from the remote cluster cannot run: ${why}; the finalizer stays and it is retried. If that cluster is gone for good, annotate the BundleDeployment ${ANNOTATION_ABANDON_TARGET}=true to leave its objects there and let it go`;
       this.d.log.warn({ bd: bd.metadata.name, err: why }, 'uninstall blocked: target cluster');
