@@ -54,6 +54,10 @@ export interface ControllerOptions {
   reconcileTimeoutMs?: number;
   /** the clock of the reconcile budget's timer (default: the system clock); tests fire the budget alone */
   budgetClock?: Clock;
+  /** spec.kubeConfig may name the management API server or link-local/metadata addresses (--allow-restricted-targets) */
+  allowRestrictedTargets?: boolean;
+  /** concurrent reconciles per remote target cluster (default 4) */
+  targetConcurrency?: number;
 }
 
 export interface RunningController {
@@ -144,6 +148,10 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     maxRevisionBytes: opts.maxRevisionBytes,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
     budgetClock: opts.budgetClock,
+    managementServer: cfg.server,
+    ...(opts.allowRestrictedTargets ? { allowRestrictedTargets: true } : {}),
+    ...(opts.targetConcurrency !== undefined ? { targetConcurrency: opts.targetConcurrency } : {}),
+    ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
   });
   if (opts.autoStart !== false) await manager.start();
   return {

@@ -51,6 +51,10 @@ commands:
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
+             --allow-restricted-targets
+                                   a BundleDeployment's spec.kubeConfig may name the management
+                                   cluster's own API server or a link-local/cloud metadata address
+                                   (refused by default)
              --override-manager <name>
                                    (repeatable) a field manager whose fields every apply takes
                                    over and so reverts, besides kubectl, kubectl-edit, kubectl-patch,
@@ -138,6 +142,7 @@ async function main(argv: string[]): Promise<number> {
           'helm-index-max-size': { type: 'string', default: '16Mi' },
           'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
+          'allow-restricted-targets': { type: 'boolean', default: false },
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
           'ca-dir': { type: 'string' },
@@ -165,6 +170,7 @@ async function main(argv: string[]): Promise<number> {
         helmIndexMaxBytes: parseByteSize(values['helm-index-max-size'], '--helm-index-max-size'),
         reconcileTimeoutMs: positiveDuration(parseDuration(values['reconcile-timeout'], '--reconcile-timeout'), '--reconcile-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
+        allowRestrictedTargets: values['allow-restricted-targets'],
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
