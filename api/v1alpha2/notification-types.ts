@@ -12,6 +12,9 @@
  */
 import type { Condition, LabelSelector } from './types.ts';
 
+/** a condition of a notification object (type Ready) */
+export type NotificationCondition = Omit<Condition, 'type'> & { type: 'Ready' };
+
 export const NOTIFICATION_PROVIDER_KIND = 'NotificationProvider';
 export const NOTIFICATION_PROVIDER_PLURAL = 'notificationproviders';
 export const NOTIFICATION_ROUTE_KIND = 'NotificationRoute';
@@ -66,7 +69,7 @@ export interface NotificationProvider {
   kind: typeof NOTIFICATION_PROVIDER_KIND;
   metadata: { name: string; namespace: string; uid?: string; generation?: number; resourceVersion?: string; labels?: Record<string, string> };
   spec: NotificationProviderSpec;
-  status?: { observedGeneration?: number; conditions?: Condition[] };
+  status?: { observedGeneration?: number; conditions?: NotificationCondition[] };
 }
 
 export interface NotificationRouteSpec {
@@ -94,7 +97,7 @@ export interface RouteDeliveryFailure {
 
 export interface NotificationRouteStatus {
   observedGeneration?: number;
-  conditions?: Condition[];
+  conditions?: NotificationCondition[];
   /** the last message delivered */
   lastDelivered?: { at: string; event: string; bundleDeployment: string };
   /** the last message given up on after its retries */

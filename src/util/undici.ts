@@ -17,8 +17,6 @@ export const Pool = require('undici/lib/dispatcher/pool.js') as typeof Undici.Po
 export const EnvHttpProxyAgent = require('undici/lib/dispatcher/env-http-proxy-agent.js') as typeof Undici.EnvHttpProxyAgent;
 export type Pool = Undici.Pool;
 export type EnvHttpProxyAgent = Undici.EnvHttpProxyAgent;
-/** for notifications (src/notify/sender.ts): one agent per CA, a proxy agent per proxy */
-export const Agent = require('undici/lib/dispatcher/agent.js') as typeof Undici.Agent;
+/** for notifications (src/notify/sender.ts): a provider's own proxy */
 export const ProxyAgent = require('undici/lib/dispatcher/proxy-agent.js') as typeof Undici.ProxyAgent;
-export type Agent = Undici.Agent;
 export type ProxyAgent = Undici.ProxyAgent;
