@@ -10,9 +10,11 @@
  * - A lane per provider sends one request at a time, in order, retrying transient failures (network,
  *   timeout, 429, 5xx) with exponential backoff up to `maxAttempts`; a dead provider holds up only
  *   its own lane. Each lane's outbox is bounded like the intake.
- * - Digest: a lane may send `burst` messages at once, then one flush per `digestWindowMs`; a flush
- *   of several records of one route is one digest message (not for commit statuses, which are one
- *   per BD by nature). So N BDs failing at once are at most burst + 1 messages per window and route.
+ * - Digest: a lane sends when it holds a token: `burst` tokens, one more per `digestWindowMs`.
+ *   What it sends is everything waiting: one record alone, several as one digest message per route
+ *   (not for commit statuses, which are one per BD by nature and are not token-limited). So N BDs
+ *   failing at once are one message per route, and a stream of failures is at most `burst`
+ *   messages, then one per window, per route.
  *
  * All timing is on the injected clock; `send` is the only I/O.
  */
@@ -259,16 +261,15 @@ export class Dispatcher {
     if (l.busy || l.timer || l.outbox.length === 0 || this.stopped) return;
     this.refill(l);
     const first = l.outbox[0]!;
-    if (l.tokens > 0 || COMMIT_STATUS_TYPES.has(first.target.providerType)) {
-      void this.run(provider, l);
-      return;
-    }
+    // what arrives in the same turn of the event loop goes together
+    const now = l.tokens > 0 || COMMIT_STATUS_TYPES.has(first.target.providerType);
     l.timer = this.d.clock.setTimeout(
       () => {
         l.timer = undefined;
-        this.schedule(provider, l);
+        if (now) void this.run(provider, l);
+        else this.schedule(provider, l);
       },
-      Math.max(0, l.refillAt - this.d.clock.now()),
+      now ? 0 : Math.max(0, l.refillAt - this.d.clock.now()),
     );
     l.timer.unref();
   }
@@ -284,6 +285,7 @@ export class Dispatcher {
 
   /** sends what the lane holds: one message with a token, or (without one, after the window) a digest per route */
   private async run(provider: string, l: Lane): Promise<void> {
+    if (l.busy || l.outbox.length === 0) return;
     l.busy = true;
     try {
       const commitStatuses = COMMIT_STATUS_TYPES.has(l.outbox[0]!.target.providerType);
@@ -294,13 +296,13 @@ export class Dispatcher {
         }
         return;
       }
-      if (l.tokens > 0 && l.outbox.length > 0) {
-        l.tokens--;
+      l.tokens = Math.max(0, l.tokens - 1);
+      if (l.outbox.length === 1) {
         const p = l.outbox.shift()!;
         await this.deliver(p.target, [p.record], this.single(p));
         return;
       }
-      // no token: the window ended, everything waiting goes now, one message per route
+      // several waiting (at once, or gathered while the lane had no token): one message per route
       const batch = l.outbox.splice(0);
       const byRoute = new Map<string, Pending[]>();
       for (const p of batch) byRoute.set(p.target.route, [...(byRoute.get(p.target.route) ?? []), p]);
@@ -315,7 +317,6 @@ export class Dispatcher {
         const link = renderLink(target.linkTemplate, { name: '', namespace: target.namespace, event: 'Digest' });
         await this.deliver(target, records, { kind: 'digest', records, namespace: target.namespace, route: target.routeName, link });
       }
-      l.refillAt = this.d.clock.now() + this.o.digestWindowMs;
     } finally {
       l.busy = false;
       this.schedule(provider, l);
