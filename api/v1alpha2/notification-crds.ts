@@ -22,7 +22,8 @@ export function notificationCRDs(): CustomResourceDefinition[] {
   if (cached === undefined) {
     const docs = NOTIFICATION_CRD_PATHS.map((p) => load(readFileSync(p, 'utf8')) as CustomResourceDefinition);
     const kinds = docs.map((d) => (d.spec.group === GROUP && d.spec.scope === 'Namespaced' ? d.spec.names.kind : ''));
-    if (kinds[0] !== NOTIFICATION_PROVIDER_KIND || kinds[1] !== NOTIFICATION_ROUTE_KIND) throw new Error(`${NOTIFICATION_CRD_PATHS.join(', ')}: not the notification CRDs`);
+    if (kinds[0] !== NOTIFICATION_PROVIDER_KIND || kinds[1] !== NOTIFICATION_ROUTE_KIND)
+      throw new Error(`${NOTIFICATION_CRD_PATHS.join(', ')}: not the notification CRDs`);
     cached = JSON.stringify(docs);
   }
   return JSON.parse(cached) as CustomResourceDefinition[];

@@ -345,7 +345,10 @@ export class Dispatcher {
         }
         this.d.count?.('retried', target.providerType);
         const delay = Math.min(this.o.maxBackoffMs, this.o.baseBackoffMs * 2 ** (attempt - 1));
-        this.d.log.debug({ route: target.route, provider: target.provider, attempt, delayMs: delay, err: error.message }, 'notification delivery failed: retrying');
+        this.d.log.debug(
+          { route: target.route, provider: target.provider, attempt, delayMs: delay, err: error.message },
+          'notification delivery failed: retrying',
+        );
         await new Promise<void>((resolve) => this.d.clock.setTimeout(resolve, delay).unref());
       }
     }

@@ -63,7 +63,10 @@ export function factsOf(r: TransitionRecord): Array<[string, string]> {
 
 /** plain text of a message (Slack mrkdwn-safe, Teams, Opsgenie descriptions) */
 export function textOf(m: Message): string {
-  if (m.kind === 'single') return factsOf(m.record).map(([k, v]) => `${k}: ${v}`).join('\n');
+  if (m.kind === 'single')
+    return factsOf(m.record)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n');
   const byEvent = new Map<string, number>();
   for (const r of m.records) byEvent.set(WHAT[r.event], (byEvent.get(WHAT[r.event]) ?? 0) + 1);
   const names = m.records.slice(0, DIGEST_NAMES).map((r) => `${r.bd.name} (${WHAT[r.event]})`);
@@ -72,8 +75,16 @@ export function textOf(m: Message): string {
 }
 
 /** the route's link template with {{name}}, {{namespace}}, {{revision}}, {{event}} filled in (URL-encoded) */
-export function renderLink(template: string | undefined, vars: { name: string; namespace: string; revision?: number | undefined; event: string }): string | undefined {
+export function renderLink(
+  template: string | undefined,
+  vars: { name: string; namespace: string; revision?: number | undefined; event: string },
+): string | undefined {
   if (!template) return undefined;
-  const values: Record<string, string> = { name: vars.name, namespace: vars.namespace, revision: vars.revision === undefined ? '' : String(vars.revision), event: vars.event };
+  const values: Record<string, string> = {
+    name: vars.name,
+    namespace: vars.namespace,
+    revision: vars.revision === undefined ? '' : String(vars.revision),
+    event: vars.event,
+  };
   return template.replace(/\{\{\s*(name|namespace|revision|event)\s*\}\}/g, (_m, k: string) => encodeURIComponent(values[k] ?? ''));
 }

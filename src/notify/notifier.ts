@@ -225,14 +225,27 @@ export class Notifier {
         return;
       }
       // a conflict (the cache was behind) or an API error: the next delivery or a retry writes it
-      if (!isConflict(e)) this.o.log.warn({ route: target.route, err: e instanceof HoistError || e instanceof Error ? e.message : String(e) }, 'route status not written');
+      if (!isConflict(e))
+        this.o.log.warn({ route: target.route, err: e instanceof HoistError || e instanceof Error ? e.message : String(e) }, 'route status not written');
       this.scheduleStatus(target);
     }
   }
 }
 
-function setReady(conditions: readonly NotificationCondition[] | undefined, status: 'True' | 'False', reason: string, message: string, at: string): NotificationCondition[] {
+function setReady(
+  conditions: readonly NotificationCondition[] | undefined,
+  status: 'True' | 'False',
+  reason: string,
+  message: string,
+  at: string,
+): NotificationCondition[] {
   const prev = conditions?.find((c) => c.type === 'Ready');
-  const next: NotificationCondition = { type: 'Ready', status, reason, message, lastTransitionTime: prev && prev.status === status ? prev.lastTransitionTime : at };
+  const next: NotificationCondition = {
+    type: 'Ready',
+    status,
+    reason,
+    message,
+    lastTransitionTime: prev && prev.status === status ? prev.lastTransitionTime : at,
+  };
   return [...(conditions ?? []).filter((c) => c.type !== 'Ready'), next];
 }

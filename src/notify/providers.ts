@@ -87,7 +87,15 @@ export function genericPayload(m: Message): Record<string, unknown> {
     at: r.at,
   });
   if (m.kind === 'single') return { apiVersion: 'hoist.notify/v1', namespace: m.namespace, ...one(m.record), link: m.link, title: titleOf(m) };
-  return { apiVersion: 'hoist.notify/v1', namespace: m.namespace, event: 'Digest', title: titleOf(m), text: textOf(m), link: m.link, records: m.records.map(one) };
+  return {
+    apiVersion: 'hoist.notify/v1',
+    namespace: m.namespace,
+    event: 'Digest',
+    title: titleOf(m),
+    text: textOf(m),
+    link: m.link,
+    records: m.records.map(one),
+  };
 }
 
 function generic(p: ProviderSettings, m: Message): OutboundRequest {
@@ -171,7 +179,12 @@ function opsgenie(p: ProviderSettings, m: Message): OutboundRequest | undefined 
   const headers = json({ authorization: `GenieKey ${p.token ?? ''}` });
   const alias = incidentKey(m);
   if (action === 'resolve') {
-    return { method: 'POST', url: `${base}/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`, headers, body: JSON.stringify({ source: 'hoist', note: titleOf(m) }) };
+    return {
+      method: 'POST',
+      url: `${base}/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`,
+      headers,
+      body: JSON.stringify({ source: 'hoist', note: titleOf(m) }),
+    };
   }
   const body = {
     message: titleOf(m).slice(0, 130),
@@ -196,7 +209,11 @@ function alertmanager(p: ProviderSettings, m: Message): OutboundRequest | undefi
     .filter((r) => r.kind !== 'news')
     .map((r) => ({
       labels: { alertname: 'HoistBundleDeploymentFailed', bundledeployment: r.bd.name, namespace: m.namespace },
-      annotations: { summary: titleOf({ kind: 'single', record: r, namespace: m.namespace }), description: textOf({ kind: 'single', record: r, namespace: m.namespace }), severity: r.severity },
+      annotations: {
+        summary: titleOf({ kind: 'single', record: r, namespace: m.namespace }),
+        description: textOf({ kind: 'single', record: r, namespace: m.namespace }),
+        severity: r.severity,
+      },
       ...(r.kind === 'failure' ? { startsAt: r.at } : { endsAt: r.at }),
       ...(m.link ? { generatorURL: m.link } : {}),
     }));
@@ -225,7 +242,10 @@ export function commitState(r: TransitionRecord): 'pending' | 'success' | 'failu
 /** owner/repo path and API base of a forge repository URL */
 function forge(address: string): { origin: string; host: string; path: string } {
   const u = new URL(address);
-  const path = u.pathname.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/i, '');
+  const path = u.pathname
+    .replace(/^\/+/, '')
+    .replace(/\/+$/, '')
+    .replace(/\.git$/i, '');
   return { origin: u.origin, host: u.hostname.toLowerCase(), path };
 }
 
@@ -237,7 +257,10 @@ function commitStatus(p: ProviderSettings, r: TransitionRecord, link: string | u
   const commit = r.sources.find((s) => s.kind === 'git' && s.commit && s.location && normalizeRepoUrl(s.location) === repo)?.commit;
   if (!commit) return undefined;
   const context = `${p.context ?? 'hoist'}/${r.bd.name}`;
-  const description = `${eventPhrase(r.event)}${r.revision ? ` (revision ${r.revision.number})` : ''}${r.failure ? `: ${r.failure.stage} failed` : ''}`.slice(0, 140);
+  const description = `${eventPhrase(r.event)}${r.revision ? ` (revision ${r.revision.number})` : ''}${r.failure ? `: ${r.failure.stage} failed` : ''}`.slice(
+    0,
+    140,
+  );
   const { origin, host, path } = forge(address);
   const target = link ? { target_url: link } : {};
   if (p.type === 'github') {

@@ -63,7 +63,12 @@ export async function resolveProvider(client: KubeClient, p: NotificationProvide
     address = text(s, SECRET_KEY_ADDRESS) ?? address;
     token = text(s, SECRET_KEY_TOKEN);
     if (address === undefined && token === undefined)
-      throw notifyError(`spec.secretRef: secret ${p.metadata.namespace}/${spec.secretRef.name} has neither key ${SECRET_KEY_ADDRESS} nor ${SECRET_KEY_TOKEN}`, NotifyCode.SecretKeyMissing, subject, true);
+      throw notifyError(
+        `spec.secretRef: secret ${p.metadata.namespace}/${spec.secretRef.name} has neither key ${SECRET_KEY_ADDRESS} nor ${SECRET_KEY_TOKEN}`,
+        NotifyCode.SecretKeyMissing,
+        subject,
+        true,
+      );
     credentialHosts = (s.metadata.annotations?.[ANNOTATION_CREDENTIAL_HOSTS] ?? '').split(',').filter((h) => h.trim() !== '');
   }
   let ca: string | undefined;
@@ -71,9 +76,21 @@ export async function resolveProvider(client: KubeClient, p: NotificationProvide
     const key = spec.certSecretRef.key ?? 'ca.crt';
     const s = await readSecret(client, p, spec.certSecretRef.name, 'spec.certSecretRef');
     ca = text(s, key);
-    if (ca === undefined) throw notifyError(`spec.certSecretRef: secret ${p.metadata.namespace}/${spec.certSecretRef.name} has no key ${key}`, NotifyCode.SecretKeyMissing, subject, true);
+    if (ca === undefined)
+      throw notifyError(
+        `spec.certSecretRef: secret ${p.metadata.namespace}/${spec.certSecretRef.name} has no key ${key}`,
+        NotifyCode.SecretKeyMissing,
+        subject,
+        true,
+      );
     const problem = caBundleProblem(ca);
-    if (problem) throw notifyError(`spec.certSecretRef: secret ${p.metadata.namespace}/${spec.certSecretRef.name} key ${key} ${problem}`, NotifyCode.CaInvalid, subject, true);
+    if (problem)
+      throw notifyError(
+        `spec.certSecretRef: secret ${p.metadata.namespace}/${spec.certSecretRef.name} key ${key} ${problem}`,
+        NotifyCode.CaInvalid,
+        subject,
+        true,
+      );
   }
   let timeoutMs = DEFAULT_TIMEOUT_MS;
   try {

@@ -43,7 +43,8 @@ export class Sender {
     if (o.credentialHosts === undefined) return;
     const where = `${o.subject} (${hostPort(url)})`;
     const secret = o.secret ? `secret ${o.secret}` : 'its secret';
-    if (url.protocol !== 'https:') throw notifyError(`${secret} is sent only over https, not to an http:// address`, NotifyCode.InsecureCredentials, where, true);
+    if (url.protocol !== 'https:')
+      throw notifyError(`${secret} is sent only over https, not to an http:// address`, NotifyCode.InsecureCredentials, where, true);
     const hosts = o.credentialHosts.map(parseHostEntry).filter((h): h is string => h !== undefined);
     if (!hosts.includes(hostPort(url)))
       throw notifyError(
@@ -111,4 +112,3 @@ export class Sender {
     await Promise.all(all.map((d) => d.close().catch(() => {})));
   }
 }
-

@@ -84,7 +84,13 @@ const reasonOf = (s: BundleDeploymentStatus | undefined, t: ConditionType): stri
  * the time recorded. Pure.
  */
 export function transitionsOf(
-  bd: { name: string; uid?: string | undefined; labels?: Record<string, string> | undefined; installNamespace?: string | undefined; sources?: readonly SourceSpec[] },
+  bd: {
+    name: string;
+    uid?: string | undefined;
+    labels?: Record<string, string> | undefined;
+    installNamespace?: string | undefined;
+    sources?: readonly SourceSpec[];
+  },
   before: BundleDeploymentStatus | undefined,
   after: BundleDeploymentStatus,
   facts: ReconcileFacts,

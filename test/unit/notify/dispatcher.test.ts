@@ -46,7 +46,8 @@ function setup(targets: RouteTarget[], send: (t: RouteTarget, m: Message) => Pro
   );
   return { clock, d, sent, outcomes };
 }
-const events = (sent: Array<{ message: Message }>) => sent.map((s) => (s.message.kind === 'single' ? `${s.message.record.bd.name}:${s.message.record.event}` : `digest:${s.message.records.length}`));
+const events = (sent: Array<{ message: Message }>) =>
+  sent.map((s) => (s.message.kind === 'single' ? `${s.message.record.bd.name}:${s.message.record.event}` : `digest:${s.message.records.length}`));
 
 describe('Dispatcher', () => {
   it('sends a transition once: the same state of the same revision again is dropped', async () => {

@@ -32,7 +32,13 @@ describe('generic', () => {
     const r = requestFor({ type: 'generic', address: 'https://hooks.example.com/x', token: 'k' }, failed)!;
     expect(r.url).toBe('https://hooks.example.com/x');
     expect(r.headers['x-signature']).toBe(`sha256=${createHmac('sha256', 'k').update(r.body).digest('hex')}`);
-    expect(JSON.parse(r.body)).toMatchObject({ event: 'RolledBack', bundleDeployment: 'web', namespace: 'team-a', revision: { number: 2 }, failure: { stage: 'apply' } });
+    expect(JSON.parse(r.body)).toMatchObject({
+      event: 'RolledBack',
+      bundleDeployment: 'web',
+      namespace: 'team-a',
+      revision: { number: 2 },
+      failure: { stage: 'apply' },
+    });
     expect(requestFor({ type: 'generic', address: 'https://hooks.example.com/x' }, failed)!.headers['x-signature']).toBeUndefined();
   });
 });
@@ -51,7 +57,10 @@ describe('slack incoming webhook', () => {
 
 describe('msteams workflow webhook', () => {
   it('posts a message with one Adaptive Card attachment', () => {
-    const b = body(failed, { type: 'msteams', address: 'https://x.logic.azure.com/workflows/1' }) as { type: string; attachments: Array<{ contentType: string; content: { type: string; version: string } }> };
+    const b = body(failed, { type: 'msteams', address: 'https://x.logic.azure.com/workflows/1' }) as {
+      type: string;
+      attachments: Array<{ contentType: string; content: { type: string; version: string } }>;
+    };
     expect(b.type).toBe('message');
     expect(b.attachments[0]).toMatchObject({ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard', version: '1.4' } });
   });
@@ -66,7 +75,14 @@ describe('pagerduty events v2', () => {
       routing_key: 'R',
       event_action: 'trigger',
       dedup_key: 'hoist/team-a/web',
-      payload: { summary: 'BundleDeployment web: upgrade rolled back (revision 2)', source: 'hoist', severity: 'error', component: 'web', group: 'team-a', class: 'RolledBack' },
+      payload: {
+        summary: 'BundleDeployment web: upgrade rolled back (revision 2)',
+        source: 'hoist',
+        severity: 'error',
+        component: 'web',
+        group: 'team-a',
+        class: 'RolledBack',
+      },
       links: [{ href: 'https://dash.example.com/bd/web', text: 'Details' }],
     });
     expect(JSON.parse(requestFor(p, fixed)!.body)).toEqual({ routing_key: 'R', event_action: 'resolve', dedup_key: 'hoist/team-a/web' });
@@ -91,7 +107,10 @@ describe('alertmanager', () => {
     const t = requestFor(p, failed)!;
     expect(t.url).toBe('https://am.example.com/api/v2/alerts');
     const [a] = JSON.parse(t.body) as Array<Record<string, unknown>>;
-    expect(a).toMatchObject({ labels: { alertname: 'HoistBundleDeploymentFailed', bundledeployment: 'web', namespace: 'team-a' }, startsAt: '2025-01-01T00:00:10.000Z' });
+    expect(a).toMatchObject({
+      labels: { alertname: 'HoistBundleDeploymentFailed', bundledeployment: 'web', namespace: 'team-a' },
+      startsAt: '2025-01-01T00:00:10.000Z',
+    });
     const [r] = JSON.parse(requestFor(p, fixed)!.body) as Array<Record<string, unknown>>;
     expect(r).toMatchObject({ labels: a!.labels, endsAt: '2025-01-01T00:00:10.000Z' });
   });
@@ -102,10 +121,17 @@ describe('commit statuses', () => {
     const r = requestFor({ type: 'github', address: 'https://github.com/acme/app', token: 'T' }, failed)!;
     expect(r.url).toBe(`https://api.github.com/repos/acme/app/statuses/${COMMIT}`);
     expect(r.headers).toMatchObject({ authorization: 'Bearer T', accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' });
-    expect(JSON.parse(r.body)).toEqual({ state: 'failure', target_url: 'https://dash.example.com/bd/web', description: 'upgrade rolled back (revision 2): apply failed', context: 'hoist/web' });
+    expect(JSON.parse(r.body)).toEqual({
+      state: 'failure',
+      target_url: 'https://dash.example.com/bd/web',
+      description: 'upgrade rolled back (revision 2): apply failed',
+      context: 'hoist/web',
+    });
     expect(JSON.parse(requestFor({ type: 'github', address: 'https://github.com/acme/app', token: 'T' }, fixed)!.body)).toMatchObject({ state: 'success' });
     const ghe = single({ ...rec('RolledBack', 'failure'), sources: [{ kind: 'git', location: 'https://ghe.example.com:8443/acme/app.git', commit: COMMIT }] });
-    expect(requestFor({ type: 'github', address: 'https://ghe.example.com:8443/acme/app' }, ghe)!.url).toBe(`https://ghe.example.com:8443/api/v3/repos/acme/app/statuses/${COMMIT}`);
+    expect(requestFor({ type: 'github', address: 'https://ghe.example.com:8443/acme/app' }, ghe)!.url).toBe(
+      `https://ghe.example.com:8443/api/v3/repos/acme/app/statuses/${COMMIT}`,
+    );
   });
   it('only on the commit of the git source of that repository', () => {
     expect(requestFor({ type: 'github', address: 'https://github.com/acme/other', token: 'T' }, failed)).toBeUndefined();
@@ -130,7 +156,10 @@ describe('commit statuses', () => {
 describe('digest', () => {
   it('one message naming the count and at most 20 BDs', () => {
     const records = Array.from({ length: 30 }, (_, i) => ({ ...rec('Blocked', 'failure'), bd: { name: `bd-${i}`, labels: {} } }));
-    const b = body({ kind: 'digest', records, namespace: 'team-a', route: 'r' }, { type: 'slack', address: 'https://hooks.slack.com/x' }) as { text: string; blocks: Array<{ text: { text: string } }> };
+    const b = body({ kind: 'digest', records, namespace: 'team-a', route: 'r' }, { type: 'slack', address: 'https://hooks.slack.com/x' }) as {
+      text: string;
+      blocks: Array<{ text: { text: string } }>;
+    };
     expect(b.text).toBe('30 BundleDeployments changed state (30 failed)');
     expect(b.blocks[1]!.text.text).toContain('bd-19 (blocked) (+10 more)');
     const pd = body({ kind: 'digest', records, namespace: 'team-a', route: 'r' }, { type: 'pagerduty', token: 'R' });
@@ -140,8 +169,13 @@ describe('digest', () => {
 
 describe('renderLink', () => {
   it('fills in the placeholders URL-encoded', () => {
-    expect(renderLink('https://d.example.com/?bd={{name}}&ns={{ namespace }}&rev={{revision}}&e={{event}}', { name: 'a b', namespace: 'n', revision: 3, event: 'RolledBack' })).toBe(
-      'https://d.example.com/?bd=a%20b&ns=n&rev=3&e=RolledBack',
-    );
+    expect(
+      renderLink('https://d.example.com/?bd={{name}}&ns={{ namespace }}&rev={{revision}}&e={{event}}', {
+        name: 'a b',
+        namespace: 'n',
+        revision: 3,
+        event: 'RolledBack',
+      }),
+    ).toBe('https://d.example.com/?bd=a%20b&ns=n&rev=3&e=RolledBack');
   });
 });

@@ -2,10 +2,26 @@ import { describe, expect, it } from 'vitest';
 import type { BundleDeploymentStatus, Condition } from '../../../api/v1alpha2/types.ts';
 import { transitionsOf } from '../../../src/notify/transitions.ts';
 
-const c = (type: Condition['type'], status: Condition['status'], reason: string, message = ''): Condition => ({ type, status, reason, message, lastTransitionTime: '2025-01-01T00:00:00Z' });
-const st = (rev: number, digest: string, progressing: string, opts: { healthy?: string; paused?: boolean; revisions?: number[]; attempted?: number } = {}): BundleDeploymentStatus => ({
+const c = (type: Condition['type'], status: Condition['status'], reason: string, message = ''): Condition => ({
+  type,
+  status,
+  reason,
+  message,
+  lastTransitionTime: '2025-01-01T00:00:00Z',
+});
+const st = (
+  rev: number,
+  digest: string,
+  progressing: string,
+  opts: { healthy?: string; paused?: boolean; revisions?: number[]; attempted?: number } = {},
+): BundleDeploymentStatus => ({
   conditions: [
-    c('Healthy', opts.healthy === 'Unhealthy' ? 'False' : 'True', opts.healthy ?? 'Healthy', opts.healthy === 'Unhealthy' ? 'Deployment web: 0/1 ready' : 'all healthy'),
+    c(
+      'Healthy',
+      opts.healthy === 'Unhealthy' ? 'False' : 'True',
+      opts.healthy ?? 'Healthy',
+      opts.healthy === 'Unhealthy' ? 'Deployment web: 0/1 ready' : 'all healthy',
+    ),
     c('Progressing', progressing === 'RollingOut' ? 'True' : 'False', progressing, `progressing ${progressing}`),
     c('Paused', opts.paused ? 'True' : 'False', opts.paused ? 'Paused' : 'Reconciling'),
   ],
@@ -21,7 +37,8 @@ const bd = {
   sources: [{ kind: 'git' as const, git: { repository: 'https://user:pw@git.example.com/acme/app.git?x=1', ref: { branch: 'main' } } }],
 };
 const now = new Date('2025-01-01T00:00:10Z');
-const events = (before: BundleDeploymentStatus | undefined, after: BundleDeploymentStatus, facts = {}) => transitionsOf(bd, before, after, facts, now).map((t) => t.event);
+const events = (before: BundleDeploymentStatus | undefined, after: BundleDeploymentStatus, facts = {}) =>
+  transitionsOf(bd, before, after, facts, now).map((t) => t.event);
 
 describe('transitionsOf', () => {
   it.each([
@@ -45,12 +62,23 @@ describe('transitionsOf', () => {
 
   it('drift reverted is news of its own, with the objects', () => {
     const [t] = transitionsOf(bd, st(1, 'd1', 'Succeeded'), st(1, 'd1', 'Succeeded'), { driftReverted: ['apps/v1 Deployment team-a/web'] }, now);
-    expect(t).toMatchObject({ event: 'DriftReverted', severity: 'warning', kind: 'news', summary: 'changed back to revision 1: apps/v1 Deployment team-a/web' });
+    expect(t).toMatchObject({
+      event: 'DriftReverted',
+      severity: 'warning',
+      kind: 'news',
+      summary: 'changed back to revision 1: apps/v1 Deployment team-a/web',
+    });
   });
 
   it('a rollback names the failed revision, the failure, the source without credentials and the changes', () => {
     const failure = { stage: 'apply', subject: 'apps/v1 Deployment team-a/web', code: 'apply-failed', message: 'refused' };
-    const [t] = transitionsOf(bd, st(1, 'd1', 'Succeeded'), st(1, 'd1', 'RolledBack', { attempted: 2 }), { failure, changes: { created: 1, configured: 2, pruned: 0 } }, now);
+    const [t] = transitionsOf(
+      bd,
+      st(1, 'd1', 'Succeeded'),
+      st(1, 'd1', 'RolledBack', { attempted: 2 }),
+      { failure, changes: { created: 1, configured: 2, pruned: 0 } },
+      now,
+    );
     expect(t).toEqual({
       event: 'RolledBack',
       severity: 'error',
