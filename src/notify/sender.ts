@@ -81,10 +81,10 @@ export class Sender {
       status = res.statusCode;
       await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
     } catch (e) {
-      const code = (e as { code?: string; name?: string }).code ?? (e as { name?: string }).name ?? 'error';
-      const timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'TimeoutError' || code === 'ABORT_ERR';
+      const { code, name } = e as { code?: unknown; name?: unknown };
+      const timedOut = name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
       if (timedOut) throw notifyError(`no answer within ${o.timeoutMs} ms`, NotifyCode.Timeout, where, false);
-      throw notifyError(`request failed (${code})`, NotifyCode.Unreachable, where, false);
+      throw notifyError(`request failed (${typeof code === 'string' ? code : String(name ?? 'error')})`, NotifyCode.Unreachable, where, false);
     }
     if (status >= 200 && status < 300) return;
     const transient = status === 408 || status === 429 || status >= 500;

@@ -38,12 +38,18 @@ const commits: Record<string, string> = {};
 const cm = (name: string, v: string) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } });
 const REFUSED = stringify(deployment('no-containers', { containers: [] }));
 
-/** replaces the files of main of acme/app with `files`, commits and pushes; returns the commit */
-async function commitFiles(label: string, files: Record<string, string>): Promise<string> {
-  for (const f of ['cm.yaml', 'bad.yaml']) await rm(join(src, f), { force: true });
-  for (const [f, text] of Object.entries(files)) await writeFile(join(src, f), text);
+const APPS = ['web', 'slow-1', 'slow-2', 'plain-0', 'a-app', 'b-app'];
+
+/** commits a tree with one directory per app (its own ConfigMap), `web` as given, and pushes; returns the commit */
+async function commitTree(label: string, web: Record<string, string>): Promise<string> {
+  await rm(join(src, 'apps'), { recursive: true, force: true });
+  for (const app of APPS) {
+    await mkdir(join(src, 'apps', app), { recursive: true });
+    const files = app === 'web' ? web : { 'cm.yaml': cm(app, '1') };
+    for (const [f, text] of Object.entries(files)) await writeFile(join(src, 'apps', app, f), text);
+  }
   git(src, ['add', '-A']);
-  git(src, ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', label, '--allow-empty']);
+  git(src, ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', label]);
   const sha = git(src, ['rev-parse', 'HEAD']);
   git(src, ['push', '-q', 'origin', 'HEAD:main']);
   commits[label] = sha;
@@ -63,10 +69,10 @@ const route = (namespace: string, name: string, spec: Record<string, unknown>): 
   ({ apiVersion: API_VERSION, kind: NOTIFICATION_ROUTE_KIND, metadata: { name, namespace }, spec: { minInterval: '1s', ...spec } }) as KubeObject;
 
 const repoUrl = () => `${forge.url}/acme/app.git`;
-const gitSpec = (namespace: string, sha: string): BundleDeploymentSpec => ({
+const gitSpec = (namespace: string, sha: string, app = 'web'): BundleDeploymentSpec => ({
   installNamespace: namespace,
   format: 'plain',
-  sources: [{ kind: 'git', git: { repository: repoUrl(), ref: { commit: sha }, caSecretRef: { name: 'forge-ca' } } }],
+  sources: [{ kind: 'git', git: { repository: repoUrl(), ref: { commit: sha }, directory: `apps/${app}`, caSecretRef: { name: 'forge-ca' } } }],
 });
 
 /** waits until the notifier has nothing queued, held or in flight */
@@ -89,9 +95,9 @@ beforeAll(async () => {
   gitServer = await startGitServer({ projectRoot: repos });
   forge = await startProviderServer(pki, gitServer.url);
   for (const p of ['/slack/', '/pd/', '/api/v3/', '/digest/', '/tenant-a/', '/tenant-b/']) forge.answer(p, p === '/api/v3/' ? 201 : p === '/pd/' ? 202 : 200);
-  await commitFiles('good', { 'cm.yaml': cm('web', '1') });
-  await commitFiles('bad', { 'cm.yaml': cm('web', '2'), 'bad.yaml': REFUSED });
-  await commitFiles('fixed', { 'cm.yaml': cm('web', '3') });
+  await commitTree('good', { 'cm.yaml': cm('web', '1') });
+  await commitTree('bad', { 'cm.yaml': cm('web', '2'), 'bad.yaml': REFUSED });
+  await commitTree('fixed', { 'cm.yaml': cm('web', '3') });
 
   teamA = `notify-a-${t.runId}`;
   teamB = `notify-b-${t.runId}`;
@@ -259,16 +265,16 @@ describe('noise control and dead providers', () => {
     await t.client.create(provider(ns, 'flaky', { type: 'generic', secretRef: { name: 'flaky' }, certSecretRef: { name: 'forge-ca' } }));
     // the baseline: the same install with no provider
     const t0 = Date.now();
-    await t.create('plain-0', gitSpec(teamB, commits.good!));
+    await t.create('plain-0', gitSpec(teamB, commits.good!, 'plain-0'));
     const base = await t.reconciled('plain-0', t0, 'installed without a provider');
     await t.client.create(route(ns, 'dead', { providerRef: { name: 'dead' }, bundleDeployments: { selector: { matchLabels: { slow: 'yes' } } } }));
     await t.client.create(route(ns, 'flaky', { providerRef: { name: 'flaky' }, bundleDeployments: { selector: { matchLabels: { slow: 'yes' } } } }));
-    await t.create('slow-1', gitSpec(ns, commits.good!), { slow: 'yes' });
+    await t.create('slow-1', gitSpec(ns, commits.good!, 'slow-1'), { slow: 'yes' });
     await t.waitFor('slow-1', isSucceeded, 'installed');
     await waitUntil('the dead provider got the message', () => forge.to('/dead/').length === 1, 30_000);
     // while that request hangs, another BD routed to the same dead provider installs
     const t1 = Date.now();
-    await t.create('slow-2', gitSpec(ns, commits.good!), { slow: 'yes' });
+    await t.create('slow-2', gitSpec(ns, commits.good!, 'slow-2'), { slow: 'yes' });
     const withProvider = await t.reconciled('slow-2', t1, 'installed with a hanging provider');
     await t.waitFor('slow-2', isSucceeded, 'installed');
     expect(forge.to('/dead/')).toHaveLength(1);
@@ -279,6 +285,10 @@ describe('noise control and dead providers', () => {
     const flaky = forge.to('/flaky/');
     expect(flaky[0]!.body).toBe(flaky[1]!.body);
     expect(flaky[0]!.headers['x-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    // the dead provider comes back: what it was sent is delivered, and the lanes go idle
+    forge.answer('/dead/', 200);
+    forge.release(200);
+    await notifierIdle();
   }, 120_000);
 });
 
@@ -339,8 +349,8 @@ describe('tenancy', () => {
     await t.client.create(secret(teamA, 'tenant-a', { address: `${forge.url}/tenant-a/hook` }, forge.host));
     await t.client.create(provider(teamA, 'tenant-a', { type: 'generic', secretRef: { name: 'tenant-a' }, certSecretRef: { name: 'forge-ca' } }));
     await t.client.create(route(teamA, 'tenant-a', { providerRef: { name: 'tenant-a' }, bundleDeployments: { names: ['web', 'a-app'] } }));
-    await t.create('a-app', gitSpec(teamA, commits.good!));
-    await t.create('b-app', gitSpec(teamB, commits.good!));
+    await t.create('a-app', gitSpec(teamA, commits.good!, 'a-app'));
+    await t.create('b-app', gitSpec(teamB, commits.good!, 'b-app'));
     await t.waitFor('a-app', isSucceeded, 'a-app installed');
     await t.waitFor('b-app', isSucceeded, 'b-app installed');
     await waitUntil('team A notified', () => forge.to('/tenant-a/').length >= 1, 30_000);

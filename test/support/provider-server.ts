@@ -30,6 +30,8 @@ export interface ProviderServer {
   /** the requests to paths starting with prefix */
   to(prefix: string): RecordedRequest[];
   answer(prefix: string, a: Answer): void;
+  /** answers every request left hanging with `status` */
+  release(status: number): void;
   close(): Promise<void>;
 }
 
@@ -85,6 +87,10 @@ export async function startProviderServer(pki: TestPki, upstream?: string): Prom
     requests,
     to: (prefix) => requests.filter((r) => r.path.startsWith(prefix)),
     answer: (prefix, a) => answers.set(prefix, a),
+    release: (status) => {
+      for (const r of hanging) r.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      hanging.clear();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const r of hanging) r.destroy();
