@@ -311,7 +311,13 @@ export class BundleDeploymentReconciler {
   private notify(bd: BundleDeployment, written: BundleDeploymentStatus, s: ReconcileState): void {
     if (!this.d.notices) return;
     try {
-      const meta = { name: bd.metadata.name, uid: bd.metadata.uid, labels: bd.metadata.labels, installNamespace: bd.spec.installNamespace, sources: bd.spec.sources };
+      const meta = {
+        name: bd.metadata.name,
+        uid: bd.metadata.uid,
+        labels: bd.metadata.labels,
+        installNamespace: bd.spec.installNamespace,
+        sources: bd.spec.sources,
+      };
       this.d.notices.record(transitionsOf(meta, bd.status, written, s.facts, this.now()));
     } catch (e) {
       this.d.log.warn({ bd: bd.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'transitions not recorded');

@@ -44,9 +44,11 @@ export async function notify(args: string[], io: Io): Promise<number> {
     const client = connect(values.kubeconfig);
     const sender = new Sender('hoist-cli');
     try {
-      const p = (await client.get({ apiVersion: API_VERSION, kind: NOTIFICATION_PROVIDER_KIND }, name, values.namespace)) as unknown as NotificationProvider | undefined;
+      const p = (await client.get({ apiVersion: API_VERSION, kind: NOTIFICATION_PROVIDER_KIND }, name, values.namespace)) as unknown as
+        NotificationProvider | undefined;
       if (!p) throw new Error(`notificationprovider ${values.namespace}/${name} not found`);
-      if (COMMIT_STATUS_TYPES.has(p.spec.type) && !values.commit) throw new UsageError(`provider type ${p.spec.type} needs --commit: a commit status is set on a commit`);
+      if (COMMIT_STATUS_TYPES.has(p.spec.type) && !values.commit)
+        throw new UsageError(`provider type ${p.spec.type} needs --commit: a commit status is set on a commit`);
       const resolved = await resolveProvider(client, p);
       const message = testMessage(p, values.commit);
       const req = requestFor(resolved.settings, message);
