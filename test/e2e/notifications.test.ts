@@ -328,6 +328,18 @@ describe('tenancy', () => {
     await refused(bob.create(provider(teamA, 'steal', { type: 'slack', address: `${forge.url}/tenant-b/x` })));
     await refused(bob.get({ apiVersion: 'v1', kind: 'Secret' }, 'slack', teamA));
     await refused(bob.patch({ apiVersion: API_VERSION, kind: NOTIFICATION_ROUTE_KIND }, 'web-slack', teamA, { spec: { providerRef: { name: 'x' } } }, 'merge'));
+    // and the API server refuses what the CRD's rules forbid: credentials in the address, an incident tool without its Secret
+    const invalid = async (p: Promise<unknown>, what: string) =>
+      expect(
+        String(
+          await p.then(
+            () => 'allowed',
+            (e: unknown) => e,
+          ),
+        ),
+      ).toContain(what);
+    await invalid(bob.create(provider(teamB, 'userinfo', { type: 'generic', address: 'https://u:p@hooks.example.com/x' })), 'without user:password@');
+    await invalid(bob.create(provider(teamB, 'no-key', { type: 'pagerduty' })), 'spec.secretRef (key token) is required');
 
     // bob's route in team B names team A's BD and selects everything: it gets nothing of it
     await bob.create(provider(teamB, 'mine', { type: 'generic', address: `${forge.url}/tenant-b/hook`, certSecretRef: { name: 'forge-ca' } }));
