@@ -98,6 +98,7 @@ user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --h
   tree NAME                   every object of the active revision: phase, owner, health, why not ready
   events NAME                 the Events of the BundleDeployment and of its objects that are not ready
   diff -f <bd.yaml>           server-side dry-run of the rendered objects, per-object diff
+  notify test PROVIDER -n NS  send a test notification through a NotificationProvider (as you)
   completion bash|zsh         shell completion script
 
 exit codes: 0 success; 1 failure (not found, refused, API error); 2 usage error.
@@ -117,6 +118,7 @@ const VERBS: Record<string, () => Promise<(args: string[], io: Io) => Promise<nu
   events: async () => (await import('./verbs/events.ts')).events,
   diff: async () => (await import('./verbs/diff.ts')).diff,
   completion: async () => (await import('./verbs/completion.ts')).completion,
+  notify: async () => (await import('./verbs/notify.ts')).notify,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -39,6 +39,7 @@ import { resolveSources } from './pipeline/resolve.ts';
 import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
+import { transitionsOf } from '../notify/transitions.ts';
 import { decideStatusWrite } from './status-writes.ts';
 import { redactConditions, redactingEvents } from './redaction.ts';
 import { redact } from '../util/redact.ts';
@@ -273,6 +274,7 @@ export class BundleDeploymentReconciler {
     this.ctx.pendingRotations.delete(name);
     this.ctx.redactions.delete(name);
     this.contentUse.forget(name);
+    this.d.notices?.forget(name);
     this.d.applier.forget(name);
     this.d.targets?.release(name);
   }
@@ -401,6 +403,24 @@ export class BundleDeploymentReconciler {
     }
     this.statusWrites.set(name, this.now().getTime());
     await this.ownWrites.write(name, bd.metadata.resourceVersion, () => this.d.client.updateStatus({ ...bd, status: clean }));
+    this.notify(bd, clean, s);
+  }
+
+  /** the transitions this written status made, to the notifications (off the reconcile path) */
+  private notify(bd: BundleDeployment, written: BundleDeploymentStatus, s: ReconcileState): void {
+    if (!this.d.notices) return;
+    try {
+      const meta = {
+        name: bd.metadata.name,
+        uid: bd.metadata.uid,
+        labels: bd.metadata.labels,
+        installNamespace: bd.spec.installNamespace,
+        sources: bd.spec.sources,
+      };
+      this.d.notices.record(transitionsOf(meta, bd.status, written, s.facts, this.now()));
+    } catch (e) {
+      this.d.log.warn({ bd: bd.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'transitions not recorded');
+    }
   }
 
   /** one info line per reconcile outcome (STYLE: duration, revision, digest, changes, next requeue) */

@@ -72,6 +72,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   userAgent?: string;
   /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
   clock?: Clock;
+  /** transition records of written statuses go here (src/notify) */
+  notices?: ReconcilerDeps['notices'];
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -219,6 +221,7 @@ export class BundleDeploymentManager {
       dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
+      ...(opts.notices ? { notices: opts.notices } : {}),
       clock: opts.clock,
       secrets: {
         takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]),

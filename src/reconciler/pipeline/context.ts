@@ -25,6 +25,7 @@ import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../watches/secret-watch.ts';
 import type { Targets } from '../targets.ts';
+import type { TransitionRecord } from '../../notify/transitions.ts';
 
 /*
  * What the pipeline asks of each stage implementation: the smallest part of each class the steps
@@ -89,6 +90,14 @@ export interface ReconcilerDeps {
   secrets?: Pick<SecretWatch, 'takeRotated'>;
   /** whether a verified webhook push named a BD's repository and branch since its last resolve */
   pushes?: Pick<PushNotices, 'takePushed'>;
+  /** takes the transitions of each written status (src/notify; never blocks the reconcile) */
+  notices?: NoticeSink;
+}
+
+/** where the reconciler hands transition records (src/notify/dispatcher.ts): must return at once */
+export interface NoticeSink {
+  record(records: readonly TransitionRecord[]): void;
+  forget(bd: string): void;
 }
 
 export interface StepContext {
