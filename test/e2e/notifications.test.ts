@@ -244,7 +244,7 @@ describe('noise control and dead providers', () => {
     // at most the burst, then one digest per window (5 s) of the time the failures took; and far fewer than 100
     const bound = 3 + Math.ceil(elapsed / 5000) + 1;
     expect(messages.length).toBeLessThanOrEqual(bound);
-    expect(messages.length).toBeLessThan(25);
+    expect(messages.length).toBeLessThan(names.length);
     const counted = messages.reduce((sum, m) => {
       const text = (m.json as { text: string }).text;
       const n = /^(\d+) BundleDeployments/.exec(text);
@@ -261,7 +261,7 @@ describe('noise control and dead providers', () => {
     const ns = teamA;
     await t.client.create(secret(ns, 'dead', { address: `${forge.url}/dead/hook` }, forge.host));
     await t.client.create(secret(ns, 'flaky', { address: `${forge.url}/flaky/hook`, token: 'hmac-key' }, forge.host));
-    await t.client.create(provider(ns, 'dead', { type: 'generic', secretRef: { name: 'dead' }, certSecretRef: { name: 'forge-ca' }, timeout: '60s' }));
+    await t.client.create(provider(ns, 'dead', { type: 'generic', secretRef: { name: 'dead' }, certSecretRef: { name: 'forge-ca' }, timeout: '30m' }));
     await t.client.create(provider(ns, 'flaky', { type: 'generic', secretRef: { name: 'flaky' }, certSecretRef: { name: 'forge-ca' } }));
     // the baseline: the same install with no provider
     const t0 = Date.now();
@@ -278,8 +278,9 @@ describe('noise control and dead providers', () => {
     const withProvider = await t.reconciled('slow-2', t1, 'installed with a hanging provider');
     await t.waitFor('slow-2', isSucceeded, 'installed');
     expect(forge.to('/dead/')).toHaveLength(1);
-    // generous: a reconcile that waited on the 60 s timeout would be far over it
-    expect(withProvider.durationMs).toBeLessThan(Math.max(10 * base.durationMs, 10_000));
+    // the dead provider's request hangs for its 30 min timeout until released below: a delivery on
+    // the reconcile path would have held slow-1's and slow-2's installs past every wait above
+    expect(withProvider.changed).toBe(base.changed);
     // the flaky one was retried: the same signed body twice, then delivered
     await waitUntil('flaky retried', () => forge.to('/flaky/').length >= 3, 30_000);
     const flaky = forge.to('/flaky/');
