@@ -20,7 +20,7 @@ import { DECRYPTION_SUBJECT, decryptionInput, readDecryptionKeys } from '../inpu
 import type { DecryptionKeys } from '../../processors/sops/age-keys.ts';
 import type { Rendered } from '../revision-objects.ts';
 import { revisionRedactions } from '../redaction.ts';
-import type { StepContext } from './context.ts';
+import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
 
@@ -72,7 +72,7 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const out = await d.renders.run(
     () =>
       renderBundle(
-        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
+        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: clusterClient(ctx).discovery, cluster: clusterClient(ctx).discovery },
         {
           name: s.name,
           spec,
