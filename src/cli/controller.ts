@@ -14,6 +14,7 @@ import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
 import { sleep } from '../util/sleep.ts';
@@ -54,6 +55,8 @@ export interface ControllerOptions {
   reconcileTimeoutMs?: number;
   /** the clock of the reconcile budget's timer (default: the system clock); tests fire the budget alone */
   budgetClock?: Clock;
+  /** the health rules in force (hoist run --health-rules, then the shipped library) */
+  healthRules?: HealthRules;
 }
 
 export interface RunningController {
@@ -144,6 +147,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     maxRevisionBytes: opts.maxRevisionBytes,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
     budgetClock: opts.budgetClock,
+    healthRules: opts.healthRules,
   });
   if (opts.autoStart !== false) await manager.start();
   return {

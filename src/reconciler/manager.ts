@@ -20,6 +20,7 @@ import { CrdWatch } from './watches/crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
 import { ManagedObjects } from './watches/managed-objects.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
@@ -60,6 +61,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   budgetClock?: Clock;
   /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
   clock?: Clock;
+  /** the health rules in force (hoist run --health-rules ahead of the shipped library; default: the library) */
+  healthRules?: HealthRules;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -128,6 +131,7 @@ export class BundleDeploymentManager {
       },
       log,
       opts.clock,
+      opts.healthRules,
     );
     this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(

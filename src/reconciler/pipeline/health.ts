@@ -1,6 +1,7 @@
 /**
- * Healthy: the active revision's health from the managed-object watches — built-in readiness and
- * the verdicts of `spec.healthChecks`, the worse of the two per object. Reads caches only.
+ * Healthy: the active revision's health from the managed-object watches — each object's verdict
+ * (health/verdict.ts: the BD's `spec.healthChecks` that select it, else the cluster-wide rules,
+ * the shipped library, kstatus). Reads caches only.
  */
 import { objectId } from '../../apply/object-id.ts';
 import { podProblems } from '../../health/pods.ts';
@@ -55,7 +56,8 @@ export function assess(ctx: StepContext, s: ReconcileState, objs: readonly KubeO
       continue;
     }
     if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);
-    else if (h.readiness === 'InProgress') waiting.push(`${subject}: ${h.message ?? 'in progress'}`);
+    // Terminating: an object being deleted is not ready
+    else if (h.readiness !== 'Ready') waiting.push(`${subject}: ${h.message ?? 'in progress'}`);
     for (const v of managed.checkVerdicts(id)) {
       if (v.changesAt !== undefined) s.recheckAt = Math.min(s.recheckAt ?? v.changesAt, v.changesAt);
       if (v.readiness === 'Failed') failed.push(`${subject}: health check ${v.check}: ${v.message ?? 'failed'}`);
