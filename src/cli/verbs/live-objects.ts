@@ -73,7 +73,9 @@ export async function healthRulesFor(client: RestKubeClient, namespace: string, 
   try {
     items = (await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace, labelSelector: `${HEALTH_RULES_LABEL}=true` })).items;
   } catch (e) {
-    io.err(`warning: the controller's health rules (ConfigMaps labelled ${HEALTH_RULES_LABEL} in ${namespace}) cannot be listed, judging by the shipped rules and kstatus only: ${e instanceof Error ? e.message : String(e)}\n`);
+    io.err(
+      `warning: the controller's health rules (ConfigMaps labelled ${HEALTH_RULES_LABEL} in ${namespace}) cannot be listed, judging by the shipped rules and kstatus only: ${e instanceof Error ? e.message : String(e)}\n`,
+    );
     return BUILTIN_RULES;
   }
   const compiled = items

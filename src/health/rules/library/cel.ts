@@ -8,11 +8,10 @@
 const quote = (s: string): string => JSON.stringify(s);
 
 /** the object has a condition of this type with this status */
-export const cond = (type: string, status = 'True'): string =>
-  `self.status.conditions.exists(c, c.type == ${quote(type)} && c.status == ${quote(status)})`;
+export const cond = (type: string, status = 'True'): string => `self.status.conditions.exists(c, c.type == ${quote(type)} && c.status == ${quote(status)})`;
 
-/** the object has no condition of this type with this status */
-export const notCond = (type: string, status = 'True'): string => `!${cond(type, status)}`;
+/** the object has no condition of this type with this status (also when it has no conditions yet) */
+export const notCond = (type: string, status = 'True'): string => `!(has(self.status.conditions) && ${cond(type, status)})`;
 
 /** a field of the condition of this type (fails when there is none) */
 export const condField = (type: string, field: 'message' | 'reason' | 'status'): string =>

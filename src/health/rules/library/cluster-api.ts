@@ -31,7 +31,13 @@ export const CLUSTER_API: HealthRuleSpec[] = [
     observedGeneration: 'self.status.observedGeneration',
     ready: cond('Available'),
     failed: 'self.status.phase == "Failed"',
-    message: firstOf([['self.status.phase == "Failed"', '"phase Failed"']], condSummary('Available')),
+    message: firstOf(
+      [
+        ['self.status.phase == "Failed"', '"phase Failed"'],
+        [notCond('Available'), condSummary('Available')],
+      ],
+      '""',
+    ),
     source: `${BOOK}/crd-api-reference#clusterstatus`,
   },
   {
@@ -46,8 +52,9 @@ export const CLUSTER_API: HealthRuleSpec[] = [
       [
         ['self.status.phase == "Failed"', failureMessage],
         [notCond('Ready'), condSummary('Ready')],
+        ['self.status.phase != "Provisioned"', '"phase " + self.status.phase'],
       ],
-      '"phase " + self.status.phase',
+      '""',
     ),
     source: `${BOOK}/crd-api-reference-v1beta1#clusterstatus`,
   },
@@ -64,8 +71,9 @@ export const CLUSTER_API: HealthRuleSpec[] = [
         [notCond('Available'), condSummary('Available')],
         [cond('RollingOut'), condSummary('RollingOut')],
         [cond('ScalingUp'), condSummary('ScalingUp')],
+        [cond('ScalingDown'), condSummary('ScalingDown')],
       ],
-      condSummary('ScalingDown'),
+      '""',
     ),
     source: `${BOOK}/crd-api-reference#machinedeploymentstatus`,
   },
@@ -81,8 +89,12 @@ export const CLUSTER_API: HealthRuleSpec[] = [
       [
         ['self.status.phase == "Failed"', '"phase Failed"'],
         ['self.status.phase != "Running"', '"phase " + self.status.phase'],
+        [
+          'self.status.updatedReplicas < self.spec.replicas || self.status.availableReplicas < self.spec.replicas',
+          'string(self.status.updatedReplicas) + "/" + string(self.spec.replicas) + " replicas updated, " + string(self.status.availableReplicas) + " available"',
+        ],
       ],
-      'string(self.status.updatedReplicas) + "/" + string(self.spec.replicas) + " replicas updated, " + string(self.status.availableReplicas) + " available"',
+      condSummary('Ready'),
     ),
     source: `${BOOK}/crd-api-reference-v1beta1#machinedeploymentstatus`,
   },

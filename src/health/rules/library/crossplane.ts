@@ -22,12 +22,18 @@
  */
 import type { KubeObject } from '../../../kube/types.ts';
 import type { HealthRuleSpec } from '../rule.ts';
-import { cond, condField, condGeneration, firstOf, notCond } from './cel.ts';
+import { cond, condField, condGeneration, condSummary, firstOf, notCond } from './cel.ts';
 
 const judge = {
   observedGeneration: condGeneration('Synced', 'Ready'),
   ready: `${cond('Synced')} && ${cond('Ready')}`,
-  message: firstOf([[notCond('Synced'), condField('Synced', 'message')]], condField('Ready', 'message')),
+  message: firstOf(
+    [
+      [notCond('Synced'), condField('Synced', 'message')],
+      [notCond('Ready'), condSummary('Ready')],
+    ],
+    '""',
+  ),
 } satisfies Partial<HealthRuleSpec>;
 
 /** fields Crossplane gives claims and XRs (v1: pkg/xcrd/schemas.go of crossplane-runtime), or v2's `spec.crossplane` */

@@ -33,7 +33,8 @@ const gateway: HealthRuleSpec = {
 };
 
 const refused = `p.conditions.exists(c, c.type == "Accepted" && c.status == "False" && !(c.reason in ${NOT_RECONCILED}))`;
-const unready = 'p.conditions.exists(c, c.type == "Accepted" && c.status == "True") && !p.conditions.exists(c, c.type == "ResolvedRefs" && c.status == "False")';
+const unready =
+  'p.conditions.exists(c, c.type == "Accepted" && c.status == "True") && !p.conditions.exists(c, c.type == "ResolvedRefs" && c.status == "False")';
 /** the message of the first parent that is not ready: its refusing or unresolved condition, else its Accepted one */
 const parentMessage = `self.status.parents.filter(p, !(${unready})).map(p, cel.bind(bad, p.conditions.filter(c, (c.type == "Accepted" && c.status != "True") || (c.type == "ResolvedRefs" && c.status == "False")), size(bad) > 0 ? bad[0].message : "not accepted yet"))[0]`;
 
@@ -43,7 +44,7 @@ const route = (kind: 'HTTPRoute' | 'GRPCRoute'): HealthRuleSpec => ({
   kinds: [kind],
   // each parent's Accepted condition; no parents yet: nothing to be stale (and not ready)
   observedGeneration: `size(self.status.parents) == 0 ? self.metadata.generation : ${lowest(
-    'self.status.parents.map(p, cel.bind(a, p.conditions.filter(c, c.type == "Accepted"), size(a) > 0 && has(a[0].observedGeneration) ? a[0].observedGeneration : self.metadata.generation))',
+    'self.status.parents.map(p, cel.bind(a, p.conditions.filter(c, c.type == "Accepted").map(c, has(c.observedGeneration) ? c.observedGeneration : self.metadata.generation), size(a) > 0 ? a[0] : self.metadata.generation))',
   )}`,
   ready: `size(self.status.parents) > 0 && self.status.parents.all(p, ${unready})`,
   failed: `self.status.parents.exists(p, ${refused})`,

@@ -22,8 +22,9 @@ const workload = (kind: 'Prometheus' | 'Alertmanager'): HealthRuleSpec => ({
     [
       [notCond('Reconciled'), condField('Reconciled', 'message')],
       [notCond('Available'), condSummary('Available')],
+      ['self.status.updatedReplicas < self.status.replicas', 'string(self.status.updatedReplicas) + "/" + string(self.status.replicas) + " pods updated"'],
     ],
-    'string(self.status.updatedReplicas) + "/" + string(self.status.replicas) + " pods updated"',
+    '""',
   ),
   source: `https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.${kind}Status`,
 });
