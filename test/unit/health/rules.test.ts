@@ -264,7 +264,9 @@ describe('--health-rules files', () => {
     expect(refused(Array.from({ length: MAX_RULES + 1 }, (_, i) => `- { name: r${i}, group: g, ready: "true" }`).join('\n')).message).toMatch(
       /501 rules, more than the limit of 500/,
     );
-    expect(refused(`- { name: a, group: g, ready: "${'1 == 1 && '.repeat(MAX_EXPRESSION / 10 + 1)}true" }`).message).toMatch(/ready: longer than 2048 characters/);
+    expect(refused(`- { name: a, group: g, ready: "${'1 == 1 && '.repeat(MAX_EXPRESSION / 10 + 1)}true" }`).message).toMatch(
+      /ready: longer than 2048 characters/,
+    );
   });
 
   it('refuses an alias bomb without expanding it', () => {
