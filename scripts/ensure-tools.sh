@@ -5,7 +5,9 @@
 # from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3, kustomize from
 # sigs.k8s.io/kustomize/kustomize/v5 and kwok (fake nodes, so workloads
 # become ready without a container runtime) from sigs.k8s.io/kwok, and cosign (tests sign images
-# with it; the controller never runs it) from github.com/sigstore/cosign/v2, all at pinned versions.
+# with it; the controller never runs it) from github.com/sigstore/cosign/v2, and sops and age-keygen
+# (tests encrypt fixtures with them; the controller decrypts in TypeScript) from
+# github.com/getsops/sops/v3 and filippo.io/age, all at pinned versions.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail
@@ -32,6 +34,8 @@ want=()
 [ -x "$BIN/kustomize-$KUSTOMIZE_VERSION" ] || want+=(kustomize)
 [ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 [ -x "$BIN/cosign-$COSIGN_VERSION" ] || want+=(cosign)
+[ -x "$BIN/sops-$SOPS_VERSION" ] || want+=(sops)
+[ -x "$BIN/age-keygen-$AGE_VERSION" ] || want+=(age-keygen)
 only=${1:-}
 if [ -n "$only" ]; then
   keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
@@ -162,4 +166,6 @@ if needs cosign; then
   GOBIN="$dir/bin" go install -trimpath -ldflags "-s -w" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
   mv "$dir/bin/cosign" "$BIN/cosign-$COSIGN_VERSION"
 fi
+needs sops && go_tool sops "$SOPS_VERSION" github.com/getsops/sops/v3 github.com/getsops/sops/v3/cmd/sops 1.25 ""
+needs age-keygen && go_tool age-keygen "$AGE_VERSION" filippo.io/age filippo.io/age/cmd/age-keygen 1.24 ""
 say "done: ${want[*]}"

@@ -35,6 +35,12 @@ export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
 export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
 /** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
 export const MAX_REQUEST_TOKEN_LENGTH = 256;
+/**
+ * On any managed object, `disabled`: never deleted, neither when it leaves the bundle nor at
+ * uninstall (after Flux's kustomize.toolkit.fluxcd.io/prune); left in place, no longer managed,
+ * as Helm's `helm.sh/resource-policy: keep` (src/apply/retention.ts).
+ */
+export const ANNOTATION_PRUNE = 'core.rukpak.io/prune';
 
 export interface SecretRef {
   name: string;
@@ -42,7 +48,7 @@ export interface SecretRef {
 export interface SourceAuth {
   secretRef: SecretRef;
 }
-/** A key of a Secret or ConfigMap holding a PEM CA bundle (git and http sources). */
+/** A key of a Secret or ConfigMap holding a PEM CA bundle (git, http and helm sources). */
 export interface CARef {
   name: string;
   /** default `ca.crt` (the CRD's default) */
@@ -99,21 +105,42 @@ export interface HttpSource {
   caConfigMapRef?: CARef;
 }
 
-export type SourceKind = 'image' | 'git' | 'http';
+/**
+ * A chart from a Helm HTTP repository (an `index.yaml` and chart tarballs: ChartMuseum, GitHub
+ * Pages, Artifactory, Harbor's chartrepo), as Argo CD's repoURL + chart + targetRevision and
+ * Flux's HelmRepository + HelmChart name it (src/sources/helm/).
+ */
+export interface HelmSource {
+  /** the repository: index.yaml is read at `<repoURL>/index.yaml` */
+  repoURL: string;
+  /** the chart's name in the index */
+  chart: string;
+  /** an exact version or a semver range (src/sources/semver-select.ts); absent: the newest release (`*`) */
+  version?: string;
+  /** pins the chart tarball by the sha256 of its bytes: resolved without reading the index */
+  sha256?: string;
+  auth?: SourceAuth;
+  caSecretRef?: CARef;
+  caConfigMapRef?: CARef;
+}
+
+export type SourceKind = 'image' | 'git' | 'http' | 'helm';
 
 export interface SourceSpec {
   kind: SourceKind;
   image?: ImageSource;
   git?: GitSource;
   http?: HttpSource;
+  helm?: HelmSource;
   destination?: string;
 }
 
-/** whether the spec itself names immutable content (image digest, git commit, http sha256) */
+/** whether the spec itself names immutable content (image digest, git commit, http or helm sha256) */
 export function pinnedBySpec(src: SourceSpec): boolean {
   if (src.image) return src.image.ref.includes('@sha256:');
   if (src.git) return !!src.git.ref.commit;
   if (src.http) return !!src.http.sha256;
+  if (src.helm) return !!src.helm.sha256;
   return false;
 }
 
@@ -122,6 +149,8 @@ export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
 /** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
 export type CRDSafety = 'Enforce' | 'None';
+/** what deleting the BundleDeployment does to its objects: Delete (uninstall), or Orphan (left in place, no longer managed) */
+export type DeletionPolicy = 'Delete' | 'Orphan';
 
 export interface HealthCheck {
   name: string;
@@ -241,6 +270,18 @@ export interface DependencyRef {
   readyExpr?: string;
 }
 
+/** the suffix of the Secret entries spec.decryption reads age identities from (Flux's) */
+export const AGE_KEY_SUFFIX = '.agekey';
+
+/**
+ * SOPS decryption of the bundle's encrypted files before they are rendered (Flux's
+ * spec.decryption, age keys only): the identities are every `*.agekey` entry of the Secret.
+ */
+export interface Decryption {
+  provider: 'sops';
+  secretRef: SecretRef;
+}
+
 export interface BundleDeploymentSpec {
   paused?: boolean;
   /** BundleDeployments that must be ready before a new revision of this one is applied */
@@ -267,8 +308,12 @@ export interface BundleDeploymentSpec {
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;
   serviceAccount?: { name: string };
+  /** SOPS-encrypted files decrypted with the age keys of a Secret (src/processors/sops) */
+  decryption?: Decryption;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
+  /** default Delete; Orphan: deleting the BundleDeployment leaves every object in place, no longer managed */
+  deletionPolicy?: DeletionPolicy;
 }
 
 export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
@@ -290,10 +335,14 @@ export interface ResolvedSourceStatus {
   sha256?: string;
   /** the spec generation this resolution belongs to */
   generation?: number;
-  /** http validators kept for cheap conditional polls */
+  /** http validators kept for cheap conditional polls (helm: of the repository's index.yaml) */
   etag?: string;
   lastModified?: string;
   resolvedAt?: string;
+  /** helm sources: the chart version the index gave for spec.helm.version */
+  version?: string;
+  /** helm sources: the chart tarball's URL as the index gave it (kept only when it has no query) */
+  chartURL?: string;
   /** image sources with `verify`: how the signature check came out */
   verification?: SourceVerification;
 }
@@ -344,6 +393,18 @@ export interface Inventory {
   total?: number;
   /** with truncated: the revision Secrets holding every object */
   revisionSecrets?: { namespace: string; labelSelector: string };
+}
+
+/**
+ * An object that left the bundle (upgrade, rollback) and was kept, not deleted, because of its
+ * retention policy (`helm.sh/resource-policy: keep`, `core.rukpak.io/prune: disabled`): it stays
+ * in place without Hoist's owner label; the lineage takes it back when a revision has it again.
+ */
+export interface KeptObject extends InventoryEntry {
+  /** the annotation that kept it, as `name: value` */
+  policy: string;
+  /** the revision whose objects no longer included it */
+  revision: number;
 }
 
 export interface ActiveRevision extends RevisionRef {
@@ -423,6 +484,8 @@ export interface BundleDeploymentStatus {
   transition?: Transition;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
+  /** objects that left the bundle and were kept by their retention policy: left in place, no longer managed */
+  keptObjects?: KeptObject[];
   /** the last core.rukpak.io/requested-at value the controller acted on */
   lastHandledRequest?: string;
 }

@@ -36,6 +36,9 @@ commands:
                                    (default 8Mi: ten Secrets); a larger one is refused before
                                    anything is stored or applied
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
+             --helm-index-max-size <q>
+                                   the largest index.yaml a helm source reads (default 16Mi); a
+                                   larger one is refused, naming this limit
              --reconcile-timeout <d>
                                    time budget of one reconcile of one BundleDeployment (default 5m):
                                    past it the reconcile stops before its next apply (a fetch,
@@ -73,9 +76,12 @@ commands:
                                    instead of the assumed or the cluster's, as helm template's
              --api-versions        group/versions served besides the built-in or the cluster's
                                    (.Capabilities.APIVersions), as helm template's
-             -n, --namespace       the controller's namespace, where config.helm.valuesFrom is
-                                   read (with your credentials) when the BundleDeployment has no
-                                   serviceAccount (default $HOIST_NAMESPACE or hoist-system)
+             -n, --namespace       the controller's namespace, where config.helm.valuesFrom and
+                                   the spec.decryption Secret are read (with your credentials)
+                                   when the BundleDeployment has no serviceAccount (default
+                                   $HOIST_NAMESPACE or hoist-system)
+             with spec.decryption (needs --kubeconfig), Secrets' values print as *** and other
+             decrypted strings as <redacted>
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
              --kwok                no real node (containerd + kubelet): every pod on kwok's fake node
@@ -132,6 +138,7 @@ async function main(argv: string[]): Promise<number> {
           'cache-max-size': { type: 'string' },
           'max-revision-size': { type: 'string', default: '8Mi' },
           'fetch-timeout': { type: 'string', default: '10m' },
+          'helm-index-max-size': { type: 'string', default: '16Mi' },
           'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
           'override-manager': { type: 'string', multiple: true },
@@ -159,6 +166,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values['cache-max-size'] ? { cacheMaxBytes: parseByteSize(values['cache-max-size'], '--cache-max-size') } : {}),
         maxRevisionBytes: parseByteSize(values['max-revision-size'], '--max-revision-size'),
         fetchTimeoutMs: parseDuration(values['fetch-timeout'], '--fetch-timeout'),
+        helmIndexMaxBytes: parseByteSize(values['helm-index-max-size'], '--helm-index-max-size'),
         reconcileTimeoutMs: positiveDuration(parseDuration(values['reconcile-timeout'], '--reconcile-timeout'), '--reconcile-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),

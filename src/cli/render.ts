@@ -21,6 +21,9 @@ import { isHoistError } from '../util/errors.ts';
 import type { ValuesFromText } from '../processors/processor.ts';
 import { refNamespaceOf } from '../reconciler/inputs/credentials.ts';
 import { readValuesFrom, valuesFromRefs } from '../reconciler/inputs/values-from.ts';
+import { readDecryptionKeys } from '../reconciler/inputs/decryption-keys.ts';
+import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
+import { redactForDisplay } from './redact-objects.ts';
 import { previewCapabilities, type CapabilityFlags } from './capabilities.ts';
 
 export interface RenderOptions {
@@ -85,8 +88,11 @@ export async function render(opts: RenderOptions): Promise<number> {
       ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}),
     });
     if (out.assumed) process.stderr.write(`${out.assumed}\n`);
-    if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
-    else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+    // decrypted values are never printed: Secrets' values as ***, other decrypted strings <redacted>
+    const shown = bd.spec.decryption ? out.objects.map((o) => redactForDisplay(o, out.sensitive ?? [])) : out.objects;
+    if (bd.spec.decryption) process.stderr.write('spec.decryption: Secret values and decrypted values are shown redacted (*** / <redacted>)\n');
+    if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: shown }, null, 2)}\n`);
+    else process.stdout.write(shown.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
     for (const w of out.warnings) process.stderr.write(`warning: ${w}\n`);
     const rbac = rbacSummary(out.objects);
     if (rbac.length) process.stderr.write(`\nRBAC granted:\n${rbac.map((l) => `  ${l}`).join('\n')}\n`);
@@ -139,10 +145,10 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
       ? [{ status: { kind: 'http' as const }, key: `local:${local}`, pinned: true }]
       : await Promise.all(
           spec.sources.map((src) => {
-            if ((src.image ?? src.git ?? src.http)?.auth) {
+            if ((src.image ?? src.git ?? src.http ?? src.helm)?.auth) {
               throw new Error(`source ${src.kind} needs credentials from a cluster Secret; render it with --dir from a local copy`);
             }
-            const ca = src.git ?? src.http;
+            const ca = src.git ?? src.http ?? src.helm;
             if (ca?.caSecretRef ?? ca?.caConfigMapRef) {
               throw new Error(
                 `source ${src.kind} needs its CA from a cluster ${ca.caSecretRef ? 'Secret' : 'ConfigMap'}; render it with --dir from a local copy`,
@@ -151,7 +157,9 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );
-    const helmValuesFrom = await previewValuesFrom(bd, client, opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system');
+    const controllerNamespace = opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system';
+    const helmValuesFrom = await previewValuesFrom(bd, client, controllerNamespace);
+    const decryption = await previewDecryption(bd, client, controllerNamespace);
     const out = await renderBundle(
       {
         store,
@@ -160,7 +168,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         scopes: client?.discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, decryption, credentials: async () => undefined },
     );
     // plain bundles are rendered without .Capabilities: nothing was assumed for them
     return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
@@ -180,6 +188,19 @@ async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | 
   const namespace = refNamespaceOf(bd, controllerNamespace);
   if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
   return readValuesFrom({ namespace, reader: client }, refs);
+}
+
+/**
+ * spec.decryption's age identities read as the controller reads them (same namespace and
+ * rules), with the caller's credentials: a preview decrypts only with keys its user may read.
+ */
+async function previewDecryption(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<DecryptionKeys | undefined> {
+  const name = bd.spec.decryption?.secretRef.name;
+  if (!name) return undefined;
+  if (!client) throw new Error('spec.decryption reads its age keys from a Secret of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('spec.decryption with serviceAccount needs installNamespace');
+  return readDecryptionKeys({ namespace, reader: client }, name);
 }
 
 /** a Source that serves a local directory as it is (hoist render --dir) */

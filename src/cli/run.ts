@@ -38,6 +38,8 @@ export interface RunOptions {
   maxRevisionBytes?: number;
   /** overall deadline of one source resolve or fetch (--fetch-timeout) */
   fetchTimeoutMs?: number;
+  /** the largest index.yaml a helm source reads, in bytes (--helm-index-max-size) */
+  helmIndexMaxBytes?: number;
   /** the time budget of one reconcile (--reconcile-timeout) */
   reconcileTimeoutMs?: number;
   defaultServiceAccount?: string;
@@ -57,9 +59,12 @@ export interface RunOptions {
 }
 
 /** Source options from the flags; a bad file stops start-up with its name and why. */
-async function sourceOptions(opts: Pick<RunOptions, 'fetchTimeoutMs' | 'registriesConf' | 'caDir'>): Promise<Omit<SourceRegistryOptions, 'store'>> {
+async function sourceOptions(
+  opts: Pick<RunOptions, 'fetchTimeoutMs' | 'helmIndexMaxBytes' | 'registriesConf' | 'caDir'>,
+): Promise<Omit<SourceRegistryOptions, 'store'>> {
   const out: Omit<SourceRegistryOptions, 'store'> = {};
   if (opts.fetchTimeoutMs !== undefined) out.fetchTimeoutMs = opts.fetchTimeoutMs;
+  if (opts.helmIndexMaxBytes !== undefined) out.helm = { maxIndexBytes: opts.helmIndexMaxBytes };
   if (opts.registriesConf) out.image = { registries: parseRegistriesConf(await readFile(opts.registriesConf, 'utf8'), opts.registriesConf) };
   if (opts.caDir) out.hostCAs = await readCaDir(opts.caDir);
   return out;

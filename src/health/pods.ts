@@ -8,6 +8,7 @@
  * that stays unready and appends this to the workload's line in `Healthy`.
  */
 import type { KubeObject } from '../kube/types.ts';
+import { readinessOf, verdictAt } from './readiness.ts';
 
 interface ContainerState {
   waiting?: { reason?: string; message?: string };
@@ -89,4 +90,54 @@ export function podProblems(pods: readonly KubeObject[], max = 2): string | unde
   found.sort((a, b) => rank(a) - rank(b));
   const more = found.length > max ? `; ${found.length - max} more` : '';
   return found.slice(0, max).join('; ') + more;
+}
+
+/** restarts after which a crash-looping container fails its workload: one or two crashes while a dependency starts are a flap */
+export const CRASHLOOP_RESTARTS = 3;
+/** how long a workload's pod may stay unschedulable before it fails the workload: a cluster autoscaler adds a node in about a minute */
+export const UNSCHEDULABLE_GRACE_MS = 60_000;
+
+export interface WorkloadFailure {
+  /** the pod's problem, as podProblem says it */
+  message: string;
+}
+
+/**
+ * Whether a workload's pods say it failed, by kstatus's Pod rule (readinessOf) with a grace for
+ * workloads: only pods created at or after `since` (the revision's apply: an old ReplicaSet's pods
+ * say nothing of the new one), a crash loop once a container restarted CRASHLOOP_RESTARTS times,
+ * unschedulable once UNSCHEDULABLE_GRACE_MS have passed since the scheduler said so.
+ * `recheckAt`: a pod is on its way to such a failure (in its grace): look again then.
+ */
+export function workloadFailure(pods: readonly KubeObject[], since: number, now: number): { failure?: WorkloadFailure; recheckAt?: number } {
+  let recheckAt: number | undefined;
+  const later = (at: number) => (recheckAt = Math.min(recheckAt ?? at, at));
+  // creationTimestamp has whole seconds: a pod created in the second of the apply counts
+  const from = Math.floor(since / 1000) * 1000;
+  for (const pod of pods) {
+    const created = Date.parse(pod.metadata.creationTimestamp ?? '');
+    if (Number.isNaN(created) || created < from || pod.metadata.deletionTimestamp) continue;
+    const v = verdictAt(readinessOf(pod, now), now);
+    const status = (pod.status ?? {}) as PodStatus;
+    const containers = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
+    const restarts = Math.max(0, ...containers.map((c) => c.restartCount ?? 0));
+    // kstatus sees a crash loop only while the kubelet backs off (waiting CrashLoopBackOff); in
+    // between it shows the exit itself, or the container running again: the restarts tell
+    const looping =
+      v.reason === 'ContainerCrashLooping' ||
+      containers.some((c) => (c.restartCount ?? 0) > 0 && c.state?.terminated && (c.state.terminated.exitCode ?? 0) !== 0);
+    if (looping && restarts >= CRASHLOOP_RESTARTS) return { failure: { message: podProblem(pod) ?? v.message ?? 'crash-looping' } };
+    if (looping || (restarts > 0 && v.readiness !== 'Ready')) {
+      later(now + 10_000);
+    } else if (v.reason === 'PodUnschedulable' || v.reason === 'PodNotScheduled') {
+      const c = status.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False') as { lastTransitionTime?: string } | undefined;
+      const pending = Date.parse(c?.lastTransitionTime ?? '') || created;
+      if (now >= pending + UNSCHEDULABLE_GRACE_MS) return { failure: { message: podProblem(pod) ?? v.message ?? 'unschedulable' } };
+      later(pending + UNSCHEDULABLE_GRACE_MS);
+    } else if (v.readiness === 'Failed' && v.reason !== 'PodFailed') {
+      // a Failed phase is a replaced pod of a workload, not the workload's verdict
+      return { failure: { message: podProblem(pod) ?? v.message ?? 'failed' } };
+    }
+  }
+  return recheckAt === undefined ? {} : { recheckAt };
 }

@@ -13,18 +13,11 @@
  * watch events and cost no requests.
  */
 import type { KubeObject } from '../kube/types.ts';
-import { readinessOf, type HealthVerdict as KstatusVerdict } from './readiness.ts';
+import { readinessOf, type HealthVerdict } from './readiness.ts';
 import { TERMINATING } from './rules/rule.ts';
 import { BUILTIN_RULES, type HealthRules } from './rules/rule-set.ts';
 
-/** kstatus's readiness states, with Terminating (an object being deleted is not ready) */
-export type Readiness = KstatusVerdict['readiness'] | 'Terminating';
-
-export type HealthVerdict = Omit<KstatusVerdict, 'readiness' | 'reason'> & {
-  readiness: Readiness;
-  /** a short machine-readable why (kstatus's reasons, e.g. LatestGenerationNotObserved) */
-  reason?: string;
-};
+export type { HealthVerdict, Readiness } from './readiness.ts';
 
 /** a verdict and the rule that gave it */
 export type Verdict = HealthVerdict & {
@@ -35,19 +28,16 @@ export type Verdict = HealthVerdict & {
 export const KSTATUS_RULE = 'kstatus';
 
 export interface VerdictOptions {
-  /** ms since the epoch, for the time-dependent parts of kstatus's readiness (graces) */
+  /** ms since the epoch, for the time-dependent parts of kstatus's readiness (a Pod's scheduling window); default: now */
   now?: number;
   /** the rules in force (default: the shipped library alone) */
   rules?: HealthRules;
 }
 
-// readinessOf gains a clock (issue 35); a function of fewer parameters is one of more
-const kstatus: (obj: KubeObject, now?: number) => KstatusVerdict = readinessOf;
-
 export function verdictOf(obj: KubeObject, opts: VerdictOptions = {}): Verdict {
   const rule = (opts.rules ?? BUILTIN_RULES).find(obj);
   if (rule) return { ...rule.judge(obj), rule: rule.id };
-  return { ...kstatus(obj, opts.now), rule: KSTATUS_RULE };
+  return { ...readinessOf(obj, opts.now), rule: KSTATUS_RULE };
 }
 
 /**

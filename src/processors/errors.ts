@@ -10,6 +10,10 @@ import { HoistError } from '../util/errors.ts';
 export const ProcessCode = {
   ChartAmbiguous: 'chart-ambiguous',
   ChartNotFound: 'chart-not-found',
+  /** a SOPS-encrypted file sops would refuse: a value that does not decrypt, an unsupported key setup */
+  DecryptFailed: 'decrypt-failed',
+  /** a SOPS-encrypted file without spec.decryption, or none of its age identities opens the data key */
+  DecryptionKeyMissing: 'decryption-key-missing',
   DuplicateObject: 'duplicate-object',
   HelmFailed: 'helm-failed',
   HelmTimeout: 'helm-timeout',
@@ -23,6 +27,8 @@ export const ProcessCode = {
   KustomizeFailed: 'kustomize-failed',
   KustomizeTimeout: 'kustomize-timeout',
   KustomizeUnavailable: 'kustomize-unavailable',
+  /** a SOPS-encrypted file whose MAC does not match its values: changed after it was encrypted */
+  MacMismatch: 'mac-mismatch',
   MissingDependency: 'missing-dependency',
   NotARegularFile: 'not-a-regular-file',
   NotFound: 'not-found',

@@ -39,6 +39,8 @@ import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
 import { decideStatusWrite } from './status-writes.ts';
+import { redactConditions, redactingEvents } from './redaction.ts';
+import { redact } from '../util/redact.ts';
 import { DEFAULT_RECONCILE_TIMEOUT_MS, ReconcileBudget } from './reconcile-budget.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
@@ -64,7 +66,10 @@ export class BundleDeploymentReconciler {
     this.now = () => new Date(clock.now());
     // a revision's installNamespace is one of its render inputs, so the BD's is the one it was rendered with
     const place = (name: string, objects: KubeObject[]) => placeUnplaced(objects, d.getBundleDeployment(name)?.spec.installNamespace, d.client.discovery);
-    this.ctx = { d, objects: new RevisionObjects(d.revisions, place), pendingRotations: new Map() };
+    const redactions = new Map<string, readonly string[]>();
+    // decrypted values never reach an Event (nor its log line) of the BD they were decrypted for
+    const events = redactingEvents(d.events, (bd) => redactions.get(bd));
+    this.ctx = { d: { ...d, events }, objects: new RevisionObjects(d.revisions, place), pendingRotations: new Map(), redactions };
   }
 
   async reconcile(name: string, signal?: AbortSignal): Promise<ReconcileResult> {
@@ -111,7 +116,7 @@ export class BundleDeploymentReconciler {
         throw e;
       }
       const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
-      this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
+      this.d.log.error({ bd: name, stage: err.stage, err: redact(err.message, this.ctx.redactions.get(name) ?? []) }, 'reconcile failed');
       throw err;
     } finally {
       budget.dispose();
@@ -218,6 +223,7 @@ export class BundleDeploymentReconciler {
     this.refusedRequests.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
+    this.ctx.redactions.delete(name);
     this.contentUse.forget(name);
     this.d.applier.forget(name);
   }
@@ -292,6 +298,9 @@ export class BundleDeploymentReconciler {
   private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
     const name = bd.metadata.name;
     const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
+    // no decrypted value in a condition, whoever's message quotes it (redaction.ts)
+    const conditions = redactConditions(clean.conditions, this.ctx.redactions.get(name));
+    if (conditions) clean.conditions = conditions;
     const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: this.now().getTime() });
     if (decision.kind === 'unchanged') return;
     if (decision.kind === 'defer') {

@@ -14,10 +14,14 @@ export const ReconcileCode = {
   CaNotFound: 'ca-not-found',
   ConfigMapForbidden: 'configmap-forbidden',
   ConfigMapNotFound: 'configmap-not-found',
+  /** spec.decryption's Secret holds no age identity, or an entry that is not one */
+  DecryptionKeysInvalid: 'decryption-keys-invalid',
   DeleteFailed: 'delete-failed',
   HookFailed: 'hook-failed',
   Internal: 'internal',
   NoServiceAccountNamespace: 'no-service-account-namespace',
+  /** an object of a new revision failed (kstatus Failed: Stalled, crash loop, unschedulable, Job failed, …) before it was ever healthy */
+  ObjectFailed: 'object-failed',
   ProgressDeadline: 'progress-deadline',
   ReadyExprLimit: 'ready-expr-limit',
   ReconcileTimeout: 'reconcile-timeout',

@@ -24,6 +24,7 @@ import type { HealthRules } from '../health/rules/rule-set.ts';
 import { hoistMetrics, type HoistMetrics } from './metrics.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
+import { decryptionSecretKey } from './inputs/decryption-keys.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
@@ -331,6 +332,8 @@ export class BundleDeploymentManager {
       ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
       // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
       valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+      // so does a changed spec.decryption Secret (new keys: rendered again)
+      { secrets: [decryptionSecretKey(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount)].flatMap((k) => k ?? []), configMaps: [] },
     ];
     this.secrets.track(
       bd.metadata.name,

@@ -1,5 +1,5 @@
 /**
- * The sources layer's error vocabulary: every code a source (http, git, image, composition,
+ * The sources layer's error vocabulary: every code a source (http, git, image, helm, composition,
  * signature verification) can fail with, and the one constructor the layer uses. The reason
  * follows the stage (ResolveFailed / FetchFailed / InvalidSpec) unless a narrower one is given;
  * the subject is a URL without credentials, a repository, or an image reference.
@@ -25,6 +25,8 @@ export const SourceCode = {
   DigestMismatch: 'digest-mismatch',
   DirectoryMissing: 'directory-missing',
   Forbidden: 'forbidden',
+  HostKeyMismatch: 'host-key-mismatch',
+  HostKeyUnknown: 'host-key-unknown',
   HttpStatus: 'http-status',
   InsecureCredentials: 'insecure-credentials',
   InsecureRedirect: 'insecure-redirect',
@@ -32,6 +34,7 @@ export const SourceCode = {
   InvalidCredentials: 'invalid-credentials',
   InvalidDigest: 'invalid-digest',
   InvalidDirectory: 'invalid-directory',
+  InvalidIndex: 'invalid-index',
   InvalidManifest: 'invalid-manifest',
   InvalidRef: 'invalid-ref',
   InvalidReference: 'invalid-reference',
@@ -41,6 +44,7 @@ export const SourceCode = {
   InvalidSpec: 'invalid-spec',
   InvalidTagList: 'invalid-tag-list',
   InvalidUrl: 'invalid-url',
+  KnownHostsMissing: 'known-hosts-missing',
   LayerNotFound: 'layer-not-found',
   ManifestTooLarge: 'manifest-too-large',
   Network: 'network',
@@ -62,6 +66,7 @@ export const SourceCode = {
   SignaturePayloadInvalid: 'signature-payload-invalid',
   SignatureUntrusted: 'signature-untrusted',
   SizeMismatch: 'size-mismatch',
+  SshUnavailable: 'ssh-unavailable',
   SymlinkEscape: 'symlink-escape',
   SymlinkTargetTooLarge: 'symlink-target-too-large',
   Timeout: 'timeout',
@@ -74,6 +79,7 @@ export const SourceCode = {
   TooManyTags: 'too-many-tags',
   Truncated: 'truncated',
   Unauthorized: 'unauthorized',
+  UnknownChart: 'unknown-chart',
   UnknownRef: 'unknown-ref',
   UnsafePath: 'unsafe-path',
   UnsupportedMediaType: 'unsupported-media-type',

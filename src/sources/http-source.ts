@@ -17,30 +17,15 @@
  * (./credential-hosts.ts); a store hit proves access at the content's own location
  * (./cached-fetch.ts). Errors name the URL through `redactUrl`.
  */
-import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { STATUS_CODES } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { ResolvedSourceStatus, SourceSpec } from '../../api/v1alpha2/types.ts';
-import type { ContentOrigin, ContentStore, SpaceAllowance } from '../cache/content-store.ts';
+import type { ContentStore, SpaceAllowance } from '../cache/content-store.ts';
 import { HoistError, redactUrl } from '../util/errors.ts';
-import { classifyStatus, retryCannotHelp } from '../util/http-status.ts';
-import { unpackTar, type UnpackLimits } from '../util/unpack-tar.ts';
-import { fetchThroughStore } from './cached-fetch.ts';
+import type { UnpackLimits } from '../util/unpack-tar.ts';
 import { credentialsForUrl } from './credential-hosts.ts';
+import { authorization, fetchTarball, inScratch, requestBytes, statusError, tarballDigest, tarballKey, tarballOrigin, unpackHashed } from './tarball.ts';
 import { DEFAULT_FETCH_TIMEOUT_MS, withDeadline } from './transport/deadline.ts';
-import {
-  basicAuth,
-  discard,
-  headerValue,
-  HttpTransport,
-  networkError,
-  type SendResponse,
-  type SourceStage,
-  type TransportOptions,
-} from './transport/transport.ts';
-import type { Credentials, Resolved, Source, SourceContext } from './source.ts';
+import { headerValue, HttpTransport, type TransportOptions } from './transport/transport.ts';
+import type { Resolved, Source, SourceContext } from './source.ts';
 import { SourceCode, sourceError } from './errors.ts';
 
 export interface HttpSourceOptions extends TransportOptions {
@@ -59,9 +44,7 @@ export interface HttpSourceOptions extends TransportOptions {
 }
 
 /** Content-store key of an http source's content. */
-export function httpContentKey(sha256Hex: string): string {
-  return `sha256:${sha256Hex}`;
-}
+export const httpContentKey = tarballKey;
 
 export class HttpSource implements Source {
   readonly kind = 'http' as const;
@@ -102,7 +85,7 @@ export class HttpSource implements Source {
     const subject = redactUrl(url.toString());
     const t = this.transport.withCA(ctx.ca?.pem);
     return withDeadline(ctx.signal, this.timeoutMs, 'resolve', subject, async (signal) => {
-      const res = await this.get(t, 'GET', url, auth, conditional, signal, 'resolve');
+      const res = await requestBytes(t, 'GET', url, auth, conditional, signal, 'resolve');
       if (res.status === 304 && prev?.sha256 && Object.keys(conditional).length > 0) {
         await res.body.dump();
         return { status: { ...prev }, key: httpContentKey(prev.sha256), pinned: false };
@@ -110,8 +93,8 @@ export class HttpSource implements Source {
       if (res.status !== 200) throw await statusError(res, url, 'resolve');
       const store = this.options.store;
       const write = async (dir: string, space?: SpaceAllowance): Promise<string> =>
-        httpContentKey(await this.unpackBody(res, dir, subject, signal, 'resolve', space));
-      const key = store ? (await store.putComputed(write, origin(url, auth))).key : await inScratch(write);
+        httpContentKey(await unpackHashed(res, dir, { subject, signal, stage: 'resolve', limits: this.options.unpackLimits, space }));
+      const key = store ? (await store.putComputed(write, tarballOrigin(url, auth))).key : await inScratch(write);
       const status: ResolvedSourceStatus = {
         kind: 'http',
         sha256: key.slice('sha256:'.length),
@@ -134,8 +117,8 @@ export class HttpSource implements Source {
   async fetch(spec: SourceSpec, resolved: Resolved, store: ContentStore, ctx: SourceContext): Promise<string> {
     const { url } = parseSpec(spec);
     const subject = redactUrl(url.toString());
-    const expected = resolved.key.startsWith('sha256:') ? resolved.key.slice('sha256:'.length) : undefined;
-    if (!expected || !/^[0-9a-f]{64}$/.test(expected)) {
+    const expected = tarballDigest(resolved.key);
+    if (!expected) {
       throw sourceError(`resolved key ${JSON.stringify(resolved.key)} is not a sha256 digest`, {
         stage: 'fetch',
         code: SourceCode.BadResolution,
@@ -144,81 +127,27 @@ export class HttpSource implements Source {
       });
     }
     const auth = authorization(credentialsForUrl(ctx.credentials, url, 'fetch'));
-    const t = this.transport.withCA(ctx.ca?.pem);
+    const transport = this.transport.withCA(ctx.ca?.pem);
     return withDeadline(ctx.signal, this.timeoutMs, 'fetch', subject, (signal) =>
-      fetchThroughStore({
+      fetchTarball({
+        transport,
+        url,
+        auth,
+        expected,
         store,
-        key: resolved.key,
-        origin: origin(url, auth),
-        subject,
-        ...(ctx.onStore ? { observe: ctx.onStore } : {}),
-        download: async (tmp, space) => {
-          const res = await this.get(t, 'GET', url, auth, {}, signal, 'fetch');
-          if (res.status !== 200) throw await statusError(res, url, 'fetch');
-          const actual = await this.unpackBody(res, tmp, subject, signal, 'fetch', space);
-          if (actual !== expected) {
-            throw sourceError(
-              resolved.pinned
-                ? `digest mismatch: spec pins sha256 ${expected}, server sent sha256 ${actual}`
-                : `content changed since it was resolved: expected sha256 ${expected}, server sent sha256 ${actual}`,
-              // a pin mismatch needs a spec change; an unpinned change needs a new resolve, which retrying triggers
-              { stage: 'fetch', code: SourceCode.DigestMismatch, subject, terminal: resolved.pinned },
-            );
-          }
-        },
-        prove: () => this.proveAccess(t, url, auth, signal),
+        ctx,
+        signal,
+        limits: this.options.unpackLimits,
+        mismatch: (actual) =>
+          sourceError(
+            resolved.pinned
+              ? `digest mismatch: spec pins sha256 ${expected}, server sent sha256 ${actual}`
+              : `content changed since it was resolved: expected sha256 ${expected}, server sent sha256 ${actual}`,
+            // a pin mismatch needs a spec change; an unpinned change needs a new resolve, which retrying triggers
+            { stage: 'fetch', code: SourceCode.DigestMismatch, subject, terminal: resolved.pinned },
+          ),
       }),
     );
-  }
-
-  /** One HEAD (a GET whose body is abandoned when HEAD is not allowed) with the caller's credential. */
-  private async proveAccess(t: HttpTransport, url: URL, auth: string | undefined, signal: AbortSignal): Promise<void> {
-    let res = await this.get(t, 'HEAD', url, auth, {}, signal, 'fetch');
-    if (res.status === 405 || res.status === 501) {
-      await res.body.dump();
-      res = await this.get(t, 'GET', url, auth, {}, signal, 'fetch');
-    }
-    if (res.status < 200 || res.status > 299) throw await statusError(res, url, 'fetch');
-    discard(res.body);
-  }
-
-  /** Streams the body through sha256 into the unpacker (charging `space` as it writes); returns the hex digest of the bytes served. */
-  private async unpackBody(res: SendResponse, dir: string, subject: string, signal: AbortSignal, stage: SourceStage, space?: SpaceAllowance): Promise<string> {
-    const hash = createHash('sha256');
-    const tapped = async function* (): AsyncGenerator<Buffer> {
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        hash.update(chunk);
-        yield chunk;
-      }
-    };
-    try {
-      // maxArchiveBytes caps the download itself, before decompression
-      await unpackTar(tapped(), dir, { limits: this.options.unpackLimits, subject, signal, ...(space ? { charge: (n: number) => space.charge(n) } : {}) });
-    } catch (e) {
-      throw e instanceof HoistError ? e : networkError(e, stage, subject, signal);
-    }
-    return hash.digest('hex');
-  }
-
-  /** `t`: this source's transport, with the spec's own CA when it names one (`withCA`) */
-  private get(
-    t: HttpTransport,
-    method: 'GET' | 'HEAD',
-    url: URL,
-    auth: string | undefined,
-    extra: Record<string, string>,
-    signal: AbortSignal,
-    stage: SourceStage,
-  ): Promise<SendResponse> {
-    return t.send({
-      method,
-      url,
-      // the pin is over the bytes as stored; a transfer encoding would change what we hash
-      headers: { accept: '*/*', 'accept-encoding': 'identity', ...extra },
-      authorization: auth,
-      signal,
-      stage,
-    });
   }
 }
 
@@ -246,42 +175,4 @@ function parseSpec(spec: SourceSpec): { url: URL; pin: string | undefined } {
     if (!/^[0-9a-f]{64}$/.test(pin)) throw fail('http.sha256 must be 64 hex digits', SourceCode.InvalidDigest, redactUrl(http.url));
   }
   return { url, pin };
-}
-
-/** The Authorization header: the secret's `token` (Bearer) or `username`/`password` (Basic). */
-function authorization(creds: Credentials | undefined): string | undefined {
-  const d = creds?.data;
-  if (d?.token) return `Bearer ${d.token.trim()}`;
-  if (d?.username !== undefined && d.username !== '') return basicAuth(d.username, d.password ?? '');
-  return undefined;
-}
-
-/** where the content comes from: the full URL (a query may be a credential) and who asked */
-function origin(url: URL, auth: string | undefined): ContentOrigin {
-  return { location: url.toString(), credential: auth, display: redactUrl(url.toString()) };
-}
-
-/** runs `write` in a temp directory removed afterwards (resolve without a store only hashes) */
-async function inScratch<T>(write: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'hoist-http-'));
-  try {
-    return await write(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-async function statusError(res: SendResponse, requested: URL, stage: SourceStage): Promise<HoistError> {
-  await res.body.dump().catch(() => undefined);
-  const s = res.status;
-  const answer = classifyStatus(s);
-  const code = answer === 'unauthorized' || answer === 'forbidden' || answer === 'not-found' ? answer : SourceCode.HttpStatus;
-  const text = (STATUS_CODES[s] ?? 'unknown status').toLowerCase();
-  const redirected = res.url.toString() !== requested.toString() ? ` (after redirect to ${redactUrl(res.url.toString())})` : '';
-  return sourceError(`http ${s} ${text}${redirected}`, {
-    stage,
-    code,
-    subject: redactUrl(requested.toString()),
-    terminal: retryCannotHelp(s),
-  });
 }

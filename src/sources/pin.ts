@@ -1,6 +1,7 @@
 /**
  * A source spec pinned to what it resolved to: an image tag (or semver range) to its digest, a git
- * branch, tag or semver range to its commit, an http URL to its sha256. Pure. A pinned spec resolves to the same content-store
+ * branch, tag or semver range to its commit, an http URL to its sha256, a helm chart's version or
+ * range to the chosen version and its tarball's sha256. Pure. A pinned spec resolves to the same content-store
  * key as the floating one did, without a network request, which is what lets a stored revision
  * be named by spec again (`hoist rollback`, DESIGN §3 "rolling back by spec").
  */
@@ -18,6 +19,9 @@ export function pinSource(src: SourceSpec, resolved: ResolvedSourceStatus | unde
   }
   if (src.git && resolved.commit) return { ...src, git: { ...src.git, ref: { commit: resolved.commit } } };
   if (src.http && resolved.sha256) return { ...src, http: { ...src.http, sha256: resolved.sha256 } };
+  // the version the range chose, and the tarball's digest: the same content without reading the index
+  if (src.helm && resolved.sha256)
+    return { ...src, helm: { ...src.helm, ...(resolved.version ? { version: resolved.version } : {}), sha256: resolved.sha256 } };
   return src;
 }
 

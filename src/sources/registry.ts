@@ -1,11 +1,12 @@
 /**
  * Which Source serves which `spec.sources[].kind`. The reconciler asks `sourceFor(kind)` and
- * never names a concrete source; image and git register here the same way http does.
+ * never names a concrete source; image, git and helm register here the same way http does.
  */
 import type { SourceKind } from '../../api/v1alpha2/types.ts';
 import type { ContentStore } from '../cache/content-store.ts';
 import type { HostCAs } from './transport/ca-dir.ts';
 import { GitSource, type GitSourceOptions } from './git/git-source.ts';
+import { HelmSource, type HelmSourceOptions } from './helm/helm-source.ts';
 import { HttpSource, type HttpSourceOptions } from './http-source.ts';
 import { ImageSource, type ImageSourceOptions } from './image/image-source.ts';
 import type { Source } from './source.ts';
@@ -31,6 +32,7 @@ export interface SourceRegistryOptions {
   http?: Omit<HttpSourceOptions, 'store'>;
   image?: ImageSourceOptions;
   git?: GitSourceOptions;
+  helm?: Omit<HelmSourceOptions, 'store'>;
 }
 
 export function createSourceRegistry(options: SourceRegistryOptions = {}): SourceRegistry {
@@ -57,15 +59,14 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
   const timeout = options.fetchTimeoutMs;
   const ca = options.ca;
   const hostCAs = options.hostCAs;
-  registry.register(
-    new HttpSource({
-      ...(ca ? { ca } : {}),
-      ...(hostCAs ? { hostCAs } : {}),
-      ...(timeout ? { timeoutMs: timeout } : {}),
-      ...options.http,
-      ...(options.store ? { store: options.store } : {}),
-    }),
-  );
+  // http and helm tarballs: the same transport options, the store their resolve may land content in
+  const tarballs = {
+    ...(ca ? { ca } : {}),
+    ...(hostCAs ? { hostCAs } : {}),
+    ...(timeout ? { timeoutMs: timeout } : {}),
+  };
+  const store = options.store ? { store: options.store } : {};
+  registry.register(new HttpSource({ ...tarballs, ...options.http, ...store }));
   registry.register(new ImageSource({ ...(ca ? { ca } : {}), ...(hostCAs ? { hostCAs } : {}), ...(timeout ? { timeoutMs: timeout } : {}), ...options.image }));
   registry.register(
     new GitSource({
@@ -75,5 +76,6 @@ export function createSourceRegistry(options: SourceRegistryOptions = {}): Sourc
       ...options.git,
     }),
   );
+  registry.register(new HelmSource({ ...tarballs, ...options.helm, ...store }));
   return registry;
 }

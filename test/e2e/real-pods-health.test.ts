@@ -162,6 +162,35 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
       ),
     );
   }, 600_000);
+  it('an upgrade whose container crash-loops fails at once on the real node: rolled back long before progressDeadline, the previous pods serve again', async () => {
+    const bd = `real-crash-upgrade-${t.runId}`;
+    const ns = bd;
+    const v1 = await serveBundle(files, '/crash-up-v1.tgz', [web('app', ['-text', 'revision 1'])]);
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: [v1], upgrade: { onFailure: 'Rollback', progressDeadline: '30m' } });
+    await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy on real pods', 180_000);
+
+    const v2 = await serveBundle(files, '/crash-up-v2.tgz', [web('app', ['-text', 'revision 2', '-never-ready', '-crash-after', '1s'])]);
+    await t.patchSpec(bd, { sources: [v2] });
+    // three restarts of the kubelet's back-off (10 s, 20 s, 40 s) take about 75 s; the deadline is 30 minutes
+    const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back for the crash loop', 420_000);
+    const message = cond(rolled, 'Progressing')!.message;
+    expect(message).toMatch(
+      new RegExp(
+        `^revision 2 failed before it was healthy: 1 failing: Deployment ${ns}/app: .*\\(pod app-\\S+: container web is CrashLoopBackOff \\(restarted [3-9] times`,
+      ),
+    );
+    expect(message).not.toContain('progressDeadline');
+    expect(rolled.status?.activeRevision?.number).toBe(1);
+    await until(
+      async () => {
+        const a = await answers(ns, 'app');
+        return a.length === 1 && a[0]!.startsWith('revision 1') && (await pods(ns, 'app')).length === 1 ? true : undefined;
+      },
+      'revision 1 pods serving again, revision 2 pods gone',
+      180_000,
+    );
+  }, 900_000);
+
   it('a Helm pre-upgrade hook Job whose container really exits 1 fails the upgrade, which is rolled back; its pre-install run succeeded', async () => {
     const bd = `real-hook-${t.runId}`;
     const ns = bd;

@@ -44,11 +44,20 @@ export interface HostileInput {
   refusal: Refusal;
 }
 
-/** a `levels`-level alias bomb: 10 scalars, then each level ten aliases of the one before */
-function aliasBomb(levels: number): string {
-  let text = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  l0: &l0 ["x","x","x","x","x","x","x","x","x","x"]\n';
-  for (let i = 1; i <= levels; i++) text += `  l${i}: &l${i} [${Array.from({ length: 10 }, () => `*l${i - 1}`).join(',')}]\n`;
+/**
+ * the anchors of a `levels`-level alias bomb as mapping entries `l0` … `l<levels>`, each line
+ * after `indent`: 10 scalars, then each level ten aliases of the one before (`*l<levels>` is
+ * 10^(levels+1) nodes)
+ */
+export function aliasBombEntries(levels: number, indent = ''): string {
+  let text = `${indent}l0: &l0 ["x","x","x","x","x","x","x","x","x","x"]\n`;
+  for (let i = 1; i <= levels; i++) text += `${indent}l${i}: &l${i} [${Array.from({ length: 10 }, () => `*l${i - 1}`).join(',')}]\n`;
   return text;
+}
+
+/** a `levels`-level alias bomb in a ConfigMap */
+function aliasBomb(levels: number): string {
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n${aliasBombEntries(levels, '  ')}`;
 }
 
 /** CEL: `levels` nested all() over ten-element lists, 10^levels steps */

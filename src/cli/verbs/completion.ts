@@ -30,6 +30,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
       '--cache-max-size',
       '--max-revision-size',
       '--fetch-timeout',
+      '--helm-index-max-size',
       '--reconcile-timeout',
       '--registries-conf',
       '--ca-dir',

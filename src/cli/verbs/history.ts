@@ -54,6 +54,8 @@ export function describeSource(src: SourceSpec): string {
   if (src.git)
     return `git ${src.git.repository}${src.git.directory ? `//${src.git.directory}` : ''}@${src.git.ref.commit ?? src.git.ref.tag ?? src.git.ref.branch}`;
   if (src.http) return `http ${src.http.url}${src.http.sha256 ? ` sha256:${src.http.sha256.slice(0, 12)}` : ''}`;
+  if (src.helm)
+    return `helm ${src.helm.repoURL} ${src.helm.chart}${src.helm.version ? `@${src.helm.version}` : ''}${src.helm.sha256 ? ` sha256:${src.helm.sha256.slice(0, 12)}` : ''}`;
   return src.kind;
 }
 

@@ -15,6 +15,7 @@ import { PHASES, phaseOf, waveOf } from '../../apply/phases.ts';
 import { RevisionStore } from '../../apply/revision-store.ts';
 import { podProblems } from '../../health/pods.ts';
 import { compileHealthChecks, runChecks } from '../../health/probes.ts';
+import { verdictAt } from '../../health/readiness.ts';
 import { HEALTH_RULES_KEY, HEALTH_RULES_LABEL, parseHealthRules } from '../../health/rules/config.ts';
 import { BUILTIN_RULES, HealthRules } from '../../health/rules/rule-set.ts';
 import { checkedVerdict, verdictOf } from '../../health/verdict.ts';
@@ -151,9 +152,11 @@ export async function inspect(
     }
     if (!live) return { ...base, owner: '', health: 'Missing', reason: 'not found' };
     const owner = live.metadata.labels?.[LABEL_OWNER_NAME] ?? '';
-    // as the controller judges: the BD's checks that select the object, else the rules and kstatus
+    // as the controller judges: the BD's checks that select the object, else the rules and kstatus (as it stands now)
+    const now = opts.now ?? Date.now();
     const results = runChecks(checks, live);
-    const verdict = results ? checkedVerdict(live, Object.keys(results)) : verdictOf(live, { rules: opts.rules ?? BUILTIN_RULES, now: opts.now ?? Date.now() });
+    const judged = results ? checkedVerdict(live, Object.keys(results)) : verdictOf(live, { rules: opts.rules ?? BUILTIN_RULES, now });
+    const verdict = { ...verdictAt(judged, now), rule: judged.rule };
     const failedChecks = Object.entries(results ?? {}).filter(([, r]) => !r.ok);
     const health: Health = verdict.readiness === 'Ready' && failedChecks.length ? 'InProgress' : verdict.readiness;
     if (health === 'Ready') return { ...base, owner, health, rule: verdict.rule, live };

@@ -21,7 +21,7 @@
  */
 import type { KubeObject } from '../../kube/types.ts';
 import { CelCompileError, compileCel, shown, sizesOf, type CelExpr } from '../cel-expr.ts';
-import type { HealthVerdict } from '../verdict.ts';
+import type { HealthVerdict } from '../readiness.ts';
 
 /** a rule as written: in the library (library/*.ts) or in a --health-rules file */
 export interface HealthRuleSpec {

@@ -88,7 +88,7 @@ function resolveUntyped(text: string, tag: string): Resolved {
  * strconv.ParseInt(s, 0, 64), falling back to ParseUint and big.Int as go-yaml v2 does: an
  * optional sign, then 0x/0o/0b prefixes, a leading 0 for octal, else decimal.
  */
-function parseGoIntBase0(s: string): bigint | undefined {
+export function parseGoIntBase0(s: string): bigint | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/.exec(s);
   if (!m) return undefined;
   const sign = m[1] === '-' ? -1n : 1n;

@@ -13,7 +13,7 @@ import type { Credentials } from '../../sources/source.ts';
 import { ReconcileCode, reconcileError, referenceCode } from '../errors.ts';
 
 export function secretRefOf(source: SourceSpec): string | undefined {
-  return (source.image ?? source.git ?? source.http)?.auth?.secretRef.name;
+  return (source.image ?? source.git ?? source.http ?? source.helm)?.auth?.secretRef.name;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Reads the CA bundle a git or http source names in `caSecretRef` / `caConfigMapRef` (issue 16),
+ * Reads the CA bundle a git, http or helm source names in `caSecretRef` / `caConfigMapRef` (issue 16),
  * by the same rules as its credentials (credentials.ts): in the controller's namespace, or in
  * installNamespace as the service account acting for the BundleDeployment, so RBAC decides who
  * may use which CA. The PEM is checked here, so a bad reference is a Resolved=False error naming
@@ -26,9 +26,9 @@ export const CONFIGMAP_KEY_PREFIX = 'configmap:';
 
 type RefKind = 'Secret' | 'ConfigMap';
 
-/** The source's CA reference, if any (only git and http sources have one). */
+/** The source's CA reference, if any (only git, http and helm sources have one). */
 export function caRefOf(source: SourceSpec): { kind: RefKind; ref: CARef } | undefined {
-  const s = source.git ?? source.http;
+  const s = source.git ?? source.http ?? source.helm;
   if (s?.caSecretRef) return { kind: 'Secret', ref: s.caSecretRef };
   if (s?.caConfigMapRef) return { kind: 'ConfigMap', ref: s.caConfigMapRef };
   return undefined;

@@ -4,10 +4,8 @@
  * pruned only after it applied completely. Re-applying the active revision corrects drift and
  * says what it changed back. Sets Installed; failures go to recover.ts.
  */
-import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { isCRD } from '../../apply/object-id.ts';
 import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
-import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
@@ -17,7 +15,8 @@ import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, inventory, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { applyTarget, inventory, watchObjects, type StepContext } from './context.ts';
+import { pruneLeftOvers } from './prune.ts';
 import { dependenciesReady } from './dependencies.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
@@ -174,30 +173,19 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   const { status, spec } = s;
   // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
   const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
-  const pruned = await s
-    .time(
-      'prune',
-      deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), {
-        keepCRDs: !spec.deleteCRDsOnUninstall,
-        log: d.log,
-        retained: rendered.objects,
-        writtenUid: writtenUid(ctx, s.bd),
-        signal: s.signal,
-      }),
-    )
-    .catch((e: unknown) => {
-      if (e instanceof CancelledError) throw e;
-      // the new revision is applied; what failed is removing what left the bundle: say so, retry
-      const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
-      s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
-      s.set({
-        type: 'Progressing',
-        status: 'True',
-        reason: 'Retrying',
-        message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
-      });
-      throw err;
+  const pruned = await s.time('prune', pruneLeftOvers(ctx, s, previous, rendered.objects, number)).catch((e: unknown) => {
+    if (e instanceof CancelledError) throw e;
+    // the new revision is applied; what failed is removing what left the bundle: say so, retry
+    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
+    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+    s.set({
+      type: 'Progressing',
+      status: 'True',
+      reason: 'Retrying',
+      message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
     });
+    throw err;
+  });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
@@ -224,7 +212,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     s.bd,
     'Normal',
     'Installed',
-    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`,
+    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}${keptCount(pruned)}`,
   );
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
 }
@@ -266,6 +254,12 @@ function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: reado
   );
 }
 
+/** ", kept N" for the objects a retention policy kept (the Kept Event names them) */
+function keptCount(pruned: readonly ObjectResult[]): string {
+  const n = pruned.filter((r) => r.action === 'kept').length;
+  return n > 0 ? `, kept ${n}` : '';
+}
+
 function summarize(results: readonly ObjectResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
@@ -280,13 +274,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), {
-    keepCRDs: !s.spec.deleteCRDsOnUninstall,
-    log: ctx.d.log,
-    retained: rendered.objects,
-    writtenUid: writtenUid(ctx, s.bd),
-    signal: s.signal,
-  });
+  const pruned = await pruneLeftOvers(ctx, s, abandoned, rendered.objects, s.status.activeRevision?.number ?? t.revision);
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }
@@ -307,12 +295,12 @@ function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
       s,
       objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)),
     );
-    const notReady = [...failed, ...waiting];
-    return notReady.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(notReady) };
+    if (failed.length) return { ready: false, waiting: firstFive(failed), failed: true };
+    return waiting.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(waiting) };
   };
 }
 
-/** a phase waits for the ones before it: say so, and fail the revision once progressDeadline has passed */
+/** a phase waits for the ones before it: say so, and fail the revision once one of them failed or progressDeadline has passed */
 async function waitForPhase(
   ctx: StepContext,
   s: ReconcileState,
@@ -325,10 +313,14 @@ async function waitForPhase(
   t.waiting = clip(`${pending.after}: ${pending.waiting}`, 4000);
   const left = deadlineOf(s, t) - s.now().getTime();
   const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
-  if (left <= 0) {
-    const err = new HoistError(`${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`, {
+  // an object that failed will not become ready: the revision fails now, not at the deadline
+  if (pending.failed || left <= 0) {
+    const message = pending.failed
+      ? `${what}, and it failed: ${pending.waiting}`
+      : `${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`;
+    const err = new HoistError(message, {
       stage: 'observe',
-      code: ReconcileCode.ProgressDeadline,
+      code: pending.failed ? ReconcileCode.ObjectFailed : ReconcileCode.ProgressDeadline,
       subject: `revision ${t.revision}`,
       terminal: true,
     });

@@ -87,6 +87,8 @@ export interface StepContext {
   readonly objects: RevisionObjects;
   /** per BD: rotated Secrets/ConfigMaps whose re-check has not succeeded yet (a failed one is retried, not forgotten) */
   readonly pendingRotations: Map<string, ReadonlySet<string>>;
+  /** per BD with spec.decryption: the strings kept out of its status, Events and log lines (redaction.ts) */
+  readonly redactions: Map<string, readonly string[]>;
 }
 
 /** the client acting for bd: its ServiceAccount (impersonated) or the controller */

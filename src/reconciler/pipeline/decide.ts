@@ -40,6 +40,8 @@ export interface RolloutInput {
   generation: number;
   /** every object of the active revision is ready now */
   healthy: boolean;
+  /** an object of it failed (it will not become ready by waiting): what Healthy says of it */
+  failed?: string | undefined;
   active: ActiveRevision;
   attempted: AttemptedRevision | undefined;
   onFailure: OnFailure;
@@ -58,12 +60,12 @@ export type RolloutDecision =
   | { kind: 'installed' }
   /** applied, not healthy yet, within the deadline: look again after `checkAfterMs` at the latest */
   | { kind: 'rolling-out'; checkAfterMs: number }
-  /** past progressDeadline and never healthy: roll back to the last good revision */
-  | { kind: 'roll-back' }
-  /** past progressDeadline and never healthy, with onFailure Hold or nothing to roll back to */
-  | { kind: 'blocked'; because: 'hold' | 'nothing-to-roll-back-to' };
+  /** never healthy, and an object failed (`failed`) or progressDeadline passed (`deadline`): roll back to the last good revision */
+  | { kind: 'roll-back'; why: 'failed' | 'deadline' }
+  /** the same, with onFailure Hold or nothing to roll back to */
+  | { kind: 'blocked'; why: 'failed' | 'deadline'; because: 'hold' | 'nothing-to-roll-back-to' };
 
-/** Progressing after a successful apply: done when healthy; past the deadline, roll back or block. */
+/** Progressing after a successful apply: done when healthy; once an object failed or past the deadline, roll back or block. */
 export function decideRollout(r: RolloutInput): RolloutDecision {
   if (r.attempted?.rolledBackTo !== undefined && r.attempted.generation === r.generation) return { kind: 'rolled-back' };
   if (r.healthy) return { kind: 'succeeded', first: r.active.healthyAt === undefined };
@@ -72,9 +74,11 @@ export function decideRollout(r: RolloutInput): RolloutDecision {
   // shortens it); without appliedAt (never the case for revisions this version applied) from now
   const since = r.active.appliedAt ? Date.parse(r.active.appliedAt) : r.now;
   const left = since + r.progressDeadlineMs - r.now;
-  if (left > 0) return { kind: 'rolling-out', checkAfterMs: left };
-  if (r.onFailure === 'Rollback' && r.canRollBack) return { kind: 'roll-back' };
-  return { kind: 'blocked', because: r.onFailure === 'Hold' ? 'hold' : 'nothing-to-roll-back-to' };
+  // a Failed verdict is acted on at once: waiting out the deadline would not make it ready
+  if (left > 0 && !r.failed) return { kind: 'rolling-out', checkAfterMs: left };
+  const why = r.failed ? 'failed' : 'deadline';
+  if (r.onFailure === 'Rollback' && r.canRollBack) return { kind: 'roll-back', why };
+  return { kind: 'blocked', why, because: r.onFailure === 'Hold' ? 'hold' : 'nothing-to-roll-back-to' };
 }
 
 export type ApplyFailureDecision =

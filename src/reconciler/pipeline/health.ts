@@ -4,22 +4,34 @@
  * the shipped library, kstatus). Reads caches only.
  */
 import { objectId } from '../../apply/object-id.ts';
-import { podProblems } from '../../health/pods.ts';
+import { podProblems, workloadFailure } from '../../health/pods.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { watchObjects, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
 /** sets Healthy; true when every object of the active revision is ready */
 export async function observeHealth(ctx: StepContext, s: ReconcileState, objects?: readonly KubeObject[]): Promise<boolean> {
+  return (await observeHealthVerdict(ctx, s, objects)).healthy;
+}
+
+export interface HealthOutcome {
+  /** every object of the active revision is ready */
+  healthy: boolean;
+  /** objects that failed (a Failed verdict, built in or of a health check), as Healthy names them; undefined when none did */
+  failed?: string;
+}
+
+/** sets Healthy, and says whether the active revision is healthy and what of it failed */
+export async function observeHealthVerdict(ctx: StepContext, s: ReconcileState, objects?: readonly KubeObject[]): Promise<HealthOutcome> {
   const active = s.status.activeRevision;
   if (!active) {
     s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'nothing installed' });
-    return false;
+    return { healthy: false };
   }
   const objs = objects ?? (await ctx.objects.of(s.name, active).catch(() => undefined));
   if (!objs) {
     s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: `revision ${active.number} objects not found in the revision store` });
-    return false;
+    return { healthy: false };
   }
   const managed = ctx.d.managed;
   managed.setProbes(s.name, s.bd.spec.healthChecks);
@@ -28,7 +40,7 @@ export async function observeHealth(ctx: StepContext, s: ReconcileState, objects
   const probeError = managed.probeError(s.name);
   if (probeError) {
     s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: probeError.message });
-    return false;
+    return { healthy: false };
   }
   const { failed, waiting } = assess(ctx, s, objs);
   await explainWorkloads(ctx, s, objs, failed, waiting);
@@ -36,7 +48,7 @@ export async function observeHealth(ctx: StepContext, s: ReconcileState, objects
   if (failed.length) s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
   else if (waiting.length) s.set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
   else s.set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
-  return failed.length === 0 && waiting.length === 0;
+  return { healthy: failed.length === 0 && waiting.length === 0, ...(failed.length ? { failed: `${failed.length} failing: ${more(failed)}` } : {}) };
 }
 
 /** what is failing and what is not ready yet among `objs`, from the watch caches (no request) */
@@ -55,9 +67,11 @@ export function assess(ctx: StepContext, s: ReconcileState, objs: readonly KubeO
       waiting.push(`${subject}: not observed`);
       continue;
     }
-    if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message ?? 'failed'}`);
-    // Terminating: an object being deleted is not ready
-    else if (h.readiness !== 'Ready') waiting.push(`${subject}: ${h.message ?? 'in progress'}`);
+    // a verdict that changes with time alone (a Pod's scheduling window): look again then
+    if (h.until) s.recheckAt = Math.min(s.recheckAt ?? h.until.at, h.until.at);
+    if (h.readiness === 'Failed') failed.push(`${subject}: ${h.message || h.reason || 'failed'}`);
+    else if (h.readiness === 'InProgress') waiting.push(`${subject}: ${h.message || h.reason || 'in progress'}`);
+    else if (h.readiness === 'Terminating') waiting.push(`${subject}: being deleted`);
     for (const v of managed.checkVerdicts(id)) {
       if (v.changesAt !== undefined) s.recheckAt = Math.min(s.recheckAt ?? v.changesAt, v.changesAt);
       if (v.readiness === 'Failed') failed.push(`${subject}: health check ${v.check}: ${v.message ?? 'failed'}`);
@@ -89,7 +103,8 @@ const EXPLAIN_MAX = 3;
 async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: readonly KubeObject[], failed: string[], waiting: string[]): Promise<void> {
   const since = Date.parse(s.status.activeRevision?.appliedAt ?? '');
   if (failed.length + waiting.length === 0 || Number.isNaN(since)) return;
-  if (s.now().getTime() - since < EXPLAIN_AFTER_MS) {
+  const now = s.now().getTime();
+  if (now - since < EXPLAIN_AFTER_MS) {
     // look again then: a crash loop changes no workload status that would reconcile
     if (objs.some((o) => WORKLOADS.has(`${o.apiVersion}/${o.kind}`))) s.recheckAt = Math.min(s.recheckAt ?? Infinity, since + EXPLAIN_AFTER_MS);
     return;
@@ -119,7 +134,16 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
         (r) => r.items,
         () => undefined,
       );
-    const why = pods ? podProblems(pods) : undefined;
+    if (!pods) continue;
+    // its pods may say it failed (kstatus's Pod rule, with a grace for workloads: src/health/pods.ts)
+    const verdict = workloadFailure(pods, since, now);
+    if (verdict.recheckAt !== undefined) s.recheckAt = Math.min(s.recheckAt ?? verdict.recheckAt, verdict.recheckAt);
+    if (verdict.failure && at[1]! >= 0) {
+      const [line] = waiting.splice(at[1]!, 1);
+      failed.push(`${line} (${verdict.failure.message})`);
+      continue;
+    }
+    const why = podProblems(pods);
     if (!why) continue;
     lines.forEach((l, n) => {
       if (at[n]! >= 0) l[at[n]!] = `${l[at[n]!]} (${why})`;

@@ -70,7 +70,10 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
     status: 'True',
     reason: 'Resolved',
     message: resolved
-      .map((r) => `${r.status.kind} ${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`)
+      .map(
+        (r) =>
+          `${r.status.kind} ${r.status.version ? `${r.status.version} ` : ''}${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`,
+      )
       .join(', '),
   });
   return resolved;

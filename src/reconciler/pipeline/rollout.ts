@@ -9,7 +9,7 @@ import { getCondition } from '../conditions.ts';
 import { lastGoodRevision } from '../revision-history.ts';
 import type { StepContext } from './context.ts';
 import { decideRollout } from './decide.ts';
-import { observeHealth } from './health.ts';
+import { observeHealthVerdict } from './health.ts';
 import { failedRevision } from './recover.ts';
 import { endTransition, runHooks } from './transition.ts';
 import type { ReconcileState } from './state.ts';
@@ -19,7 +19,7 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   const { status, spec } = s;
   const active = status.activeRevision;
   if (!active) return;
-  const healthy = await observeHealth(ctx, s, objects);
+  const { healthy, failed } = await observeHealthVerdict(ctx, s, objects);
   const poll: ReconcileResult = spec.pollIntervalMs !== undefined ? { requeueAfter: spec.pollIntervalMs } : {};
   s.result = poll;
   // a requested reconcile tries a revision blocked at its progressDeadline once more: another deadline from now
@@ -30,6 +30,7 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
   const decision = decideRollout({
     generation: s.generation,
     healthy,
+    failed,
     active,
     attempted: status.attemptedRevision,
     onFailure: spec.upgrade.onFailure,
@@ -66,7 +67,10 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
       s.result = { requeueAfter: Math.min(decision.checkAfterMs, poll.requeueAfter ?? decision.checkAfterMs) };
       return;
   }
-  const why = `revision ${active.number} not healthy within progressDeadline ${spec.upgrade.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
+  const why =
+    decision.why === 'failed'
+      ? `revision ${active.number} failed before it was healthy: ${failed ?? ''}`
+      : `revision ${active.number} not healthy within progressDeadline ${spec.upgrade.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
   if (decision.kind === 'blocked') {
     const before = getCondition(status.conditions, 'Progressing');
     s.set({
@@ -76,10 +80,11 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
       message: `${why}; ${decision.because === 'hold' ? 'onFailure Hold keeps it' : 'no earlier revision to roll back to'}`,
     });
     // once per miss, not once per reconcile
-    if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', 'ProgressDeadlineExceeded', why);
+    if (before?.reason !== 'Blocked') ctx.d.events.event(s.bd, 'Warning', decision.why === 'failed' ? 'RevisionFailed' : 'ProgressDeadlineExceeded', why);
     return;
   }
-  const err = new HoistError(why, { stage: 'observe', code: ReconcileCode.ProgressDeadline, subject: `revision ${active.number}`, terminal: true });
+  const code = decision.why === 'failed' ? ReconcileCode.ObjectFailed : ReconcileCode.ProgressDeadline;
+  const err = new HoistError(why, { stage: 'observe', code, subject: `revision ${active.number}`, terminal: true });
   await failedRevision(ctx, s, err, active, await ctx.objects.of(s.name, active));
   s.result = poll;
 }

@@ -18,6 +18,7 @@ import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
 import { track, verdictOf as checkVerdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
 import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../../health/probes.ts';
+import { verdictAt } from '../../health/readiness.ts';
 import { BUILTIN_RULES, type HealthRules } from '../../health/rules/rule-set.ts';
 import { checkedVerdict, verdictOf, type Verdict } from '../../health/verdict.ts';
 import { Informer } from '../../kube/informer.ts';
@@ -190,8 +191,10 @@ export class ManagedObjects implements LiveIndex {
       onUpdate: (a, b) => {
         this.wakeWriteWaiters();
         const probed = this.observeProbes(b);
-        if (probed || !sameLiveState(a.live, b.live) || a.health.readiness !== b.health.readiness) {
-          const meta = probed || a.health.readiness !== b.health.readiness ? undefined : metadataChange(a.live, b.live);
+        // a verdict bound to a time (a Pod's scheduling window) must reach the owner, which looks again then
+        const health = a.health.readiness !== b.health.readiness || a.health.until?.at !== b.health.until?.at;
+        if (probed || !sameLiveState(a.live, b.live) || health) {
+          const meta = probed || health ? undefined : metadataChange(a.live, b.live);
           this.notify(b, 'changed', true, meta);
         }
         // handed over (or taken): the previous owner must learn that it no longer owns the object
@@ -268,9 +271,10 @@ export class ManagedObjects implements LiveIndex {
     return this.summary(id)?.live;
   }
 
-  /** health of one object and the rule that judged it; undefined when not observed (not created yet, or not watched) */
+  /** health of one object (as it stands now) and the rule that judged it; undefined when not observed (not created yet, or not watched) */
   health(id: string): Verdict | undefined {
-    return this.summary(id)?.health;
+    const h = this.summary(id)?.health;
+    return h && { ...verdictAt(h, this.clock.now()), rule: h.rule };
   }
 
   /**

@@ -136,6 +136,9 @@ describe('BundleDeployment CRD on a real API server', () => {
           },
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
+          { kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } }, destination: 'scp' },
+          { kind: 'git', git: { repository: 'ssh://git@git.corp.example:2222/acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh' },
+          { kind: 'git', git: { repository: 'git@[::1]:acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh6' },
         ],
         config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
         pollInterval: '1h30m',
@@ -241,12 +244,40 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(bd.spec.sources.map((s) => s.image?.semver ?? s.git?.ref.semver)).toEqual(['>=1.9 <2.0', '~1.9']);
   });
 
+  it('a chart from a Helm HTTP repository: repoURL, chart, a version or range, auth and a CA, the key defaulted', async () => {
+    const bd = await create('helm-repo', {
+      format: 'helm',
+      installNamespace: 'apps',
+      sources: [
+        {
+          kind: 'helm',
+          helm: {
+            repoURL: 'https://charts.example.com/stable',
+            chart: 'ingress-nginx',
+            version: '>=4.15 <5',
+            auth: { secretRef: { name: 'charts' } },
+            caConfigMapRef: { name: 'corp-ca' },
+          },
+        },
+        { kind: 'helm', helm: { repoURL: 'http://127.0.0.1:8879', chart: 'greeter', version: '1.2.0', sha256: HEX64 }, destination: 'pinned' },
+        { kind: 'helm', helm: { repoURL: 'https://charts.example.com', chart: 'greeter' }, destination: 'newest' },
+      ],
+    });
+    expect(bd.spec.sources[0]?.helm?.caConfigMapRef).toEqual({ name: 'corp-ca', key: 'ca.crt' });
+    expect(bd.spec.sources.map((s) => s.helm?.version)).toEqual(['>=4.15 <5', '1.2.0', undefined]);
+  });
+
   it('defaults an image layerSelector to extract', async () => {
     const bd = await create('layer-selector', {
       format: 'plain',
       sources: [{ kind: 'image', image: { ref: 'quay.io/acme/a:v1', layerSelector: { mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip' } } }],
     });
     expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
+  });
+
+  it('keeps decryption as written', async () => {
+    const bd = await create('decryption', { format: 'kustomize', sources: [httpSource], decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } });
+    expect(bd.spec.decryption).toEqual({ provider: 'sops', secretRef: { name: 'sops-age' } });
   });
 
   it('keeps config.kustomize as written', async () => {
@@ -284,6 +315,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Delete',
     });
     // withDefaults on the un-defaulted spec must agree with the server on every member.
     const local = withDefaults({
@@ -401,9 +433,19 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.ref.branch', "not starting with '-'"],
     ],
     [
-      'scp-style git repository',
-      { ...plain, sources: [{ kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } } }] },
-      ['spec.sources[0].git.repository', 'absolute http:// or https:// URL'],
+      'a git:// repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'git://github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
+    ],
+    [
+      'a password in an ssh repository URL',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'ssh://git:hunter2@github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository: Forbidden: must not contain credentials'],
+    ],
+    [
+      'a local path as a git repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: '/srv/git/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
     ],
     [
       'credentials in a URL',
@@ -419,6 +461,45 @@ describe('BundleDeployment CRD on a real API server', () => {
       'bad sha256',
       { ...plain, sources: [{ kind: 'http', http: { url: httpSource.http.url, sha256: HEX64.toUpperCase() } }] },
       ['spec.sources[0].http.sha256', 'sha256 must be 64 lowercase hex characters'],
+    ],
+    [
+      'a helm source without a chart',
+      { ...plain, sources: [{ kind: 'helm', helm: { repoURL: 'https://charts.example.com' } }] },
+      ['spec.sources[0].helm.chart: Required value'],
+    ],
+    [
+      'helm on a source of another kind, and a helm source without helm',
+      {
+        ...plain,
+        sources: [
+          { kind: 'http', http: httpSource.http, helm: { repoURL: 'https://charts.example.com', chart: 'a' } },
+          { kind: 'helm', destination: 'c' },
+        ],
+      },
+      [
+        'spec.sources[0].helm: Forbidden: helm is not allowed in a source of kind http',
+        'spec.sources[1].helm: Required value: a source of kind helm must set helm',
+      ],
+    ],
+    [
+      'an oci:// helm repository, credentials in repoURL, a bad chart name, sha256 and version',
+      {
+        ...plain,
+        sources: [
+          { kind: 'helm', helm: { repoURL: 'oci://ghcr.io/acme/charts', chart: 'a' } },
+          { kind: 'helm', helm: { repoURL: 'https://u:p@charts.example.com', chart: 'a' }, destination: 'b' },
+          { kind: 'helm', helm: { repoURL: 'https://charts.example.com', chart: '../a', sha256: 'abc', version: '' }, destination: 'c' },
+          { kind: 'helm', helm: { repoURL: 'http://charts.example.com', chart: 'a', caSecretRef: { name: 'ca' } }, destination: 'd' },
+        ],
+      },
+      [
+        'spec.sources[0].helm.repoURL: Invalid value: "string": an oci:// chart repository is read by a source of kind image',
+        'spec.sources[1].helm.repoURL: Forbidden: must not contain credentials',
+        'spec.sources[2].helm.chart: Invalid value: "string": chart must be a chart name (letters, digits, . _ -, not starting with . or -), got ../a',
+        'spec.sources[2].helm.sha256: Invalid value: "string": sha256 must be 64 lowercase hex characters, got abc',
+        'spec.sources[2].helm.version: Invalid value: ""',
+        'spec.sources[3].helm: Invalid value: "object": caSecretRef and caConfigMapRef need an https:// repoURL',
+      ],
     ],
     [
       'destination with ..',
@@ -592,6 +673,17 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.installNamespace: Required value: installNamespace is required when format is helm'],
     ],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
+    [
+      'decryption with registry-v1',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } },
+      ['spec.decryption: Forbidden: decryption is not supported with format registry-v1'],
+    ],
+    [
+      'decryption by another provider',
+      { ...plain, decryption: { provider: 'vault', secretRef: { name: 'k' } } },
+      ['spec.decryption.provider: Unsupported value: "vault"'],
+    ],
+    ['decryption without a secretRef', { ...plain, decryption: { provider: 'sops' } }, ['spec.decryption.secretRef: Required value']],
     ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
     [
       'serviceAccount without installNamespace',
@@ -615,6 +707,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, collisionProtection: 'Always' },
       ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"'],
     ],
+    ['unknown deletionPolicy', { ...plain, deletionPolicy: 'Keep' }, ['spec.deletionPolicy: Unsupported value: "Keep"', '"Delete", "Orphan"']],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
     [

@@ -1,9 +1,9 @@
 /**
  * The network rules every source shares (src/sources/transport/transport.ts, credential-hosts.ts,
- * cached-fetch.ts), tested once for http, git and image, as an attacker would try them, against
- * real servers on loopback: HTTPS file servers that log every request's Authorization header,
- * `git http-backend`, docker-registry, a forward proxy that logs CONNECTs, and a server that
- * trickles one byte a second. 127.0.0.1 and 127.0.0.2 are different hosts.
+ * cached-fetch.ts), tested once for http, git and image (the proxy for helm too), as an attacker
+ * would try them, against real servers on loopback: HTTPS file servers that log every request's
+ * Authorization header, `git http-backend`, docker-registry, a forward proxy that logs CONNECTs,
+ * and a server that trickles one byte a second. 127.0.0.1 and 127.0.0.2 are different hosts.
  */
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SourceSpec } from '../../../api/v1alpha2/types.ts';
 import { FsContentStore } from '../../../src/cache/fs-content-store.ts';
 import { GitSource } from '../../../src/sources/git/git-source.ts';
+import { HelmSource } from '../../../src/sources/helm/helm-source.ts';
 import { HttpSource } from '../../../src/sources/http-source.ts';
 import { RegistryClient } from '../../../src/sources/image/client.ts';
 import { ImageSource } from '../../../src/sources/image/image-source.ts';
@@ -467,7 +468,7 @@ async function withProxyEnv(httpsProxy: string, noProxy: string | undefined, f: 
 }
 
 describe('HTTPS_PROXY and NO_PROXY are honoured by every source', () => {
-  it('http, git (resolve and the git CLI) and image all tunnel through the proxy', async () => {
+  it('http, git (resolve and the git CLI), image and helm all tunnel through the proxy', async () => {
     const proxy = await startConnectProxy();
     closers.push(() => proxy.close());
     await withProxyEnv(proxy.url, undefined, async () => {
@@ -493,6 +494,16 @@ describe('HTTPS_PROXY and NO_PROXY are honoured by every source', () => {
       const r = await img.resolve(imageSpec(`${reg.host}/tenant-a/app:v1`), creds);
       expect(r.status.digest).toBe(imageDigest);
       expect(proxy.connects).toContain(reg.host);
+
+      // a helm repository on host A whose index places the chart on host B: both through the proxy
+      hostA.set('/helm/index.yaml', Buffer.from(`apiVersion: v1\nentries:\n  app:\n  - {version: 1.0.0, urls: ['${hostB.url('/mirror.tgz')}']}\n`));
+      const helm = new HelmSource({ ca: cas });
+      closers.push(() => helm.close());
+      const helmSpec: SourceSpec = { kind: 'helm', helm: { repoURL: hostA.url('/helm'), chart: 'app' } };
+      const helmCreds = bound({ username: USER, password: PW }, hostOf(hostA.url('/')));
+      const connectsBeforeHelm = proxy.connects.length;
+      await helm.fetch(helmSpec, await helm.resolve(helmSpec, helmCreds), new FsContentStore({ root: join(work, 'p3') }), helmCreds);
+      expect(proxy.connects.slice(connectsBeforeHelm)).toEqual(expect.arrayContaining([hostOf(hostA.url('/')), hostOf(hostB.url('/'))]));
       expect(proxy.plain).toEqual([]);
     });
   });

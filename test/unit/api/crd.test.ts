@@ -84,6 +84,18 @@ describe('bundleDeploymentCRD', () => {
         { kind: 'image', image: { ref: 'r', auth: { secretRef: { name: 's' } } }, destination: '' },
         { kind: 'git', git: { repository: 'u', ref: { commit: 'c', tag: 't', branch: 'b' }, directory: 'd', auth: { secretRef: { name: 's' } } } },
         { kind: 'http', http: { url: 'u', sha256: 'h', auth: { secretRef: { name: 's' } } } },
+        {
+          kind: 'helm',
+          helm: {
+            repoURL: 'u',
+            chart: 'c',
+            version: 'v',
+            sha256: 'h',
+            auth: { secretRef: { name: 's' } },
+            caSecretRef: { name: 'ca', key: 'k' },
+            caConfigMapRef: { name: 'ca' },
+          },
+        },
       ],
       config: {
         helm: { releaseName: 'r', values: {} },
@@ -135,12 +147,17 @@ describe('bundleDeploymentCRD', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
+      decryption: { provider: 'sops', secretRef: { name: 'sops-age' } },
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Orphan',
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
       observedGeneration: 1,
       conditions: [{ type: 'Installed', status: 'True', reason: 'Installed', message: '', observedGeneration: 1, lastTransitionTime: 't' }],
-      resolvedSources: [{ kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' }],
+      resolvedSources: [
+        { kind: 'image', digest: 'd', ref: 'r', commit: 'c', sha256: 's', generation: 1, etag: 'e', lastModified: 'l', resolvedAt: 't' },
+        { kind: 'helm', version: 'v', chartURL: 'u', sha256: 's' },
+      ],
       contentDigest: 'd',
       activeRevision: {
         number: 1,
@@ -180,6 +197,7 @@ describe('bundleDeploymentCRD', () => {
         },
       ],
       skippedOptional: ['x'],
+      keptObjects: [{ id: 'ns_n__PersistentVolumeClaim', v: 'v1', policy: 'helm.sh/resource-policy: keep', revision: 1 }],
       lastHandledRequest: 'r',
     } satisfies Required<BundleDeploymentStatus>;
 

@@ -5,7 +5,7 @@
  * functions on live pods.
  */
 import { describe, expect, it } from 'vitest';
-import { podProblem, podProblems } from '../../../src/health/pods.ts';
+import { podProblem, podProblems, workloadFailure } from '../../../src/health/pods.ts';
 
 const pod = (name: string, status: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'n' }, status });
 const notReady = { type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [web]' };
@@ -85,5 +85,80 @@ describe('podProblem between two back-offs of a crash loop', () => {
     expect(podProblem(pod)).toBe('pod p: container web is crash-looping (restarted 5 times; last exit code 1 (Error))');
     const once = { ...pod, status: { phase: 'Running', containerStatuses: [{ name: 'web', restartCount: 0, state: { terminated: { exitCode: 2 } } }] } };
     expect(podProblem(once)).toBe('pod p: container web exited with code 2');
+  });
+});
+
+describe('workloadFailure: kstatus Pod rule with a grace for workloads', () => {
+  const applied = Date.parse('2026-12-03T12:00:00Z');
+  const at = (s: number) => new Date(applied + s * 1000).toISOString();
+  const live = (name: string, createdS: number, status: object) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'n', creationTimestamp: at(createdS) },
+    status,
+  });
+  const looping = (restarts: number, createdS = 1) =>
+    live('web-1', createdS, {
+      phase: 'Running',
+      conditions: [notReady],
+      containerStatuses: [
+        {
+          name: 'web',
+          restartCount: restarts,
+          state: { waiting: { reason: 'CrashLoopBackOff' } },
+          lastState: { terminated: { exitCode: 1, reason: 'Error' } },
+        },
+      ],
+    });
+  const unschedulable = (sinceS: number) =>
+    live('web-2', sinceS, {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/2 nodes are available', lastTransitionTime: at(sinceS) }],
+    });
+  const cases: Array<[string, object[], number, ReturnType<typeof workloadFailure>]> = [
+    ['two restarts: a flap, look again', [looping(2)], 40, { recheckAt: applied + 50_000 }],
+    [
+      'three restarts: failed, naming the container',
+      [looping(3)],
+      80,
+      { failure: { message: 'pod web-1: container web is CrashLoopBackOff (restarted 3 times; last exit code 1 (Error))' } },
+    ],
+    ['a crash-looping pod of the previous revision says nothing of this one', [looping(9, -60)], 80, {}],
+
+    [
+      'three restarts, seen between two back-offs (the exit itself): failed',
+      [
+        live('web-5', 1, {
+          phase: 'Running',
+          conditions: [notReady],
+          containerStatuses: [{ name: 'web', restartCount: 3, state: { terminated: { exitCode: 1, reason: 'Error' } } }],
+        }),
+      ],
+      80,
+      { failure: { message: 'pod web-5: container web is crash-looping (restarted 3 times; last exit code 1 (Error))' } },
+    ],
+    [
+      'restarted and running again, not ready: look again',
+      [live('web-6', 1, { phase: 'Running', conditions: [notReady], containerStatuses: [{ name: 'web', restartCount: 2, state: { running: {} } }] })],
+      40,
+      { recheckAt: applied + 50_000 },
+    ],
+    ['unschedulable within its grace: look again when it ends', [unschedulable(2)], 30, { recheckAt: applied + 62_000 }],
+    [
+      'unschedulable past its grace: failed',
+      [unschedulable(2)],
+      62,
+      { failure: { message: 'pod web-2 not scheduled: Unschedulable (0/2 nodes are available)' } },
+    ],
+    ['a ready pod: nothing', [live('web-3', 1, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] })], 80, {}],
+    ['an evicted (Failed) pod is replaced by its workload: nothing', [live('web-4', 1, { phase: 'Failed', reason: 'Evicted' })], 80, {}],
+  ];
+  it.each(cases)('%s', (_name, pods, nowS, expected) => {
+    expect(workloadFailure(pods as never, applied, applied + nowS * 1000)).toEqual(expected);
+  });
+  it('counts a pod created in the second of the apply (creationTimestamp has whole seconds)', () => {
+    const pod = { ...looping(3), metadata: { name: 'web-1', namespace: 'n', creationTimestamp: at(0) } };
+    expect(workloadFailure([pod] as never, applied + 700, applied + 80_000).failure).toBeDefined();
+    expect(workloadFailure([pod] as never, applied + 1000, applied + 80_000).failure).toBeUndefined();
   });
 });

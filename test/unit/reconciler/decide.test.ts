@@ -101,18 +101,22 @@ describe('decideRollout', () => {
     [
       'past the deadline, Rollback with a good revision: roll back',
       { active: active('a', { appliedAt: new Date(now - 11 * minute).toISOString() }) },
-      { kind: 'roll-back' },
+      { kind: 'roll-back', why: 'deadline' },
     ],
-    ['exactly at the deadline: roll back', { active: active('a', { appliedAt: new Date(now - 10 * minute).toISOString() }) }, { kind: 'roll-back' }],
+    [
+      'exactly at the deadline: roll back',
+      { active: active('a', { appliedAt: new Date(now - 10 * minute).toISOString() }) },
+      { kind: 'roll-back', why: 'deadline' },
+    ],
     [
       'past the deadline, nothing to roll back to: blocked',
       { canRollBack: false, active: active('a', { appliedAt: new Date(now - 11 * minute).toISOString() }) },
-      { kind: 'blocked', because: 'nothing-to-roll-back-to' },
+      { kind: 'blocked', why: 'deadline', because: 'nothing-to-roll-back-to' },
     ],
     [
       'past the deadline, Hold: blocked',
       { onFailure: 'Hold', active: active('a', { appliedAt: new Date(now - 11 * minute).toISOString() }) },
-      { kind: 'blocked', because: 'hold' },
+      { kind: 'blocked', why: 'deadline', because: 'hold' },
     ],
     [
       'rolled back under this generation: stays reported, even when healthy',
@@ -130,6 +134,18 @@ describe('decideRollout', () => {
       { kind: 'rolling-out', checkAfterMs: 8 * minute },
     ],
     ['no appliedAt: the deadline counts from now', { active: active('a') }, { kind: 'rolling-out', checkAfterMs: 10 * minute }],
+    ['an object failed within the deadline: roll back at once', { failed: '1 failing: Widget n/w: stalled' }, { kind: 'roll-back', why: 'failed' }],
+    [
+      'an object failed, nothing to roll back to: blocked at once',
+      { failed: '1 failing', canRollBack: false },
+      { kind: 'blocked', why: 'failed', because: 'nothing-to-roll-back-to' },
+    ],
+    ['an object failed under Hold: blocked at once', { failed: '1 failing', onFailure: 'Hold' }, { kind: 'blocked', why: 'failed', because: 'hold' }],
+    [
+      'an object failed after the revision was healthy once: installed, never rolled back',
+      { failed: '1 failing', active: active('a', { appliedAt: new Date(now - 2 * minute).toISOString(), healthyAt: new Date(now - minute).toISOString() }) },
+      { kind: 'installed' },
+    ],
   ];
   it.each(cases)('%s', (_name, input, expected) => {
     expect(decideRollout({ ...base, ...input })).toEqual(expected);

@@ -13,7 +13,7 @@ describe('source registry', () => {
     expect(sourceFor('image')).toBeInstanceOf(ImageSource);
     expect(sourceFor('git')).toBeInstanceOf(GitSource);
     const r = createSourceRegistry();
-    expect(r.kinds()).toEqual(['git', 'http', 'image']);
+    expect(r.kinds()).toEqual(['git', 'helm', 'http', 'image']);
     try {
       r.sourceFor('ftp');
       expect.unreachable();
@@ -27,7 +27,7 @@ describe('source registry', () => {
     const git: Source = { kind: 'git', resolve: async () => ({ status: { kind: 'git' }, key: 'k', pinned: true }), fetch: async () => '/x' };
     r.register(git);
     expect(r.sourceFor('git')).toBe(git);
-    expect(r.kinds()).toEqual(['git', 'http', 'image']);
+    expect(r.kinds()).toEqual(['git', 'helm', 'http', 'image']);
   });
 });
 
