@@ -249,7 +249,7 @@ describe('hoist tree, hoist events and the inventory', () => {
     // a ready row ends with its health and the rule that judged it (no reason)
     const notReady = rows.filter((l) => !/\sReady\s+\S+$/.test(l));
     expect(notReady, out.stdout).toHaveLength(1);
-    expect(notReady[0]).toMatch(new RegExp(`^deploy\s+Deployment ${ns}/argo-rollouts\s+${bd}\s+InProgress\s+kstatus\s+Available: 0/1`));
+    expect(notReady[0]).toMatch(new RegExp(`^deploy\\s+Deployment ${ns}/argo-rollouts\\s+${bd}\\s+InProgress\\s+kstatus\\s+Available: 0/1`));
     expect(notReady[0]).toContain(`Available=False MinimumReplicasUnavailable: ${available.message}`);
     expect(notReady[0]).toMatch(/pod argo-rollouts-\S+ not scheduled/);
     // phases in apply order: the CRDs' phase before the Deployment's
