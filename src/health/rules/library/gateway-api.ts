@@ -4,22 +4,26 @@
  *
  * - Gateway: ready when `Accepted` and `Programmed` are True. The CRD defaults both to Unknown /
  *   Pending ("Waiting for controller") until an implementation reconciles it. `Accepted=False`
- *   (Invalid, InvalidParameters, UnsupportedAddress, ListenersNotValid) is the implementation
- *   refusing the spec: Failed — except the reasons that mean "not reconciled yet" (Pending, and
- *   the deprecated NotReconciled). `Programmed=False` (AddressNotAssigned, NoResources, …) is in
- *   progress: addresses and data planes come.
+ *   for a reason that refuses the Gateway's own spec (Invalid, UnsupportedAddress,
+ *   ListenersNotValid) is Failed: it needs a change. InvalidParameters (the GatewayClass's
+ *   parameters object may come with the same bundle), the "not reconciled yet" reasons (Pending,
+ *   the deprecated NotReconciled), an implementation's own reasons and `Programmed=False`
+ *   (AddressNotAssigned, NoResources, …) are in progress.
  * - HTTPRoute, GRPCRoute: status is per parent (`status.parents[]`, one entry per Gateway whose
  *   implementation handles it). Ready when there is at least one and every one has
- *   `Accepted=True` and no `ResolvedRefs=False`. A parent that does not accept the route
- *   (NotAllowedByListeners, NoMatchingListenerHostname, NoMatchingParent, UnsupportedValue, …;
- *   not Pending) fails it; unresolved references (BackendNotFound, RefNotPermitted, …) are in
- *   progress: a backend Service may come with the next phase.
+ *   `Accepted=True` and no `ResolvedRefs=False`. A parent refusing the route's own spec
+ *   (UnsupportedValue, IncompatibleFilters) fails it. A refusal that depends on the Gateway
+ *   (NotAllowedByListeners, NoMatchingListenerHostname, NoMatchingParent: a listener the same
+ *   revision adds may not be programmed yet) and unresolved references (BackendNotFound,
+ *   RefNotPermitted, …: a backend Service may come with the next phase) are in progress.
  */
 import type { HealthRuleSpec } from '../rule.ts';
 import { cond, condField, condGeneration, firstOf, lowest } from './cel.ts';
 
 const SPEC = 'https://gateway-api.sigs.k8s.io/reference/spec/';
-const NOT_RECONCILED = '["Pending", "NotReconciled"]';
+/** Accepted=False reasons that refuse the object's own spec: a change is needed */
+const GATEWAY_REFUSED = '["Invalid", "UnsupportedAddress", "ListenersNotValid"]';
+const ROUTE_REFUSED = '["UnsupportedValue", "IncompatibleFilters"]';
 
 const gateway: HealthRuleSpec = {
   name: 'gateway.networking.k8s.io/Gateway',
@@ -27,12 +31,12 @@ const gateway: HealthRuleSpec = {
   kinds: ['Gateway'],
   observedGeneration: condGeneration('Accepted', 'Programmed'),
   ready: `${cond('Accepted')} && ${cond('Programmed')}`,
-  failed: `self.status.conditions.exists(c, c.type == "Accepted" && c.status == "False" && !(c.reason in ${NOT_RECONCILED}))`,
+  failed: `self.status.conditions.exists(c, c.type == "Accepted" && c.status == "False" && c.reason in ${GATEWAY_REFUSED})`,
   message: firstOf([[`!${cond('Accepted')}`, condField('Accepted', 'message')]], condField('Programmed', 'message')),
   source: `${SPEC}#gateway.networking.k8s.io/v1.GatewayStatus`,
 };
 
-const refused = `p.conditions.exists(c, c.type == "Accepted" && c.status == "False" && !(c.reason in ${NOT_RECONCILED}))`;
+const refused = `p.conditions.exists(c, c.type == "Accepted" && c.status == "False" && c.reason in ${ROUTE_REFUSED})`;
 const unready =
   'p.conditions.exists(c, c.type == "Accepted" && c.status == "True") && !p.conditions.exists(c, c.type == "ResolvedRefs" && c.status == "False")';
 /** the message of the first parent that is not ready: its refusing or unresolved condition, else its Accepted one */
