@@ -33,6 +33,11 @@ export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
  * once more; status.lastHandledRequest echoes the value once the controller has acted on it.
  */
 export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
+/**
+ * "true" on a BundleDeployment with spec.kubeConfig: when it is deleted, its objects in the remote
+ * cluster are left there (a cluster gone for good), its revisions dropped and the finalizer removed
+ */
+export const ANNOTATION_ABANDON_TARGET = 'core.rukpak.io/abandon-target';
 /** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
 export const MAX_REQUEST_TOKEN_LENGTH = 256;
 /**
@@ -259,6 +264,27 @@ export interface KustomizeConfig {
   patches?: KustomizePatch[];
 }
 
+/** a ConfigMap or Secret whose data keys are post-build variables (Flux's SubstituteReference) */
+export interface SubstituteReference {
+  kind: 'ConfigMap' | 'Secret';
+  name: string;
+  /** a missing object counts as one without variables (default false) */
+  optional?: boolean;
+}
+
+/**
+ * Flux kustomize-controller's post-build variable substitution, for plain and kustomize bundles:
+ * `${var}` expressions in the rendered objects are replaced (src/processors/post-build). The
+ * variables are `substituteFrom` in order, each overriding the ones before, then `substitute`
+ * over them all. Read as the BD's identity, watched; a change renders a new revision.
+ */
+export interface PostBuild {
+  /** WithVariables (default): only substitute when there is at least one variable; Always: also without */
+  substituteStrategy?: 'WithVariables' | 'Always';
+  substitute?: Record<string, string>;
+  substituteFrom?: SubstituteReference[];
+}
+
 /**
  * Another BundleDeployment that must be ready before this one applies a new revision (after
  * Flux's dependsOn): done and Succeeded at its current generation, or, with readyExpr, a CEL
@@ -300,6 +326,8 @@ export interface BundleDeploymentSpec {
     };
     kustomize?: KustomizeConfig;
   };
+  /** plain and kustomize only: Flux's post-build variable substitution */
+  postBuild?: PostBuild;
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];
@@ -310,10 +338,27 @@ export interface BundleDeploymentSpec {
   serviceAccount?: { name: string };
   /** SOPS-encrypted files decrypted with the age keys of a Secret (src/processors/sops) */
   decryption?: Decryption;
+  /**
+   * install into another cluster (docs/design.md "Remote clusters"): the kubeconfig in this Secret
+   * of the management cluster, read as the BundleDeployment's identity; key default `value`
+   * (Cluster API's), then `value.yaml`
+   */
+  kubeConfig?: KubeConfigRef;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
   /** default Delete; Orphan: deleting the BundleDeployment leaves every object in place, no longer managed */
   deletionPolicy?: DeletionPolicy;
+}
+
+export interface KubeConfigRef {
+  secretRef: { name: string; namespace: string; key?: string };
+}
+
+export interface TargetStatus {
+  /** host (and port) of the remote cluster's API server */
+  cluster: string;
+  /** "namespace/name" of the kubeconfig Secret it was installed with */
+  kubeConfigSecret: string;
 }
 
 export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
@@ -488,6 +533,8 @@ export interface BundleDeploymentStatus {
   keptObjects?: KeptObject[];
   /** the last core.rukpak.io/requested-at value the controller acted on */
   lastHandledRequest?: string;
+  /** spec.kubeConfig: the remote cluster installed into (never credentials) */
+  target?: TargetStatus;
 }
 
 export interface ObjectMeta {

@@ -54,6 +54,10 @@ commands:
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
+             --allow-restricted-targets
+                                   a BundleDeployment's spec.kubeConfig may name the management
+                                   cluster's own API server or a link-local/cloud metadata address
+                                   (refused by default)
              --override-manager <name>
                                    (repeatable) a field manager whose fields every apply takes
                                    over and so reverts, besides kubectl, kubectl-edit, kubectl-patch,
@@ -77,9 +81,9 @@ commands:
              --api-versions        group/versions served besides the built-in or the cluster's
                                    (.Capabilities.APIVersions), as helm template's
              -n, --namespace       the controller's namespace, where config.helm.valuesFrom and
-                                   the spec.decryption Secret are read (with your credentials)
-                                   when the BundleDeployment has no serviceAccount (default
-                                   $HOIST_NAMESPACE or hoist-system)
+                                   the spec.decryption Secret and postBuild.substituteFrom are
+                                   read (with your credentials) when the BundleDeployment has no
+                                   serviceAccount (default $HOIST_NAMESPACE or hoist-system)
              with spec.decryption (needs --kubeconfig), Secrets' values print as *** and other
              decrypted strings as <redacted>
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
@@ -97,6 +101,7 @@ user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --h
   tree NAME                   every object of the active revision: phase, owner, health, why not ready
   events NAME                 the Events of the BundleDeployment and of its objects that are not ready
   diff -f <bd.yaml>           server-side dry-run of the rendered objects, per-object diff
+  notify test PROVIDER -n NS  send a test notification through a NotificationProvider (as you)
   completion bash|zsh         shell completion script
 
 exit codes: 0 success; 1 failure (not found, refused, API error); 2 usage error.
@@ -116,6 +121,7 @@ const VERBS: Record<string, () => Promise<(args: string[], io: Io) => Promise<nu
   events: async () => (await import('./verbs/events.ts')).events,
   diff: async () => (await import('./verbs/diff.ts')).diff,
   completion: async () => (await import('./verbs/completion.ts')).completion,
+  notify: async () => (await import('./verbs/notify.ts')).notify,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -141,6 +147,7 @@ async function main(argv: string[]): Promise<number> {
           'helm-index-max-size': { type: 'string', default: '16Mi' },
           'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
+          'allow-restricted-targets': { type: 'boolean', default: false },
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
           'ca-dir': { type: 'string' },
@@ -169,6 +176,7 @@ async function main(argv: string[]): Promise<number> {
         helmIndexMaxBytes: parseByteSize(values['helm-index-max-size'], '--helm-index-max-size'),
         reconcileTimeoutMs: positiveDuration(parseDuration(values['reconcile-timeout'], '--reconcile-timeout'), '--reconcile-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
+        allowRestrictedTargets: values['allow-restricted-targets'],
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),

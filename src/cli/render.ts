@@ -21,6 +21,7 @@ import { isHoistError } from '../util/errors.ts';
 import type { ValuesFromText } from '../processors/processor.ts';
 import { refNamespaceOf } from '../reconciler/inputs/credentials.ts';
 import { readValuesFrom, valuesFromRefs } from '../reconciler/inputs/values-from.ts';
+import { postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../reconciler/inputs/post-build.ts';
 import { readDecryptionKeys } from '../reconciler/inputs/decryption-keys.ts';
 import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
 import { redactForDisplay } from './redact-objects.ts';
@@ -113,7 +114,7 @@ export interface PreviewOptions {
   client?: RestKubeClient;
   /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
   capabilities?: CapabilityFlags;
-  /** the controller's namespace, where config.helm.valuesFrom is read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
+  /** the controller's namespace, where config.helm.valuesFrom and postBuild.substituteFrom are read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
   controllerNamespace?: string;
 }
 
@@ -159,6 +160,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         );
     const controllerNamespace = opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system';
     const helmValuesFrom = await previewValuesFrom(bd, client, controllerNamespace);
+    const postBuild = await previewPostBuild(bd, client, controllerNamespace);
     const decryption = await previewDecryption(bd, client, controllerNamespace);
     const out = await renderBundle(
       {
@@ -168,7 +170,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         scopes: client?.discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, decryption, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, postBuild, decryption, credentials: async () => undefined },
     );
     // plain bundles are rendered without .Capabilities: nothing was assumed for them
     return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
@@ -188,6 +190,17 @@ async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | 
   const namespace = refNamespaceOf(bd, controllerNamespace);
   if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
   return readValuesFrom({ namespace, reader: client }, refs);
+}
+
+/** spec.postBuild with substituteFrom read as the controller reads it, with the caller's credentials */
+async function previewPostBuild(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<PostBuildInput | undefined> {
+  const postBuild = postBuildOf(bd);
+  if (!postBuild) return undefined;
+  if (substituteFromRefs(bd).length === 0) return readPostBuild(undefined, postBuild);
+  if (!client) throw new Error('postBuild.substituteFrom reads ConfigMaps and Secrets of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('postBuild.substituteFrom with serviceAccount needs installNamespace');
+  return readPostBuild({ namespace, reader: client }, postBuild);
 }
 
 /**

@@ -43,6 +43,8 @@ export interface RunOptions {
   /** the time budget of one reconcile (--reconcile-timeout) */
   reconcileTimeoutMs?: number;
   defaultServiceAccount?: string;
+  /** remote targets (spec.kubeConfig) may be the management API server or link-local/metadata addresses (--allow-restricted-targets) */
+  allowRestrictedTargets?: boolean;
   /** field managers taken over on every apply besides the kubectl ones (--override-manager) */
   overrideManagers?: string[];
   /** containers' registries.conf v2 (--registries-conf): blocked, insecure and mirrored registries */
@@ -107,6 +109,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     sources: await sourceOptions(opts),
     healthRules: await loadHealthRules(opts.healthRules, log),
     defaultServiceAccount: opts.defaultServiceAccount,
+    ...(opts.allowRestrictedTargets ? { allowRestrictedTargets: true } : {}),
     overrideManagers: opts.overrideManagers,
     log,
     autoStart: !opts.leaderElect,

@@ -21,7 +21,8 @@ export type Tool =
   | 'kwok'
   | 'cosign'
   | 'sops'
-  | 'age-keygen';
+  | 'age-keygen'
+  | 'flux-postbuild';
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/', import.meta.url));
 
@@ -58,7 +59,9 @@ function versionOf(tool: Tool): string {
                 ? 'SOPS_VERSION'
                 : tool === 'age-keygen'
                   ? 'AGE_VERSION'
-                  : 'K8S_VERSION';
+                  : tool === 'flux-postbuild'
+                    ? 'FLUX_KUSTOMIZE_VERSION'
+                    : 'K8S_VERSION';
   const version = v[key];
   if (!version) throw new Error(`scripts/tool-versions.env lacks ${key}`);
   return version;

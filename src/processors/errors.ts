@@ -23,6 +23,8 @@ export const ProcessCode = {
   InvalidConfig: 'invalid-config',
   InvalidKustomization: 'invalid-kustomization',
   InvalidObject: 'invalid-object',
+  /** spec.postBuild: a variable whose name Flux refuses */
+  InvalidVariableName: 'invalid-variable-name',
   KustomizationNotFound: 'kustomization-not-found',
   KustomizeFailed: 'kustomize-failed',
   KustomizeTimeout: 'kustomize-timeout',
@@ -38,6 +40,10 @@ export const ProcessCode = {
   RemoteBase: 'remote-base',
   RevisionTooLarge: 'revision-too-large',
   SpecialFile: 'special-file',
+  /** spec.postBuild: a `${…}` that does not parse, or an object that is no longer one after substitution */
+  SubstitutionFailed: 'substitution-failed',
+  /** spec.postBuild: over the size or work limit of a substitution */
+  SubstitutionBudget: 'substitution-budget',
   SymlinkEscape: 'symlink-escape',
   TemplateError: 'template-error',
   TooLarge: 'too-large',
@@ -46,6 +52,8 @@ export const ProcessCode = {
   UnsupportedInstallMode: 'unsupported-install-mode',
   UnsupportedKustomization: 'unsupported-kustomization',
   ValuesSchema: 'values-schema',
+  /** spec.postBuild: `${var}` (or `${var:?message}`) with no such variable */
+  VariableNotSet: 'variable-not-set',
   YamlAliasBudget: 'yaml-alias-budget',
 } as const;
 export type ProcessCode = (typeof ProcessCode)[keyof typeof ProcessCode];

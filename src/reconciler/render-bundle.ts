@@ -17,9 +17,11 @@ import type { Processor, ValuesFromText } from '../processors/processor.ts';
 import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
+import { substituteObjects } from '../processors/post-build/substitute.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
+import type { PostBuildInput } from './inputs/post-build.ts';
 
 export interface RenderBundleDeps {
   store: ContentStore;
@@ -52,6 +54,8 @@ export interface RenderBundleInput {
   credentials(index: number): Promise<Credentials | undefined>;
   /** config.helm.valuesFrom as read from the cluster (inputs/values-from.ts), for the helm processor */
   helmValuesFrom?: readonly ValuesFromText[];
+  /** spec.postBuild with its substituteFrom read (inputs/post-build.ts): substituted after the processor */
+  postBuild?: PostBuildInput | undefined;
   /** spec.decryption's age identities as read from the cluster (inputs/decryption-keys.ts) */
   decryption?: DecryptionKeys | undefined;
   /** the CA of spec.sources[i] (caSecretRef / caConfigMapRef), when it names one */
@@ -117,7 +121,22 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
         })
         .catch((e: unknown) => {
           throw namedForProcessor(e, spec.format);
-        }),
+        })
+        // Flux's post-build substitution: per object, after the build, before the digest
+        .then(async (r) =>
+          input.postBuild
+            ? {
+                ...r,
+                objects: await substituteObjects(r.objects, {
+                  variables: input.postBuild.variables,
+                  strategy: input.postBuild.strategy,
+                  installNamespace: spec.installNamespace,
+                  sensitive: r.sensitive,
+                  signal: input.signal,
+                }),
+              }
+            : r,
+        ),
     );
     return {
       contentDigest: contentDigest(out.objects),

@@ -66,6 +66,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
     ],
     names: false,
   },
+  notify: { flags: ['--namespace', '--commit', '--kubeconfig'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };

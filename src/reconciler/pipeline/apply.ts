@@ -188,6 +188,12 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
+  const applied = s.results ?? [];
+  s.facts.changes = {
+    created: applied.filter((r) => r.action === 'created').length,
+    configured: applied.filter((r) => r.action === 'configured').length,
+    pruned: countChanged(pruned),
+  };
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
   status.activeRevision = {
     number,
@@ -244,6 +250,7 @@ async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Ren
 function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: readonly ObjectResult[]): void {
   const reverted = results.filter((r) => r.action === 'configured' || r.action === 'created');
   if (reverted.length === 0) return;
+  s.facts.driftReverted = reverted.map((r) => r.subject);
   // the fields hand edits (kubectl edit/set/patch...) had set, so the person on call sees the hotfix go
   const what = (r: ObjectResult) => (r.action === 'created' ? 're-created' : r.reverted?.length ? `reverted (${r.reverted.join(', ')})` : 'reverted');
   ctx.d.events.event(

@@ -3,10 +3,11 @@
  * deleteCRDsOnUninstall; objects a retention policy keeps let go of, not deleted; what another
  * member of its lineage installs is handed over, not deleted), drop its revision Secrets, then
  * remove the finalizer. With deletionPolicy Orphan every object is let go of instead (no delete
- * hooks run). Paused BDs orphan their objects as they are.
+ * hooks run). Paused BDs orphan their objects as they are, and so do remote BDs annotated
+ * core.rukpak.io/abandon-target=true (a cluster gone for good).
  */
 import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
-import { FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { ANNOTATION_ABANDON_TARGET, FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { objectId } from '../../apply/object-id.ts';
 import { hooksFor } from '../../apply/hooks.ts';
 import { deleteOwned } from '../../apply/prune.ts';
@@ -20,6 +21,7 @@ import { lineageMembers } from '../lineage.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
 import { ReconcileCode } from '../errors.ts';
 import { describeKept } from '../kept-objects.ts';
+import { abandonsTarget } from './target.ts';
 
 /**
  * The BundleDeployments that depend on bd (spec.dependsOn) and still exist: bd is uninstalled
@@ -44,6 +46,10 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
   const spec = withDefaults(bd.spec);
   if (spec.paused) {
     d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
+  } else if (bd.spec.kubeConfig && abandonsTarget(bd)) {
+    const message = `deleted with ${ANNOTATION_ABANDON_TARGET}=true: its objects are left in the remote cluster${bd.status?.target ? ` ${bd.status.target.cluster}` : ''}`;
+    d.log.warn({ bd: name, target: bd.status?.target?.cluster }, 'remote objects abandoned');
+    d.events.event(bd, 'Warning', 'TargetAbandoned', message);
   } else {
     const active = bd.status?.activeRevision;
     // Not knowing what is installed is never "nothing installed": a revision that cannot be

@@ -6,7 +6,7 @@
 import { objectId } from '../../apply/object-id.ts';
 import { podProblems, workloadFailure } from '../../health/pods.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { watchObjects, type StepContext } from './context.ts';
+import { clusterClient, watchObjects, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
 /** sets Healthy; true when every object of the active revision is ready */
@@ -120,7 +120,7 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
     const match = (o as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
     if (!match || Object.keys(match).length === 0) continue;
     listed++;
-    const pods = await ctx.d.client
+    const pods = await clusterClient(ctx)
       .list(
         { apiVersion: 'v1', kind: 'Pod' },
         {

@@ -21,6 +21,7 @@ import { ReconcileCode } from '../errors.ts';
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
 export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: unknown): Promise<void> {
   const err = asHoistError(e, { stage: 'fetch', code: ReconcileCode.Unknown, terminal: false });
+  noteFailure(s, err);
   const decision = decideBeforeApply(err);
   const message = err.describe();
   const stage = err.stage;
@@ -75,6 +76,7 @@ export async function failedRevision(
   });
   const { reason } = decision;
   const message = err.describe();
+  noteFailure(s, err);
   status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason, generation: s.generation };
   if (decision.kind === 'retry-upgrade') {
     status.attemptedRevision.failingSince = decision.since;
@@ -214,4 +216,9 @@ async function pruneHistory(ctx: StepContext, s: ReconcileState): Promise<void> 
   await s.time('history', ctx.d.revisions.prune(s.name, keptRevisions(s.status))).catch((e: unknown) => {
     ctx.d.log.warn({ bd: s.name, err: e instanceof Error ? e.message : String(e) }, 'pruning revision history failed; retried with the next revision');
   });
+}
+
+/** the failure as notifications name it: its stage, subject and code (the message is the condition's) */
+function noteFailure(s: ReconcileState, err: HoistError): void {
+  s.facts.failure = { stage: err.stage, subject: err.subject, code: err.code, message: err.describe() };
 }

@@ -235,6 +235,21 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('keeps postBuild on plain and kustomize, defaulting substituteFrom optional', async () => {
+    const postBuild = {
+      substituteStrategy: 'Always' as const,
+      substitute: { cluster_env: 'prod', _x1: '' },
+      substituteFrom: [
+        { kind: 'ConfigMap' as const, name: 'cluster-vars', optional: true },
+        { kind: 'Secret' as const, name: 'cluster-secret-vars' },
+      ],
+    };
+    for (const format of ['plain', 'kustomize'] as const) {
+      const bd = await create(`post-build-${format}`, { format, sources: [httpSource], postBuild });
+      expect(bd.spec.postBuild).toEqual({ ...postBuild, substituteFrom: [postBuild.substituteFrom[0], { ...postBuild.substituteFrom[1], optional: false }] });
+    }
+  });
+
   it('keeps semver ranges on an image repository and a git ref', async () => {
     const sources = [
       { kind: 'image' as const, image: { ref: 'localhost:5000/acme/app', semver: '>=1.9 <2.0' } },
@@ -558,6 +573,24 @@ describe('BundleDeployment CRD on a real API server', () => {
       'config.kustomize with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { kustomize: { path: 'a' } } },
       ['spec.config.kustomize: Forbidden: config.kustomize is only allowed with format: kustomize (format is helm)'],
+    ],
+    [
+      'postBuild with helm',
+      { ...plain, format: 'helm', installNamespace: 'ns', postBuild: { substitute: { a: 'b' } } },
+      ['spec.postBuild: Forbidden: postBuild is only allowed with format: plain or kustomize (format is helm)'],
+    ],
+    [
+      'a postBuild strategy and a substituteFrom kind that do not exist',
+      { ...plain, postBuild: { substituteStrategy: 'Sometimes', substituteFrom: [{ kind: 'Pod', name: 'p' }] } },
+      ['spec.postBuild.substituteStrategy: Unsupported value: "Sometimes"', 'spec.postBuild.substituteFrom[0].kind: Unsupported value: "Pod"'],
+    ],
+    [
+      'a postBuild variable name Flux refuses and a bad substituteFrom name',
+      { ...plain, postBuild: { substitute: { 'cluster.name': 'x' }, substituteFrom: [{ kind: 'ConfigMap', name: 'Bad_Name' }] } },
+      [
+        'spec.postBuild.substitute: Invalid value: "object": substitute: variable names must match',
+        'spec.postBuild.substituteFrom[0].name: Invalid value: "string": name must be a DNS-1123 subdomain',
+      ],
     ],
     [
       'a kustomize patch without its text',

@@ -176,6 +176,7 @@ describe('defaults match the CRD', () => {
     [['sources', '[]', 'http', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
     [['config', 'helm', 'valuesFrom', '[]', 'valuesKey'], DEFAULT_VALUES_KEY],
     [['config', 'helm', 'valuesFrom', '[]', 'optional'], false],
+    [['postBuild', 'substituteFrom', '[]', 'optional'], false],
     [['sources', '[]', 'image', 'layerSelector', 'operation'], 'extract'],
   ] as const)('%j defaults to %j', (path, value) => {
     expect(prop(spec, ...path).default).toEqual(value);
