@@ -17,6 +17,7 @@ import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
 import { sleep } from '../util/sleep.ts';
@@ -63,6 +64,8 @@ export interface ControllerOptions {
   targetConcurrency?: number;
   /** notification noise control (burst, digest window, retries); the defaults of src/notify/dispatcher.ts otherwise */
   notifications?: DispatcherOptions & { statusIntervalMs?: number };
+  /** the health rules in force (hoist run --health-rules, then the shipped library) */
+  healthRules?: HealthRules;
 }
 
 export interface RunningController {
@@ -172,6 +175,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.allowRestrictedTargets ? { allowRestrictedTargets: true } : {}),
     ...(opts.targetConcurrency !== undefined ? { targetConcurrency: opts.targetConcurrency } : {}),
     ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
+    ...(opts.healthRules ? { healthRules: opts.healthRules } : {}),
   });
   // before the reconciles: their first transitions find the routes
   await notifier.start();

@@ -48,6 +48,9 @@ commands:
                                    registries, mirrors tried in order for digest references
              --ca-dir <dir>        one PEM per host (host:port.crt or host.crt), trusted for that host
                                    by every source; TLS is verified except for insecure registries
+             --health-rules <file> a YAML list of cluster-wide health rules (CEL, as spec.healthChecks)
+                                   for kinds the shipped library and kstatus do not judge (or judge
+                                   otherwise); read once at start-up, a bad rule stops it
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
@@ -148,6 +151,7 @@ async function main(argv: string[]): Promise<number> {
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
           'ca-dir': { type: 'string' },
+          'health-rules': { type: 'string' },
           'webhook-bind-address': { type: 'string', default: '0' },
           'webhook-secret': { type: 'string' },
         },
@@ -176,6 +180,7 @@ async function main(argv: string[]): Promise<number> {
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
+        ...(values['health-rules'] ? { healthRules: values['health-rules'] } : {}),
         webhookBindAddress: values['webhook-bind-address'],
         ...(values['webhook-secret'] ? { webhookSecret: values['webhook-secret'] } : {}),
         log: createLogger({ async: true }),

@@ -24,6 +24,7 @@ import { hoistMetrics, targetMetrics, type HoistMetrics } from './metrics.ts';
 import { LOCAL_TARGET_KEY, Targets } from './targets.ts';
 import { kubeConfigSecretOf } from './inputs/kubeconfig.ts';
 import { managementServer, type ManagementServer } from '../kube/target-guard.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
 import { substituteFromObjects } from './inputs/post-build.ts';
@@ -75,6 +76,8 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   clock?: Clock;
   /** transition records of written statuses go here (src/notify) */
   notices?: ReconcilerDeps['notices'];
+  /** the health rules in force, for the local and every remote target's watches (hoist run --health-rules ahead of the shipped library; default: the library) */
+  healthRules?: HealthRules;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -145,7 +148,7 @@ export class BundleDeploymentManager {
         }
         this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
       };
-    this.managed = new ManagedObjects(opts.client, onObjectEvent(), log, opts.clock);
+    this.managed = new ManagedObjects(opts.client, onObjectEvent(), log, opts.clock, opts.healthRules);
     this.secrets = new SecretWatch(
       opts.client,
       (bd, secret) => {
@@ -185,6 +188,7 @@ export class BundleDeploymentManager {
       ...(opts.defaultServiceAccount ? { defaultServiceAccount: opts.defaultServiceAccount } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
+      ...(opts.healthRules ? { healthRules: opts.healthRules } : {}),
     });
     if (opts.registry)
       targetMetrics(

@@ -32,6 +32,7 @@ import { ReconcileCode, reconcileError } from './errors.ts';
 import { Identities } from './identity.ts';
 import { kubeConfigSecretOf, readKubeconfig } from './inputs/kubeconfig.ts';
 import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 
 /** where one BD's objects go and who acts there */
 export interface Target {
@@ -75,6 +76,8 @@ export interface TargetsOptions {
   defaultServiceAccount?: string;
   userAgent?: string;
   clock?: Clock;
+  /** the health rules in force (hoist run --health-rules, then the shipped library) */
+  healthRules?: HealthRules;
   /** a remote target was opened or closed (metrics) */
   onChange?: (cluster: string, event: 'opened' | 'closed' | 'down' | 'up') => void;
 }
@@ -125,7 +128,7 @@ export class RemoteTarget implements Target {
       } else if (!e.aborted) this.markDown(`${e.verb} ${e.path}: no response`);
     });
     const log = o.log.child({ target: cluster });
-    this.managed = new ManagedObjects(this.client, o.onObjectEvent(key), log, o.clock);
+    this.managed = new ManagedObjects(this.client, o.onObjectEvent(key), log, o.clock, o.healthRules);
     this.applier = new Applier(this.client, {
       log,
       live: this.managed,

@@ -1,6 +1,7 @@
 /**
- * Healthy: the active revision's health from the managed-object watches — built-in readiness and
- * the verdicts of `spec.healthChecks`, the worse of the two per object. Reads caches only.
+ * Healthy: the active revision's health from the managed-object watches — each object's verdict
+ * (health/verdict.ts: the BD's `spec.healthChecks` that select it, else the cluster-wide rules,
+ * the shipped library, kstatus). Reads caches only.
  */
 import { objectId } from '../../apply/object-id.ts';
 import { podProblems, workloadFailure } from '../../health/pods.ts';
