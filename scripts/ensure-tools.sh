@@ -70,7 +70,7 @@ K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet 
 k8s_wanted=""
 for t in "${K8S_CMDS[@]}"; do needs "$t" && k8s_wanted="$k8s_wanted $t"; done
 if [ -n "$k8s_wanted" ]; then
-  # measured cold (2026-11-27, 2 cores shared with another Kubernetes build): see README "Quick start"
+  # measured cold (2026-11-27, 2 cores shared with another Kubernetes build): see docs/testing.md "The demo and the test run in detail"
   say "building Kubernetes $K8S_VERSION (${k8s_wanted# }) from Go modules; first time takes ~10-20 min on 2 cores"
   dir=$CACHE/build/k8s-$K8S_VERSION
   mkdir -p "$dir"

@@ -153,10 +153,10 @@ if ('unavailable' in engine) {
       };
       expect(inspect.Config.User).toBe('65532:65532');
       expect(inspect.Config.Entrypoint[0]).toBe('/usr/local/bin/node');
-      // the memory settings bench/scale.ts measured (README, Scale)
+      // the memory settings bench/scale.ts measured (docs/benchmarks.md)
       expect(inspect.Config.Entrypoint).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--optimize-for-size']));
       expect(inspect.Config.Env).toContain('MALLOC_ARENA_MAX=2');
-      // 242 MB today (README); a bound so that growth is noticed
+      // 242 MB today (docs/operations.md); a bound so that growth is noticed
       expect(inspect.Size).toBeLessThan(280e6);
       const files = await podman(env, [
         'run',
