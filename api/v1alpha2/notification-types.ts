@@ -62,6 +62,8 @@ export interface NotificationProviderSpec {
   timeout?: string;
   /** the commit status context prefix (git providers); default "hoist" */
   context?: string;
+  /** slack with a token (Web API chat.postMessage): the channel ID or name to post to */
+  channel?: string;
 }
 
 export interface NotificationProvider {

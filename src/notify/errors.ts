@@ -13,6 +13,8 @@ export const NotifyCode = {
   HttpStatus: 'http-status',
   InsecureCredentials: 'insecure-credentials',
   ProviderNotFound: 'provider-not-found',
+  /** a 2xx answer saying the request failed (Slack Web API `ok: false`) */
+  ProviderRefused: 'provider-refused',
   SecretForbidden: 'secret-forbidden',
   SecretKeyMissing: 'secret-key-missing',
   SecretNotFound: 'secret-not-found',

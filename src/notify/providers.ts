@@ -5,7 +5,9 @@
  *
  * - generic: POST address, the record as JSON; with a token, `X-Signature: sha256=<hex>` (HMAC-SHA256
  *   of the body with the token, as Flux's generic-hmac).
- * - slack: POST the incoming webhook URL, `{text, blocks}`.
+ * - slack: POST the incoming webhook URL, `{text, blocks}`; with a token, Web API chat.postMessage
+ *   instead (POST https://slack.com/api/chat.postMessage or address, `Authorization: Bearer <token>`,
+ *   `{channel, text, blocks}`), whose answer must be `{"ok": true}` (`check: 'slack-ok'`).
  * - msteams: POST the Workflows webhook URL, `{type: "message", attachments: [Adaptive Card]}`.
  * - pagerduty: POST /v2/enqueue (Events API v2): trigger on failure, resolve on recovery, dedup_key
  *   `hoist/<namespace>/<bd>`; news is not sent.
@@ -29,6 +31,8 @@ export interface ProviderSettings {
   token?: string | undefined;
   /** commit status context prefix (default hoist) */
   context?: string | undefined;
+  /** slack chat.postMessage: the channel ID or name */
+  channel?: string | undefined;
 }
 
 export interface OutboundRequest {
@@ -36,10 +40,13 @@ export interface OutboundRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** what a 2xx answer must also say: `slack-ok`, a JSON body with `ok: true` (Slack's Web API answers 200 with `ok: false` on failure) */
+  check?: 'slack-ok';
 }
 
 export const PAGERDUTY_URL = 'https://events.pagerduty.com/v2/enqueue';
 export const OPSGENIE_URL = 'https://api.opsgenie.com';
+export const SLACK_API_URL = 'https://slack.com/api/chat.postMessage';
 /** the types whose messages are one per BD by nature (a commit status per context): never digested */
 export const COMMIT_STATUS_TYPES: ReadonlySet<ProviderType> = new Set(['github', 'gitlab', 'gitea']);
 
@@ -115,7 +122,16 @@ function slack(p: ProviderSettings, m: Message): OutboundRequest {
     { type: 'section', text: { type: 'mrkdwn', text: slackEscape(text).slice(0, 3000) } },
   ];
   if (m.link) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `<${m.link}|details>` } });
-  return { method: 'POST', url: need(p.address, p.type), headers: json(), body: JSON.stringify({ text: slackEscape(title), blocks }) };
+  if (p.token === undefined) return { method: 'POST', url: need(p.address, p.type), headers: json(), body: JSON.stringify({ text: slackEscape(title), blocks }) };
+  // Web API chat.postMessage (https://api.slack.com/methods/chat.postMessage): the bot token as a bearer token, the channel in the body
+  if (!p.channel) throw new Error('provider type slack with a token (chat.postMessage) needs spec.channel');
+  return {
+    method: 'POST',
+    url: p.address ?? SLACK_API_URL,
+    headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${p.token}` },
+    body: JSON.stringify({ channel: p.channel, text: slackEscape(title), blocks }),
+    check: 'slack-ok',
+  };
 }
 
 function teams(p: ProviderSettings, m: Message): OutboundRequest {

@@ -99,7 +99,7 @@ export async function resolveProvider(client: KubeClient, p: NotificationProvide
     timeoutMs = DEFAULT_TIMEOUT_MS;
   }
   return {
-    settings: { type: spec.type, address, token, context: spec.context },
+    settings: { type: spec.type, address, token, context: spec.context, channel: spec.channel },
     send: { subject, ca, proxy: spec.proxy, timeoutMs, credentialHosts, secret: spec.secretRef ? `${p.metadata.namespace}/${spec.secretRef.name}` : undefined },
   };
 }

@@ -9,7 +9,8 @@
  *   names in `core.rukpak.io/credential-hosts` — the rule of source credentials.
  * - No redirects are followed; each request has a deadline.
  * - Errors name the provider and the host, never the path or query (webhook URLs carry secrets)
- *   and never a response body.
+ *   and never a response body — except Slack Web API's `error` code (`channel_not_found`, …), a
+ *   word of Slack's fixed vocabulary, named when it is one (`check: 'slack-ok'`).
  */
 import { rootCertificates } from 'node:tls';
 import type { Dispatcher } from 'undici';
@@ -28,6 +29,45 @@ export interface SendOptions {
   credentialHosts?: readonly string[] | undefined;
   /** the Secret's name, for messages */
   secret?: string | undefined;
+}
+
+/** the most of an answer read when its body must be checked */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** Slack Web API errors worth retrying (https://api.slack.com/web#errors); every other `ok: false` is final */
+const SLACK_TRANSIENT = new Set(['ratelimited', 'service_unavailable', 'request_timeout', 'internal_error', 'fatal_error']);
+
+/** reads at most `limit` bytes of a body (the rest is discarded), as UTF-8 */
+async function readCapped(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of body) {
+    if (size >= limit) continue;
+    chunks.push(c.subarray(0, limit - size));
+    size += Math.min(c.length, limit - size);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** throws unless `text` is a JSON object with `ok: true`; names Slack's error code only when it is a plain word */
+export function slackOk(text: string, where: string): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const { ok, error } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { ok?: unknown; error?: unknown };
+  if (ok === true) return;
+  const code = typeof error === 'string' && /^[a-z0-9_]{1,64}$/.test(error) ? error : undefined;
+  if (parsed === undefined || ok === undefined)
+    throw notifyError('the provider answered 2xx without a JSON {"ok": …} body', NotifyCode.ProviderRefused, where, true);
+  throw notifyError(
+    `Slack answered ok: false${code ? ` (${code})` : ''}`,
+    NotifyCode.ProviderRefused,
+    where,
+    !(code !== undefined && SLACK_TRANSIENT.has(code)),
+  );
 }
 
 /** distinct (CA, proxy) agents kept open */
@@ -67,6 +107,7 @@ export class Sender {
     Sender.checkHost(url, o);
     const where = `${o.subject} (${hostPort(url)})`;
     let status: number;
+    let answer: string | undefined;
     try {
       const res = await this.agent(o.ca, o.proxy).request({
         origin: url.origin,
@@ -79,14 +120,18 @@ export class Sender {
         bodyTimeout: o.timeoutMs,
       });
       status = res.statusCode;
-      await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
+      if (req.check && status >= 200 && status < 300) answer = await readCapped(res.body, MAX_ANSWER_BYTES);
+      else await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
     } catch (e) {
       const { code, name } = e as { code?: unknown; name?: unknown };
       const timedOut = name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
       if (timedOut) throw notifyError(`no answer within ${o.timeoutMs} ms`, NotifyCode.Timeout, where, false);
       throw notifyError(`request failed (${typeof code === 'string' ? code : String(name ?? 'error')})`, NotifyCode.Unreachable, where, false);
     }
-    if (status >= 200 && status < 300) return;
+    if (status >= 200 && status < 300) {
+      if (req.check === 'slack-ok') slackOk(answer ?? '', where);
+      return;
+    }
     const transient = status === 408 || status === 429 || status >= 500;
     throw notifyError(`the provider answered HTTP ${status}`, NotifyCode.HttpStatus, where, !transient);
   }
