@@ -55,6 +55,30 @@ describe('slack incoming webhook', () => {
   });
 });
 
+describe('slack chat.postMessage', () => {
+  it('with a token: POST https://slack.com/api/chat.postMessage (or the address), Bearer token, the channel in the body, the answer checked', () => {
+    const r = requestFor({ type: 'slack', token: 'xoxb-1', channel: 'C0123' }, failed)!;
+    expect(r).toMatchObject({
+      method: 'POST',
+      url: 'https://slack.com/api/chat.postMessage',
+      headers: { 'content-type': 'application/json; charset=utf-8', authorization: 'Bearer xoxb-1' },
+      check: 'slack-ok',
+    });
+    const b = JSON.parse(r.body) as { channel: string; text: string; blocks: unknown[] };
+    expect(b.channel).toBe('C0123');
+    expect(b.text).toBe('BundleDeployment web: upgrade rolled back (revision 2)');
+    expect(b.blocks).toHaveLength(3);
+    expect(r.body).not.toContain('xoxb-1');
+    expect(requestFor({ type: 'slack', token: 't', channel: '#ops', address: 'https://slack.test/api/chat.postMessage' }, failed)!.url).toBe(
+      'https://slack.test/api/chat.postMessage',
+    );
+    expect(requestFor({ type: 'slack', address: 'https://hooks.slack.com/x' }, failed)!.check).toBeUndefined();
+  });
+  it('with a token and no channel: an error naming spec.channel', () => {
+    expect(() => requestFor({ type: 'slack', token: 't' }, failed)).toThrow('needs spec.channel');
+  });
+});
+
 describe('msteams workflow webhook', () => {
   it('posts a message with one Adaptive Card attachment', () => {
     const b = body(failed, { type: 'msteams', address: 'https://x.logic.azure.com/workflows/1' }) as {
