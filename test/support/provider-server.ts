@@ -19,8 +19,10 @@ export interface RecordedRequest {
   json: unknown;
 }
 
-/** how a path prefix answers: a status code, a function of the attempt, or 'hang' (never) */
-export type Answer = number | 'hang' | ((n: number) => number | 'hang');
+/** one answer: a status code (body `{}`), a status with its JSON body, or 'hang' (never) */
+export type Reply = number | { status: number; body: string } | 'hang';
+/** how a path prefix answers: a reply, or a function of the attempt giving one */
+export type Answer = Reply | ((n: number) => Reply);
 
 export interface ProviderServer {
   /** https://127.0.0.1:<port> */
@@ -71,12 +73,13 @@ export async function startProviderServer(pki: TestPki, upstream?: string): Prom
       const n = (counts.get(prefix) ?? 0) + 1;
       counts.set(prefix, n);
       const a = answers.get(prefix)!;
-      const status = typeof a === 'function' ? a(n) : a;
-      if (status === 'hang') {
+      const reply = typeof a === 'function' ? a(n) : a;
+      if (reply === 'hang') {
         hanging.add(res);
         return;
       }
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+      const { status, body: answerBody } = typeof reply === 'number' ? { status: reply, body: '{}' } : reply;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(answerBody);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
