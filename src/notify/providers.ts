@@ -122,7 +122,8 @@ function slack(p: ProviderSettings, m: Message): OutboundRequest {
     { type: 'section', text: { type: 'mrkdwn', text: slackEscape(text).slice(0, 3000) } },
   ];
   if (m.link) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `<${m.link}|details>` } });
-  if (p.token === undefined) return { method: 'POST', url: need(p.address, p.type), headers: json(), body: JSON.stringify({ text: slackEscape(title), blocks }) };
+  if (p.token === undefined)
+    return { method: 'POST', url: need(p.address, p.type), headers: json(), body: JSON.stringify({ text: slackEscape(title), blocks }) };
   // Web API chat.postMessage (https://api.slack.com/methods/chat.postMessage): the bot token as a bearer token, the channel in the body
   if (!p.channel) throw new Error('provider type slack with a token (chat.postMessage) needs spec.channel');
   return {

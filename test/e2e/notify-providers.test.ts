@@ -50,15 +50,20 @@ async function commitTree(label: string, files: Record<string, string>): Promise
   git(src, ['push', '-q', 'origin', 'HEAD:main']);
 }
 
-const secret = (name: string, data: Record<string, string>, hosts?: string): KubeObject =>
+const secret = (name: string, data: Record<string, string>, hosts?: string, namespace = ns): KubeObject =>
   ({
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, namespace: ns, ...(hosts ? { annotations: { [ANNOTATION_CREDENTIAL_HOSTS]: hosts } } : {}) },
+    metadata: { name, namespace, ...(hosts ? { annotations: { [ANNOTATION_CREDENTIAL_HOSTS]: hosts } } : {}) },
     data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
   }) as KubeObject;
 const provider = (name: string, spec: Record<string, unknown>): KubeObject =>
-  ({ apiVersion: API_VERSION, kind: NOTIFICATION_PROVIDER_KIND, metadata: { name, namespace: ns }, spec: { certSecretRef: { name: 'forge-ca' }, ...spec } }) as KubeObject;
+  ({
+    apiVersion: API_VERSION,
+    kind: NOTIFICATION_PROVIDER_KIND,
+    metadata: { name, namespace: ns },
+    spec: { certSecretRef: { name: 'forge-ca' }, ...spec },
+  }) as KubeObject;
 const route = (name: string, providerName: string): KubeObject =>
   ({
     apiVersion: API_VERSION,
@@ -110,6 +115,8 @@ beforeAll(async () => {
 
   ns = `notify-p-${t.runId}`;
   await t.client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  // the git source's CA is read in the controller's namespace, the providers' in their own
+  await t.client.create(secret('forge-ca', { 'ca.crt': pki.caCert }, undefined, t.namespace));
   await t.client.create(secret('forge-ca', { 'ca.crt': pki.caCert }));
   await t.client.create(secret('teams', { address: `${forge.url}/teams/workflows/abc/triggers/manual/paths/invoke?sig=SIGSECRET` }, forge.host));
   await t.client.create(secret('opsgenie', { token: 'og-api-key' }, forge.host));
@@ -173,10 +180,18 @@ describe('one BundleDeployment, every provider', () => {
 
     const teams = since(at, 'teams');
     expect(teams).toHaveLength(1);
-    expect(teams[0]).toMatchObject({ method: 'POST', path: '/teams/workflows/abc/triggers/manual/paths/invoke?sig=SIGSECRET', headers: { 'content-type': 'application/json' } });
+    expect(teams[0]).toMatchObject({
+      method: 'POST',
+      path: '/teams/workflows/abc/triggers/manual/paths/invoke?sig=SIGSECRET',
+      headers: { 'content-type': 'application/json' },
+    });
     const card = teams[0]!.json as {
       type: string;
-      attachments: Array<{ contentType: string; contentUrl: null; content: { type: string; version: string; body: Array<Record<string, unknown>>; actions: unknown[] } }>;
+      attachments: Array<{
+        contentType: string;
+        contentUrl: null;
+        content: { type: string; version: string; body: Array<Record<string, unknown>>; actions: unknown[] };
+      }>;
     };
     expect(card.type).toBe('message');
     expect(card.attachments).toHaveLength(1);
@@ -221,7 +236,11 @@ describe('one BundleDeployment, every provider', () => {
     });
     // every status the rollback sent is on the commit it tried; GitLab never gets Gitea's or GitHub's word for failure
     for (const r of [...since(at, 'gitlab'), ...since(at, 'gitea')]) expect(r.path.endsWith(commits.bad!)).toBe(true);
-    expect(since(at, 'gitlab').map(stateOf).every((s) => ['pending', 'failed'].includes(s))).toBe(true);
+    expect(
+      since(at, 'gitlab')
+        .map(stateOf)
+        .every((s) => ['pending', 'failed'].includes(s)),
+    ).toBe(true);
 
     const slack = since(at, 'slack');
     expect(slack).toHaveLength(1);
@@ -255,7 +274,7 @@ describe('one BundleDeployment, every provider', () => {
       expect(s.map(stateOf).at(-1)).toBe('success');
     }
     expect(since(fixAt, 'slack').map((r) => (r.json as { text: string }).text)).toEqual(['BundleDeployment web: upgraded (revision 3)']);
-  });
+  }, 180_000);
 
   it('Slack answering HTTP 200 {"ok": false} is a failed delivery, final, on the route status with Slack’s error code', async () => {
     const get = async () =>
