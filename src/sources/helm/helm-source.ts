@@ -31,7 +31,17 @@ import { headerValue, HttpTransport, readCapped, type TransportOptions } from '.
 import type { Credentials, Resolved, Source, SourceContext } from '../source.ts';
 import { tagVersion } from '../semver-select.ts';
 import { SourceCode, sourceError } from '../errors.ts';
-import { chartUrl, digestHex, indexUrl, newestVersions, parseIndex, selectVersion, versionProblem, type ChartVersion } from './repo-index.ts';
+import {
+  chartUrl,
+  digestHex,
+  indexUrl,
+  MAX_PARSED_INDEX_BYTES,
+  newestVersions,
+  parseIndex,
+  selectVersion,
+  versionProblem,
+  type ChartVersion,
+} from './repo-index.ts';
 
 /** the largest index.yaml read by default (hoist run --helm-index-max-size) */
 export const DEFAULT_HELM_INDEX_MAX_BYTES = 16 * 1024 * 1024;
@@ -216,9 +226,9 @@ export class HelmSource implements Source {
       }
       throw e;
     }
-    // the node budget follows the size limit: a real index has about one node per 15 bytes
-    const maxNodes = Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(this.maxIndexBytes / 8));
-    const parsed = await parseIndex(body.toString('utf8'), p.chart, { subject, maxNodes, signal });
+    // the node budget follows what may be parsed: a real index has about one node per 15 bytes
+    const maxNodes = Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(Math.min(this.maxIndexBytes, MAX_PARSED_INDEX_BYTES) / 8));
+    const parsed = await parseIndex(body, p.chart, { subject, maxNodes, signal });
     if (!parsed.chart) {
       const some = parsed.names.slice(0, NAMES_SHOWN).join(', ');
       const more = parsed.names.length > NAMES_SHOWN ? ', …' : '';
