@@ -43,8 +43,11 @@ import {
   type ChartVersion,
 } from './repo-index.ts';
 
-/** the largest index.yaml read by default (hoist run --helm-index-max-size) */
-export const DEFAULT_HELM_INDEX_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * the largest index.yaml read by default (hoist run --helm-index-max-size): Flux's default. Only
+ * the chart's part of it is parsed (repo-index.ts), so the size costs a scan, not a parse.
+ */
+export const DEFAULT_HELM_INDEX_MAX_BYTES = 50 * 1024 * 1024;
 
 /** versions named in a "no version matches" message */
 const NEWEST_SHOWN = 5;
@@ -56,7 +59,7 @@ export interface HelmSourceOptions extends TransportOptions {
   store?: ContentStore;
   /** overall deadline of one resolve or one fetch; default 10 min */
   timeoutMs?: number;
-  /** the largest index.yaml read, in bytes (--helm-index-max-size); default 16 MiB */
+  /** the largest index.yaml read, in bytes (--helm-index-max-size); default 50 MiB */
   maxIndexBytes?: number;
   /** size and count limits of the unpacked chart; `maxArchiveBytes` caps the download */
   unpackLimits?: Partial<UnpackLimits>;

@@ -27,6 +27,7 @@
  * hundred of them) and stops with the signal.
  */
 import { setImmediate } from 'node:timers/promises';
+import { hasAliasYielding } from '../../processors/yaml/prescan.ts';
 import { resolveYamlScalar } from '../../processors/yaml/scalars.ts';
 import { keyString } from '../../processors/yaml/walk.ts';
 
@@ -66,7 +67,7 @@ const SLICE_MS = 5;
 
 /** yields to the event loop once SLICE_MS have passed since the last time */
 class Pace {
-  private readonly signal: AbortSignal | undefined;
+  readonly signal: AbortSignal | undefined;
   private since = performance.now();
 
   constructor(signal: AbortSignal | undefined) {
@@ -101,12 +102,15 @@ const NOTHING = /^(?:#.*)?$/;
 /** an `apiVersion` line the cut can keep: one plain or quoted scalar, nothing continued below */
 const API_VERSION = /^apiVersion:(?:[ ]*|[ ]+(?:[A-Za-z0-9_][A-Za-z0-9_./+-]*|"[^"\\]*"|'(?:[^']|'')*')[ ]*(?:[ ]#.*)?)$/;
 /**
- * A chart name line: a double-quoted name without escapes, a single-quoted one, or a plain one of
- * letters, digits and `_.+/-` (not starting with `.`, `+`, `-` or `/`), then `:` and nothing, or
- * ` []` (a chart without versions), or a comment.
+ * A chart name line: a double-quoted name (escapes as YAML has them: go-yaml writes characters
+ * beyond the BMP as `\U0001F680`), a single-quoted one, or a plain one (starting with a letter,
+ * digit or `_`, or one of `-./+` and another character; no `:`, `#`, control characters or
+ * whitespace but spaces inside, so the plain scalar is exactly that text), then `:` and
+ * nothing, or ` []` (a chart without versions), or a comment.
  */
-const NAME_LINE = /^(?:"([^"\\]*)"|'((?:[^']|'')*)'|([\p{L}\p{N}_][\p{L}\p{N}_./+-]*)):(?:[ ]*|[ ]+\[\][ ]*)(?:[ ]#.*)?$/u;
-/** implicit keys longer than this are refused by the reference reader (as go-yaml does) */
+const NAME_LINE =
+  /^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|((?:[\p{L}\p{N}_]|[-./+][^\s:#\p{Cc}])[^\s:#\p{Cc}]*(?: +[^\s:#\p{Cc}]+)*)):(?:[ ]*|[ ]+\[\][ ]*)(?:[ ]#.*)?$/u;
+/** a name line longer than this is left to the whole parse (the reference reader refuses implicit keys over 1024 characters, as go-yaml does) */
 const MAX_NAME_CHARS = 1000;
 
 interface Block {
@@ -223,7 +227,7 @@ async function sliceYaml(buf: Buffer, chart: string, pace: Pace): Promise<IndexS
     pos = next;
   }
   if (inEntries) closeBlock(entries!, buf.length);
-  return cutYaml(buf, apiVersions, entries, topKey !== undefined);
+  return cutYaml(buf, apiVersions, entries, topKey !== undefined, pace.signal);
 }
 
 function closeBlock(e: Entries, at: number): void {
@@ -238,18 +242,64 @@ function isBlank(buf: Buffer, from: number, to: number): boolean {
 
 /** The key a chart name line holds, as the whole parse reads it; undefined when the scan leaves it to that parse. */
 function chartName(line: string): string | undefined {
-  const m = NAME_LINE.exec(line);
+  const m = line.length > MAX_NAME_CHARS ? null : NAME_LINE.exec(line);
   if (!m) return undefined;
   const [, doubled, single, plain] = m;
-  if (doubled !== undefined) return doubled;
+  if (doubled !== undefined) return unescapeDoubleQuoted(doubled);
   if (single !== undefined) return single.replaceAll("''", "'");
-  if (plain === undefined || plain.length > MAX_NAME_CHARS) return undefined;
+  if (plain === undefined) return undefined;
   // a plain key means what go-yaml v2 makes of it: `yes` is "true", `1.0` is "1"; a null key is refused by the whole parse
   return keyString(resolveYamlScalar(plain));
 }
 
+/** YAML's double-quoted escapes (YAML 1.2 §5.7); undefined for one it does not have */
+const ESCAPES: Readonly<Record<string, string>> = {
+  '0': '\0',
+  a: '\x07',
+  b: '\b',
+  t: '\t',
+  '\t': '\t',
+  n: '\n',
+  v: '\v',
+  f: '\f',
+  r: '\r',
+  e: '\x1b',
+  ' ': ' ',
+  '"': '"',
+  '/': '/',
+  '\\': '\\',
+  N: '\u0085',
+  _: '\u00a0',
+  L: '\u2028',
+  P: '\u2029',
+};
+const HEX_DIGITS: Readonly<Record<string, number>> = { x: 2, u: 4, U: 8 };
+
+function unescapeDoubleQuoted(text: string): string | undefined {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c !== '\\') {
+      out += c;
+      continue;
+    }
+    const e = text[++i]!;
+    const digits = HEX_DIGITS[e];
+    if (digits !== undefined) {
+      const hex = text.slice(i + 1, i + 1 + digits);
+      if (!/^[0-9A-Fa-f]+$/.test(hex) || hex.length !== digits) return undefined;
+      const code = Number.parseInt(hex, 16);
+      if (code > 0x10ffff) return undefined;
+      out += e === 'U' ? String.fromCodePoint(code) : String.fromCharCode(code);
+      i += digits;
+    } else if (Object.hasOwn(ESCAPES, e)) out += ESCAPES[e];
+    else return undefined;
+  }
+  return out;
+}
+
 /** The cut: the apiVersion lines and `entries:` with the chart's blocks, in the index's order. */
-function cutYaml(buf: Buffer, apiVersions: readonly Block[], entries: Entries | undefined, sawKey: boolean): IndexSlice {
+async function cutYaml(buf: Buffer, apiVersions: readonly Block[], entries: Entries | undefined, sawKey: boolean, signal?: AbortSignal): Promise<IndexSlice> {
   const pieces: Array<{ at: number; text: string }> = apiVersions.map((b) => ({ at: b.start, text: `${buf.toString('utf8', b.start, b.end).trimEnd()}\n` }));
   const kept: Block[] = [...apiVersions];
   if (entries) {
@@ -261,7 +311,9 @@ function cutYaml(buf: Buffer, apiVersions: readonly Block[], entries: Entries | 
   const text = pieces.length === 0 && sawKey ? '{}\n' : pieces.map((p) => p.text).join('');
   // An alias in the cut means what the anchor of that name defined last before it means: the cut
   // may have dropped that anchor's definition (a redefinition in another chart's part)
-  if (text.includes('*') && anchorOutside(buf, kept)) return whole('the chart has an alias and the rest of the index defines anchors');
+  if (text.includes('*') && anchorOutside(buf, kept) && (await hasAliasYielding(text, signal))) {
+    return whole('the chart has an alias and the rest of the index may define anchors');
+  }
   return { layout: 'yaml', text, names: [...(entries?.names ?? [])].sort() };
 }
 
@@ -279,6 +331,9 @@ function anchorOutside(buf: Buffer, kept: readonly Block[]): boolean {
 
 const OBJECT = 1;
 const ARRAY = 2;
+/** the bytes the JSON scan looks at; everything else (whitespace, numbers, literals) it steps over */
+const STRUCTURAL = new Uint8Array(256);
+for (const c of [QUOTE, COLON, COMMA, OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET]) STRUCTURAL[c] = 1;
 
 function isJsonSpace(c: number): boolean {
   return c === SPACE || c === NL || c === CR || c === TAB;
@@ -286,14 +341,13 @@ function isJsonSpace(c: number): boolean {
 
 /** the index of the quote closing the string opened at `open`; -1 when none does */
 function stringEnd(buf: Buffer, open: number): number {
-  for (let from = open + 1; ; ) {
-    const q = buf.indexOf(QUOTE, from);
-    if (q === -1) return -1;
-    let k = q - 1;
-    while (buf[k] === BACKSLASH) k--;
-    if ((q - 1 - k) % 2 === 0) return q;
-    from = q + 1;
+  // a byte loop: most strings of an index are short, shorter than a native search is worth
+  for (let j = open + 1; j < buf.length; j++) {
+    const b = buf[j];
+    if (b === QUOTE) return j;
+    if (b === BACKSLASH) j++;
   }
+  return -1;
 }
 
 /** `buf[from, to)` trimmed of JSON whitespace */
@@ -303,9 +357,9 @@ function valueText(buf: Buffer, from: number, to: number): string {
   return buf.toString('utf8', from, to);
 }
 
-function decodeKey(buf: Buffer, span: readonly [number, number]): string | undefined {
+function decodeKey(buf: Buffer, start: number, end: number): string | undefined {
   try {
-    const key: unknown = JSON.parse(buf.toString('utf8', span[0], span[1]));
+    const key: unknown = JSON.parse(buf.toString('utf8', start, end));
     return typeof key === 'string' ? key : undefined;
   } catch {
     return undefined;
@@ -319,7 +373,9 @@ function decodeKey(buf: Buffer, span: readonly [number, number]): string | undef
 async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace): Promise<IndexSlice> {
   const kinds: number[] = [];
   let expectKey = false;
-  let keySpan: [number, number] | undefined;
+  // the last key string read: [keyStart, keyEnd), keyStart -1 when none
+  let keyStart = -1;
+  let keyEnd = -1;
   // the member of the root object being read
   let member: string | undefined;
   let memberAt = -1;
@@ -352,33 +408,37 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
     chartKey = undefined;
   };
   for (let i = start; i < buf.length; i++) {
-    if ((++steps & 0xffff) === 0) await pace.tick();
     const c = buf[i]!;
+    if (STRUCTURAL[c] === 0) continue;
+    if ((++steps & 0x3fff) === 0) await pace.tick();
     const depth = kinds.length;
     if (c === QUOTE) {
       const close = stringEnd(buf, i);
       if (close === -1) return whole('a JSON string is not closed');
       if (expectKey) {
-        keySpan = [i, close + 1];
+        keyStart = i;
+        keyEnd = close + 1;
         expectKey = false;
       }
       i = close;
       continue;
     }
     if (c === COLON) {
-      if (keySpan === undefined) continue;
-      const key = decodeKey(buf, keySpan);
-      if (key === undefined) return whole('a JSON key does not parse');
-      if (depth === 1) {
-        member = key;
-        memberAt = i + 1;
-        if (key === 'entries') entries = undefined;
-      } else if (depth === 2 && inEntries) {
-        chartKey = key;
-        chartKeySpan = keySpan;
-        chartAt = i + 1;
+      // only the keys of the root object and of entries are decoded
+      if (keyStart !== -1 && (depth === 1 || (depth === 2 && inEntries))) {
+        const key = decodeKey(buf, keyStart, keyEnd);
+        if (key === undefined) return whole('a JSON key does not parse');
+        if (depth === 1) {
+          member = key;
+          memberAt = i + 1;
+          if (key === 'entries') entries = undefined;
+        } else {
+          chartKey = key;
+          chartKeySpan = [keyStart, keyEnd];
+          chartAt = i + 1;
+        }
       }
-      keySpan = undefined;
+      keyStart = -1;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (depth === 1 && member === 'entries' && c === OPEN_BRACE && valueText(buf, memberAt, i) === '') {
         inEntries = true;

@@ -10,6 +10,7 @@ import { parseIndex, parseWholeIndex, type ParsedIndex } from '../../../../src/s
 import { sliceIndex } from '../../../../src/sources/helm/index-slice.ts';
 import { isHoistError } from '../../../../src/util/errors.ts';
 import { failure } from '../../../support/failure.ts';
+import { aliasBombEntries } from '../../../support/hostile-bundles.ts';
 
 const HEX = 'ab'.repeat(32);
 const opts = { subject: 'https://charts.example.com/index.yaml', maxNodes: 1_000_000 };
@@ -190,11 +191,13 @@ describe('the cut of an index in the layout Helm writes', () => {
     ['the chart twice (the last wins)', `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n  "greeter":\n  - {version: 2.0.0, urls: [b.tgz]}\n`],
     ['entries twice (the last wins)', `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz]}\nentries:\n  other: []\n`],
     ['an alias within the chart, no anchor elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  - *one\n  other:\n  - {version: 2.0.0, urls: [b.tgz], description: "stars"}\n`],
+    ['a star in a description and ampersands elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - description: '*starts* with a star, a *b'\n    urls: [a.tgz]\n    version: 1.0.0\n  other:\n  - home: https://example.com/?a=1&b=2\n    version: 2.0.0\n    urls: ['&x']\n`],
     ['a multi-line description and other top-level keys', `apiVersion: v1\nannotations:\n  a: b\nentries:\n  greeter:\n  - description: >\n      folded\n      text\n\n    urls: [a.tgz]\n    version: 1.0.0\npublicKeys:\n- |\n  -----BEGIN KEY-----\n- other\nserverInfo: {}\n`],
     ['the chart a mapping', `apiVersion: v1\nentries:\n  greeter:\n    version: 1.0.0\n`],
-    ['names go-yaml v2 resolves', `apiVersion: v1\nentries:\n  yes:\n  - {version: 1.0.0, urls: [a.tgz]}\n  1.0:\n  - {version: 1.0.0, urls: [b.tgz]}\n  0x1F: []\n  1_000: []\n  on: []\n  ünïcode: []\n  'it''s': []\n  "true": []\n`],
+    ['names go-yaml v2 resolves', `apiVersion: v1\nentries:\n  yes:\n  - {version: 1.0.0, urls: [a.tgz]}\n  1.0:\n  - {version: 1.0.0, urls: [b.tgz]}\n  0x1F: []\n  1_000: []\n  on: []\n  ünïcode: []\n  'it''s': []\n  "true": []\n  with  two spaces: []\n  a@b[c],d'e"f: []\n  -dash: []\n  -1: []\n  .5: []\n  .inf: []\n  +plus: []\n  /slash: []\n`],
+    ['names with escapes', `apiVersion: v1\nentries:\n  "gr\\u0065eter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  "emoji-\\U0001F680": []\n  "\\x41\\u00e9\\t\\\"\\\\\\/\\ \\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\e\\ud83d\\ude80": []\n`],
   ])('YAML with %s: the chart part only, the same outcome', async (_what, text) => {
-    for (const chart of ['greeter', 'other', 'true', '1', '31', '1000', 'ünïcode', "it's", 'missing']) {
+    for (const chart of ['greeter', 'other', 'true', '1', '31', '1000', 'ünïcode', "it's", 'with  two spaces', `a@b[c],d'e"f`, '-1', '0.5', 'emoji-🚀', 'missing']) {
       expect((await sameAsWhole(text, chart)).layout).toBe('yaml');
     }
   });
@@ -220,7 +223,8 @@ describe('what the cut leaves to the whole parse', () => {
     ['a quoted top-level key', `apiVersion: v1\n"entries":\n  greeter: []\n`, 'line 2 is not a plain key at column 0'],
     ['a merge key at the top', `base: &b {apiVersion: v1}\n<<: *b\nentries:\n  greeter: []\n`, 'line 2 is not a plain key at column 0'],
     ['an explicit key', `apiVersion: v1\nentries:\n  ? greeter\n  : - {version: 1.0.0, urls: [a.tgz]}\n`, 'line 3 is not a chart name as Helm writes it'],
-    ['a name with an escape', `apiVersion: v1\nentries:\n  "gr\\u0065eter":\n  - {version: 1.0.0, urls: [a.tgz]}\n`, 'line 3 is not a chart name as Helm writes it'],
+    ['a name with an escape YAML does not have', `apiVersion: v1\nentries:\n  "gr\\qeter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
+    ['a name with a short escape', `apiVersion: v1\nentries:\n  "gr\\u06":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
     ['a null name', `apiVersion: v1\nentries:\n  ~:\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
     ['an anchor on a chart', `apiVersion: v1\nentries:\n  greeter: &g\n  - {version: 1.0.0, urls: [a.tgz]}\n`, 'line 3 is not a chart name as Helm writes it'],
     ['less indentation than the names', `apiVersion: v1\nentries:\n    greeter:\n    - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n`, 'line 5 is indented less than the chart names above it'],
@@ -230,9 +234,9 @@ describe('what the cut leaves to the whole parse', () => {
     ['apiVersion continued', `apiVersion: v1\n\n  more\nentries:\n  greeter: []\n`, 'apiVersion (line 1) continues on line 3'],
     ['apiVersion a block scalar', `apiVersion: |\n  # v1\nentries:\n  greeter: []\n`, 'apiVersion (line 1) is not a one-line scalar'],
     ['apiVersion with an anchor', `apiVersion: &v v1\nentries:\n  greeter:\n  - {version: *v, urls: [a.tgz]}\n`, 'apiVersion (line 1) is not a one-line scalar'],
-    ['an alias to an anchor in another chart', `apiVersion: v1\nentries:\n  other:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  greeter:\n  - *one\n`, 'the chart has an alias and the rest of the index defines anchors'],
+    ['an alias to an anchor in another chart', `apiVersion: v1\nentries:\n  other:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  greeter:\n  - *one\n`, 'the chart has an alias and the rest of the index may define anchors'],
     // the cut would keep the first anchor; the whole parse takes the one redefined in between
-    ['an alias whose anchor is redefined elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - &x {version: 1.0.0, urls: [a.tgz]}\n  other:\n  - &x {version: 9.9.9, urls: [b.tgz]}\n  greeter:\n  - *x\n`, 'the chart has an alias and the rest of the index defines anchors'],
+    ['an alias whose anchor is redefined elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - &x {version: 1.0.0, urls: [a.tgz]}\n  other:\n  - &x {version: 9.9.9, urls: [b.tgz]}\n  greeter:\n  - *x\n`, 'the chart has an alias and the rest of the index may define anchors'],
   ])('%s', async (_what, text, why) => {
     expect(await sameAsWhole(text, 'greeter')).toMatchObject({ layout: 'whole', why });
   });
@@ -241,7 +245,7 @@ describe('what the cut leaves to the whole parse', () => {
     const text = `apiVersion: v1\nentries:\n  greeter:\n  - &x {version: 1.0.0, urls: [a.tgz]}\n  other:\n  - &x {version: 9.9.9, urls: [b.tgz]}\n  greeter:\n  - *x\n`;
     const parsed = await parseIndex(text, 'greeter', opts);
     expect(parsed.chart?.versions).toEqual([{ version: '9.9.9', urls: ['b.tgz'] }]);
-    expect(parsed.read).toMatchObject({ layout: 'whole', why: 'the chart has an alias and the rest of the index defines anchors' });
+    expect(parsed.read).toMatchObject({ layout: 'whole', why: 'the chart has an alias and the rest of the index may define anchors' });
   });
 
   it('a chart part that does not parse alone is parsed whole, and the whole parse gives the error with its line', async () => {
@@ -253,6 +257,15 @@ describe('what the cut leaves to the whole parse', () => {
 });
 
 describe('bounds', () => {
+  it.each([
+    ['in the chart part', `apiVersion: v1\nentries:\n  other: []\n  greeter:\n  - x: 1\n${aliasBombEntries(8, '    ')}`],
+    ['outside the chart part', `apiVersion: v1\n${aliasBombEntries(8)}entries:\n  other: []\n  greeter:\n  - *l8\n`],
+  ])('an alias bomb %s in the layout Helm writes is refused by the node budget', async (_where, text) => {
+    const e = await failure(parseIndex(text, 'greeter', { ...opts, maxNodes: 2_000_000 }));
+    expect(e).toMatchObject({ code: 'invalid-index', terminal: true, subject: opts.subject });
+    expect(e.message).toContain('expands to more than 2000000 nodes (the limit per document; aliases are counted as expanded)');
+  });
+
   const many = (n: number): string =>
     `apiVersion: v1\nentries:\n${Array.from({ length: n }, (_, i) => `  chart-${i}:\n  - apiVersion: v2\n    digest: ${HEX}\n    name: chart-${i}\n    urls:\n    - chart-${i}-1.0.0.tgz\n    version: 1.0.0\n`).join('')}generated: "2026-01-01T00:00:00Z"\n`;
 
