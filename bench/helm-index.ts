@@ -19,9 +19,10 @@ import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { toolVersions } from '../src/devcluster/tools.ts';
-import { MAX_PARSED_INDEX_BYTES, parseIndex, parseWholeIndex, type ParsedIndex } from '../src/sources/helm/repo-index.ts';
+import { MAX_PARSED_INDEX_BYTES, parseIndex, parseWholeIndex } from '../src/sources/helm/repo-index.ts';
 import { DEFAULT_HELM_INDEX_MAX_BYTES } from '../src/sources/helm/helm-source.ts';
 import { YAML_MAX_NODES_PER_DOCUMENT } from '../src/processors/yaml/budget.ts';
+import { longestStall } from '../test/support/event-loop.ts';
 import { makeChartRepo } from '../test/support/helm-repo.ts';
 import { median, repoRoot, writeResult } from './common.ts';
 
@@ -31,7 +32,10 @@ const CHARTS = 1320;
 const VERSIONS = 20;
 
 /** the node budget HelmSource gives parseIndex at the default limit */
-const opts = { subject: 'bench/index.yaml', maxNodes: Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(Math.min(DEFAULT_HELM_INDEX_MAX_BYTES, MAX_PARSED_INDEX_BYTES) / 8)) };
+const opts = {
+  subject: 'bench/index.yaml',
+  maxNodes: Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(Math.min(DEFAULT_HELM_INDEX_MAX_BYTES, MAX_PARSED_INDEX_BYTES) / 8)),
+};
 
 interface Measurement {
   ms: number;
@@ -52,6 +56,8 @@ interface Case {
   whole: Measurement | null;
   /** the chart's part only (after) */
   sliced: Measurement;
+  /** sliced.ms / whole.ms (below 1 is faster), when the whole parse was measured */
+  ratio?: number;
   rounds: number;
 }
 
@@ -103,25 +109,24 @@ async function child(file: string, chart: string, how: string): Promise<void> {
   // a higher maxRSS afterwards, or else the highest RSS sampled while it runs
   const peakBefore = process.resourceUsage().maxRSS * 1024;
   let sampled = rssBefore;
-  let last = performance.now();
-  let longest = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-    sampled = Math.max(sampled, process.memoryUsage().rss);
-  }, 1);
-  const t0 = performance.now();
-  const parsed: ParsedIndex =
-    how === 'sliced' ? await parseIndex(index, chart, opts) : await parseWholeIndex(index, chart, { ...opts, maxParsedBytes: Infinity }, 'the bench');
-  const ms = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 20));
-  clearInterval(timer);
+  let ms = 0;
+  const { value: parsed, longestMs } = await longestStall(
+    async () => {
+      const t0 = performance.now();
+      const p =
+        how === 'sliced' ? await parseIndex(index, chart, opts) : await parseWholeIndex(index, chart, { ...opts, maxParsedBytes: Infinity }, 'the bench');
+      ms = performance.now() - t0;
+      return p;
+    },
+    () => (sampled = Math.max(sampled, process.memoryUsage().rss)),
+  );
   if (parsed.chart?.versions.length !== VERSIONS) throw new Error(`${chart}: ${parsed.chart?.versions.length} versions`);
   const m: Measurement = {
     ms: Math.round(ms),
-    extraRssMiB: Math.round((Math.max(sampled, process.resourceUsage().maxRSS * 1024 > peakBefore ? process.resourceUsage().maxRSS * 1024 : 0) - rssBefore) / MiB),
-    longestStallMs: Math.round(longest),
+    extraRssMiB: Math.round(
+      (Math.max(sampled, process.resourceUsage().maxRSS * 1024 > peakBefore ? process.resourceUsage().maxRSS * 1024 : 0) - rssBefore) / MiB,
+    ),
+    longestStallMs: Math.round(longestMs),
     layout: parsed.read.layout,
     parsedChars: parsed.read.parsedChars,
   };
@@ -171,9 +176,12 @@ export async function run(options: { rounds?: number; log?: (line: string) => vo
         if (measureWhole) whole.push(await measure(file, wanted, 'whole'));
       }
       const c: Case = { name, indexBytes: bytes, charts, entries: charts * VERSIONS, whole: measureWhole ? med(whole) : null, sliced: med(sliced), rounds };
+      if (c.whole) c.ratio = Math.round((c.sliced.ms / c.whole.ms) * 1000) / 1000;
       log(
         `${name}: ${(bytes / MiB).toFixed(1)} MiB, ${c.entries} entries: chart part ${c.sliced.ms} ms, +${c.sliced.extraRssMiB} MiB RSS, longest stall ${c.sliced.longestStallMs} ms` +
-          (c.whole ? `; whole ${c.whole.ms} ms, +${c.whole.extraRssMiB} MiB RSS, longest stall ${c.whole.longestStallMs} ms` : '; whole: refused (over 16 MiB)'),
+          (c.whole
+            ? `; whole ${c.whole.ms} ms, +${c.whole.extraRssMiB} MiB RSS, longest stall ${c.whole.longestStallMs} ms`
+            : '; whole: refused (over 16 MiB)'),
       );
       cases.push(c);
     }

@@ -143,7 +143,7 @@ async function sliceYaml(buf: Buffer, chart: string, pace: Pace): Promise<IndexS
   let topKeyLine = 0;
   let sawContent = false;
   let lineNo = 0;
-  for (let pos = 0; pos < buf.length; ) {
+  for (let pos = 0; pos < buf.length;) {
     let end = buf.indexOf(NL, pos);
     if (end === -1) end = buf.length;
     const next = end + 1;

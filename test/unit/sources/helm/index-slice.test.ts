@@ -117,11 +117,14 @@ async function sameAsWhole(text: string, chart: string): Promise<{ out: Outcome;
 }
 
 describe('the cut of an index in the layout Helm writes', () => {
-  it.each(['greeter', '1.0', 'weird: name', 'missing', '1', '__proto__'])('YAML from helm repo index, chart %j: the whole parse, from the chart part only', async (chart) => {
-    const { out, layout } = await sameAsWhole(HELM_YAML, chart);
-    expect(layout).toBe('yaml');
-    expect(out).toMatchObject({ names: ['1.0', 'greeter', 'weird: name'] });
-  });
+  it.each(['greeter', '1.0', 'weird: name', 'missing', '1', '__proto__'])(
+    'YAML from helm repo index, chart %j: the whole parse, from the chart part only',
+    async (chart) => {
+      const { out, layout } = await sameAsWhole(HELM_YAML, chart);
+      expect(layout).toBe('yaml');
+      expect(out).toMatchObject({ names: ['1.0', 'greeter', 'weird: name'] });
+    },
+  );
 
   it('parses only the chart part of a YAML index: the apiVersion line and the chart lines', async () => {
     const slice = await sliceIndex(Buffer.from(HELM_YAML), 'weird: name');
@@ -176,9 +179,15 @@ describe('the cut of an index in the layout Helm writes', () => {
   });
 
   it.each([
-    ['four-space indentation and indented sequences', `apiVersion: v1\nentries:\n    greeter:\n        -   version: 1.0.0\n            urls: [a.tgz]\n    other:\n        - version: 2.0.0\n          urls: [b.tgz]\n`],
+    [
+      'four-space indentation and indented sequences',
+      `apiVersion: v1\nentries:\n    greeter:\n        -   version: 1.0.0\n            urls: [a.tgz]\n    other:\n        - version: 2.0.0\n          urls: [b.tgz]\n`,
+    ],
     ['one-space indentation', `apiVersion: v1\nentries:\n greeter:\n - version: 1.0.0\n   urls: [a.tgz]\n other: []\n`],
-    ['comments and blank lines everywhere', `# an index\n\napiVersion: v1 # the version\n\n# charts\nentries: # all of them\n  # the greeter\n  greeter:\n\n# between\n  - version: 1.0.0 # one\n    urls:\n      # a comment at the items' indentation\n    - a.tgz\n  # next\n\n  other:\n  - version: 2.0.0\n    urls: [b.tgz]\n`],
+    [
+      'comments and blank lines everywhere',
+      `# an index\n\napiVersion: v1 # the version\n\n# charts\nentries: # all of them\n  # the greeter\n  greeter:\n\n# between\n  - version: 1.0.0 # one\n    urls:\n      # a comment at the items' indentation\n    - a.tgz\n  # next\n\n  other:\n  - version: 2.0.0\n    urls: [b.tgz]\n`,
+    ],
     ['a document start marker first', `---\napiVersion: v1\nentries:\n  greeter:\n  - version: 1.0.0\n    urls: [a.tgz]\n`],
     ['CRLF line ends', `apiVersion: v1\r\nentries:\r\n  greeter:\r\n  - version: 1.0.0\r\n    urls:\r\n    - a.tgz\r\n  other: []\r\n`],
     ['apiVersion last, quoted', `entries:\n  greeter:\n  - version: 1.0.0\n    urls: [a.tgz]\napiVersion: "v1"\n`],
@@ -188,16 +197,49 @@ describe('the cut of an index in the layout Helm writes', () => {
     ['neither apiVersion nor entries', `generated: "2026-01-01"\nserverInfo:\n  contextPath: /x\n`],
     ['only comments', `# nothing\n`],
     ['the chart without versions', `apiVersion: v1\nentries:\n  greeter:\n  other: []\n`],
-    ['the chart twice (the last wins)', `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n  "greeter":\n  - {version: 2.0.0, urls: [b.tgz]}\n`],
+    [
+      'the chart twice (the last wins)',
+      `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n  "greeter":\n  - {version: 2.0.0, urls: [b.tgz]}\n`,
+    ],
     ['entries twice (the last wins)', `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz]}\nentries:\n  other: []\n`],
-    ['an alias within the chart, no anchor elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  - *one\n  other:\n  - {version: 2.0.0, urls: [b.tgz], description: "stars"}\n`],
-    ['a star in a description and ampersands elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - description: '*starts* with a star, a *b'\n    urls: [a.tgz]\n    version: 1.0.0\n  other:\n  - home: https://example.com/?a=1&b=2\n    version: 2.0.0\n    urls: ['&x']\n`],
-    ['a multi-line description and other top-level keys', `apiVersion: v1\nannotations:\n  a: b\nentries:\n  greeter:\n  - description: >\n      folded\n      text\n\n    urls: [a.tgz]\n    version: 1.0.0\npublicKeys:\n- |\n  -----BEGIN KEY-----\n- other\nserverInfo: {}\n`],
+    [
+      'an alias within the chart, no anchor elsewhere',
+      `apiVersion: v1\nentries:\n  greeter:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  - *one\n  other:\n  - {version: 2.0.0, urls: [b.tgz], description: "stars"}\n`,
+    ],
+    [
+      'a star in a description and ampersands elsewhere',
+      `apiVersion: v1\nentries:\n  greeter:\n  - description: '*starts* with a star, a *b'\n    urls: [a.tgz]\n    version: 1.0.0\n  other:\n  - home: https://example.com/?a=1&b=2\n    version: 2.0.0\n    urls: ['&x']\n`,
+    ],
+    [
+      'a multi-line description and other top-level keys',
+      `apiVersion: v1\nannotations:\n  a: b\nentries:\n  greeter:\n  - description: >\n      folded\n      text\n\n    urls: [a.tgz]\n    version: 1.0.0\npublicKeys:\n- |\n  -----BEGIN KEY-----\n- other\nserverInfo: {}\n`,
+    ],
     ['the chart a mapping', `apiVersion: v1\nentries:\n  greeter:\n    version: 1.0.0\n`],
-    ['names go-yaml v2 resolves', `apiVersion: v1\nentries:\n  yes:\n  - {version: 1.0.0, urls: [a.tgz]}\n  1.0:\n  - {version: 1.0.0, urls: [b.tgz]}\n  0x1F: []\n  1_000: []\n  on: []\n  ünïcode: []\n  'it''s': []\n  "true": []\n  with  two spaces: []\n  a@b[c],d'e"f: []\n  -dash: []\n  -1: []\n  .5: []\n  .inf: []\n  +plus: []\n  /slash: []\n`],
-    ['names with escapes', `apiVersion: v1\nentries:\n  "gr\\u0065eter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  "emoji-\\U0001F680": []\n  "\\x41\\u00e9\\t\\\"\\\\\\/\\ \\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\e\\ud83d\\ude80": []\n`],
+    [
+      'names go-yaml v2 resolves',
+      `apiVersion: v1\nentries:\n  yes:\n  - {version: 1.0.0, urls: [a.tgz]}\n  1.0:\n  - {version: 1.0.0, urls: [b.tgz]}\n  0x1F: []\n  1_000: []\n  on: []\n  ünïcode: []\n  'it''s': []\n  "true": []\n  with  two spaces: []\n  a@b[c],d'e"f: []\n  -dash: []\n  -1: []\n  .5: []\n  .inf: []\n  +plus: []\n  /slash: []\n`,
+    ],
+    [
+      'names with escapes',
+      `apiVersion: v1\nentries:\n  "gr\\u0065eter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  "emoji-\\U0001F680": []\n  "\\x41\\u00e9\\t\\\"\\\\\\/\\ \\N\\_\\L\\P\\0\\a\\b\\v\\f\\r\\e\\ud83d\\ude80": []\n`,
+    ],
   ])('YAML with %s: the chart part only, the same outcome', async (_what, text) => {
-    for (const chart of ['greeter', 'other', 'true', '1', '31', '1000', 'ünïcode', "it's", 'with  two spaces', `a@b[c],d'e"f`, '-1', '0.5', 'emoji-🚀', 'missing']) {
+    for (const chart of [
+      'greeter',
+      'other',
+      'true',
+      '1',
+      '31',
+      '1000',
+      'ünïcode',
+      "it's",
+      'with  two spaces',
+      `a@b[c],d'e"f`,
+      '-1',
+      '0.5',
+      'emoji-🚀',
+      'missing',
+    ]) {
       expect((await sameAsWhole(text, chart)).layout).toBe('yaml');
     }
   });
@@ -217,26 +259,54 @@ describe('what the cut leaves to the whole parse', () => {
     ['a tab in indentation', `apiVersion: v1\nentries:\n  greeter:\n\t- version: 1.0.0\n`, 'line 4 is indented with a tab'],
     ['a carriage return alone', `apiVersion: v1\rentries:\n  greeter: []\n`, 'the index holds a carriage return that does not end a line'],
     ['a byte order mark', `\ufeffapiVersion: v1\nentries:\n  greeter: []\n`, 'the index holds a byte order mark'],
-    ['a line separator', `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz], description: "a\u2028b"}\n`, 'the index holds a line separator character'],
+    [
+      'a line separator',
+      `apiVersion: v1\nentries:\n  greeter:\n  - {version: 1.0.0, urls: [a.tgz], description: "a\u2028b"}\n`,
+      'the index holds a line separator character',
+    ],
     ['a second document', `apiVersion: v1\nentries:\n  greeter: []\n---\napiVersion: v2\n`, 'line 4 is not a plain key at column 0'],
     ['a directive', `%YAML 1.1\n---\napiVersion: v1\nentries:\n  greeter: []\n`, 'line 1 is not a plain key at column 0'],
     ['a quoted top-level key', `apiVersion: v1\n"entries":\n  greeter: []\n`, 'line 2 is not a plain key at column 0'],
     ['a merge key at the top', `base: &b {apiVersion: v1}\n<<: *b\nentries:\n  greeter: []\n`, 'line 2 is not a plain key at column 0'],
     ['an explicit key', `apiVersion: v1\nentries:\n  ? greeter\n  : - {version: 1.0.0, urls: [a.tgz]}\n`, 'line 3 is not a chart name as Helm writes it'],
-    ['a name with an escape YAML does not have', `apiVersion: v1\nentries:\n  "gr\\qeter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
-    ['a name with a short escape', `apiVersion: v1\nentries:\n  "gr\\u06":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
+    [
+      'a name with an escape YAML does not have',
+      `apiVersion: v1\nentries:\n  "gr\\qeter":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`,
+      'line 3 is not a chart name as Helm writes it',
+    ],
+    [
+      'a name with a short escape',
+      `apiVersion: v1\nentries:\n  "gr\\u06":\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`,
+      'line 3 is not a chart name as Helm writes it',
+    ],
     ['a null name', `apiVersion: v1\nentries:\n  ~:\n  - {version: 1.0.0, urls: [a.tgz]}\n  greeter: []\n`, 'line 3 is not a chart name as Helm writes it'],
     ['an anchor on a chart', `apiVersion: v1\nentries:\n  greeter: &g\n  - {version: 1.0.0, urls: [a.tgz]}\n`, 'line 3 is not a chart name as Helm writes it'],
-    ['less indentation than the names', `apiVersion: v1\nentries:\n    greeter:\n    - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n`, 'line 5 is indented less than the chart names above it'],
+    [
+      'less indentation than the names',
+      `apiVersion: v1\nentries:\n    greeter:\n    - {version: 1.0.0, urls: [a.tgz]}\n  other: []\n`,
+      'line 5 is indented less than the chart names above it',
+    ],
     ['entries a sequence', `apiVersion: v1\nentries:\n- greeter\n`, 'line 3 is a sequence item where a key is expected'],
     ['entries a sequence, indented', `apiVersion: v1\nentries:\n  - greeter\n`, 'line 3 is not under a chart name'],
     ['the index indented', `  apiVersion: v1\n  entries:\n    greeter: []\n`, 'line 1 is indented before any top-level key'],
     ['apiVersion continued', `apiVersion: v1\n\n  more\nentries:\n  greeter: []\n`, 'apiVersion (line 1) continues on line 3'],
     ['apiVersion a block scalar', `apiVersion: |\n  # v1\nentries:\n  greeter: []\n`, 'apiVersion (line 1) is not a one-line scalar'],
-    ['apiVersion with an anchor', `apiVersion: &v v1\nentries:\n  greeter:\n  - {version: *v, urls: [a.tgz]}\n`, 'apiVersion (line 1) is not a one-line scalar'],
-    ['an alias to an anchor in another chart', `apiVersion: v1\nentries:\n  other:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  greeter:\n  - *one\n`, 'the chart has an alias and the rest of the index may define anchors'],
+    [
+      'apiVersion with an anchor',
+      `apiVersion: &v v1\nentries:\n  greeter:\n  - {version: *v, urls: [a.tgz]}\n`,
+      'apiVersion (line 1) is not a one-line scalar',
+    ],
+    [
+      'an alias to an anchor in another chart',
+      `apiVersion: v1\nentries:\n  other:\n  - &one {version: 1.0.0, urls: [a.tgz]}\n  greeter:\n  - *one\n`,
+      'the chart has an alias and the rest of the index may define anchors',
+    ],
     // the cut would keep the first anchor; the whole parse takes the one redefined in between
-    ['an alias whose anchor is redefined elsewhere', `apiVersion: v1\nentries:\n  greeter:\n  - &x {version: 1.0.0, urls: [a.tgz]}\n  other:\n  - &x {version: 9.9.9, urls: [b.tgz]}\n  greeter:\n  - *x\n`, 'the chart has an alias and the rest of the index may define anchors'],
+    [
+      'an alias whose anchor is redefined elsewhere',
+      `apiVersion: v1\nentries:\n  greeter:\n  - &x {version: 1.0.0, urls: [a.tgz]}\n  other:\n  - &x {version: 9.9.9, urls: [b.tgz]}\n  greeter:\n  - *x\n`,
+      'the chart has an alias and the rest of the index may define anchors',
+    ],
   ])('%s', async (_what, text, why) => {
     expect(await sameAsWhole(text, 'greeter')).toMatchObject({ layout: 'whole', why });
   });
