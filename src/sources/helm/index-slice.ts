@@ -11,15 +11,17 @@
  *   line indented that little, and a block scalar ends there, so for any index it accepts, a
  *   line at the names' indentation or less is structure, never content.
  * - **JSON** (`json.MarshalIndent`, or any other whitespace): the object's members at depth one
- *   and the members of `entries` at depth two are found by a string-aware bracket scan; the cut
- *   is a JSON object of the `apiVersion` members and the chart's members, as written.
+ *   and the members of `entries` at depth two are found by a string-aware bracket scan that
+ *   checks the tokens' order as JSON's grammar has it; the cut is a JSON object of the
+ *   `apiVersion` members and the chart's members, as written.
  *
  * Chart names are resolved as the YAML reader resolves map keys (go-yaml v2: a plain `yes` is
  * the key "true", `1.0` is "1"); the names list is every name the entries hold. The cut parses
  * to the same `apiVersion` and the same value for the chart as the whole index does. Anything
- * the scan does not recognize (flow style, a second document, tabs or carriage returns at line
- * starts, explicit `?` keys, quoted names with escapes, aliases in the cut while the rest
- * defines anchors, ...) answers `whole` with the reason, and the caller parses the whole index.
+ * the scan does not recognize (flow style, a second document, tabs or lone carriage returns,
+ * explicit `?` keys, escapes YAML does not have, an alias in the cut while the rest may define
+ * anchors, JSON out of grammar, ...) answers `whole` with the reason, and the caller parses the
+ * whole index.
  * What is not parsed is not checked: a syntax error or an alias bomb inside another chart's
  * entries does not fail this chart (Helm, parsing everything, would refuse the index).
  *
@@ -366,19 +368,33 @@ function decodeKey(buf: Buffer, start: number, end: number): string | undefined 
   }
 }
 
+// what the JSON scan expects next
+const VALUE = 0;
+const VALUE_OR_CLOSE = 1;
+const KEY = 2;
+const KEY_OR_CLOSE = 3;
+const AFTER_KEY = 4;
+const AFTER_VALUE = 5;
+
 /**
  * The JSON cut: `{"apiVersion": ..., "entries": {"<chart>": [...]}}` from the members as written.
- * Members are found by their depth (a bracket count outside strings), whatever the whitespace.
+ * Members are found by their depth (a bracket count outside strings), whatever the whitespace;
+ * the tokens' order is checked as JSON's grammar has it (a key where a key goes, a value after
+ * `:`, `,` or a closer after a value), so what the scan reads as structure is structure. The
+ * content of scalars is checked only where parsed: the cut, and the root's own scalars.
  */
 async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace): Promise<IndexSlice> {
   const kinds: number[] = [];
-  let expectKey = false;
-  // the last key string read: [keyStart, keyEnd), keyStart -1 when none
+  let expect: number = VALUE;
+  let inScalar = false;
+  // the last key string read: [keyStart, keyEnd)
   let keyStart = -1;
   let keyEnd = -1;
   // the member of the root object being read
   let member: string | undefined;
   let memberAt = -1;
+  /** the member's value is an object or array (not read as text) */
+  let memberContainer = false;
   // the member of `entries` being read (while the entries object is open)
   let inEntries = false;
   let chartKey: string | undefined;
@@ -391,15 +407,24 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
   let kept: string[] = [];
   let end = -1;
   let steps = 0;
-  const endMember = (at: number): void => {
-    if (member === 'apiVersion') {
-      const v = valueText(buf, memberAt, at);
+  /** a root member ends; false when its scalar value is not JSON */
+  const endMember = (at: number): boolean => {
+    if (memberContainer) {
       // anything but a string is "no apiVersion" to the caller, whatever it holds
-      apiVersions.push(v.startsWith('"') ? v : 'null');
-    } else if (member === 'entries' && entries !== 'object') {
-      entries = valueText(buf, memberAt, at) === 'null' ? 'null' : 'other';
+      if (member === 'apiVersion') apiVersions.push('null');
+      else if (member === 'entries' && entries !== 'object') entries = 'other';
+    } else {
+      const v = valueText(buf, memberAt, at);
+      try {
+        JSON.parse(v);
+      } catch {
+        return false;
+      }
+      if (member === 'apiVersion') apiVersions.push(v.startsWith('"') ? v : 'null');
+      else if (member === 'entries') entries = v === 'null' ? 'null' : 'other';
     }
     member = undefined;
+    return true;
   };
   const endChart = (at: number): void => {
     if (chartKey === undefined) return;
@@ -407,63 +432,90 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
     if (chartKey === chart) kept.push(`${buf.toString('utf8', chartKeySpan[0], chartKeySpan[1])}:${valueText(buf, chartAt, at)}`);
     chartKey = undefined;
   };
+  const malformed = (): IndexSlice => whole('the JSON is not well formed');
   for (let i = start; i < buf.length; i++) {
     const c = buf[i]!;
-    if (STRUCTURAL[c] === 0) continue;
-    if ((++steps & 0x3fff) === 0) await pace.tick();
-    const depth = kinds.length;
-    if (c === QUOTE) {
-      const close = stringEnd(buf, i);
-      if (close === -1) return whole('a JSON string is not closed');
-      if (expectKey) {
-        keyStart = i;
-        keyEnd = close + 1;
-        expectKey = false;
+    if (STRUCTURAL[c] === 0) {
+      if (isJsonSpace(c)) inScalar = false;
+      else if (!inScalar) {
+        // a number or literal starts: only where a value goes, and one per value
+        if (expect !== VALUE && expect !== VALUE_OR_CLOSE) return malformed();
+        inScalar = true;
+        expect = AFTER_VALUE;
       }
-      i = close;
       continue;
     }
-    if (c === COLON) {
-      // only the keys of the root object and of entries are decoded
-      if (keyStart !== -1 && (depth === 1 || (depth === 2 && inEntries))) {
-        const key = decodeKey(buf, keyStart, keyEnd);
-        if (key === undefined) return whole('a JSON key does not parse');
-        if (depth === 1) {
-          member = key;
-          memberAt = i + 1;
-          if (key === 'entries') entries = undefined;
-        } else {
-          chartKey = key;
-          chartKeySpan = [keyStart, keyEnd];
-          chartAt = i + 1;
-        }
-      }
-      keyStart = -1;
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (depth === 1 && member === 'entries' && c === OPEN_BRACE && valueText(buf, memberAt, i) === '') {
-        inEntries = true;
-        entries = 'object';
-        names = new Set();
-        kept = [];
-      }
-      kinds.push(c === OPEN_BRACE ? OBJECT : ARRAY);
-      expectKey = c === OPEN_BRACE;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (kinds.pop() !== (c === CLOSE_BRACE ? OBJECT : ARRAY)) return whole('JSON brackets do not match');
-      if (depth === 2 && inEntries) {
-        endChart(i);
-        inEntries = false;
-      } else if (depth === 1) {
-        endMember(i);
-        end = i;
+    inScalar = false;
+    if ((++steps & 0x3fff) === 0) await pace.tick();
+    const depth = kinds.length;
+    switch (c) {
+      case QUOTE: {
+        const close = stringEnd(buf, i);
+        if (close === -1) return whole('a JSON string is not closed');
+        if (expect === KEY || expect === KEY_OR_CLOSE) {
+          keyStart = i;
+          keyEnd = close + 1;
+          expect = AFTER_KEY;
+        } else if (expect === VALUE || expect === VALUE_OR_CLOSE) expect = AFTER_VALUE;
+        else return malformed();
+        i = close;
         break;
       }
-      expectKey = false;
-    } else if (c === COMMA) {
-      if (depth === 1) endMember(i);
-      else if (depth === 2 && inEntries) endChart(i);
-      expectKey = kinds[kinds.length - 1] === OBJECT;
+      case COLON:
+        if (expect !== AFTER_KEY) return malformed();
+        expect = VALUE;
+        // only the keys of the root object and of entries are decoded
+        if (depth === 1 || (depth === 2 && inEntries)) {
+          const key = decodeKey(buf, keyStart, keyEnd);
+          if (key === undefined) return whole('a JSON key does not parse');
+          if (depth === 1) {
+            member = key;
+            memberAt = i + 1;
+            memberContainer = false;
+            if (key === 'entries') entries = undefined;
+          } else {
+            chartKey = key;
+            chartKeySpan = [keyStart, keyEnd];
+            chartAt = i + 1;
+          }
+        }
+        break;
+      case COMMA:
+        if (expect !== AFTER_VALUE) return malformed();
+        if (depth === 1 && !endMember(i)) return malformed();
+        if (depth === 2 && inEntries) endChart(i);
+        expect = kinds[kinds.length - 1] === OBJECT ? KEY : VALUE;
+        break;
+      case OPEN_BRACE:
+      case OPEN_BRACKET:
+        if (expect !== VALUE && expect !== VALUE_OR_CLOSE) return malformed();
+        if (depth === 1) memberContainer = true;
+        if (depth === 1 && member === 'entries' && c === OPEN_BRACE) {
+          inEntries = true;
+          entries = 'object';
+          names = new Set();
+          kept = [];
+        }
+        kinds.push(c === OPEN_BRACE ? OBJECT : ARRAY);
+        expect = c === OPEN_BRACE ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
+        break;
+      default: {
+        // a closer
+        const kind = c === CLOSE_BRACE ? OBJECT : ARRAY;
+        if (kinds[kinds.length - 1] !== kind) return whole('JSON brackets do not match');
+        if (expect !== AFTER_VALUE && expect !== (kind === OBJECT ? KEY_OR_CLOSE : VALUE_OR_CLOSE)) return malformed();
+        kinds.pop();
+        expect = AFTER_VALUE;
+        if (depth === 2 && inEntries) {
+          endChart(i);
+          inEntries = false;
+        } else if (depth === 1) {
+          if (member !== undefined && !endMember(i)) return malformed();
+          end = i;
+        }
+      }
     }
+    if (end !== -1) break;
   }
   if (end === -1) return whole('the JSON object is not closed');
   for (let i = end + 1; i < buf.length; i++) if (!isJsonSpace(buf[i]!)) return whole('more than one JSON value');

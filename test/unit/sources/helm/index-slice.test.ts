@@ -174,6 +174,15 @@ describe('the cut of an index in the layout Helm writes', () => {
     ['an unclosed object', '{"apiVersion":"v1","entries":{"greeter":[]}', 'the JSON object is not closed'],
     ['mismatched brackets', '{"apiVersion":"v1","entries":{"greeter":[}]}', 'JSON brackets do not match'],
     ['an unclosed string', '{"apiVersion":"v1","entries":{"greeter', 'a JSON string is not closed'],
+    ['a trailing comma', '{"apiVersion":"v1","entries":{"greeter":[]},}', 'the JSON is not well formed'],
+    ['a trailing comma in a list', '{"apiVersion":"v1","entries":{"greeter":[1,]}}', 'the JSON is not well formed'],
+    ['YAML flow style', '{apiVersion: v1, entries: {greeter: [{version: 1.0.0, urls: [a.tgz]}]}}', 'the JSON is not well formed'],
+    ['a key without a colon', '{"apiVersion" "v1","entries":{}}', 'the JSON is not well formed'],
+    ['two values in a row', '{"apiVersion":"v1" "v2","entries":{}}', 'the JSON is not well formed'],
+    ['two numbers in a row', '{"apiVersion":"v1","n":1 2,"entries":{}}', 'the JSON is not well formed'],
+    ['a literal that is none', '{"apiVersion":tru,"entries":{"greeter":[]}}', 'the JSON is not well formed'],
+    ['a comma first', '{,"apiVersion":"v1"}', 'the JSON is not well formed'],
+    ['a key that is not a string', '{"apiVersion":"v1","entries":{1:[]}}', 'the JSON is not well formed'],
   ])('JSON with %s is parsed whole', async (_what, text, why) => {
     expect(await sameAsWhole(text, 'greeter')).toMatchObject({ layout: 'whole', why });
   });
