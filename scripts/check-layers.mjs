@@ -15,6 +15,7 @@
  *   src/sources, src/apply
  *                        the layers above, all of src/kube
  *   src/webhook          api, src/util, src/kube (the push receiver; src/cli wires it to the reconciler)
+ *   src/notify           the layers above src/reconciler's, but not src/reconciler (notifications; the reconciler hands it records)
  *   src/reconciler       everything below it
  *   src/cli              anything
  *   src/devcluster       src/util (no npm); nothing in src/ but src/cli may import it
@@ -42,8 +43,11 @@ const LAYERS = {
   'src/health': { allow: ['api', 'src/util', 'src/health'], typeOnly: ['src/kube/types.ts'] },
   'src/sources': { allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources'] },
   'src/apply': { allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/apply'] },
+  'src/notify': {
+    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/notify'],
+  },
   'src/reconciler': {
-    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/reconciler'],
+    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/notify', 'src/reconciler'],
   },
   'src/webhook': { allow: ['api', 'src/util', 'src/kube', 'src/webhook'] },
   'src/cli': { allow: ['api', 'src', 'bin'] },

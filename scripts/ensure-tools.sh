@@ -4,8 +4,13 @@
 # real node the kubelet and kube-proxy, from k8s.io/kubernetes, etcd
 # from go.etcd.io/etcd/server/v3, helm from helm.sh/helm/v3, kustomize from
 # sigs.k8s.io/kustomize/kustomize/v5 and kwok (fake nodes, so workloads
-# become ready without a container runtime) from sigs.k8s.io/kwok, and cosign (tests sign images
-# with it; the controller never runs it) from github.com/sigstore/cosign/v2, all at pinned versions.
+# become ready without a container runtime) from sigs.k8s.io/kwok, cosign (tests sign images
+# with it; the controller never runs it) from github.com/sigstore/cosign/v2, sops and age-keygen
+# (tests encrypt fixtures with them; the controller decrypts in TypeScript) from
+# github.com/getsops/sops/v3 and filippo.io/age, and flux-postbuild (Flux's post-build
+# substitution, github.com/fluxcd/pkg/kustomize, behind scripts/flux-postbuild/main.go; tests
+# compare with it), all at pinned versions. After editing scripts/flux-postbuild/main.go, delete
+# the cached flux-postbuild binary: it is rebuilt only when missing.
 # The cache lives outside the repo: ${HOIST_CACHE:-~/.cache/hoist}/bin/<tool>-<version>.
 # Prints what it builds and how long it took; a warm run prints nothing and exits at once.
 set -euo pipefail
@@ -14,6 +19,7 @@ set -euo pipefail
 . "$(dirname "$0")/tool-versions.env"
 
 bash "$(dirname "$0")/ensure-packages.sh"
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 
 CACHE=${HOIST_CACHE:-$HOME/.cache/hoist}
 BIN=$CACHE/bin
@@ -32,6 +38,9 @@ want=()
 [ -x "$BIN/kustomize-$KUSTOMIZE_VERSION" ] || want+=(kustomize)
 [ -x "$BIN/kwok-$KWOK_VERSION" ] && [ -f "$BIN/kwok-stages-$KWOK_VERSION.yaml" ] || want+=(kwok)
 [ -x "$BIN/cosign-$COSIGN_VERSION" ] || want+=(cosign)
+[ -x "$BIN/sops-$SOPS_VERSION" ] || want+=(sops)
+[ -x "$BIN/age-keygen-$AGE_VERSION" ] || want+=(age-keygen)
+[ -x "$BIN/flux-postbuild-$FLUX_KUSTOMIZE_VERSION" ] || want+=(flux-postbuild)
 only=${1:-}
 if [ -n "$only" ]; then
   keep=(); for w in "${want[@]}"; do [[ " $only " == *" $w "* ]] && keep+=("$w"); done; want=("${keep[@]}")
@@ -161,5 +170,23 @@ if needs cosign; then
   mkdir -p "$dir"; cd "$dir"
   GOBIN="$dir/bin" go install -trimpath -ldflags "-s -w" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
   mv "$dir/bin/cosign" "$BIN/cosign-$COSIGN_VERSION"
+fi
+needs sops && go_tool sops "$SOPS_VERSION" github.com/getsops/sops/v3 github.com/getsops/sops/v3/cmd/sops 1.25 ""
+needs age-keygen && go_tool age-keygen "$AGE_VERSION" filippo.io/age filippo.io/age/cmd/age-keygen 1.24 ""
+if needs flux-postbuild; then
+  # Flux's post-build substitution (github.com/fluxcd/pkg/kustomize) behind a small main of this
+  # repository (scripts/flux-postbuild/main.go); only the tests run it
+  say "building flux-postbuild from github.com/fluxcd/pkg/kustomize $FLUX_KUSTOMIZE_VERSION"
+  dir=$CACHE/build/flux-postbuild-$FLUX_KUSTOMIZE_VERSION
+  mkdir -p "$dir"
+  cp "$SCRIPTS/flux-postbuild/main.go" "$dir/main.go"
+  cd "$dir"
+  if [ ! -f go.mod ]; then
+    printf 'module hoist.local/fluxpostbuild\n\ngo 1.26\n' > go.mod
+    go get "github.com/fluxcd/pkg/kustomize@$FLUX_KUSTOMIZE_VERSION" >/dev/null
+    go mod tidy >/dev/null
+  fi
+  go build -trimpath -ldflags "-s -w" -o "$BIN/.flux-postbuild-$FLUX_KUSTOMIZE_VERSION.tmp" .
+  mv "$BIN/.flux-postbuild-$FLUX_KUSTOMIZE_VERSION.tmp" "$BIN/flux-postbuild-$FLUX_KUSTOMIZE_VERSION"
 fi
 say "done: ${want[*]}"

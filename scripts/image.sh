@@ -3,8 +3,8 @@
 #
 # No base image is pulled (none can be, here or in an air-gapped CI): the build context is a root
 # file system staged from what the repository already has — the Node 24 binary of the `node`
-# devDependency, the helm and kustomize binaries scripts/ensure-tools.sh builds, git (git sources) with the shared
-# libraries these link (ldd), the compiled controller and its production dependencies — and the
+# devDependency, the helm and kustomize binaries scripts/ensure-tools.sh builds, git (git sources) and
+# the OpenSSH client (ssh, ssh-keygen: git over ssh) with the shared libraries these link (ldd), the compiled controller and its production dependencies — and the
 # Dockerfile copies it onto `scratch`. No shell, no package manager.
 #
 # Tags: <name>:<chart appVersion> (what charts/hoist deploys by default) and <name>:inputs-<hash>,
@@ -32,6 +32,8 @@ kustomize_bin=${HOIST_CACHE:-$HOME/.cache/hoist}/bin/kustomize-$KUSTOMIZE_VERSIO
 [ -x "$kustomize_bin" ] || bash scripts/ensure-tools.sh kustomize
 git_bin=$(command -v git)
 git_core=$("$git_bin" --exec-path)
+ssh_bin=$(command -v ssh) || { say "ssh not found: install Debian's openssh-client"; exit 1; }
+ssh_keygen_bin=$(command -v ssh-keygen)
 
 # One build at a time per checkout: two callers (test files run in parallel) would stage into the
 # same .tmp/image; the second waits and then finds the image built.
@@ -49,6 +51,7 @@ inputs_hash=$(
     echo "helm $HELM_VERSION $(sha256sum < "$helm_bin")"
     echo "kustomize $KUSTOMIZE_VERSION $(sha256sum < "$kustomize_bin")"
     "$git_bin" --version
+    sha256sum "$ssh_bin" "$ssh_keygen_bin"
   } | sha256sum | cut -c1-16
 )
 ref=$name:$version
@@ -76,10 +79,13 @@ install -m 0755 "$git_bin" "$ctx/rootfs$git_core/git"
 ln -s "$git_core/git" "$ctx/rootfs/usr/bin/git"
 install -m 0755 "$git_core/git-remote-http" "$ctx/rootfs$git_core/git-remote-http"
 for s in https ftp ftps; do ln -s git-remote-http "$ctx/rootfs$git_core/git-remote-$s"; done
+# git over ssh: the OpenSSH client git runs (GIT_SSH) and ssh-keygen, which checks a key's passphrase
+install -m 0755 "$ssh_bin" "$ctx/rootfs/usr/bin/ssh"
+install -m 0755 "$ssh_keygen_bin" "$ctx/rootfs/usr/bin/ssh-keygen"
 # libcurl's trust store for git over https (Node carries its own)
 [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$ctx/rootfs/etc/ssl/certs/"
-# the shared libraries of node, git and git-remote-http (helm and kustomize are static), with the loader
-for lib in $(ldd "$node_bin" "$git_bin" "$git_core/git-remote-http" | awk '$3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | sort -u); do
+# the shared libraries of node, git, git-remote-http and ssh (helm and kustomize are static), with the loader
+for lib in $(ldd "$node_bin" "$git_bin" "$git_core/git-remote-http" "$ssh_bin" "$ssh_keygen_bin" | awk '$3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' | sort -u); do
   real=$(readlink -f "$lib")
   mkdir -p "$ctx/rootfs$(dirname "$lib")"
   cp "$real" "$ctx/rootfs$lib"

@@ -5,13 +5,14 @@
  * before a default existed, `hoist render` on a local file that never saw an API server).
  */
 import { HoistError } from '../../src/util/errors.ts';
-import type { BundleDeploymentSpec, CollisionProtection, CRDSafety, HealthCheck, OnFailure, SourceSpec } from './types.ts';
+import type { BundleDeploymentSpec, CollisionProtection, CRDSafety, DeletionPolicy, HealthCheck, OnFailure, SourceSpec } from './types.ts';
 
 // Keep in sync with the `default:` values in bundledeployment-crd.yaml; the unit test compares them.
 export const DEFAULT_ON_FAILURE: OnFailure = 'Rollback';
 export const DEFAULT_PROGRESS_DEADLINE = '10m';
 export const DEFAULT_COLLISION_PROTECTION: CollisionProtection = 'Prevent';
 export const DEFAULT_CRD_SAFETY: CRDSafety = 'Enforce';
+export const DEFAULT_DELETION_POLICY: DeletionPolicy = 'Delete';
 export const DEFAULT_REVISION_HISTORY_LIMIT = 3;
 export const DEFAULT_HEALTH_CHECK_PERIOD_SECONDS = 10;
 export const DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD = 3;
@@ -36,6 +37,7 @@ export interface DefaultedSpec extends BundleDeploymentSpec {
   revisionHistoryLimit: number;
   collisionProtection: CollisionProtection;
   deleteCRDsOnUninstall: boolean;
+  deletionPolicy: DeletionPolicy;
   /**
    * pollInterval in ms, at least MIN_POLL_INTERVAL_MS; undefined: floating refs are resolved once
    * per spec generation
@@ -65,6 +67,7 @@ export function withDefaults(spec: BundleDeploymentSpec): DefaultedSpec {
     revisionHistoryLimit: spec.revisionHistoryLimit ?? DEFAULT_REVISION_HISTORY_LIMIT,
     collisionProtection: spec.collisionProtection ?? DEFAULT_COLLISION_PROTECTION,
     deleteCRDsOnUninstall: spec.deleteCRDsOnUninstall ?? false,
+    deletionPolicy: spec.deletionPolicy ?? DEFAULT_DELETION_POLICY,
     // a shorter interval (stored before the CRD's minimum, or under a CRD without the rule) counts as the minimum
     pollIntervalMs: spec.pollInterval === undefined ? undefined : Math.max(MIN_POLL_INTERVAL_MS, positiveDuration('spec.pollInterval', spec.pollInterval)),
     progressDeadlineMs: positiveDuration('spec.upgrade.progressDeadline', progressDeadline),

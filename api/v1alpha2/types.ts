@@ -33,8 +33,19 @@ export const ANNOTATION_CREDENTIAL_HOSTS = 'core.rukpak.io/credential-hosts';
  * once more; status.lastHandledRequest echoes the value once the controller has acted on it.
  */
 export const ANNOTATION_REQUESTED_AT = 'core.rukpak.io/requested-at';
+/**
+ * "true" on a BundleDeployment with spec.kubeConfig: when it is deleted, its objects in the remote
+ * cluster are left there (a cluster gone for good), its revisions dropped and the finalizer removed
+ */
+export const ANNOTATION_ABANDON_TARGET = 'core.rukpak.io/abandon-target';
 /** the longest requested-at value the controller echoes (status.lastHandledRequest's maxLength) */
 export const MAX_REQUEST_TOKEN_LENGTH = 256;
+/**
+ * On any managed object, `disabled`: never deleted, neither when it leaves the bundle nor at
+ * uninstall (after Flux's kustomize.toolkit.fluxcd.io/prune); left in place, no longer managed,
+ * as Helm's `helm.sh/resource-policy: keep` (src/apply/retention.ts).
+ */
+export const ANNOTATION_PRUNE = 'core.rukpak.io/prune';
 
 export interface SecretRef {
   name: string;
@@ -143,6 +154,8 @@ export type OnFailure = 'Rollback' | 'Hold';
 export type CollisionProtection = 'Prevent' | 'IfNotOwned' | 'None';
 /** Enforce: refuse CRD changes that would break existing custom resources (src/apply/crd-safety.ts) */
 export type CRDSafety = 'Enforce' | 'None';
+/** what deleting the BundleDeployment does to its objects: Delete (uninstall), or Orphan (left in place, no longer managed) */
+export type DeletionPolicy = 'Delete' | 'Orphan';
 
 export interface HealthCheck {
   name: string;
@@ -251,6 +264,27 @@ export interface KustomizeConfig {
   patches?: KustomizePatch[];
 }
 
+/** a ConfigMap or Secret whose data keys are post-build variables (Flux's SubstituteReference) */
+export interface SubstituteReference {
+  kind: 'ConfigMap' | 'Secret';
+  name: string;
+  /** a missing object counts as one without variables (default false) */
+  optional?: boolean;
+}
+
+/**
+ * Flux kustomize-controller's post-build variable substitution, for plain and kustomize bundles:
+ * `${var}` expressions in the rendered objects are replaced (src/processors/post-build). The
+ * variables are `substituteFrom` in order, each overriding the ones before, then `substitute`
+ * over them all. Read as the BD's identity, watched; a change renders a new revision.
+ */
+export interface PostBuild {
+  /** WithVariables (default): only substitute when there is at least one variable; Always: also without */
+  substituteStrategy?: 'WithVariables' | 'Always';
+  substitute?: Record<string, string>;
+  substituteFrom?: SubstituteReference[];
+}
+
 /**
  * Another BundleDeployment that must be ready before this one applies a new revision (after
  * Flux's dependsOn): done and Succeeded at its current generation, or, with readyExpr, a CEL
@@ -260,6 +294,18 @@ export interface DependencyRef {
   name: string;
   /** replaces the built-in readiness check, as in Flux */
   readyExpr?: string;
+}
+
+/** the suffix of the Secret entries spec.decryption reads age identities from (Flux's) */
+export const AGE_KEY_SUFFIX = '.agekey';
+
+/**
+ * SOPS decryption of the bundle's encrypted files before they are rendered (Flux's
+ * spec.decryption, age keys only): the identities are every `*.agekey` entry of the Secret.
+ */
+export interface Decryption {
+  provider: 'sops';
+  secretRef: SecretRef;
 }
 
 export interface BundleDeploymentSpec {
@@ -280,6 +326,8 @@ export interface BundleDeploymentSpec {
     };
     kustomize?: KustomizeConfig;
   };
+  /** plain and kustomize only: Flux's post-build variable substitution */
+  postBuild?: PostBuild;
   pollInterval?: string;
   upgrade?: { onFailure?: OnFailure; progressDeadline?: string; crdSafety?: CRDSafety };
   healthChecks?: HealthCheck[];
@@ -288,8 +336,29 @@ export interface BundleDeploymentSpec {
   revisionHistoryLimit?: number;
   collisionProtection?: CollisionProtection;
   serviceAccount?: { name: string };
+  /** SOPS-encrypted files decrypted with the age keys of a Secret (src/processors/sops) */
+  decryption?: Decryption;
+  /**
+   * install into another cluster (docs/design.md "Remote clusters"): the kubeconfig in this Secret
+   * of the management cluster, read as the BundleDeployment's identity; key default `value`
+   * (Cluster API's), then `value.yaml`
+   */
+  kubeConfig?: KubeConfigRef;
   /** delete CRDs on uninstall; default false: CRDs outlive the BundleDeployment */
   deleteCRDsOnUninstall?: boolean;
+  /** default Delete; Orphan: deleting the BundleDeployment leaves every object in place, no longer managed */
+  deletionPolicy?: DeletionPolicy;
+}
+
+export interface KubeConfigRef {
+  secretRef: { name: string; namespace: string; key?: string };
+}
+
+export interface TargetStatus {
+  /** host (and port) of the remote cluster's API server */
+  cluster: string;
+  /** "namespace/name" of the kubeconfig Secret it was installed with */
+  kubeConfigSecret: string;
 }
 
 export type ConditionType = 'Resolved' | 'Unpacked' | 'Installed' | 'Healthy' | 'Progressing' | 'Paused';
@@ -371,6 +440,18 @@ export interface Inventory {
   revisionSecrets?: { namespace: string; labelSelector: string };
 }
 
+/**
+ * An object that left the bundle (upgrade, rollback) and was kept, not deleted, because of its
+ * retention policy (`helm.sh/resource-policy: keep`, `core.rukpak.io/prune: disabled`): it stays
+ * in place without Hoist's owner label; the lineage takes it back when a revision has it again.
+ */
+export interface KeptObject extends InventoryEntry {
+  /** the annotation that kept it, as `name: value` */
+  policy: string;
+  /** the revision whose objects no longer included it */
+  revision: number;
+}
+
 export interface ActiveRevision extends RevisionRef {
   /** RFC 3339: when its objects were applied as a new revision (upgrade or rollback); progressDeadline counts from here */
   appliedAt?: string;
@@ -448,8 +529,12 @@ export interface BundleDeploymentStatus {
   transition?: Transition;
   revisions?: RevisionStatus[];
   skippedOptional?: string[];
+  /** objects that left the bundle and were kept by their retention policy: left in place, no longer managed */
+  keptObjects?: KeptObject[];
   /** the last core.rukpak.io/requested-at value the controller acted on */
   lastHandledRequest?: string;
+  /** spec.kubeConfig: the remote cluster installed into (never credentials) */
+  target?: TargetStatus;
 }
 
 export interface ObjectMeta {

@@ -27,6 +27,7 @@ import { waitEstablished, waitServed } from './crd-established.ts';
 import { crdUpgradeProblems, describeCrdRefusal } from './crd-safety.ts';
 import { splitFields } from './drift-ignore.ts';
 import { DEFAULT_OVERRIDE_MANAGERS, takenPaths, takeOverManagedFields, type ManagedFieldsEntry } from './field-managers.ts';
+import { KEPT_MANAGER } from './retention.ts';
 import { liveFingerprint, liveMetaOf, type LiveIndex, type LiveMeta } from './live-index.ts';
 import { handBack, InstallNamespaces } from './install-namespace.ts';
 import { waitGone } from './wait-gone.ts';
@@ -148,7 +149,8 @@ export class Applier {
     this.crdTimeoutMs = opts.crdEstablishTimeoutMs ?? 60_000;
     this.live = opts.live;
     this.installNamespaces = new InstallNamespaces(opts.log);
-    this.overrideManagers = new Set(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+    // and the fields of an object Hoist kept (retention.ts): the lineage taking it back takes them
+    this.overrideManagers = new Set([...(opts.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS), KEPT_MANAGER]);
     this.now = opts.now ?? (() => new Date());
   }
 
@@ -496,9 +498,10 @@ export class Applier {
       if (scope && p.live) {
         const taken = await this.takeOverFields(client, p.live, p, manager, scope.only, ignored, signal);
         if (action === 'update') {
-          reverted = taken.paths;
+          // the fields of a kept object taken back were Hoist's: not hand edits
+          reverted = taken.paths.filter((f) => !f.startsWith(`${KEPT_MANAGER}: `));
           // giving up ignored fields alone changes nothing the bundle says: not a correction
-          if (taken.paths.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
+          if (reverted.length === 0 && taken.patched) before = taken.patched.metadata.resourceVersion;
         }
       }
       // the bundle's values of ignored fields are the starting point of an object Hoist creates

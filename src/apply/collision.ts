@@ -1,14 +1,19 @@
 /**
  * Collision protection (DESIGN §4): may this BundleDeployment take over an object that already
- * exists? Pure: decides from the live object's labels alone.
+ * exists? Pure: decides from the live object's labels alone. An object carrying this lineage's
+ * label but no owner (one the lineage kept, retention.ts) is the lineage's to take back.
  */
 import { LABEL_LINEAGE, LABEL_OWNER_NAME, type CollisionProtection } from '../../api/v1alpha2/types.ts';
 
 export type TakeOver =
   /** the object does not exist yet */
   | { action: 'create' }
-  /** ours already (this BD, or another BD of our lineage handing it over) */
-  | { action: 'update'; handover: boolean }
+  /**
+   * ours already (this BD, or another BD of our lineage handing it over); `reclaim`: an object of
+   * our lineage without an owner, kept by a retention policy or deletionPolicy Orphan
+   * (retention.ts), taken back
+   */
+  | { action: 'update'; handover: boolean; reclaim?: true }
   /** pre-existing, unowned object adopted under IfNotOwned / None */
   | { action: 'adopt' }
   /** another lineage's object taken under None */
@@ -31,6 +36,10 @@ export function decideTakeOver(live: { labels?: Record<string, string> } | undef
   const owner = live.labels?.[LABEL_OWNER_NAME];
   const lineage = live.labels?.[LABEL_LINEAGE];
   if (owner !== undefined && lineage === me.lineage) return { action: 'update', handover: owner !== me.name };
+  // Kept by this lineage (retention.ts): taken back in place under every protection, as an update
+  // (only hand edits folded) — an adoption would take over the fields controllers set meanwhile
+  // (a bound PVC's spec.volumeName) and remove them
+  if (owner === undefined && lineage !== undefined && lineage === me.lineage) return { action: 'update', handover: true, reclaim: true };
   if (owner === undefined) {
     if (me.protection === 'Prevent') {
       return {

@@ -20,7 +20,8 @@ export interface ManagedFieldsEntry {
   subresource?: string;
 }
 
-function mergeFields(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+/** the union of two field sets (FieldsV1), b's leaves over a's; pure */
+export function mergeFields(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];

@@ -33,6 +33,7 @@ import {
   type Planned,
 } from './plan.ts';
 import { planPrune, staleObjects, type PruneDecision } from './prune.ts';
+import { KEPT_MANAGER } from './retention.ts';
 import type { RevisionStore } from './revision-store.ts';
 import { ApplyCode } from './errors.ts';
 
@@ -46,8 +47,8 @@ export type ObjectPreview = {
       /** what the apply would do, and the object after it (the dry-run's answer, takeovers applied) */
       kind: 'create' | 'update' | 'recreate';
       after: KubeObject;
-      /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage) */
-      takeOver?: 'adopt' | 'steal' | 'handover';
+      /** adopt (unowned), steal (another lineage, collisionProtection None), handover (another BD of this lineage), reclaim (kept by this lineage, retention.ts) */
+      takeOver?: 'adopt' | 'steal' | 'handover' | 'reclaim';
       /** "manager: field" of hand edits (interactive managers' fields) the apply takes over and so reverts */
       reverts?: string[];
     }
@@ -73,7 +74,7 @@ export interface RevisionPreview {
    * make, collision protection's refusals, unsafe CRD changes, objects the API server refuses
    */
   refusal?: string;
-  /** objects of the revisions it replaces that a successful apply deletes, keeps, or leaves */
+  /** objects of the revisions it replaces that a successful apply deletes, keeps (a retention policy: let go of), or leaves */
   prune: PruneDecision[];
   /** optional objects whose kind is not served: skipped */
   skippedOptional: string[];
@@ -106,7 +107,8 @@ export async function previewRevision(
   const spec = withDefaults(bd.spec);
   const status = installed?.status;
   const concurrency = deps.concurrency ?? 8;
-  const overrideManagers = new Set(deps.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS);
+  // as the applier: the fields of a kept object (retention.ts) too
+  const overrideManagers = new Set([...(deps.overrideManagers ?? DEFAULT_OVERRIDE_MANAGERS), KEPT_MANAGER]);
   const { managed, hooks } = splitHooks(rendered.objects);
   const revision = revisionNumberFor(rendered.contentDigest, installed ? await deps.revisions.list(name) : [], status);
   const isNew = status?.activeRevision?.contentDigest !== rendered.contentDigest;
@@ -184,7 +186,14 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
   const d = p.decision;
   if (d.action === 'refuse') return { ...base, kind: 'refused', why: `owned by ${d.owner}: ${d.why}` };
   const body = d.action === 'create' && p.ignored ? p.ignored.full : p.obj;
-  const takeOver = d.action === 'adopt' || d.action === 'steal' ? d.action : d.action === 'update' && d.handover ? 'handover' : undefined;
+  const takeOver =
+    d.action === 'adopt' || d.action === 'steal'
+      ? d.action
+      : d.action === 'update' && d.reclaim
+        ? 'reclaim'
+        : d.action === 'update' && d.handover
+          ? 'handover'
+          : undefined;
   let after: KubeObject;
   try {
     after = await actor.apply(body, { fieldManager: manager, force: true, dryRun: true });
@@ -215,5 +224,7 @@ async function previewObject(actor: KubeClient, manager: string, p: Planned, ove
   }
   // fields nobody applies any more keep the values they have (the applier gives them up first)
   if (p.ignored && p.live) after = withValuesOf(after, p.live, p.ignored.pointers);
+  // a kept object's fields taken back are no hand edits
+  reverts = reverts.filter((f) => !f.startsWith(`${KEPT_MANAGER}: `));
   return { ...base, kind: d.action === 'create' ? 'create' : 'update', after, ...(takeOver ? { takeOver } : {}), ...(reverts.length ? { reverts } : {}) };
 }

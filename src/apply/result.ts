@@ -1,5 +1,15 @@
 /** The shared vocabulary of what the applier did to each object (after fluxcd/pkg/ssa). */
-export type ObjectAction = 'created' | 'configured' | 'unchanged' | 'adopted' | 'skipped' | 'deleted' | 'orphaned' | 'failed';
+export type ObjectAction =
+  | 'created'
+  | 'configured'
+  | 'unchanged'
+  | 'adopted'
+  | 'skipped'
+  | 'deleted'
+  | 'orphaned'
+  /** left in place by a retention policy (or deletionPolicy Orphan) and let go of: no longer Hoist's (retention.ts) */
+  | 'kept'
+  | 'failed';
 
 export interface ObjectResult {
   /** group/kind/namespace/name, see objectId */
@@ -14,6 +24,8 @@ export interface ObjectResult {
   forbidden?: boolean;
   /** fields of interactive managers (kubectl edit/set/patch...) taken over and so reverted: "kubectl-set: spec.template..." */
   reverted?: string[];
+  /** kept: the policy that kept it, `annotation: value` (`helm.sh/resource-policy: keep`) or `deletionPolicy: Orphan` */
+  policy?: string;
   /** a write's result as the API server returned it: health is read only once the watch has delivered it */
   written?: WrittenObject;
 }

@@ -6,6 +6,9 @@
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { bundleDeploymentCRD, CRD_NAME } from '../../api/v1alpha2/crd.ts';
+import { notificationCRDs } from '../../api/v1alpha2/notification-crds.ts';
+import { Notifier } from '../notify/notifier.ts';
+import type { DispatcherOptions } from '../notify/dispatcher.ts';
 import { TENANCY_POLICY_NAME, tenancyPolicy, type AdmissionObject } from '../../api/v1alpha2/tenancy-policy.ts';
 import { FsContentStore } from '../cache/fs-content-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/client.ts';
@@ -14,6 +17,7 @@ import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { BundleDeploymentManager } from '../reconciler/manager.ts';
 import { createSourceRegistry, type SourceRegistryOptions } from '../sources/registry.ts';
 import { sleep } from '../util/sleep.ts';
@@ -54,24 +58,37 @@ export interface ControllerOptions {
   reconcileTimeoutMs?: number;
   /** the clock of the reconcile budget's timer (default: the system clock); tests fire the budget alone */
   budgetClock?: Clock;
+  /** spec.kubeConfig may name the management API server or link-local/metadata addresses (--allow-restricted-targets) */
+  allowRestrictedTargets?: boolean;
+  /** concurrent reconciles per remote target cluster (default 4) */
+  targetConcurrency?: number;
+  /** notification noise control (burst, digest window, retries); the defaults of src/notify/dispatcher.ts otherwise */
+  notifications?: DispatcherOptions & { statusIntervalMs?: number };
+  /** the health rules in force (hoist run --health-rules, then the shipped library) */
+  healthRules?: HealthRules;
 }
 
 export interface RunningController {
   client: RestKubeClient;
   manager: BundleDeploymentManager;
+  notifier: Notifier;
   registry: Registry;
   stop(): Promise<void>;
 }
 
+/** applies the BundleDeployment CRD and the notification CRDs and waits until each is Established */
 export async function installCRD(client: RestKubeClient, log: Logger): Promise<void> {
-  await client.apply(bundleDeploymentCRD() as unknown as KubeObject, { fieldManager: 'hoist-installer', force: true });
+  const crds = [bundleDeploymentCRD(), ...notificationCRDs()];
+  for (const crd of crds) await client.apply(crd as unknown as KubeObject, { fieldManager: 'hoist-installer', force: true });
   const deadline = Date.now() + 30_000;
-  for (;;) {
-    const crd = await client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, CRD_NAME);
-    const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
-    if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
-    if (Date.now() > deadline) throw new Error(`CRD ${CRD_NAME} not established after 30s`);
-    await sleep(100);
+  for (const name of crds.map((c) => c.metadata.name)) {
+    for (;;) {
+      const crd = await client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, name);
+      const conds = (crd?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+      if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not established after 30s`);
+      await sleep(100);
+    }
   }
   client.discovery.invalidate();
   log.info({ crd: CRD_NAME }, 'CRD installed');
@@ -127,7 +144,17 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.cacheMaxBytes !== undefined ? { maxBytes: opts.cacheMaxBytes } : {}),
   });
   const sources = createSourceRegistry({ ...opts.sources, store });
+  const notifier = new Notifier({
+    client,
+    log: opts.log,
+    controllerNamespace: opts.namespace,
+    defaultServiceAccount: opts.defaultServiceAccount,
+    registry,
+    dispatcher: opts.notifications,
+    statusIntervalMs: opts.notifications?.statusIntervalMs,
+  });
   const manager = new BundleDeploymentManager({
+    notices: notifier,
     client,
     log: opts.log,
     controllerNamespace: opts.namespace,
@@ -144,14 +171,23 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     maxRevisionBytes: opts.maxRevisionBytes,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
     budgetClock: opts.budgetClock,
+    managementServer: cfg.server,
+    ...(opts.allowRestrictedTargets ? { allowRestrictedTargets: true } : {}),
+    ...(opts.targetConcurrency !== undefined ? { targetConcurrency: opts.targetConcurrency } : {}),
+    ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
+    ...(opts.healthRules ? { healthRules: opts.healthRules } : {}),
   });
+  // before the reconciles: their first transitions find the routes
+  await notifier.start();
   if (opts.autoStart !== false) await manager.start();
   return {
     client,
     manager,
+    notifier,
     registry,
     async stop() {
       await manager.stop();
+      await notifier.stop();
       await client.close();
     },
   };

@@ -50,9 +50,16 @@ commands:
                                    registries, mirrors tried in order for digest references
              --ca-dir <dir>        one PEM per host (host:port.crt or host.crt), trusted for that host
                                    by every source; TLS is verified except for insecure registries
+             --health-rules <file> a YAML list of cluster-wide health rules (CEL, as spec.healthChecks)
+                                   for kinds the shipped library and kstatus do not judge (or judge
+                                   otherwise); read once at start-up, a bad rule stops it
              --default-service-account <name>
                                    BundleDeployments without spec.serviceAccount act as this
                                    ServiceAccount of their installNamespace (impersonation)
+             --allow-restricted-targets
+                                   a BundleDeployment's spec.kubeConfig may name the management
+                                   cluster's own API server or a link-local/cloud metadata address
+                                   (refused by default)
              --override-manager <name>
                                    (repeatable) a field manager whose fields every apply takes
                                    over and so reverts, besides kubectl, kubectl-edit, kubectl-patch,
@@ -75,9 +82,12 @@ commands:
                                    instead of the assumed or the cluster's, as helm template's
              --api-versions        group/versions served besides the built-in or the cluster's
                                    (.Capabilities.APIVersions), as helm template's
-             -n, --namespace       the controller's namespace, where config.helm.valuesFrom is
+             -n, --namespace       the controller's namespace, where config.helm.valuesFrom and
+                                   the spec.decryption Secret and postBuild.substituteFrom are
                                    read (with your credentials) when the BundleDeployment has no
                                    serviceAccount (default $HOIST_NAMESPACE or hoist-system)
+             with spec.decryption (needs --kubeconfig), Secrets' values print as *** and other
+             decrypted strings as <redacted>
   demo     start a local control plane, install argo-rollouts through a BundleDeployment
              --keep                keep everything running until Ctrl-C
              --kwok                no real node (containerd + kubelet): every pod on kwok's fake node
@@ -93,6 +103,7 @@ user verbs (over --kubeconfig, $KUBECONFIG or ~/.kube/config; \`hoist <verb> --h
   tree NAME                   every object of the active revision: phase, owner, health, why not ready
   events NAME                 the Events of the BundleDeployment and of its objects that are not ready
   diff -f <bd.yaml>           server-side dry-run of the rendered objects, per-object diff
+  notify test PROVIDER -n NS  send a test notification through a NotificationProvider (as you)
   completion bash|zsh         shell completion script
 
 exit codes: 0 success; 1 failure (not found, refused, API error); 2 usage error.
@@ -112,6 +123,7 @@ const VERBS: Record<string, () => Promise<(args: string[], io: Io) => Promise<nu
   events: async () => (await import('./verbs/events.ts')).events,
   diff: async () => (await import('./verbs/diff.ts')).diff,
   completion: async () => (await import('./verbs/completion.ts')).completion,
+  notify: async () => (await import('./verbs/notify.ts')).notify,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -137,9 +149,11 @@ async function main(argv: string[]): Promise<number> {
           'helm-index-max-size': { type: 'string', default: '50Mi' },
           'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
+          'allow-restricted-targets': { type: 'boolean', default: false },
           'override-manager': { type: 'string', multiple: true },
           'registries-conf': { type: 'string' },
           'ca-dir': { type: 'string' },
+          'health-rules': { type: 'string' },
           'webhook-bind-address': { type: 'string', default: '0' },
           'webhook-secret': { type: 'string' },
         },
@@ -164,9 +178,11 @@ async function main(argv: string[]): Promise<number> {
         helmIndexMaxBytes: parseByteSize(values['helm-index-max-size'], '--helm-index-max-size'),
         reconcileTimeoutMs: positiveDuration(parseDuration(values['reconcile-timeout'], '--reconcile-timeout'), '--reconcile-timeout'),
         defaultServiceAccount: values['default-service-account'] || undefined,
+        allowRestrictedTargets: values['allow-restricted-targets'],
         overrideManagers: (values['override-manager'] ?? []).filter((m) => m !== ''),
         ...(values['registries-conf'] ? { registriesConf: values['registries-conf'] } : {}),
         ...(values['ca-dir'] ? { caDir: values['ca-dir'] } : {}),
+        ...(values['health-rules'] ? { healthRules: values['health-rules'] } : {}),
         webhookBindAddress: values['webhook-bind-address'],
         ...(values['webhook-secret'] ? { webhookSecret: values['webhook-secret'] } : {}),
         log: createLogger({ async: true }),

@@ -21,6 +21,10 @@ import { isHoistError } from '../util/errors.ts';
 import type { ValuesFromText } from '../processors/processor.ts';
 import { refNamespaceOf } from '../reconciler/inputs/credentials.ts';
 import { readValuesFrom, valuesFromRefs } from '../reconciler/inputs/values-from.ts';
+import { postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../reconciler/inputs/post-build.ts';
+import { readDecryptionKeys } from '../reconciler/inputs/decryption-keys.ts';
+import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
+import { redactForDisplay } from './redact-objects.ts';
 import { previewCapabilities, type CapabilityFlags } from './capabilities.ts';
 
 export interface RenderOptions {
@@ -85,8 +89,11 @@ export async function render(opts: RenderOptions): Promise<number> {
       ...(opts.namespace ? { controllerNamespace: opts.namespace } : {}),
     });
     if (out.assumed) process.stderr.write(`${out.assumed}\n`);
-    if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: out.objects }, null, 2)}\n`);
-    else process.stdout.write(out.objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+    // decrypted values are never printed: Secrets' values as ***, other decrypted strings <redacted>
+    const shown = bd.spec.decryption ? out.objects.map((o) => redactForDisplay(o, out.sensitive ?? [])) : out.objects;
+    if (bd.spec.decryption) process.stderr.write('spec.decryption: Secret values and decrypted values are shown redacted (*** / <redacted>)\n');
+    if (opts.output === 'json') process.stdout.write(`${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: shown }, null, 2)}\n`);
+    else process.stdout.write(shown.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
     for (const w of out.warnings) process.stderr.write(`warning: ${w}\n`);
     const rbac = rbacSummary(out.objects);
     if (rbac.length) process.stderr.write(`\nRBAC granted:\n${rbac.map((l) => `  ${l}`).join('\n')}\n`);
@@ -107,7 +114,7 @@ export interface PreviewOptions {
   client?: RestKubeClient;
   /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
   capabilities?: CapabilityFlags;
-  /** the controller's namespace, where config.helm.valuesFrom is read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
+  /** the controller's namespace, where config.helm.valuesFrom and postBuild.substituteFrom are read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
   controllerNamespace?: string;
 }
 
@@ -151,7 +158,10 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
             return sources.sourceFor(src.kind).resolve(src, {});
           }),
         );
-    const helmValuesFrom = await previewValuesFrom(bd, client, opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system');
+    const controllerNamespace = opts.controllerNamespace ?? process.env.HOIST_NAMESPACE ?? 'hoist-system';
+    const helmValuesFrom = await previewValuesFrom(bd, client, controllerNamespace);
+    const postBuild = await previewPostBuild(bd, client, controllerNamespace);
+    const decryption = await previewDecryption(bd, client, controllerNamespace);
     const out = await renderBundle(
       {
         store,
@@ -160,7 +170,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         scopes: client?.discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
-      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, credentials: async () => undefined },
+      { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, postBuild, decryption, credentials: async () => undefined },
     );
     // plain bundles are rendered without .Capabilities: nothing was assumed for them
     return spec.format !== 'plain' && capabilities.assumed ? { ...out, assumed: capabilities.assumed } : out;
@@ -180,6 +190,30 @@ async function previewValuesFrom(bd: BundleDeployment, client: RestKubeClient | 
   const namespace = refNamespaceOf(bd, controllerNamespace);
   if (!namespace) throw new Error('config.helm.valuesFrom with serviceAccount needs installNamespace');
   return readValuesFrom({ namespace, reader: client }, refs);
+}
+
+/** spec.postBuild with substituteFrom read as the controller reads it, with the caller's credentials */
+async function previewPostBuild(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<PostBuildInput | undefined> {
+  const postBuild = postBuildOf(bd);
+  if (!postBuild) return undefined;
+  if (substituteFromRefs(bd).length === 0) return readPostBuild(undefined, postBuild);
+  if (!client) throw new Error('postBuild.substituteFrom reads ConfigMaps and Secrets of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('postBuild.substituteFrom with serviceAccount needs installNamespace');
+  return readPostBuild({ namespace, reader: client }, postBuild);
+}
+
+/**
+ * spec.decryption's age identities read as the controller reads them (same namespace and
+ * rules), with the caller's credentials: a preview decrypts only with keys its user may read.
+ */
+async function previewDecryption(bd: BundleDeployment, client: RestKubeClient | undefined, controllerNamespace: string): Promise<DecryptionKeys | undefined> {
+  const name = bd.spec.decryption?.secretRef.name;
+  if (!name) return undefined;
+  if (!client) throw new Error('spec.decryption reads its age keys from a Secret of a cluster: render with --kubeconfig');
+  const namespace = refNamespaceOf(bd, controllerNamespace);
+  if (!namespace) throw new Error('spec.decryption with serviceAccount needs installNamespace');
+  return readDecryptionKeys({ namespace, reader: client }, name);
 }
 
 /** a Source that serves a local directory as it is (hoist render --dir) */

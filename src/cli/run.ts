@@ -13,6 +13,8 @@ import { readFile } from 'node:fs/promises';
 import { readCaDir } from '../sources/transport/ca-dir.ts';
 import { parseRegistriesConf } from '../sources/image/registries-conf.ts';
 import type { SourceRegistryOptions } from '../sources/registry.ts';
+import { parseHealthRules } from '../health/rules/config.ts';
+import { BUILTIN_RULES, HealthRules } from '../health/rules/rule-set.ts';
 import { startController } from './controller.ts';
 import { startWebhook } from './webhook.ts';
 import { checkShard, shardLease, shardSelector } from './shard.ts';
@@ -41,12 +43,16 @@ export interface RunOptions {
   /** the time budget of one reconcile (--reconcile-timeout) */
   reconcileTimeoutMs?: number;
   defaultServiceAccount?: string;
+  /** remote targets (spec.kubeConfig) may be the management API server or link-local/metadata addresses (--allow-restricted-targets) */
+  allowRestrictedTargets?: boolean;
   /** field managers taken over on every apply besides the kubectl ones (--override-manager) */
   overrideManagers?: string[];
   /** containers' registries.conf v2 (--registries-conf): blocked, insecure and mirrored registries */
   registriesConf?: string;
   /** one PEM per host, `host:port.crt` or `host.crt` (--ca-dir) */
   caDir?: string;
+  /** a YAML list of cluster-wide health rules (--health-rules), ahead of the shipped library */
+  healthRules?: string;
   /** host:port of the push receiver (--webhook-bind-address); undefined or "0": none */
   webhookBindAddress?: string;
   /** namespace/name of the Secret with the webhook secrets (--webhook-secret; default <namespace>/hoist-webhook) */
@@ -64,6 +70,17 @@ async function sourceOptions(
   if (opts.registriesConf) out.image = { registries: parseRegistriesConf(await readFile(opts.registriesConf, 'utf8'), opts.registriesConf) };
   if (opts.caDir) out.hostCAs = await readCaDir(opts.caDir);
   return out;
+}
+
+/** The health rules in force: the file's (compiled now; a bad rule stops start-up naming it), then the library. */
+export async function loadHealthRules(file: string | undefined, log: Logger): Promise<HealthRules> {
+  if (!file) return BUILTIN_RULES;
+  const text = await readFile(file, 'utf8').catch((e: unknown) => {
+    throw new Error(`--health-rules ${file}: cannot be read: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  });
+  const rules = new HealthRules(parseHealthRules(text, file));
+  log.info({ file, rules: rules.clusterRules }, 'cluster-wide health rules loaded');
+  return rules;
 }
 
 function parseBind(addr: string, flag = '--metrics-bind-address'): { host: string; port: number } | undefined {
@@ -90,7 +107,9 @@ export async function runController(opts: RunOptions): Promise<number> {
     ...(opts.maxRevisionBytes !== undefined ? { maxRevisionBytes: opts.maxRevisionBytes } : {}),
     ...(opts.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: opts.reconcileTimeoutMs } : {}),
     sources: await sourceOptions(opts),
+    healthRules: await loadHealthRules(opts.healthRules, log),
     defaultServiceAccount: opts.defaultServiceAccount,
+    ...(opts.allowRestrictedTargets ? { allowRestrictedTargets: true } : {}),
     overrideManagers: opts.overrideManagers,
     log,
     autoStart: !opts.leaderElect,

@@ -51,6 +51,10 @@ export interface ControlPlane {
   readonly realNodeUnavailable: string | undefined;
   /** stop and start kube-apiserver again on the same port and data (etcd keeps running) */
   restartApiServer(): Promise<void>;
+  /** stop kube-apiserver only (etcd keeps running), e.g. to make the cluster unreachable */
+  stopApiServer(): Promise<void>;
+  /** start a stopped kube-apiserver again on the same port and data; resolves once it is ready */
+  startApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -344,6 +348,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     realNodeUnavailable: realNodeUnavailable_,
     async restartApiServer() {
       await stopProcess(api);
+      api = startProcess(apiBin, apiArgs, apiLog);
+      await waitHealthy(`${server}/readyz`, pki, api, 'kube-apiserver', apiLog);
+    },
+    async stopApiServer() {
+      await stopProcess(api);
+    },
+    async startApiServer() {
+      if (stopped || (api.exitCode === null && api.signalCode === null)) return;
       api = startProcess(apiBin, apiArgs, apiLog);
       await waitHealthy(`${server}/readyz`, pki, api, 'kube-apiserver', apiLog);
     },

@@ -9,7 +9,20 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export type Tool =
-  'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubectl' | 'kubelet' | 'kube-proxy' | 'etcd' | 'helm' | 'kustomize' | 'kwok' | 'cosign';
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kubectl'
+  | 'kubelet'
+  | 'kube-proxy'
+  | 'etcd'
+  | 'helm'
+  | 'kustomize'
+  | 'kwok'
+  | 'cosign'
+  | 'sops'
+  | 'age-keygen'
+  | 'flux-postbuild';
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/', import.meta.url));
 
@@ -42,7 +55,13 @@ function versionOf(tool: Tool): string {
             ? 'KWOK_VERSION'
             : tool === 'cosign'
               ? 'COSIGN_VERSION'
-              : 'K8S_VERSION';
+              : tool === 'sops'
+                ? 'SOPS_VERSION'
+                : tool === 'age-keygen'
+                  ? 'AGE_VERSION'
+                  : tool === 'flux-postbuild'
+                    ? 'FLUX_KUSTOMIZE_VERSION'
+                    : 'K8S_VERSION';
   const version = v[key];
   if (!version) throw new Error(`scripts/tool-versions.env lacks ${key}`);
   return version;

@@ -1,11 +1,14 @@
 /**
  * The health layer's error vocabulary: a health check the controller refuses to evaluate (bad
- * syntax, or over a cost or size limit) is a terminal spec error naming the check.
+ * syntax, or over a cost or size limit) is a terminal spec error naming the check; a cluster-wide
+ * health rule likewise names its file and rule (rules/config.ts), and stops start-up.
  */
 import { HoistError } from '../util/errors.ts';
 
 export const HealthCode = {
   BadHealthCheck: 'bad-health-check',
+  /** a cluster-wide health rule (hoist run --health-rules) the controller refuses to start with */
+  BadHealthRule: 'bad-health-rule',
   HealthCheckLimit: 'health-check-limit',
 } as const;
 export type HealthCode = (typeof HealthCode)[keyof typeof HealthCode];

@@ -112,20 +112,28 @@ export interface WorkloadFailure {
 export function workloadFailure(pods: readonly KubeObject[], since: number, now: number): { failure?: WorkloadFailure; recheckAt?: number } {
   let recheckAt: number | undefined;
   const later = (at: number) => (recheckAt = Math.min(recheckAt ?? at, at));
+  // creationTimestamp has whole seconds: a pod created in the second of the apply counts
+  const from = Math.floor(since / 1000) * 1000;
   for (const pod of pods) {
     const created = Date.parse(pod.metadata.creationTimestamp ?? '');
-    if (Number.isNaN(created) || created < since || pod.metadata.deletionTimestamp) continue;
+    if (Number.isNaN(created) || created < from || pod.metadata.deletionTimestamp) continue;
     const v = verdictAt(readinessOf(pod, now), now);
     const status = (pod.status ?? {}) as PodStatus;
-    if (v.reason === 'ContainerCrashLooping') {
-      const restarts = Math.max(0, ...[...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].map((c) => c.restartCount ?? 0));
-      if (restarts >= CRASHLOOP_RESTARTS) return { failure: { message: podProblem(pod) ?? v.message ?? 'crash-looping' } };
+    const containers = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
+    const restarts = Math.max(0, ...containers.map((c) => c.restartCount ?? 0));
+    // kstatus sees a crash loop only while the kubelet backs off (waiting CrashLoopBackOff); in
+    // between it shows the exit itself, or the container running again: the restarts tell
+    const looping =
+      v.reason === 'ContainerCrashLooping' ||
+      containers.some((c) => (c.restartCount ?? 0) > 0 && c.state?.terminated && (c.state.terminated.exitCode ?? 0) !== 0);
+    if (looping && restarts >= CRASHLOOP_RESTARTS) return { failure: { message: podProblem(pod) ?? v.message ?? 'crash-looping' } };
+    if (looping || (restarts > 0 && v.readiness !== 'Ready')) {
       later(now + 10_000);
     } else if (v.reason === 'PodUnschedulable' || v.reason === 'PodNotScheduled') {
       const c = status.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False') as { lastTransitionTime?: string } | undefined;
-      const from = Date.parse(c?.lastTransitionTime ?? '') || created;
-      if (now >= from + UNSCHEDULABLE_GRACE_MS) return { failure: { message: podProblem(pod) ?? v.message ?? 'unschedulable' } };
-      later(from + UNSCHEDULABLE_GRACE_MS);
+      const pending = Date.parse(c?.lastTransitionTime ?? '') || created;
+      if (now >= pending + UNSCHEDULABLE_GRACE_MS) return { failure: { message: podProblem(pod) ?? v.message ?? 'unschedulable' } };
+      later(pending + UNSCHEDULABLE_GRACE_MS);
     } else if (v.readiness === 'Failed' && v.reason !== 'PodFailed') {
       // a Failed phase is a replaced pod of a workload, not the workload's verdict
       return { failure: { message: podProblem(pod) ?? v.message ?? 'failed' } };

@@ -14,8 +14,7 @@ import { createRequire } from 'node:module';
 import type * as JsonPathPlus from 'jsonpath-plus';
 import type { HealthCheck } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { parseCel } from './cel-env.ts';
-import { ASSUMED_DATA_SIZES, CEL_COST_LIMIT, estimateCost, MAX_DATA_DEPTH, measureData, type DataSizes } from './cel-cost.ts';
+import { CelCompileError, compileCel, shown, sizesOf, TOO_DEEP, type CelExpr } from './cel-expr.ts';
 import { HealthCode, healthCheckError } from './errors.ts';
 
 // Loaded (synchronously) by the first probe that uses them: most bundles have no custom checks,
@@ -52,22 +51,9 @@ export function normalizeJsonPath(path: string): string {
   return p.startsWith('.') || p.startsWith('[') ? `$${p}` : `$.${p}`;
 }
 
-function show(v: string): string {
-  return v.length > 80 ? `${v.slice(0, 77)}...` : v;
-}
-
 // Status hygiene: every message below names the check's own terms (condition type, path, wanted
 // value, expression) and never a value read from the object — Healthy's message is readable by
 // anyone who may read the BundleDeployment, while the objects are read with the controller's rights.
-
-/** the sizes CEL's cost estimate reads of an object, measured once per object and kept with it */
-const measured = new WeakMap<object, DataSizes | null>();
-function sizesOf(obj: KubeObject): DataSizes | undefined {
-  let m = measured.get(obj);
-  if (m === undefined) measured.set(obj, (m = measureData(obj) ?? null));
-  return m ?? undefined;
-}
-const TOO_DEEP = `the object nests deeper than ${MAX_DATA_DEPTH} levels (the limit for jsonPath and cel checks)`;
 
 /** thrown by the result callback to stop jsonpath-plus at the cap */
 class TooManyResults extends Error {}
@@ -122,50 +108,25 @@ function compileTest(check: HealthCheck): (obj: KubeObject) => ProbeResult {
   }
   if (check.cel) {
     const source = check.cel;
-    let expr: ReturnType<typeof parseCel>;
+    let expr: CelExpr;
     try {
-      expr = parseCel(source);
+      expr = compileCel(source);
     } catch (e) {
-      throw healthCheckError(check.name, `cel: ${firstLine(e)}`, undefined, e);
-    }
-    const estimate = estimateCost(expr.ast, ASSUMED_DATA_SIZES);
-    if (estimate > CEL_COST_LIMIT) {
-      throw healthCheckError(
-        check.name,
-        `cel: estimated cost ${estimate.toPrecision(3)} exceeds the limit of ${CEL_COST_LIMIT} (comprehensions multiply; lists read from the object are assumed to hold ${ASSUMED_DATA_SIZES.list} elements)`,
-        HealthCode.HealthCheckLimit,
-      );
+      const limit = e instanceof CelCompileError && e.refusal === 'limit';
+      throw healthCheckError(check.name, `cel: ${e instanceof Error ? e.message : String(e)}`, limit ? HealthCode.HealthCheckLimit : undefined, e);
     }
     return (obj) => {
-      const sizes = sizesOf(obj);
-      if (!sizes) return { ok: false, message: `cel ${show(source)}: not evaluated: ${TOO_DEEP}` };
-      const cost = estimateCost(expr.ast, sizes);
-      if (cost > CEL_COST_LIMIT) {
-        return {
-          ok: false,
-          message: `cel ${show(source)}: not evaluated: its cost on this object (${cost.toPrecision(3)}) exceeds the limit of ${CEL_COST_LIMIT}`,
-        };
-      }
-      try {
-        const v = expr({ self: obj });
-        if (v === true) return { ok: true };
-        if (v === false) return { ok: false, message: `cel ${show(source)} is false` };
-        return { ok: false, message: `cel ${show(source)} does not yield a bool` };
-      } catch (e) {
-        // a field the object does not have yet (status not written) fails the check, it is not an
-        // error; the library's message may quote values of the object, so only its code is kept
-        return { ok: false, message: `cel ${show(source)}: ${celErrorCode(e)}` };
-      }
+      const r = expr.run({ self: obj }, sizesOf(obj));
+      if (!r.ok) return { ok: false, message: `cel ${shown(source)}: ${r.why}` };
+      if (r.value === true) return { ok: true };
+      if (r.value === false) return { ok: false, message: `cel ${shown(source)} is false` };
+      return { ok: false, message: `cel ${shown(source)} does not yield a bool` };
     };
   }
   throw healthCheckError(check.name, 'set exactly one of condition, jsonPath or cel');
 }
 
-/** the CEL library's error code ("no such key"), never its message, which may quote values of the object */
-export function celErrorCode(e: unknown): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[a-z_]+$/.test(code) ? code.replaceAll('_', ' ') : 'evaluation error';
-}
+export { celErrorCode } from './cel-expr.ts';
 
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0]!.trim();

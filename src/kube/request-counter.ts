@@ -19,6 +19,8 @@ export interface RequestEvent {
   durationMs: number;
   /** the impersonated user, if any */
   impersonate: string | undefined;
+  /** no response because the caller aborted the request (not a transport failure) */
+  aborted?: true;
 }
 
 export type RequestHook = (event: RequestEvent) => void;

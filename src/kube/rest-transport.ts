@@ -21,6 +21,10 @@ export interface TransportOptions {
   userAgent?: string;
   /** share counts between clients, e.g. between a client and its impersonating children */
   counter?: RequestCounter;
+  /** time to establish a connection, TLS included (default 10s, undici's) */
+  connectTimeoutMs?: number;
+  /** the name lookup of every connection (remote clusters: target-guard.ts guardedLookup) */
+  lookup?: (hostname: string, options: object, callback: (err: NodeJS.ErrnoException | null, address: string | object[], family?: number) => void) => void;
 }
 
 export interface RawRequest {
@@ -64,6 +68,8 @@ export class RestTransport {
       ...(cfg.key ? { key: cfg.key } : {}),
       ...(cfg.tlsServerName ? { servername: cfg.tlsServerName } : {}),
       rejectUnauthorized: !cfg.insecureSkipTLSVerify,
+      ...(opts.connectTimeoutMs !== undefined ? { timeout: opts.connectTimeoutMs } : {}),
+      ...(opts.lookup ? { lookup: opts.lookup } : {}),
     };
     // HTTP/1.1 only: each watch gets its own connection, so a dead connection takes down one
     // watch, not every stream multiplexed on it, and connection bounds stay explicit.
@@ -166,6 +172,7 @@ export class RestTransport {
       statusCode,
       durationMs: performance.now() - started,
       impersonate: req.impersonate,
+      ...(statusCode === undefined && req.signal?.aborted ? { aborted: true } : {}),
     });
   }
 

@@ -10,6 +10,10 @@ import { HoistError } from '../util/errors.ts';
 export const ProcessCode = {
   ChartAmbiguous: 'chart-ambiguous',
   ChartNotFound: 'chart-not-found',
+  /** a SOPS-encrypted file sops would refuse: a value that does not decrypt, an unsupported key setup */
+  DecryptFailed: 'decrypt-failed',
+  /** a SOPS-encrypted file without spec.decryption, or none of its age identities opens the data key */
+  DecryptionKeyMissing: 'decryption-key-missing',
   DuplicateObject: 'duplicate-object',
   HelmFailed: 'helm-failed',
   HelmTimeout: 'helm-timeout',
@@ -19,10 +23,14 @@ export const ProcessCode = {
   InvalidConfig: 'invalid-config',
   InvalidKustomization: 'invalid-kustomization',
   InvalidObject: 'invalid-object',
+  /** spec.postBuild: a variable whose name Flux refuses */
+  InvalidVariableName: 'invalid-variable-name',
   KustomizationNotFound: 'kustomization-not-found',
   KustomizeFailed: 'kustomize-failed',
   KustomizeTimeout: 'kustomize-timeout',
   KustomizeUnavailable: 'kustomize-unavailable',
+  /** a SOPS-encrypted file whose MAC does not match its values: changed after it was encrypted */
+  MacMismatch: 'mac-mismatch',
   MissingDependency: 'missing-dependency',
   NotARegularFile: 'not-a-regular-file',
   NotFound: 'not-found',
@@ -32,6 +40,10 @@ export const ProcessCode = {
   RemoteBase: 'remote-base',
   RevisionTooLarge: 'revision-too-large',
   SpecialFile: 'special-file',
+  /** spec.postBuild: a `${…}` that does not parse, or an object that is no longer one after substitution */
+  SubstitutionFailed: 'substitution-failed',
+  /** spec.postBuild: over the size or work limit of a substitution */
+  SubstitutionBudget: 'substitution-budget',
   SymlinkEscape: 'symlink-escape',
   TemplateError: 'template-error',
   TooLarge: 'too-large',
@@ -40,6 +52,8 @@ export const ProcessCode = {
   UnsupportedInstallMode: 'unsupported-install-mode',
   UnsupportedKustomization: 'unsupported-kustomization',
   ValuesSchema: 'values-schema',
+  /** spec.postBuild: `${var}` (or `${var:?message}`) with no such variable */
+  VariableNotSet: 'variable-not-set',
   YamlAliasBudget: 'yaml-alias-budget',
 } as const;
 export type ProcessCode = (typeof ProcessCode)[keyof typeof ProcessCode];

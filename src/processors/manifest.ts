@@ -101,7 +101,7 @@ function flatten(value: JsonObject, subject: string, file: string, line: number,
 }
 
 /** Why a value is not an applicable object, or undefined when it is one. */
-function objectShapeProblem(value: JsonObject): string | undefined {
+export function objectShapeProblem(value: JsonObject): string | undefined {
   const apiVersion = value['apiVersion'];
   const kind = value['kind'];
   const metadata = value['metadata'];

@@ -20,6 +20,7 @@ import { combineProcessErrors } from './errors.ts';
 import { duplicateErrors, readManifest } from './manifest.ts';
 import type { SourcedObject } from './manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from './processor.ts';
+import { bundleDecryptor } from './sops/decryptor.ts';
 import { yamlBudget } from './yaml/budget.ts';
 
 const MANIFEST_FILE = /\.(ya?ml|json)$/i;
@@ -71,17 +72,23 @@ export async function listManifestFiles(tree: string | ContentTree): Promise<Lis
 
 /**
  * Reads and validates every object under the tree. All problems (bad documents, objects without
- * apiVersion/kind/name, duplicates, links out of the tree, files over the caps) are reported
- * together in one terminal HoistError.
+ * apiVersion/kind/name, duplicates, links out of the tree, files over the caps, SOPS-encrypted
+ * files that cannot be decrypted) are reported together in one terminal HoistError. A
+ * SOPS-encrypted file is decrypted with ctx.decryption in memory and read as `sops -d` prints it.
  */
-export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'installNamespace'>, limits: Partial<TreeLimits> = {}): Promise<ProcessResult> {
+export async function renderPlain(
+  tree: string,
+  ctx: Pick<ProcessContext, 'installNamespace' | 'decryption'>,
+  limits: Partial<TreeLimits> = {},
+): Promise<ProcessResult> {
   const bundle = openBundle(tree, WHO, limits);
   const { files, warnings, errors } = await listManifestFiles(bundle);
   const sourced: SourcedObject[] = [];
   const budget = yamlBudget();
+  const sops = bundleDecryptor(ctx.decryption, budget);
   for (const file of files) {
     try {
-      const text = await bundle.readText(file.path);
+      const text = await sops.manifestText(await bundle.readText(file.path), file.path);
       const read = await readManifest(text, file.path, budget);
       sourced.push(...read.objects);
       warnings.push(...read.warnings);
@@ -97,7 +104,7 @@ export async function renderPlain(tree: string, ctx: Pick<ProcessContext, 'insta
   const failure = combineProcessErrors(errors);
   if (failure) throw failure;
   if (sourced.length === 0) warnings.push('no objects found: the tree has no *.yaml, *.yml or *.json manifests');
-  return { objects: sourced.map((s) => s.object), warnings };
+  return { objects: sourced.map((s) => s.object), warnings, ...(sops.sensitive.size ? { sensitive: [...sops.sensitive] } : {}) };
 }
 
 export const plainProcessor: Processor = {

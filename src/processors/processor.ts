@@ -4,6 +4,7 @@
  */
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../kube/types.ts';
+import type { DecryptionKeys } from './sops/age-keys.ts';
 
 export interface ProcessContext {
   installNamespace?: string;
@@ -18,6 +19,12 @@ export interface ProcessContext {
    * goes into a message, a warning or a log.
    */
   helmValuesFrom?: readonly ValuesFromText[];
+  /**
+   * spec.decryption's age identities as read from the cluster: SOPS-encrypted manifests (plain,
+   * kustomize) and values files (helm) are decrypted with them, in memory (sops/). Absent, an
+   * encrypted file is an error. The identities never go into a message, a warning or a log.
+   */
+  decryption?: DecryptionKeys;
 }
 
 /** the text of one config.helm.valuesFrom entry */
@@ -34,6 +41,11 @@ export interface ValuesFromText {
 export interface ProcessResult {
   objects: KubeObject[];
   warnings: string[];
+  /**
+   * The texts of the values decrypted from SOPS-encrypted files: whoever prints objects or
+   * messages about them (hoist render/diff, conditions) blanks these out. Only in memory.
+   */
+  sensitive?: string[];
 }
 
 export interface Processor {

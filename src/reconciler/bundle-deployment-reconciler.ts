@@ -6,6 +6,7 @@
  * with server-side apply, and status is recomputed from what is stored and observed.
  */
 import {
+  ANNOTATION_ABANDON_TARGET,
   ANNOTATION_REQUESTED_AT,
   ANNOTATION_REVISION,
   LABEL_OWNER_NAME,
@@ -22,7 +23,7 @@ import { isConflict } from '../kube/api-error.ts';
 import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
 import { asHoistError, CancelledError } from '../util/errors.ts';
-import { ReconcileCode } from './errors.ts';
+import { ReconcileCode, reconcileError } from './errors.ts';
 import { getCondition, setCondition } from './conditions.ts';
 import { ContentInUse } from './content-use.ts';
 import { labelledNamesakes, lineageWinner } from './lineage.ts';
@@ -38,10 +39,18 @@ import { resolveSources } from './pipeline/resolve.ts';
 import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
 import { RevisionObjects } from './revision-objects.ts';
+import { transitionsOf } from '../notify/transitions.ts';
 import { decideStatusWrite } from './status-writes.ts';
+import { redactConditions, redactingEvents } from './redaction.ts';
+import { redact } from '../util/redact.ts';
+import { abandonsTarget, enterTarget, reportUnreachable, withTarget } from './pipeline/target.ts';
+import { RemoteTarget, unreachable, type Target } from './targets.ts';
 import { DEFAULT_RECONCILE_TIMEOUT_MS, ReconcileBudget } from './reconcile-budget.ts';
 
 export type { ReconcilerDeps } from './pipeline/context.ts';
+
+/** a remote BD whose cluster's reconcile slots are all taken looks again this soon (no request meanwhile) */
+const TARGET_BUSY_REQUEUE_MS = 1_000;
 
 /** the labels and annotations every apply adds to each object (src/apply/plan.ts) */
 const HOIST_METADATA = { labels: [LABEL_OWNER_NAME, LABEL_LINEAGE], annotations: [ANNOTATION_REVISION] };
@@ -56,6 +65,8 @@ export class BundleDeploymentReconciler {
   private readonly statusWrites = new Map<string, number>();
   /** per BD: the over-long requested-at value already refused (one Event each) */
   private readonly refusedRequests = new Map<string, string>();
+  /** per BD being deleted: since when its unreachable remote cluster blocks the uninstall (one Event per outage) */
+  private readonly blockedUninstalls = new Map<string, number>();
   private readonly ctx: StepContext;
   private readonly now: () => Date;
 
@@ -63,8 +74,13 @@ export class BundleDeploymentReconciler {
     const clock = d.clock ?? systemClock;
     this.now = () => new Date(clock.now());
     // a revision's installNamespace is one of its render inputs, so the BD's is the one it was rendered with
-    const place = (name: string, objects: KubeObject[]) => placeUnplaced(objects, d.getBundleDeployment(name)?.spec.installNamespace, d.client.discovery);
-    this.ctx = { d, objects: new RevisionObjects(d.revisions, place), pendingRotations: new Map() };
+    // a remote BD's kinds are its cluster's: their scope is that cluster's discovery's
+    const place = (name: string, objects: KubeObject[]) =>
+      placeUnplaced(objects, d.getBundleDeployment(name)?.spec.installNamespace, (d.targets?.current(name).client ?? d.client).discovery);
+    const redactions = new Map<string, readonly string[]>();
+    // decrypted values never reach an Event (nor its log line) of the BD they were decrypted for
+    const events = redactingEvents(d.events, (bd) => redactions.get(bd));
+    this.ctx = { d: { ...d, events }, objects: new RevisionObjects(d.revisions, place), pendingRotations: new Map(), redactions };
   }
 
   async reconcile(name: string, signal?: AbortSignal): Promise<ReconcileResult> {
@@ -86,13 +102,34 @@ export class BundleDeploymentReconciler {
     const finalizing = bd.metadata.finalizers?.includes(FINALIZER) ? undefined : this.addFinalizer(bd);
     finalizing?.catch(() => {}); // awaited below
 
+    // a remote cluster's reconciles are bounded (targets.ts): one that hangs holds a few workers, not all
+    const remote = this.d.targets?.current(name);
+    if (remote instanceof RemoteTarget && !remote.tryEnter()) return { requeueAfter: TARGET_BUSY_REQUEUE_MS };
+    try {
+      return await this.reconcileOn(bd, name, finalizing, signal);
+    } finally {
+      if (remote instanceof RemoteTarget) remote.leave();
+    }
+  }
+
+  private async reconcileOn(
+    bd: BundleDeployment,
+    name: string,
+    finalizing: Promise<void> | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult> {
     const started = Date.now();
     const budget = new ReconcileBudget(this.d.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS, this.d.budgetClock ?? this.d.clock ?? systemClock, signal);
     const s = newState(bd, this.now, budget.signal);
     s.request = this.requestOf(bd);
     let cancelled = false;
+    const on: { target?: Target | undefined } = {};
     try {
-      await this.pipeline(s, finalizing, budget);
+      await this.pipeline(s, finalizing, budget, on).catch((e: unknown) => {
+        // the target cluster stopped answering during the reconcile: that is what the status says
+        if (!this.wentDown(s, on.target)) throw e;
+      });
+      this.wentDown(s, on.target);
       // handled: what it asked for was done, and this status says how it came out
       if (s.request !== undefined) s.status.lastHandledRequest = s.request;
     } catch (e) {
@@ -111,7 +148,7 @@ export class BundleDeploymentReconciler {
         throw e;
       }
       const err = asHoistError(e, { stage: 'observe', code: ReconcileCode.Internal, terminal: false });
-      this.d.log.error({ bd: name, stage: err.stage, err: err.message }, 'reconcile failed');
+      this.d.log.error({ bd: name, stage: err.stage, err: redact(err.message, this.ctx.redactions.get(name) ?? []) }, 'reconcile failed');
       throw err;
     } finally {
       budget.dispose();
@@ -134,9 +171,25 @@ export class BundleDeploymentReconciler {
     return s.result;
   }
 
+  /** true (and the status says so) when the reconcile's remote target is down */
+  private wentDown(s: ReconcileState, target: Target | undefined): boolean {
+    if (!(target instanceof RemoteTarget) || !target.down) return false;
+    reportUnreachable(s, target);
+    return true;
+  }
+
   /** the steps, in order; each returns early by returning from here */
-  private async pipeline(s: ReconcileState, finalizing: Promise<void> | undefined, budget: ReconcileBudget): Promise<void> {
-    const ctx = this.ctx;
+  private async pipeline(
+    s: ReconcileState,
+    finalizing: Promise<void> | undefined,
+    budget: ReconcileBudget,
+    on: { target?: Target | undefined },
+  ): Promise<void> {
+    // which cluster: the rest of the steps work on it (a remote BD's applier, watches, identities)
+    const entered = await enterTarget(this.ctx, s);
+    if (!entered) return;
+    on.target = entered.target;
+    const ctx = entered.ctx;
     const lineage = lineageOf(s.bd);
     const namesakes = labelledNamesakes(s.bd, this.d.lineageMembers(lineage));
     const winner = namesakes.length > 0 ? undefined : lineageWinner(s.bd, this.d.lineageMembers(lineage));
@@ -216,10 +269,14 @@ export class BundleDeploymentReconciler {
     this.ownWrites.forget(name);
     this.statusWrites.delete(name);
     this.refusedRequests.delete(name);
+    this.blockedUninstalls.delete(name);
     this.ctx.objects.forget(name);
     this.ctx.pendingRotations.delete(name);
+    this.ctx.redactions.delete(name);
     this.contentUse.forget(name);
+    this.d.notices?.forget(name);
     this.d.applier.forget(name);
+    this.d.targets?.release(name);
   }
 
   /**
@@ -253,10 +310,51 @@ export class BundleDeploymentReconciler {
       await this.waitForDependents(bd, dependents);
       return {};
     }
-    await finalize(this.ctx, bd, signal);
+    const on = await this.uninstallContext(bd, signal);
+    // an unreachable remote cluster: looked at again at its next probe (one Event per outage), not in a tight backoff
+    if (!('d' in on)) return on;
+    await finalize(on, bd, signal);
     this.forget(name);
     if (bd.metadata.uid) this.finalized.set(name, bd.metadata.uid);
     return {};
+  }
+
+  /**
+   * The context to uninstall bd in: its target cluster's. A remote one that cannot be reached (or
+   * whose kubeconfig cannot be read) blocks the uninstall, retried with backoff, unless the BD
+   * carries core.rukpak.io/abandon-target: "true" (finalize then leaves its objects there).
+   */
+  private async uninstallContext(bd: BundleDeployment, signal: AbortSignal | undefined): Promise<StepContext | ReconcileResult> {
+    const targets = this.d.targets;
+    // nothing installed (e.g. its kubeconfig was refused): nothing to uninstall there, no target needed
+    const installed = bd.status?.activeRevision !== undefined || bd.status?.transition !== undefined;
+    if (!targets || !bd.spec.kubeConfig || abandonsTarget(bd) || !installed) return this.ctx;
+    const blocked = (why: string): never => {
+      const message = `uninstall from the remote cluster cannot run: ${why}; the finalizer stays and it is retried. If that cluster is gone for good, annotate the BundleDeployment ${ANNOTATION_ABANDON_TARGET}=true to leave its objects there and let it go`;
+      this.d.log.warn({ bd: bd.metadata.name, err: why }, 'uninstall blocked: target cluster');
+      this.d.events.event(bd, 'Warning', 'UninstallFailed', message);
+      throw reconcileError(message, ReconcileCode.UninstallFailed, { stage: 'apply', subject: `BundleDeployment ${bd.metadata.name}`, terminal: false });
+    };
+    const target = await targets
+      .for(bd, signal)
+      .catch((e: unknown) => blocked(asHoistError(e, { stage: 'resolve', code: ReconcileCode.Unknown, terminal: false }).describe()));
+    if (target instanceof RemoteTarget && !(await target.reachable())) {
+      const since = target.down?.since;
+      if (since !== undefined && this.blockedUninstalls.get(bd.metadata.name) !== since) {
+        this.blockedUninstalls.set(bd.metadata.name, since);
+        const why = unreachable(target.cluster, target.down?.error ?? 'no response').message;
+        this.d.log.warn({ bd: bd.metadata.name, err: why }, 'uninstall blocked: target cluster');
+        this.d.events.event(
+          bd,
+          'Warning',
+          'UninstallFailed',
+          `uninstall from the remote cluster cannot run: ${why}; the finalizer stays and it is retried. If that cluster is gone for good, annotate the BundleDeployment ${ANNOTATION_ABANDON_TARGET}=true to leave its objects there and let it go`,
+        );
+      }
+      return { requeueAfter: target.retryInMs() };
+    }
+    this.blockedUninstalls.delete(bd.metadata.name);
+    return withTarget(this.ctx, target);
   }
 
   private async addFinalizer(bd: BundleDeployment): Promise<void> {
@@ -292,6 +390,9 @@ export class BundleDeploymentReconciler {
   private async writeStatus(bd: BundleDeployment, s: ReconcileState): Promise<void> {
     const name = bd.metadata.name;
     const clean = JSON.parse(JSON.stringify(s.status)) as BundleDeploymentStatus;
+    // no decrypted value in a condition, whoever's message quotes it (redaction.ts)
+    const conditions = redactConditions(clean.conditions, this.ctx.redactions.get(name));
+    if (conditions) clean.conditions = conditions;
     const decision = decideStatusWrite({ next: clean, current: bd.status, lastWriteAt: this.statusWrites.get(name), now: this.now().getTime() });
     if (decision.kind === 'unchanged') return;
     if (decision.kind === 'defer') {
@@ -302,6 +403,24 @@ export class BundleDeploymentReconciler {
     }
     this.statusWrites.set(name, this.now().getTime());
     await this.ownWrites.write(name, bd.metadata.resourceVersion, () => this.d.client.updateStatus({ ...bd, status: clean }));
+    this.notify(bd, clean, s);
+  }
+
+  /** the transitions this written status made, to the notifications (off the reconcile path) */
+  private notify(bd: BundleDeployment, written: BundleDeploymentStatus, s: ReconcileState): void {
+    if (!this.d.notices) return;
+    try {
+      const meta = {
+        name: bd.metadata.name,
+        uid: bd.metadata.uid,
+        labels: bd.metadata.labels,
+        installNamespace: bd.spec.installNamespace,
+        sources: bd.spec.sources,
+      };
+      this.d.notices.record(transitionsOf(meta, bd.status, written, s.facts, this.now()));
+    } catch (e) {
+      this.d.log.warn({ bd: bd.metadata.name, err: e instanceof Error ? e.message : String(e) }, 'transitions not recorded');
+    }
   }
 
   /** one info line per reconcile outcome (STYLE: duration, revision, digest, changes, next requeue) */

@@ -9,9 +9,20 @@ import type { Condition, ConditionType } from '../../api/v1alpha2/types.ts';
 export const REASONS = {
   Resolved: ['Resolved', 'ResolveFailed', 'VerificationFailed'],
   Unpacked: ['Unpacked', 'FetchFailed', 'ProcessFailed', 'Pending'],
-  Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending'],
+  Installed: ['Installed', 'Drifted', 'ApplyFailed', 'ConflictingOwner', 'UnsafeCRDUpgrade', 'Conflict', 'Pending', 'TargetUnreachable'],
   Healthy: ['Healthy', 'Unhealthy', 'Progressing', 'Unknown'],
-  Progressing: ['Succeeded', 'RollingOut', 'Retrying', 'RolledBack', 'Blocked', 'Paused', 'Conflict', 'DependencyNotReady', 'WaitingForDependents'],
+  Progressing: [
+    'Succeeded',
+    'RollingOut',
+    'Retrying',
+    'RolledBack',
+    'Blocked',
+    'Paused',
+    'Conflict',
+    'DependencyNotReady',
+    'WaitingForDependents',
+    'TargetUnreachable',
+  ],
   Paused: ['Paused', 'Reconciling'],
 } as const satisfies Record<ConditionType, readonly string[]>;
 

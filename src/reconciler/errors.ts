@@ -14,9 +14,14 @@ export const ReconcileCode = {
   CaNotFound: 'ca-not-found',
   ConfigMapForbidden: 'configmap-forbidden',
   ConfigMapNotFound: 'configmap-not-found',
+  /** spec.decryption's Secret holds no age identity, or an entry that is not one */
+  DecryptionKeysInvalid: 'decryption-keys-invalid',
   DeleteFailed: 'delete-failed',
   HookFailed: 'hook-failed',
   Internal: 'internal',
+  /** spec.kubeConfig: the Secret's kubeconfig is refused (exec plugin, file path, insecure TLS, ...) */
+  KubeconfigRefused: 'kubeconfig-refused',
+  KubeconfigKeyMissing: 'kubeconfig-key-missing',
   NoServiceAccountNamespace: 'no-service-account-namespace',
   /** an object of a new revision failed (kstatus Failed: Stalled, crash loop, unschedulable, Job failed, …) before it was ever healthy */
   ObjectFailed: 'object-failed',
@@ -28,6 +33,12 @@ export const ReconcileCode = {
   RollbackFailed: 'rollback-failed',
   SecretForbidden: 'secret-forbidden',
   SecretNotFound: 'secret-not-found',
+  /** spec.kubeConfig: the server is the management API server or a link-local/metadata address (--allow-restricted-targets) */
+  TargetRestricted: 'target-restricted',
+  /** spec.kubeConfig: the remote cluster's API server did not answer */
+  TargetUnreachable: 'target-unreachable',
+  /** spec.kubeConfig changed after something was installed: it would be orphaned in the old cluster */
+  TargetChanged: 'target-changed',
   UninstallFailed: 'uninstall-failed',
   Unknown: 'unknown',
   ValuesKeyMissing: 'values-key-missing',

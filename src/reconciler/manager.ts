@@ -19,10 +19,16 @@ import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deploy
 import { CrdWatch } from './watches/crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
-import { ManagedObjects } from './watches/managed-objects.ts';
-import { hoistMetrics, type HoistMetrics } from './metrics.ts';
+import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
+import { hoistMetrics, targetMetrics, type HoistMetrics } from './metrics.ts';
+import { LOCAL_TARGET_KEY, Targets } from './targets.ts';
+import { kubeConfigSecretOf } from './inputs/kubeconfig.ts';
+import { managementServer, type ManagementServer } from '../kube/target-guard.ts';
+import type { HealthRules } from '../health/rules/rule-set.ts';
 import { SecretWatch } from './watches/secret-watch.ts';
 import { valuesFromObjects } from './inputs/values-from.ts';
+import { substituteFromObjects } from './inputs/post-build.ts';
+import { decryptionSecretKey } from './inputs/decryption-keys.ts';
 import { PushNotices } from './push-notices.ts';
 import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
 
@@ -58,8 +64,20 @@ export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 
   reconcileTimeoutMs?: number;
   /** the clock of the reconcile budget's timer (default: clock); tests fire the budget alone */
   budgetClock?: Clock;
+  /** the management cluster's API server URL: remote targets may not be it (spec.kubeConfig; default: none checked) */
+  managementServer?: string;
+  /** hoist run --allow-restricted-targets: remote servers may be the management API server or link-local/metadata addresses */
+  allowRestrictedTargets?: boolean;
+  /** concurrent reconciles per remote target cluster (default 4) */
+  targetConcurrency?: number;
+  /** User-Agent of remote clusters' clients too */
+  userAgent?: string;
   /** the time of requeues, backoff, progressDeadline, hook deadlines and health-check timing (default: the system clock) */
   clock?: Clock;
+  /** transition records of written statuses go here (src/notify) */
+  notices?: ReconcilerDeps['notices'];
+  /** the health rules in force, for the local and every remote target's watches (hoist run --health-rules ahead of the shipped library; default: the library) */
+  healthRules?: HealthRules;
 }
 
 /** what one garbage collection did; `skipped` says why it removed nothing */
@@ -77,6 +95,8 @@ export class BundleDeploymentManager {
   readonly reconciler: BundleDeploymentReconciler;
   private readonly bds: Informer<BundleDeployment & KubeObject>;
   private readonly managed: ManagedObjects;
+  /** the clusters BDs install into: local, or remote by spec.kubeConfig */
+  readonly targets: Targets;
   /** re-queues BDs that skipped optional objects when a CRD becomes Established */
   private readonly crds: CrdWatch;
   private gcTimer: NodeJS.Timeout | undefined;
@@ -104,9 +124,11 @@ export class BundleDeploymentManager {
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
-    this.managed = new ManagedObjects(
-      opts.client,
+    // one handler for the watches of every cluster; a remote target's (`target`) reports only its own BDs' objects
+    const onObjectEvent =
+      (target?: string): OwnerEvent =>
       (owner, why, version, metadata) => {
+        if (target !== undefined && this.targets.current(owner).key !== target) return;
         // every shard watches every managed object; one whose BD is not in this process's
         // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
         if (!this.bds.getByName(owner)) return;
@@ -125,11 +147,17 @@ export class BundleDeploymentManager {
           return;
         }
         this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
+      };
+    this.managed = new ManagedObjects(opts.client, onObjectEvent(), log, opts.clock, opts.healthRules);
+    this.secrets = new SecretWatch(
+      opts.client,
+      (bd, secret) => {
+        // a rotated kubeconfig Secret: read again at the BD's next reconcile (a new client when it changed)
+        this.targets.rotated(bd, secret);
+        this.controller.enqueue(bd);
       },
       log,
-      opts.clock,
     );
-    this.secrets = new SecretWatch(opts.client, (bd) => this.controller.enqueue(bd), log);
     this.pushes = new PushNotices(
       () => this.bds.list(),
       (bd) => this.controller.enqueue(bd),
@@ -141,8 +169,36 @@ export class BundleDeploymentManager {
       concurrency: opts.applyConcurrency ?? 8,
       overrideManagers: [...overrideManagers],
     });
+    const identities = new Identities(opts.client, opts.defaultServiceAccount);
+    let management: Promise<ManagementServer | undefined> | undefined;
+    this.targets = new Targets({
+      local: { key: LOCAL_TARGET_KEY, cluster: undefined, client: opts.client, identities, applier, managed: this.managed },
+      management: identities,
+      log,
+      onObjectEvent,
+      requeue: (bds) => {
+        for (const bd of bds) this.controller.enqueue(bd, OBJECT_CHANGE_PRIORITY);
+      },
+      managementServer: () =>
+        (management ??= opts.managementServer ? managementServer(opts.managementServer).catch(() => undefined) : Promise.resolve(undefined)),
+      ...(opts.allowRestrictedTargets ? { allowRestricted: true } : {}),
+      ...(opts.targetConcurrency !== undefined ? { concurrency: opts.targetConcurrency } : {}),
+      applyConcurrency: opts.applyConcurrency ?? 8,
+      overrideManagers: [...overrideManagers],
+      ...(opts.defaultServiceAccount ? { defaultServiceAccount: opts.defaultServiceAccount } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
+      ...(opts.healthRules ? { healthRules: opts.healthRules } : {}),
+    });
+    if (opts.registry)
+      targetMetrics(
+        opts.registry,
+        () => this.bds.list(),
+        () => this.targets.remoteTargets().map((t) => ({ cluster: t.cluster, reachable: !t.down })),
+      );
     this.reconciler = new BundleDeploymentReconciler({
       client: opts.client,
+      targets: this.targets,
       log,
       controllerNamespace: opts.controllerNamespace,
       store: opts.store,
@@ -153,7 +209,7 @@ export class BundleDeploymentManager {
       renders: new Semaphore(opts.maxConcurrentRenders ?? 4),
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
-      identities: new Identities(opts.client, opts.defaultServiceAccount),
+      identities,
       revisions: new RevisionStore(
         opts.client,
         opts.controllerNamespace,
@@ -170,6 +226,7 @@ export class BundleDeploymentManager {
       dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name),
       ...(opts.registry ? { metrics: (this.metrics = hoistMetrics(opts.registry, () => this.bds.list())) } : {}),
       pushes: this.pushes,
+      ...(opts.notices ? { notices: opts.notices } : {}),
       clock: opts.clock,
       secrets: {
         takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]),
@@ -319,6 +376,7 @@ export class BundleDeploymentManager {
     await this.secrets.stop();
     await this.configMaps.stop();
     await this.revisionIndex.stop();
+    await this.targets.stop();
     await this.gcRunning;
   }
 
@@ -327,11 +385,13 @@ export class BundleDeploymentManager {
       ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
       // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
       valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+      // and so does a changed postBuild.substituteFrom object
+      substituteFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
+      // so does a changed spec.decryption Secret (new keys: rendered again)
+      { secrets: [decryptionSecretKey(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount)].flatMap((k) => k ?? []), configMaps: [] },
     ];
-    this.secrets.track(
-      bd.metadata.name,
-      refs.flatMap((r) => r.secrets),
-    );
+    const kubeconfig = kubeConfigSecretOf(bd);
+    this.secrets.track(bd.metadata.name, [...refs.flatMap((r) => r.secrets), ...(kubeconfig ? [kubeconfig] : [])]);
     this.configMaps.track(
       bd.metadata.name,
       refs.flatMap((r) => r.configMaps),

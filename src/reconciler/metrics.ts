@@ -134,3 +134,40 @@ export function recordStages(m: HoistMetrics | undefined, timings: Readonly<Reco
   if (!m) return;
   for (const [stage, ms] of Object.entries(timings)) m.stageDuration.observe({ stage }, ms / 1000);
 }
+
+/**
+ * Per target cluster (spec.kubeConfig; "local" for the management cluster): BundleDeployments by
+ * condition, status and reason, and whether each remote cluster answers. Read at scrape time, so
+ * a target costs a handful of series. Registered once per registry.
+ */
+export function targetMetrics(
+  registry: Registry,
+  bundleDeployments: () => readonly BundleDeployment[],
+  remotes: () => readonly { cluster: string; reachable: boolean }[],
+): void {
+  if (registry.getSingleMetric('hoist_target_reachable')) return;
+  const registers = [registry];
+  new Gauge({
+    name: 'hoist_target_bundledeployments',
+    help: 'BundleDeployments by target cluster (the remote API server host, or local), condition type, status and reason',
+    labelNames: ['target', 'condition', 'status', 'reason'],
+    registers,
+    collect() {
+      this.reset();
+      for (const bd of bundleDeployments()) {
+        const target = bd.status?.target?.cluster ?? (bd.spec.kubeConfig ? 'unknown' : 'local');
+        for (const c of bd.status?.conditions ?? []) this.inc({ target, condition: c.type, status: c.status, reason: c.reason });
+      }
+    },
+  });
+  new Gauge({
+    name: 'hoist_target_reachable',
+    help: "1 while a remote target cluster's API server answers, 0 while it does not (one series per open remote target)",
+    labelNames: ['target'],
+    registers,
+    collect() {
+      this.reset();
+      for (const r of remotes()) this.set({ target: r.cluster }, r.reachable ? 1 : 0);
+    },
+  });
+}

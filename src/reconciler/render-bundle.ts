@@ -14,11 +14,14 @@ import type { ContentStore } from '../cache/content-store.ts';
 import type { Discovery, KubeObject } from '../kube/types.ts';
 import { contentDigest } from '../processors/content-digest.ts';
 import type { Processor, ValuesFromText } from '../processors/processor.ts';
+import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
 import { composeTree } from '../sources/compose-tree.ts';
+import { substituteObjects } from '../processors/post-build/substitute.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
+import type { PostBuildInput } from './inputs/post-build.ts';
 
 export interface RenderBundleDeps {
   store: ContentStore;
@@ -51,6 +54,10 @@ export interface RenderBundleInput {
   credentials(index: number): Promise<Credentials | undefined>;
   /** config.helm.valuesFrom as read from the cluster (inputs/values-from.ts), for the helm processor */
   helmValuesFrom?: readonly ValuesFromText[];
+  /** spec.postBuild with its substituteFrom read (inputs/post-build.ts): substituted after the processor */
+  postBuild?: PostBuildInput | undefined;
+  /** spec.decryption's age identities as read from the cluster (inputs/decryption-keys.ts) */
+  decryption?: DecryptionKeys | undefined;
   /** the CA of spec.sources[i] (caSecretRef / caConfigMapRef), when it names one */
   ca?(index: number): Promise<SourceCA | undefined>;
   signal?: AbortSignal | undefined;
@@ -66,6 +73,8 @@ export interface RenderedBundle {
   /** the objects as they are applied: namespaced kinds in their namespace, cluster-scoped without */
   objects: KubeObject[];
   warnings: string[];
+  /** the texts of values decrypted from SOPS-encrypted files: kept out of what is printed (memory only) */
+  sensitive?: string[];
 }
 
 export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleInput): Promise<RenderedBundle> {
@@ -108,15 +117,32 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
           ...(apiVersions ? { apiVersions } : {}),
           ...(kubeVersion ? { kubeVersion } : {}),
           ...(input.helmValuesFrom?.length ? { helmValuesFrom: input.helmValuesFrom } : {}),
+          ...(input.decryption ? { decryption: input.decryption } : {}),
         })
         .catch((e: unknown) => {
           throw namedForProcessor(e, spec.format);
-        }),
+        })
+        // Flux's post-build substitution: per object, after the build, before the digest
+        .then(async (r) =>
+          input.postBuild
+            ? {
+                ...r,
+                objects: await substituteObjects(r.objects, {
+                  variables: input.postBuild.variables,
+                  strategy: input.postBuild.strategy,
+                  installNamespace: spec.installNamespace,
+                  sensitive: r.sensitive,
+                  signal: input.signal,
+                }),
+              }
+            : r,
+        ),
     );
     return {
       contentDigest: contentDigest(out.objects),
       objects: await assignNamespaces(out.objects, spec.installNamespace, deps.scopes),
       warnings: out.warnings,
+      ...(out.sensitive?.length ? { sensitive: out.sensitive } : {}),
     };
   } finally {
     await tree.dispose();

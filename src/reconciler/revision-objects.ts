@@ -22,6 +22,8 @@ export interface Rendered {
   stored?: RevisionRecord;
   /** the compressed form, made by a fresh render (which checks the size cap): taken by the apply that stores it */
   packed?: PackedRevision;
+  /** the texts of values a fresh render decrypted (SOPS): blanked out of messages; memory only */
+  sensitive?: string[];
 }
 
 export class RevisionObjects {

@@ -17,3 +17,6 @@ export const Pool = require('undici/lib/dispatcher/pool.js') as typeof Undici.Po
 export const EnvHttpProxyAgent = require('undici/lib/dispatcher/env-http-proxy-agent.js') as typeof Undici.EnvHttpProxyAgent;
 export type Pool = Undici.Pool;
 export type EnvHttpProxyAgent = Undici.EnvHttpProxyAgent;
+/** for notifications (src/notify/sender.ts): a provider's own proxy */
+export const ProxyAgent = require('undici/lib/dispatcher/proxy-agent.js') as typeof Undici.ProxyAgent;
+export type ProxyAgent = Undici.ProxyAgent;

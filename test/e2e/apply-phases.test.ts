@@ -20,6 +20,7 @@ import type { KubeObject } from '../../src/kube/types.ts';
 import { loadRegistryV1Bundle } from '../../src/processors/registry-v1/bundle.ts';
 import { renderRegistryV1Bundle } from '../../src/processors/registry-v1/render.ts';
 import { auditEvents, auditOffset, auditRef, isCreate, showAudit } from '../support/audit.ts';
+import { standInCertManager } from '../support/cert-manager.ts';
 import { cond, isSucceeded, startTestController, type TestController } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { crdOf, untilServed } from '../support/crds.ts';
@@ -195,7 +196,8 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
     cp = await startControlPlane({ auditLog: true, workloads: true });
     own = await startTestController({ kubeconfig: cp.kubeconfigPath });
     // cert-manager's API, as OLM v1's cert-manager provider needs it (nothing issues certificates:
-    // no webhook is called by this install, and objects without a Ready condition are ready)
+    // no webhook is called by this install; the test writes the Issuer's and Certificate's Ready
+    // status as cert-manager would, which the shipped health rules wait for)
     for (const kind of ['Issuer', 'Certificate']) {
       const crd = crdOf('cert-manager.io', kind, { status: true });
       await own.client.apply(crd, { fieldManager: 'hoist-test' });
@@ -226,6 +228,7 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
 
     const deployments = await Timeline.start(own.client, [DEPLOY], { namespace: ns });
     const clusterScoped = await Timeline.start(own.client, [VWC, MWC, CRD]);
+    const certManager = standInCertManager(own.client, ns);
     try {
       const from = await auditOffset(cp.auditLogPath!);
       await own.create('webhook-operator', {
@@ -250,6 +253,7 @@ describe.runIf(isLocalControlPlane())('registry-v1: webhooks after the Deploymen
       );
       expect(refused.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code}: ${e.responseStatus?.message}`)).toEqual([]);
     } finally {
+      await certManager.stop();
       await deployments.stop();
       await clusterScoped.stop();
     }

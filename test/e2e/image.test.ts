@@ -6,6 +6,7 @@
  * writable /tmp and cache only, no capabilities. Host networking: the local API server and
  * registry listen on loopback. It installs a bundle from the local registry (TLS, its CA trusted
  * through NODE_EXTRA_CA_CERTS), serves /readyz and /metrics, and drains on SIGTERM with exit 0.
+ * Git over ssh runs in it as it is (no shell): the image's OpenSSH client fetches from a real sshd.
  * Skips, saying why, where podman cannot be set up.
  */
 import { execFile } from 'node:child_process';
@@ -31,7 +32,9 @@ import { BD_TYPE, cond, describeStatus, isDone } from '../support/controller.ts'
 import { deleteBundleDeployment } from '../support/e2e-bundles.ts';
 import { kubeconfigPath } from '../support/env.ts';
 import { buildImage, podman, podmanEnv, podmanLogs, startPodmanService, useForTestcontainers, type PodmanEnv, type PodmanService } from '../support/podman.ts';
+import { git } from '../support/git-server.ts';
 import { freePort, startRegistry, type TestRegistry } from '../support/registry.ts';
+import { generateSshKey, startSshServer } from '../support/ssh-server.ts';
 import { waitUntil } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -172,6 +175,72 @@ if ('unavailable' in engine) {
       expect(inspect.Config.Env).toContain('HOIST_KUSTOMIZE=/usr/local/bin/kustomize');
       const kustomize = await podman(env, ['run', '--rm', '--read-only', '--entrypoint', '/usr/local/bin/kustomize', image.ref, 'version']);
       expect(kustomize.trim()).toBe(toolVersions().KUSTOMIZE_VERSION);
+    });
+
+    it('fetches a git repository over ssh with what the image holds: no shell, a key with a passphrase', async () => {
+      // the git source's ssh client is a configuration file run through its `#!/usr/bin/ssh -F`
+      // line, the passphrase answered by a node script: both must work where there is no /bin/sh
+      const work = await mkdtemp(join(tmpdir(), 'hoist-image-ssh-'));
+      dirs.push(work);
+      const bare = join(work, 'repos', 'deploy.git');
+      git('/', ['init', '-q', '--bare', '-b', 'main', bare]);
+      const clone = join(work, 'clone');
+      git('/', ['init', '-q', '-b', 'main', clone]);
+      await writeFile(join(clone, 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: over-ssh\n');
+      git(clone, ['add', '.']);
+      git(clone, ['commit', '-qm', 'one']);
+      git(clone, ['push', '-q', bare, 'main']);
+      const commit = git(clone, ['rev-parse', 'HEAD']);
+      const passphrase = 'image-ssh-passphrase';
+      const key = await generateSshKey(work, 'deploy', passphrase);
+      const sshd = await startSshServer({ root: join(work, 'repos'), authorizedKeys: [key.publicKey] });
+      try {
+        const input = {
+          spec: { kind: 'git', git: { repository: sshd.url('deploy.git'), ref: { branch: 'main' } } },
+          ctx: {
+            credentials: {
+              data: { 'ssh-privatekey': key.privateKey, passphrase, known_hosts: sshd.knownHosts },
+              secret: 'ns/k',
+              hosts: [`127.0.0.1:${sshd.port}`],
+            },
+          },
+        };
+        const script = [
+          "import { readdirSync } from 'node:fs';",
+          "import { FsContentStore } from '/app/dist/src/cache/fs-content-store.js';",
+          "import { GitSource } from '/app/dist/src/sources/git/git-source.js';",
+          'const { spec, ctx } = JSON.parse(process.env.HOIST_TEST_INPUT);',
+          'const source = new GitSource();',
+          'const resolved = await source.resolve(spec, ctx);',
+          "const dir = await source.fetch(spec, resolved, new FsContentStore({ root: '/tmp/store' }), ctx);",
+          'console.log(JSON.stringify({ commit: resolved.status.commit, files: readdirSync(dir) }));',
+        ].join('\n');
+        const out = await podman(env, [
+          'run',
+          '--rm',
+          '--read-only',
+          // as the chart's emptyDir: writable by the user, files in it may be run (podman's tmpfs is noexec unless told)
+          '--tmpfs',
+          '/tmp:rw,exec,U',
+          '--network',
+          'host',
+          '--user',
+          '65532:65532',
+          '--env',
+          `HOIST_TEST_INPUT=${JSON.stringify(input)}`,
+          '--entrypoint',
+          '/usr/local/bin/node',
+          image.ref,
+          '--input-type=module',
+          '-e',
+          script,
+        ]);
+        expect(JSON.parse(out.split('\n').at(-1)!)).toEqual({ commit, files: ['cm.yaml'] });
+        // the ref advertisement and the fetch, both through the image's ssh
+        expect(await sshd.commands()).toEqual(["git-upload-pack '/deploy.git'", "git-upload-pack '/deploy.git'"]);
+      } finally {
+        await sshd.close();
+      }
     });
 
     it(

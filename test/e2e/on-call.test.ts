@@ -243,12 +243,13 @@ describe('hoist tree, hoist events and the inventory', () => {
     expect(out.code, out.stderr).toBe(0);
     const lines = out.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`BundleDeployment ${bd}: revision 1 (${installed.status!.activeRevision!.contentDigest}), 15 objects, 1 not ready`);
-    expect(lines[1]).toMatch(/^PHASE\s+OBJECT\s+OWNER\s+HEALTH\s+REASON$/);
+    expect(lines[1]).toMatch(/^PHASE\s+OBJECT\s+OWNER\s+HEALTH\s+RULE\s+REASON$/);
     const rows = lines.slice(2);
     expect(rows).toHaveLength(15);
-    const notReady = rows.filter((l) => !/\sReady$/.test(l));
+    // a ready row ends with its health and the rule that judged it (no reason)
+    const notReady = rows.filter((l) => !/\sReady\s+\S+$/.test(l));
     expect(notReady, out.stdout).toHaveLength(1);
-    expect(notReady[0]).toMatch(new RegExp(`^deploy\\s+Deployment ${ns}/argo-rollouts\\s+${bd}\\s+InProgress\\s+Available: 0/1`));
+    expect(notReady[0]).toMatch(new RegExp(`^deploy\\s+Deployment ${ns}/argo-rollouts\\s+${bd}\\s+InProgress\\s+kstatus\\s+Available: 0/1`));
     expect(notReady[0]).toContain(`Available=False MinimumReplicasUnavailable: ${available.message}`);
     expect(notReady[0]).toMatch(/pod argo-rollouts-\S+ not scheduled/);
     // phases in apply order: the CRDs' phase before the Deployment's

@@ -169,14 +169,14 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     await t.create(bd, { installNamespace: ns, format: 'plain', sources: [v1], upgrade: { onFailure: 'Rollback', progressDeadline: '30m' } });
     await t.waitFor(bd, (b) => isDone(b) && cond(b, 'Healthy')?.status === 'True', 'revision 1 healthy on real pods', 180_000);
 
-    const v2 = await serveBundle(files, '/crash-up-v2.tgz', [web('app', ['-text', 'revision 2', '-crash-after', '1s'])]);
+    const v2 = await serveBundle(files, '/crash-up-v2.tgz', [web('app', ['-text', 'revision 2', '-never-ready', '-crash-after', '1s'])]);
     await t.patchSpec(bd, { sources: [v2] });
     // three restarts of the kubelet's back-off (10 s, 20 s, 40 s) take about 75 s; the deadline is 30 minutes
     const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back for the crash loop', 420_000);
     const message = cond(rolled, 'Progressing')!.message;
     expect(message).toMatch(
       new RegExp(
-        `^revision 2 failed before it was healthy: 1 failing: Deployment ${ns}/app: .*\\(pod app-\\S+: container web is CrashLoopBackOff \\(restarted [3-9] times`,
+        `^revision 2 rolled back to 1: observe revision 2: revision 2 failed before it was healthy: 1 failing: Deployment ${ns}/app: .*\\(pod app-\\S+: container web is CrashLoopBackOff \\(restarted [3-9] times`,
       ),
     );
     expect(message).not.toContain('progressDeadline');

@@ -84,7 +84,7 @@ export function current(bd: BundleDeployment): boolean {
 export async function startTestController(
   opts: { workers?: number; kubeconfig?: string; /** the run of a stopped controller: a restart of the same controller */ runId?: string } & Pick<
     ControllerOptions,
-    'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount' | 'maxRevisionBytes' | 'reconcileTimeoutMs' | 'budgetClock'
+    'sources' | 'gcIntervalMs' | 'cacheMaxBytes' | 'defaultServiceAccount' | 'maxRevisionBytes' | 'reconcileTimeoutMs' | 'budgetClock' | 'notifications'
   > = {},
 ): Promise<TestController> {
   const runId = opts.runId ?? randomBytes(4).toString('hex');
@@ -112,6 +112,7 @@ export async function startTestController(
     maxRevisionBytes: opts.maxRevisionBytes,
     reconcileTimeoutMs: opts.reconcileTimeoutMs,
     budgetClock: opts.budgetClock,
+    notifications: opts.notifications,
   });
   // a test that stops the controller itself (a restart) and the file's afterAll stop it once
   const stopController = ctl.stop.bind(ctl);

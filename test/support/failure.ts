@@ -17,3 +17,14 @@ export async function failure(p: Promise<unknown>): Promise<HoistError> {
   }
   throw new Error('expected a failure');
 }
+
+/** the HoistError `f` throws synchronously; any other outcome fails the test */
+export function thrown(f: () => unknown): HoistError {
+  try {
+    f();
+  } catch (e) {
+    if (isHoistError(e)) return e;
+    throw e;
+  }
+  throw new Error('expected a refusal');
+}

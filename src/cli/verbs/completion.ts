@@ -34,6 +34,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
       '--reconcile-timeout',
       '--registries-conf',
       '--ca-dir',
+      '--health-rules',
       '--default-service-account',
       '--override-manager',
     ],
@@ -47,8 +48,8 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
   history: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
   reconcile: { flags: ['--wait', '--timeout', '--kubeconfig', '--help'], names: true },
   retry: { flags: ['--timeout', '--kubeconfig', '--help'], names: true },
-  tree: { flags: ['--not-ready', '-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
-  events: { flags: ['-o', '--output', '-n', '--namespace', '--kubeconfig', '--help'], names: true },
+  tree: { flags: ['--not-ready', '-o', '--output', '-n', '--namespace', '--health-rules', '--kubeconfig', '--help'], names: true },
+  events: { flags: ['-o', '--output', '-n', '--namespace', '--health-rules', '--kubeconfig', '--help'], names: true },
   diff: {
     flags: [
       '-f',
@@ -65,6 +66,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
     ],
     names: false,
   },
+  notify: { flags: ['--namespace', '--commit', '--kubeconfig'], names: false },
   completion: { flags: [], names: false },
   demo: { flags: ['--keep'], names: false },
 };
@@ -87,7 +89,7 @@ _hoist() {
     return
   fi
   case "$prev" in
-    -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+    -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir|--health-rules) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
     -o|--output) COMPREPLY=( $(compgen -W "wide name yaml json" -- "$cur") ); return ;;
   esac
   if [ "$verb" = completion ]; then
@@ -119,7 +121,7 @@ _hoist() {
     return
   fi
   case "$words[CURRENT-1]" in
-    -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir) _files; return ;;
+    -f|--file|--kubeconfig|--dir|--cache-dir|--registries-conf|--ca-dir|--health-rules) _files; return ;;
     -o|--output) compadd wide name yaml json; return ;;
   esac
   local names=0

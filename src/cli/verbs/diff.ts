@@ -23,6 +23,7 @@ import { previewBundle } from '../render.ts';
 import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
 import { outline } from './diff-outline.ts';
 import { diffEntries, type DiffEntry } from './diff-plan.ts';
+import { redact, redactionList } from '../../util/redact.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -44,13 +45,17 @@ credentials need the right to impersonate it) as the controller makes it. Fields
 driftIgnore names are left as they are. Prints a unified diff per object that would be created or
 changed (server fields, status and the core.rukpak.io/revision annotation left out), the objects
 of the active revision the new content lacks (pruned after a successful apply; CRDs, namespaces
-holding other objects and objects no longer owned are kept), and what the controller's apply would
+holding other objects and objects no longer owned are kept; objects annotated
+helm.sh/resource-policy: keep or core.rukpak.io/prune: disabled are kept and shown losing Hoist's
+owner label, no longer managed), and what the controller's apply would
 meet as a refusal: collision protection, the serviceAccount's missing rights, the API server
 refusing an object, an unsafe CRD change (then the controller would change nothing, or fail). A
 summary goes to stderr. Before the diffs, stderr lists the revision number, the apply phases of
 the new content (each applied once the ones before it are ready) and the Helm hooks the change
 would run (pre/post install, or upgrade when the BundleDeployment is installed), in the order the
-controller runs them.
+controller runs them. With spec.decryption, the SOPS-encrypted files are decrypted with the keys of
+its Secret (read with your credentials), and every Secret's values print as *** (*** (before) /
+*** (after) where they change, as kubectl diff masks them) and other decrypted strings as <redacted>.
 
   -f, --file <file>        the BundleDeployment (required)
   --dir <dir>              render this local tree instead of fetching the sources
@@ -76,6 +81,7 @@ const SYMBOL: Record<DiffEntry['action'], string> = {
   unchanged: 'unchanged',
   prune: 'pruned',
   orphan: 'kept (left the bundle)',
+  keep: 'kept by retention policy',
   refuse: 'refused',
 };
 
@@ -109,7 +115,8 @@ export function summary(entries: readonly DiffEntry[]): string {
   const lines = [`${[...counts].map(([k, n]) => `${n} ${k}`).join(', ')}`];
   for (const e of entries) {
     if (e.takeOver) lines.push(`  ${e.subject}: would be taken over (${e.takeOver})`);
-    if (e.action === 'refuse' || e.action === 'orphan' || e.note) lines.push(`  ${e.subject}: ${SYMBOL[e.action]}${e.note ? `: ${e.note}` : ''}`);
+    if (e.action === 'refuse' || e.action === 'orphan' || e.action === 'keep' || e.note)
+      lines.push(`  ${e.subject}: ${SYMBOL[e.action]}${e.note ? `: ${e.note}` : ''}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -165,7 +172,9 @@ export async function diff(args: string[], io: Io): Promise<number> {
           `revision ${preview.revision}${preview.isNew ? '' : ' (the installed one: only drift would be corrected)'}${actor.user ? `, applied as ${actor.user}` : ''}\n`,
         );
         io.err(outline(preview));
-        const entries = diffEntries(preview);
+        // with spec.decryption, Secrets' values and decrypted values are printed redacted (redact-objects.ts)
+        if (bd.spec.decryption) io.err('spec.decryption: Secret values and decrypted values are shown redacted (*** / <redacted>)\n');
+        const entries = diffEntries(preview, bd.spec.decryption ? (out.sensitive ?? []) : undefined);
         let found = preview.refusal !== undefined;
         for (const e of entries) {
           if (e.action === 'unchanged' || e.action === 'orphan') continue;
@@ -173,8 +182,10 @@ export async function diff(args: string[], io: Io): Promise<number> {
           if (e.action === 'refuse') continue;
           io.out(await unified(tmp, e.subject.replaceAll(' ', '/'), e.live, e.merged));
         }
-        io.err(summary(entries));
-        if (preview.refusal) io.err(`the controller's apply would fail: ${preview.refusal}\n`);
+        // the API server's words (a refusal, a dry-run error) may quote a value
+        const secrets = bd.spec.decryption ? redactionList(out.sensitive ?? []) : [];
+        io.err(redact(summary(entries), secrets));
+        if (preview.refusal) io.err(redact(`the controller's apply would fail: ${preview.refusal}\n`, secrets));
         return found ? DIFF_FOUND : DIFF_NONE;
       } finally {
         await rm(tmp, { recursive: true, force: true });

@@ -8,15 +8,17 @@
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../kube/types.ts';
 import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
-import { activeObjects, inspect, subjectOf } from './live-objects.ts';
+import { activeObjects, healthRulesFor, inspect, subjectOf } from './live-objects.ts';
 
-export const EVENTS_HELP = `usage: hoist events NAME [-o yaml|json] [-n controller-namespace] [--kubeconfig file]
+export const EVENTS_HELP = `usage: hoist events NAME [-o yaml|json] [-n controller-namespace] [--health-rules file] [--kubeconfig file]
 
 The Events of a BundleDeployment and of the objects of its active revision that are not ready
-(for a Deployment, StatefulSet or DaemonSet also its pods' and ReplicaSets'), oldest first:
-LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (COUNT when an Event repeated).
+(judged as hoist tree judges them; for a Deployment, StatefulSet or DaemonSet also its pods' and
+ReplicaSets'), oldest first: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (COUNT when an Event
+repeated).
 
   -o, --output <fmt>       yaml or json (the Events as the API server returns them)
+  --health-rules <file>    the controller's cluster-wide health rules (as hoist tree's)
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
@@ -56,7 +58,12 @@ const key = (kind: string | undefined, namespace: string | undefined, name: stri
 
 export async function events(args: string[], io: Io): Promise<number> {
   return runVerb('events', EVENTS_HELP, io, async () => {
-    const { values, positionals } = parse(args, { ...CONNECTION_OPTIONS, ...NAMESPACE_OPTION, output: { type: 'string', short: 'o' } });
+    const { values, positionals } = parse(args, {
+      ...CONNECTION_OPTIONS,
+      ...NAMESPACE_OPTION,
+      output: { type: 'string', short: 'o' },
+      'health-rules': { type: 'string' },
+    });
     if (values.help) {
       io.out(EVENTS_HELP);
       return EXIT_OK;
@@ -76,7 +83,8 @@ export async function events(args: string[], io: Io): Promise<number> {
       const wanted = new Set<string>();
       if (bd.status?.activeRevision) {
         const { objects } = await activeObjects(client, values.namespace, bd);
-        for (const o of (await inspect(client, bd, objects)).filter((x) => x.health !== 'Ready')) {
+        const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
+        for (const o of (await inspect(client, bd, objects, { rules })).filter((x) => x.health !== 'Ready')) {
           wanted.add(key(o.kind, o.namespace ?? 'default', o.name));
           if (!o.namespace) continue;
           for (const pod of o.pods ?? []) {

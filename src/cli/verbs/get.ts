@@ -13,7 +13,8 @@ List BundleDeployments (all, or NAME) like \`kubectl get bundledeployments\`:
   NAME, FORMAT, REVISION (active revision number), INSTALLED (reason of Installed),
   HEALTHY (status of Healthy), PROGRESSING (reason of Progressing), PAUSED,
   DONE (the status contract's done signal: Installed=True and Progressing=False at the
-  current generation; docs/status.md), AGE. -o wide adds the active content digest and
+  current generation; docs/status.md), AGE. -o wide adds the active content digest, TARGET
+  (the remote cluster's API server host with spec.kubeConfig, "local" without) and
   DEPENDS: each spec.dependsOn entry and its state now (ready, not found, paused, failed,
   being deleted, not done yet, readyExpr false; the controller's verdict is in PROGRESSING,
   DependencyNotReady while a new revision waits).
@@ -24,6 +25,12 @@ List BundleDeployments (all, or NAME) like \`kubectl get bundledeployments\`:
 
 exit codes: 0 listed; 1 not found or the API server failed; 2 usage error
 `;
+
+/** where bd installs: its remote cluster's API server host (status.target), "<pending>" before it is known, "local" without spec.kubeConfig */
+export function targetColumn(bd: BundleDeployment): string {
+  if (!bd.spec.kubeConfig) return 'local';
+  return bd.status?.target?.cluster ?? '<pending>';
+}
 
 /** "crds=ready,operator=failed": each dependency and its state now, as the controller judges it (src/reconciler/dependencies.ts) */
 export function dependsColumn(bd: BundleDeployment, lookup: (name: string) => BundleDeployment | undefined): string {
@@ -50,7 +57,7 @@ export function getRow(bd: BundleDeployment, now: Date, wide = false, lookup: (n
     String(isDone(bd)),
     age(bd.metadata.creationTimestamp, now),
   ];
-  if (wide) row.push(bd.status?.activeRevision?.contentDigest ?? '', dependsColumn(bd, lookup));
+  if (wide) row.push(bd.status?.activeRevision?.contentDigest ?? '', targetColumn(bd), dependsColumn(bd, lookup));
   return row;
 }
 
@@ -88,7 +95,7 @@ export async function get(args: string[], io: Io): Promise<number> {
         if (wide && name)
           for (const d of items[0]?.spec.dependsOn ?? [])
             if (!known.has(d.name)) await client.get(BD_TYPE, d.name).then((o) => o && known.set(d.name, o as unknown as BundleDeployment));
-        io.out(table([wide ? [...GET_HEADER, 'DIGEST', 'DEPENDS'] : GET_HEADER, ...items.map((bd) => getRow(bd, now, wide, (n) => known.get(n)))]));
+        io.out(table([wide ? [...GET_HEADER, 'DIGEST', 'TARGET', 'DEPENDS'] : GET_HEADER, ...items.map((bd) => getRow(bd, now, wide, (n) => known.get(n)))]));
       }
       return EXIT_OK;
     } finally {

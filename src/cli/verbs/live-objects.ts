@@ -1,10 +1,12 @@
 /**
  * What `hoist tree` and `hoist events` share: the active revision's objects from the revision
  * store (every object, also when status.activeRevision.inventory is truncated), each read live
- * (a GET as the caller, bounded concurrency) and judged as the controller judges it: built-in
- * readiness, the BundleDeployment's health checks, and for a workload that is not ready its pods'
- * problem. Read-only.
+ * (a GET as the caller, bounded concurrency) and judged as the controller judges it
+ * (health/verdict.ts: the BundleDeployment's health checks that select it, else the cluster-wide
+ * rules, the shipped library, kstatus), naming the rule, and for a workload that is not ready its
+ * pods' problem. Read-only.
  */
+import { readFile } from 'node:fs/promises';
 import type { ActiveRevision, BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { LABEL_OWNER_NAME } from '../../../api/v1alpha2/types.ts';
 import { splitHooks } from '../../apply/hooks.ts';
@@ -13,10 +15,14 @@ import { PHASES, phaseOf, waveOf } from '../../apply/phases.ts';
 import { RevisionStore } from '../../apply/revision-store.ts';
 import { podProblems } from '../../health/pods.ts';
 import { compileHealthChecks, runChecks } from '../../health/probes.ts';
-import { readinessOf, verdictAt } from '../../health/readiness.ts';
+import { verdictAt } from '../../health/readiness.ts';
+import { HEALTH_RULES_KEY, HEALTH_RULES_LABEL, parseHealthRules } from '../../health/rules/config.ts';
+import { BUILTIN_RULES, HealthRules } from '../../health/rules/rule-set.ts';
+import { checkedVerdict, verdictOf } from '../../health/verdict.ts';
 import type { RestKubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { mapLimit } from '../../util/concurrency.ts';
+import type { Io } from './common.ts';
 
 export type Health = 'Ready' | 'InProgress' | 'Failed' | 'Terminating' | 'Missing' | 'Unknown';
 
@@ -31,6 +37,8 @@ export interface LiveObject {
   /** the owner-name label of the live object ('' when it has none, e.g. handed over or created by hand) */
   owner: string;
   health: Health;
+  /** the rule that judged it (health/verdict.ts): builtin:<name>, cluster:<name>, kstatus or healthChecks:<check>,… */
+  rule?: string;
   /** why it is not ready: readiness, failing health checks, conditions, its pods */
   reason?: string;
   /** the live object, when it exists and could be read */
@@ -52,6 +60,38 @@ export async function activeObjects(
   const all = await store.load(name, active);
   if (!all) throw new Error(`revision ${active.number} of ${name} is not in the revision store in namespace ${namespace} (is -n the controller's namespace?)`);
   return { active, objects: splitHooks(all).managed };
+}
+
+/**
+ * The health rules the controller judges with, for the verbs that judge objects as it does: the
+ * file given (`--health-rules`, as `hoist run`'s), else the chart's ConfigMaps of rules in the
+ * controller's namespace (label HEALTH_RULES_LABEL, key HEALTH_RULES_KEY; one LIST), else the
+ * library alone. A ConfigMap that cannot be listed or parsed is reported on stderr and left out.
+ */
+export async function healthRulesFor(client: RestKubeClient, namespace: string, file: string | undefined, io: Io): Promise<HealthRules> {
+  if (file) return new HealthRules(parseHealthRules(await readFile(file, 'utf8'), file));
+  let items: KubeObject[];
+  try {
+    items = (await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace, labelSelector: `${HEALTH_RULES_LABEL}=true` })).items;
+  } catch (e) {
+    io.err(
+      `warning: the controller's health rules (ConfigMaps labelled ${HEALTH_RULES_LABEL} in ${namespace}) cannot be listed, judging by the shipped rules and kstatus only: ${e instanceof Error ? e.message : String(e)}\n`,
+    );
+    return BUILTIN_RULES;
+  }
+  const compiled = items
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+    .flatMap((cm) => {
+      const text = (cm.data as Record<string, string> | undefined)?.[HEALTH_RULES_KEY];
+      if (text === undefined) return [];
+      try {
+        return parseHealthRules(text, `configmap ${namespace}/${cm.metadata.name}`);
+      } catch (e) {
+        io.err(`warning: ${e instanceof Error ? e.message : String(e)}; its rules are left out\n`);
+        return [];
+      }
+    });
+  return compiled.length ? new HealthRules(compiled) : BUILTIN_RULES;
 }
 
 /** the conditions that say something is wrong: not True (or True for the kinds of condition where True is bad) */
@@ -78,8 +118,17 @@ export async function podsOf(client: RestKubeClient, workload: KubeObject): Prom
   return (await client.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: workload.metadata.namespace, labelSelector: selector })).items;
 }
 
-/** every object of the revision, read live and judged, in apply order (phase, wave, bundle order) */
-export async function inspect(client: RestKubeClient, bd: BundleDeployment, objects: readonly KubeObject[], concurrency = 8): Promise<LiveObject[]> {
+/**
+ * Every object of the revision, read live and judged, in apply order (phase, wave, bundle order).
+ * `rules`: the health rules in force (the controller's cluster-wide ones, then the library).
+ */
+export async function inspect(
+  client: RestKubeClient,
+  bd: BundleDeployment,
+  objects: readonly KubeObject[],
+  opts: { concurrency?: number; rules?: HealthRules; now?: number } = {},
+): Promise<LiveObject[]> {
+  const concurrency = opts.concurrency ?? 8;
   let checks: ReturnType<typeof compileHealthChecks> = [];
   try {
     checks = compileHealthChecks(bd.spec.healthChecks);
@@ -103,20 +152,18 @@ export async function inspect(client: RestKubeClient, bd: BundleDeployment, obje
     }
     if (!live) return { ...base, owner: '', health: 'Missing', reason: 'not found' };
     const owner = live.metadata.labels?.[LABEL_OWNER_NAME] ?? '';
-    const now = Date.now();
-    const verdict = verdictAt(readinessOf(live, now), now);
-    const failedChecks = Object.entries(runChecks(checks, live) ?? {}).filter(([, r]) => !r.ok);
-    const health: Health =
-      verdict.readiness === 'Failed' || verdict.readiness === 'Terminating'
-        ? verdict.readiness
-        : verdict.readiness === 'InProgress' || failedChecks.length
-          ? 'InProgress'
-          : 'Ready';
-    if (health === 'Ready') return { ...base, owner, health, live };
+    // as the controller judges: the BD's checks that select the object, else the rules and kstatus (as it stands now)
+    const now = opts.now ?? Date.now();
+    const results = runChecks(checks, live);
+    const judged = results ? checkedVerdict(live, Object.keys(results)) : verdictOf(live, { rules: opts.rules ?? BUILTIN_RULES, now });
+    const verdict = { ...verdictAt(judged, now), rule: judged.rule };
+    const failedChecks = Object.entries(results ?? {}).filter(([, r]) => !r.ok);
+    const health: Health = verdict.readiness === 'Ready' && failedChecks.length ? 'InProgress' : verdict.readiness;
+    if (health === 'Ready') return { ...base, owner, health, rule: verdict.rule, live };
     const why = [verdict.message, ...failedChecks.map(([name, r]) => `health check ${name}: ${r.message ?? 'failing'}`), ...badConditions(live)].filter(
       Boolean,
     );
-    return { ...base, owner, health, reason: why.join('; '), live };
+    return { ...base, owner, health, rule: verdict.rule, reason: why.join('; '), live };
   });
   // a workload's status only counts pods: its pods say why
   const unready = out.filter((x) => x.live && x.health !== 'Ready' && WORKLOADS.has(`${groupOf(x.apiVersion)}/${x.kind}`)).slice(0, EXPLAIN_MAX);

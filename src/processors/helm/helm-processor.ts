@@ -31,6 +31,8 @@ import { checkSchemaReferences } from './schema-refs.ts';
 import { scrubPaths } from '../tree-paths.ts';
 import { readValuesFiles, redact, secretStrings, valuesFromLayers } from './values.ts';
 import type { JsonObject } from '../yaml/values.ts';
+import { yamlBudget } from '../yaml/budget.ts';
+import { bundleDecryptor } from '../sops/decryptor.ts';
 import type { HelmRunResult } from './run-helm.ts';
 import { ProcessCode } from '../errors.ts';
 
@@ -129,7 +131,8 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
     const namespace = ctx.installNamespace;
     if (!namespace) throw processError('spec.installNamespace is required for helm bundles', ProcessCode.InvalidConfig, subject);
     const values = (config?.helm?.values ?? {}) as JsonObject;
-    const files = await readValuesFiles(bundle, chart, config?.helm?.valuesFiles ?? []);
+    const sops = bundleDecryptor(ctx.decryption, yamlBudget());
+    const files = await readValuesFiles(bundle, chart, config?.helm?.valuesFiles ?? [], yamlBudget(), sops);
     const releaseName = config?.helm?.releaseName || ctx.name;
 
     const home = await mkdtemp(path.join(options.tmpDir ?? tmpdir(), 'hoist-helm-'));
@@ -156,7 +159,8 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
         return r.stdout;
       });
       const valuesFiles = layers.map((_, i) => path.join(home, `values-${i}.json`));
-      // JSON is YAML, and JSON.stringify cannot produce text helm would read differently
+      // JSON is YAML, and JSON.stringify cannot produce text helm would read differently (a
+      // Secret's or a decrypted file's layer too: 0600, in the private home removed when helm is done)
       await Promise.all(layers.map((l, i) => writeFile(valuesFiles[i]!, JSON.stringify(l.values), { mode: 0o600 })));
       const args = helmTemplateArgs({
         releaseName,
@@ -195,7 +199,7 @@ export function createHelmProcessor(options: HelmProcessorOptions): Processor {
         .map((l) => `helm: ${l}`);
       const warnings = [...files.warnings, ...helmWarnings, ...parsed.warnings.map(scrub), ...scanWarnings.map((w) => `${subject}: ${w}`), ...ordered.warnings];
       if (ordered.objects.length === 0) warnings.push(`${subject} rendered no objects`);
-      return { objects: ordered.objects, warnings };
+      return { objects: ordered.objects, warnings, ...(sops.sensitive.size ? { sensitive: [...sops.sensitive] } : {}) };
     } finally {
       await rm(home, { recursive: true, force: true });
     }

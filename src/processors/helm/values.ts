@@ -13,9 +13,11 @@
  * Pure but for reading the tree through the bundle reader (containment rule, size caps).
  */
 import type { ContentTree } from '../../util/content-tree.ts';
+import { redact, redactionList } from '../../util/redact.ts';
 import type { HoistError } from '../../util/errors.ts';
 import { isHoistError } from '../../util/errors.ts';
 import type { ValuesFromText } from '../processor.ts';
+import type { BundleDecryptor } from '../sops/decryptor.ts';
 import { yamlBudget, type YamlBudget } from '../yaml/budget.ts';
 import { parseYamlStream } from '../yaml/stream.ts';
 import { isJsonObject, setKey, type JsonObject, type JsonValue } from '../yaml/values.ts';
@@ -31,29 +33,19 @@ export interface ValuesLayer {
   secret?: boolean;
 }
 
-/** shorter strings are not blanked out of messages: they would blank ordinary words */
-const MIN_REDACTED_LENGTH = 4;
-
 /** the scalar texts of the Secret layers, longest first, to blank out of anything helm says */
 export function secretStrings(layers: readonly ValuesLayer[]): string[] {
-  const found = new Set<string>();
+  const found: string[] = [];
   const walk = (v: JsonValue): void => {
-    if (typeof v === 'string' || typeof v === 'number') {
-      const t = String(v);
-      if (t.length >= MIN_REDACTED_LENGTH) found.add(t);
-    } else if (Array.isArray(v)) v.forEach(walk);
+    if (typeof v === 'string' || typeof v === 'number') found.push(String(v));
+    else if (Array.isArray(v)) v.forEach(walk);
     else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
   };
   for (const l of layers) if (l.secret) walk(l.values);
-  return [...found].sort((a, b) => b.length - a.length);
+  return redactionList(found);
 }
 
-/** `text` with every one of `secrets` replaced by <redacted> */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) out = out.replaceAll(s, '<redacted>');
-  return out;
-}
+export { redact };
 
 /** One YAML document holding a map (or nothing: {}), as helm requires of a values file. */
 function valuesDocument(text: string, from: string, secret: boolean, budget: YamlBudget): { values: JsonObject; warnings: string[] } {
@@ -80,6 +72,7 @@ export async function readValuesFiles(
   chart: Pick<ChartInfo, 'relDir'>,
   files: readonly string[],
   budget: YamlBudget = yamlBudget(),
+  sops?: BundleDecryptor,
 ): Promise<{ layers: ValuesLayer[]; warnings: string[] }> {
   const layers: ValuesLayer[] = [];
   const warnings: string[] = [];
@@ -93,9 +86,12 @@ export async function readValuesFiles(
     }
     try {
       // through the bundle reader: inside the tree (links included), a regular file, under the caps
-      const text = await bundle.readText(joinRel(chart.relDir, file));
-      const doc = valuesDocument(text, joinRel(chart.relDir, file), false, budget);
-      layers.push({ from, values: doc.values });
+      const raw = await bundle.readText(joinRel(chart.relDir, file));
+      // a SOPS-encrypted values file is decrypted in memory and treated as Secret values
+      const text = sops ? await sops.manifestText(raw, joinRel(chart.relDir, file)) : raw;
+      const secret = text !== raw;
+      const doc = valuesDocument(text, joinRel(chart.relDir, file), secret, budget);
+      layers.push({ from, values: doc.values, ...(secret ? { secret } : {}) });
       warnings.push(...doc.warnings);
     } catch (e) {
       if (!isHoistError(e)) throw e;

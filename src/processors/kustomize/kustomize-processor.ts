@@ -20,8 +20,15 @@ import { BUNDLE_LIMITS, openBundle } from '../bundle-files.ts';
 import { combineProcessErrors, ProcessCode, processError } from '../errors.ts';
 import { duplicateErrors, readManifest } from '../manifest.ts';
 import type { ProcessContext, ProcessResult, Processor } from '../processor.ts';
+import type { KubeObject } from '../../kube/types.ts';
 import { CLOSED_PROXY, runSealed, type SealedRunResult } from '../run-sealed.ts';
 import { relativePathProblem, scrubPaths } from '../tree-paths.ts';
+import { listManifestFiles } from '../plain.ts';
+import { bundleDecryptor } from '../sops/decryptor.ts';
+import { decryptRenderedObject, sopsMacOf } from '../sops/rendered.ts';
+import { yamlBudget } from '../yaml/budget.ts';
+import type { ContentTree } from '../../util/content-tree.ts';
+import { isHoistError, type HoistError } from '../../util/errors.ts';
 import { checkKustomizations } from './kustomizations.ts';
 import { kustomizeFailure } from './kustomize-errors.ts';
 import { hasOverrides, overrideKustomization, TREE_LINK } from './overrides.ts';
@@ -128,6 +135,13 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
 
       const read = await readManifest(result.stdout, subject);
       const errors = [...read.errors, ...duplicateErrors(read.objects, _ctx.installNamespace ?? '')];
+      const sensitive = await decryptOutput(
+        read.objects.map((o) => o.object),
+        bundle,
+        _ctx,
+        errors,
+        subject,
+      );
       const failure = combineProcessErrors(errors);
       if (failure) throw failure;
       const warnings = [
@@ -139,11 +153,39 @@ export function createKustomizeProcessor(options: KustomizeProcessorOptions): Pr
         ...read.warnings,
       ];
       if (read.objects.length === 0) warnings.push(`${subject} rendered no objects`);
-      return { objects: read.objects.map((o) => o.object), warnings };
+      return { objects: read.objects.map((o) => o.object), warnings, ...(sensitive.length ? { sensitive } : {}) };
     } finally {
       await rm(home, { recursive: true, force: true });
     }
   }
 
   return { format: 'kustomize', render };
+}
+
+/**
+ * SOPS-encrypted objects of kustomize's output, decrypted in place (sops/rendered.ts): only when
+ * the output has one are the tree's encrypted files decrypted and MAC-checked (every problem
+ * collected in `errors`), and each such object is decrypted with the file it came from. Returns
+ * the decrypted values' texts.
+ */
+async function decryptOutput(objects: KubeObject[], bundle: ContentTree, ctx: ProcessContext, errors: HoistError[], subject: string): Promise<string[]> {
+  const encrypted = objects.filter((o) => sopsMacOf(o) !== undefined);
+  if (encrypted.length === 0) return [];
+  const sops = bundleDecryptor(ctx.decryption, yamlBudget());
+  const listed = await listManifestFiles(bundle);
+  const before = errors.length;
+  for (const file of listed.files) {
+    try {
+      await sops.manifestText(await bundle.readText(file.path), file.path);
+    } catch (e) {
+      if (!isHoistError(e)) throw e;
+      errors.push(e);
+      if (bundle.exhausted) break;
+    }
+  }
+  // a file that cannot be decrypted says why; its objects need not say it again
+  if (errors.length > before) return [];
+  const sensitive = new Set(sops.sensitive);
+  for (const o of encrypted) errors.push(...decryptRenderedObject(o, sops.byMac, sensitive, subject));
+  return [...sensitive];
 }

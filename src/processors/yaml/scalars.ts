@@ -69,7 +69,7 @@ function resolveUntyped(text: string, tag: string): Resolved {
     case 'D':
     case 'S': {
       const plain = text.replaceAll('_', '');
-      const int = parseGoIntBase0(plain);
+      const int = parseGoInt64(plain);
       if (int !== undefined) return { kind: 'int', value: int };
       if (YAML_STYLE_FLOAT.test(plain)) {
         const f = Number(plain);
@@ -85,10 +85,23 @@ function resolveUntyped(text: string, tag: string): Resolved {
 }
 
 /**
- * strconv.ParseInt(s, 0, 64), falling back to ParseUint and big.Int as go-yaml v2 does: an
- * optional sign, then 0x/0o/0b prefixes, a leading 0 for octal, else decimal.
+ * strconv.ParseInt(s, 0, 64), falling back to ParseUint as go-yaml v2 does: parseGoIntBase0, but
+ * undefined outside int64 (signed) and uint64 (unsigned: ParseUint takes no sign), where go-yaml
+ * tries a float and then keeps the text as a string (`0xFFFFFFFFFFFFFFFFFF` is a string to kubectl).
  */
-function parseGoIntBase0(s: string): bigint | undefined {
+function parseGoInt64(s: string): bigint | undefined {
+  const v = parseGoIntBase0(s);
+  if (v === undefined) return undefined;
+  const unsigned = !/^[+-]/.test(s);
+  if (v < -(2n ** 63n) || v > (unsigned ? 2n ** 64n - 1n : 2n ** 63n - 1n)) return undefined;
+  return v;
+}
+
+/**
+ * The digits of strconv.ParseInt(s, 0, 64) without its range: an optional sign, then 0x/0o/0b
+ * prefixes, a leading 0 for octal, else decimal.
+ */
+export function parseGoIntBase0(s: string): bigint | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/.exec(s);
   if (!m) return undefined;
   const sign = m[1] === '-' ? -1n : 1n;

@@ -42,7 +42,7 @@ export function walkDocuments(roots: YNode[], text: string, file: string, budget
 }
 
 /** 1-based line of an offset, by binary search over the offsets of the line breaks. */
-function lineIndex(text: string): (pos: number) => number {
+export function lineIndex(text: string): (pos: number) => number {
   let breaks: number[] | undefined;
   return (pos) => {
     if (breaks === undefined) {

@@ -32,6 +32,22 @@ export function refNamespaceOf(bd: BundleDeployment, controllerNamespace: string
 }
 
 /** Where a BundleDeployment's referenced Secrets and ConfigMaps are read, and as whom (DESIGN §7). */
+/**
+ * The watch keys ("ns/name", SecretWatch's form) of the Secrets and ConfigMaps a BD refers to by
+ * name (valuesFrom, substituteFrom): in the namespace its references are read in.
+ */
+export function refWatchKeys(
+  bd: BundleDeployment,
+  refs: ReadonlyArray<{ kind: 'Secret' | 'ConfigMap'; name: string }>,
+  controllerNamespace: string,
+  defaultServiceAccount?: string,
+): { secrets: string[]; configMaps: string[] } {
+  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
+  if (!namespace) return { secrets: [], configMaps: [] };
+  const keys = (kind: 'Secret' | 'ConfigMap'): string[] => [...new Set(refs.filter((r) => r.kind === kind).map((r) => `${namespace}/${r.name}`))];
+  return { secrets: keys('Secret'), configMaps: keys('ConfigMap') };
+}
+
 export interface RefScope {
   namespace: string;
   /** the service account acting for the BD, when one does */

@@ -15,7 +15,7 @@ import type { KubeObject } from '../../kube/types.ts';
 import type { ValuesFromText } from '../../processors/processor.ts';
 import { HoistError } from '../../util/errors.ts';
 import { reconcileError, ReconcileCode, referenceCode } from '../errors.ts';
-import { getInScope, refNamespaceOf, type RefScope } from './credentials.ts';
+import { getInScope, refWatchKeys, type RefScope } from './credentials.ts';
 
 type Holder = { data?: Record<string, string>; metadata: { name: string } };
 
@@ -29,11 +29,7 @@ export function valuesFromObjects(
   controllerNamespace: string,
   defaultServiceAccount?: string,
 ): { secrets: string[]; configMaps: string[] } {
-  const namespace = refNamespaceOf(bd, controllerNamespace, defaultServiceAccount);
-  const refs = valuesFromRefs(bd);
-  if (!namespace) return { secrets: [], configMaps: [] };
-  const keys = (kind: HelmValuesReference['kind']): string[] => [...new Set(refs.filter((r) => r.kind === kind).map((r) => `${namespace}/${r.name}`))];
-  return { secrets: keys('Secret'), configMaps: keys('ConfigMap') };
+  return refWatchKeys(bd, valuesFromRefs(bd), controllerNamespace, defaultServiceAccount);
 }
 
 /** Every entry's text in order, read in `scope`; optional ones that are missing are left out. */

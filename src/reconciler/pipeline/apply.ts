@@ -4,10 +4,8 @@
  * pruned only after it applied completely. Re-applying the active revision corrects drift and
  * says what it changed back. Sets Installed; failures go to recover.ts.
  */
-import { lineageOf } from '../../../api/v1alpha2/types.ts';
 import { isCRD } from '../../apply/object-id.ts';
 import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
-import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
@@ -17,7 +15,8 @@ import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { actor, applyTarget, inventory, watchObjects, writtenUid, type StepContext } from './context.ts';
+import { applyTarget, inventory, watchObjects, type StepContext } from './context.ts';
+import { pruneLeftOvers } from './prune.ts';
 import { dependenciesReady } from './dependencies.ts';
 import { decideRevision } from './decide.ts';
 import { assess, firstFive, observeHealth } from './health.ts';
@@ -174,32 +173,27 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
   const { status, spec } = s;
   // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
   const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
-  const pruned = await s
-    .time(
-      'prune',
-      deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(previous, rendered.objects), {
-        keepCRDs: !spec.deleteCRDsOnUninstall,
-        log: d.log,
-        retained: rendered.objects,
-        writtenUid: writtenUid(ctx, s.bd),
-        signal: s.signal,
-      }),
-    )
-    .catch((e: unknown) => {
-      if (e instanceof CancelledError) throw e;
-      // the new revision is applied; what failed is removing what left the bundle: say so, retry
-      const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
-      s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
-      s.set({
-        type: 'Progressing',
-        status: 'True',
-        reason: 'Retrying',
-        message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
-      });
-      throw err;
+  const pruned = await s.time('prune', pruneLeftOvers(ctx, s, previous, rendered.objects, number)).catch((e: unknown) => {
+    if (e instanceof CancelledError) throw e;
+    // the new revision is applied; what failed is removing what left the bundle: say so, retry
+    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
+    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
+    s.set({
+      type: 'Progressing',
+      status: 'True',
+      reason: 'Retrying',
+      message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
     });
+    throw err;
+  });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
+  const applied = s.results ?? [];
+  s.facts.changes = {
+    created: applied.filter((r) => r.action === 'created').length,
+    configured: applied.filter((r) => r.action === 'configured').length,
+    pruned: countChanged(pruned),
+  };
   // progressDeadline counts from the start of the transition (its hooks and phases), not from its last phase
   status.activeRevision = {
     number,
@@ -224,7 +218,7 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     s.bd,
     'Normal',
     'Installed',
-    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}`,
+    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}${keptCount(pruned)}`,
   );
   s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
 }
@@ -256,6 +250,7 @@ async function revisionNumber(ctx: StepContext, s: ReconcileState, rendered: Ren
 function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: readonly ObjectResult[]): void {
   const reverted = results.filter((r) => r.action === 'configured' || r.action === 'created');
   if (reverted.length === 0) return;
+  s.facts.driftReverted = reverted.map((r) => r.subject);
   // the fields hand edits (kubectl edit/set/patch...) had set, so the person on call sees the hotfix go
   const what = (r: ObjectResult) => (r.action === 'created' ? 're-created' : r.reverted?.length ? `reverted (${r.reverted.join(', ')})` : 'reverted');
   ctx.d.events.event(
@@ -264,6 +259,12 @@ function driftCorrectedEvent(ctx: StepContext, s: ReconcileState, results: reado
     'DriftCorrected',
     `changed back to revision ${s.bd.status?.activeRevision?.number}: ${reverted.map((r) => `${r.subject} ${what(r)}`).join(', ')}`,
   );
+}
+
+/** ", kept N" for the objects a retention policy kept (the Kept Event names them) */
+function keptCount(pruned: readonly ObjectResult[]): string {
+  const n = pruned.filter((r) => r.action === 'kept').length;
+  return n > 0 ? `, kept ${n}` : '';
 }
 
 function summarize(results: readonly ObjectResult[]): string {
@@ -280,13 +281,7 @@ async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rend
   const t = s.status.transition;
   if (!t || t.revision === s.status.activeRevision?.number) return;
   const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(abandoned, rendered.objects), {
-    keepCRDs: !s.spec.deleteCRDsOnUninstall,
-    log: ctx.d.log,
-    retained: rendered.objects,
-    writtenUid: writtenUid(ctx, s.bd),
-    signal: s.signal,
-  });
+  const pruned = await pruneLeftOvers(ctx, s, abandoned, rendered.objects, s.status.activeRevision?.number ?? t.revision);
   s.changed += countChanged(pruned);
   endTransition(s, 'Failed');
 }

@@ -24,6 +24,8 @@ import type { HoistMetrics } from '../metrics.ts';
 import type { RevisionObjects } from '../revision-objects.ts';
 import type { PushNotices } from '../push-notices.ts';
 import type { SecretWatch } from '../watches/secret-watch.ts';
+import type { Targets } from '../targets.ts';
+import type { TransitionRecord } from '../../notify/transitions.ts';
 
 /*
  * What the pipeline asks of each stage implementation: the smallest part of each class the steps
@@ -41,8 +43,16 @@ export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'sett
 /** who acts for a BD (identity.ts) */
 export type PipelineIdentities = Pick<Identities, 'for' | 'defaultServiceAccount'>;
 
+/** the clusters BDs install into (targets.ts) */
+export type PipelineTargets = Pick<Targets, 'for' | 'current' | 'local' | 'release'>;
+
 export interface ReconcilerDeps {
+  /** the controller's client on the management cluster (BDs, their status, revisions, Secrets) */
   client: KubeClient;
+  /** the client of the cluster this reconcile installs into (set per reconcile for a remote BD; default client) */
+  cluster?: KubeClient;
+  /** spec.kubeConfig: where each BD installs (optional: tests and the fakes install locally) */
+  targets?: PipelineTargets;
   log: Logger;
   /** where revision Secrets and (without serviceAccount) source credentials live */
   controllerNamespace: string;
@@ -80,6 +90,14 @@ export interface ReconcilerDeps {
   secrets?: Pick<SecretWatch, 'takeRotated'>;
   /** whether a verified webhook push named a BD's repository and branch since its last resolve */
   pushes?: Pick<PushNotices, 'takePushed'>;
+  /** takes the transitions of each written status (src/notify; never blocks the reconcile) */
+  notices?: NoticeSink;
+}
+
+/** where the reconciler hands transition records (src/notify/dispatcher.ts): must return at once */
+export interface NoticeSink {
+  record(records: readonly TransitionRecord[]): void;
+  forget(bd: string): void;
 }
 
 export interface StepContext {
@@ -87,11 +105,18 @@ export interface StepContext {
   readonly objects: RevisionObjects;
   /** per BD: rotated Secrets/ConfigMaps whose re-check has not succeeded yet (a failed one is retried, not forgotten) */
   readonly pendingRotations: Map<string, ReadonlySet<string>>;
+  /** per BD with spec.decryption: the strings kept out of its status, Events and log lines (redaction.ts) */
+  readonly redactions: Map<string, readonly string[]>;
 }
 
 /** the client acting for bd: its ServiceAccount (impersonated) or the controller */
 export function actor(ctx: StepContext, bd: BundleDeployment): KubeClient {
   return ctx.d.identities.for(bd).client;
+}
+
+/** the client of the cluster the BD installs into: its discovery, its pods (the kubeconfig's identity for a remote BD) */
+export function clusterClient(ctx: StepContext): KubeClient {
+  return ctx.d.cluster ?? ctx.d.client;
 }
 
 /** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
@@ -116,7 +141,7 @@ export async function servedTypes(ctx: StepContext, objects: readonly KubeObject
     const k = `${o.apiVersion}/${o.kind}`;
     // no discovery refresh for unserved kinds (skipped optional objects) on every reconcile: the
     // applier and the CRD watch refresh discovery when a kind can have appeared
-    if (!seen.has(k) && (await ctx.d.client.discovery.resourceFor(o, { refreshOnMiss: false }))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
+    if (!seen.has(k) && (await clusterClient(ctx).discovery.resourceFor(o, { refreshOnMiss: false }))) seen.set(k, { apiVersion: o.apiVersion, kind: o.kind });
   }
   return [...seen.values()];
 }

@@ -1,10 +1,13 @@
 /**
  * Deletion of a BundleDeployment: uninstall its active revision (CRDs kept unless
- * deleteCRDsOnUninstall; what another member of its lineage installs is handed over, not
- * deleted), drop its revision Secrets, then remove the finalizer. Paused BDs orphan their objects.
+ * deleteCRDsOnUninstall; objects a retention policy keeps let go of, not deleted; what another
+ * member of its lineage installs is handed over, not deleted), drop its revision Secrets, then
+ * remove the finalizer. With deletionPolicy Orphan every object is let go of instead (no delete
+ * hooks run). Paused BDs orphan their objects as they are, and so do remote BDs annotated
+ * core.rukpak.io/abandon-target=true (a cluster gone for good).
  */
 import { withDefaults } from '../../../api/v1alpha2/defaults.ts';
-import { FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { ANNOTATION_ABANDON_TARGET, FINALIZER, lineageOf, type BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { objectId } from '../../apply/object-id.ts';
 import { hooksFor } from '../../apply/hooks.ts';
 import { deleteOwned } from '../../apply/prune.ts';
@@ -17,6 +20,8 @@ import { reaches } from '../dependency-graph.ts';
 import { lineageMembers } from '../lineage.ts';
 import { actor, writtenUid, type StepContext } from './context.ts';
 import { ReconcileCode } from '../errors.ts';
+import { describeKept } from '../kept-objects.ts';
+import { abandonsTarget } from './target.ts';
 
 /**
  * The BundleDeployments that depend on bd (spec.dependsOn) and still exist: bd is uninstalled
@@ -41,6 +46,10 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
   const spec = withDefaults(bd.spec);
   if (spec.paused) {
     d.log.info({ bd: name }, 'paused BundleDeployment deleted: its objects are orphaned');
+  } else if (bd.spec.kubeConfig && abandonsTarget(bd)) {
+    const message = `deleted with ${ANNOTATION_ABANDON_TARGET}=true: its objects are left in the remote cluster${bd.status?.target ? ` ${bd.status.target.cluster}` : ''}`;
+    d.log.warn({ bd: name, target: bd.status?.target?.cluster }, 'remote objects abandoned');
+    d.events.event(bd, 'Warning', 'TargetAbandoned', message);
   } else {
     const active = bd.status?.activeRevision;
     // Not knowing what is installed is never "nothing installed": a revision that cannot be
@@ -57,6 +66,11 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
     const objects = [...installed, ...halfway.filter((o) => !seen.has(objectId(o)))];
     const kept = await installedByLineage(ctx, bd);
     const doomed = objects.filter((o) => !kept.has(objectId(o)));
+    if (spec.deletionPolicy === 'Orphan') {
+      await orphan(ctx, bd, doomed, signal);
+      await d.revisions.prune(name);
+      return removeFinalizer(ctx, bd);
+    }
     // Helm's delete hooks: pre-delete before anything is deleted, post-delete after; a failed
     // one stops the uninstall (as `helm uninstall` fails), retried with backoff
     const hooks = active ? await ctx.objects.hooksOf(name, active).catch((e: unknown) => uninstallBlocked(ctx, bd, e)) : [];
@@ -71,17 +85,56 @@ export async function finalize(ctx: StepContext, bd: BundleDeployment, signal?: 
             signal,
           }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
     await deleteHooks(ctx, bd, 'post-delete', hooks, active?.number ?? 0, signal);
-    d.log.info({ bd: name, deleted: countChanged(results), handedOver: objects.length - results.length }, 'uninstalled');
+    const retained = describeKept(results);
+    if (retained) {
+      d.events.event(
+        bd,
+        'Normal',
+        'Kept',
+        `uninstall of revision ${active?.number ?? '?'}: ${retained.count} object(s) kept by their retention policy, left in place and no longer managed: ${retained.names}`,
+      );
+    }
+    d.log.info({ bd: name, deleted: countChanged(results), kept: retained?.count ?? 0, handedOver: objects.length - results.length }, 'uninstalled');
   }
   await d.revisions.prune(name);
+  return removeFinalizer(ctx, bd);
+}
+
+/** deletionPolicy Orphan: every object still bd's is let go of (retention.ts), none deleted, no hook run */
+async function orphan(ctx: StepContext, bd: BundleDeployment, objects: readonly KubeObject[], signal: AbortSignal | undefined): Promise<void> {
+  const name = bd.metadata.name;
+  const results =
+    objects.length === 0
+      ? []
+      : await deleteOwned(actor(ctx, bd), { name, lineage: lineageOf(bd) }, objects, {
+          orphan: true,
+          log: ctx.d.log,
+          writtenUid: writtenUid(ctx, bd),
+          signal,
+        }).catch((e: unknown) => uninstallBlocked(ctx, bd, e));
+  const left = describeKept(results);
+  if (left) {
+    ctx.d.events.event(bd, 'Normal', 'Orphaned', `deletionPolicy Orphan: ${left.count} object(s) left in place, no longer managed: ${left.names}`);
+  }
+  ctx.d.log.info(
+    { bd: name, orphaned: left?.count ?? 0, handedOver: objects.length - results.length },
+    'deleted with deletionPolicy Orphan: objects left in place',
+  );
+}
+
+/** removes Hoist's finalizer from bd (the API server then deletes it); true */
+async function removeFinalizer(ctx: StepContext, bd: BundleDeployment): Promise<true> {
+  const { d } = ctx;
+  const name = bd.metadata.name;
+  const finalizers = bd.metadata.finalizers ?? [];
   try {
     await d.client.patch(
       bd,
       name,
       undefined,
       [
-        { op: 'test', path: '/metadata/finalizers', value: bd.metadata.finalizers },
-        { op: 'replace', path: '/metadata/finalizers', value: bd.metadata.finalizers.filter((f) => f !== FINALIZER) },
+        { op: 'test', path: '/metadata/finalizers', value: finalizers },
+        { op: 'replace', path: '/metadata/finalizers', value: finalizers.filter((f) => f !== FINALIZER) },
       ],
       'json',
     );

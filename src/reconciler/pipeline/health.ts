@@ -1,11 +1,12 @@
 /**
- * Healthy: the active revision's health from the managed-object watches — built-in readiness and
- * the verdicts of `spec.healthChecks`, the worse of the two per object. Reads caches only.
+ * Healthy: the active revision's health from the managed-object watches — each object's verdict
+ * (health/verdict.ts: the BD's `spec.healthChecks` that select it, else the cluster-wide rules,
+ * the shipped library, kstatus). Reads caches only.
  */
 import { objectId } from '../../apply/object-id.ts';
 import { podProblems, workloadFailure } from '../../health/pods.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { watchObjects, type StepContext } from './context.ts';
+import { clusterClient, watchObjects, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 
 /** sets Healthy; true when every object of the active revision is ready */
@@ -119,7 +120,7 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
     const match = (o as { spec?: { selector?: { matchLabels?: Record<string, string> } } }).spec?.selector?.matchLabels;
     if (!match || Object.keys(match).length === 0) continue;
     listed++;
-    const pods = await ctx.d.client
+    const pods = await clusterClient(ctx)
       .list(
         { apiVersion: 'v1', kind: 'Pod' },
         {

@@ -6,15 +6,14 @@
  * failure blocks until the spec changes. The decisions are decide.ts's (pure, table-tested);
  * this module carries them out: conditions, events, the rollback's writes, throw or requeue.
  */
-import { lineageOf } from '../../../api/v1alpha2/types.ts';
-import { deleteOwned, staleObjects } from '../../apply/prune.ts';
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, CancelledError, HoistError } from '../../util/errors.ts';
 import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
-import { actor, applyTarget, inventory, writtenUid, type StepContext } from './context.ts';
+import { applyTarget, inventory, type StepContext } from './context.ts';
 import { decideBeforeApply, decideRevisionFailure } from './decide.ts';
 import { observeHealth } from './health.ts';
+import { pruneLeftOvers } from './prune.ts';
 import { endTransition, runHooks, transitionOf } from './transition.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
@@ -22,6 +21,7 @@ import { ReconcileCode } from '../errors.ts';
 /** Resolve, fetch and process failures touch nothing installed (DESIGN §3). Throws when transient. */
 export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: unknown): Promise<void> {
   const err = asHoistError(e, { stage: 'fetch', code: ReconcileCode.Unknown, terminal: false });
+  noteFailure(s, err);
   const decision = decideBeforeApply(err);
   const message = err.describe();
   const stage = err.stage;
@@ -76,6 +76,7 @@ export async function failedRevision(
   });
   const { reason } = decision;
   const message = err.describe();
+  noteFailure(s, err);
   status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason, generation: s.generation };
   if (decision.kind === 'retry-upgrade') {
     status.attemptedRevision.failingSince = decision.since;
@@ -106,15 +107,7 @@ export async function failedRevision(
     if (preFailed) ctx.d.log.warn({ bd: s.name, err: preFailed.message }, 'pre-rollback hook failed; rolling back anyway');
     try {
       const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects, { signal: s.signal });
-      const pruned = !decision.prune
-        ? []
-        : await deleteOwned(actor(ctx, s.bd), { name: s.name, lineage: lineageOf(s.bd) }, staleObjects(failedObjects, objects), {
-            keepCRDs: !spec.deleteCRDsOnUninstall,
-            log: ctx.d.log,
-            retained: objects,
-            writtenUid: writtenUid(ctx, s.bd),
-            signal: s.signal,
-          });
+      const pruned = !decision.prune ? [] : await pruneLeftOvers(ctx, s, failedObjects, objects, lastGood.number);
       s.changed = countChanged(report.results) + countChanged(pruned);
     } catch (e) {
       if (e instanceof CancelledError) throw e;
@@ -223,4 +216,9 @@ async function pruneHistory(ctx: StepContext, s: ReconcileState): Promise<void> 
   await s.time('history', ctx.d.revisions.prune(s.name, keptRevisions(s.status))).catch((e: unknown) => {
     ctx.d.log.warn({ bd: s.name, err: e instanceof Error ? e.message : String(e) }, 'pruning revision history failed; retried with the next revision');
   });
+}
+
+/** the failure as notifications name it: its stage, subject and code (the message is the condition's) */
+function noteFailure(s: ReconcileState, err: HoistError): void {
+  s.facts.failure = { stage: err.stage, subject: err.subject, code: err.code, message: err.describe() };
 }

@@ -15,13 +15,21 @@ import { readCredentials, refScope, secretRefOf } from '../inputs/credentials.ts
 import { renderBundle } from '../render-bundle.ts';
 import { readSourceCA } from '../inputs/source-ca.ts';
 import { readValuesFrom, valuesFromRefs } from '../inputs/values-from.ts';
+import { postBuildInputKey, postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../inputs/post-build.ts';
+import { DECRYPTION_SUBJECT, decryptionInput, readDecryptionKeys } from '../inputs/decryption-keys.ts';
+import type { DecryptionKeys } from '../../processors/sops/age-keys.ts';
 import type { Rendered } from '../revision-objects.ts';
-import type { StepContext } from './context.ts';
+import { revisionRedactions } from '../redaction.ts';
+import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
 
 export async function renderRevision(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const rendered = await renderOrReuse(ctx, s, resolved);
+  // what this BD's status, Events and log lines must not show from here on (redaction.ts)
+  const secrets = s.bd.spec.decryption ? revisionRedactions(rendered) : [];
+  if (secrets.length) ctx.redactions.set(s.name, secrets);
+  else ctx.redactions.delete(s.name);
   const hooks = rendered.hooks.length ? ` and ${rendered.hooks.length} hooks` : '';
   s.set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}` });
   s.status.contentDigest = rendered.contentDigest;
@@ -33,6 +41,8 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const { spec } = s;
   // read on every reconcile: a changed Secret or ConfigMap is a new input, so a new revision
   const valuesFrom = await readBDValuesFrom(ctx, s);
+  const postBuild = await readBDPostBuild(ctx, s);
+  const decryption = await readBDDecryption(ctx, s);
   const inputs = hashOf({
     format: spec.format,
     config: spec.config ?? {},
@@ -45,6 +55,10 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     }),
     // the values' text only inside this hash (stored with the revision, in the controller's namespace)
     ...(valuesFrom.length ? { valuesFrom } : {}),
+    // the variables' values too, only inside this hash (a Secret's among them)
+    ...(postBuild ? { postBuild: postBuildInputKey(postBuild) } : {}),
+    // a digest of the age identities, never the identities
+    ...(decryption ? { decryption: decryptionInput(decryption) } : {}),
   });
   const memo = ctx.objects.renderedWith(s.name, inputs);
   if (memo) return ctx.objects.placed(s.name, memo);
@@ -58,12 +72,14 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
   const out = await d.renders.run(
     () =>
       renderBundle(
-        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: d.client.discovery, cluster: d.client.discovery },
+        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: clusterClient(ctx).discovery, cluster: clusterClient(ctx).discovery },
         {
           name: s.name,
           spec,
           resolved,
           helmValuesFrom: valuesFrom,
+          postBuild,
+          decryption,
           signal: s.signal,
           time: s.time,
           // credentials also on a store hit: the source proves this BD's access before serving
@@ -94,7 +110,13 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     ctx.objects.rememberRefused(s.name, inputs, packed);
     throw packed;
   }
-  return remember(ctx, s.name, { inputs, contentDigest: out.contentDigest, ...split(detached(out.objects)), packed });
+  return remember(ctx, s.name, {
+    inputs,
+    contentDigest: out.contentDigest,
+    ...split(detached(out.objects)),
+    packed,
+    ...(out.sensitive ? { sensitive: out.sensitive } : {}),
+  });
 }
 
 /**
@@ -114,6 +136,25 @@ async function readBDValuesFrom(ctx: StepContext, s: ReconcileState): Promise<Va
   const { d } = ctx;
   const scope = refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, 'config.helm.valuesFrom');
   return readValuesFrom(scope, refs);
+}
+
+/** spec.postBuild of the BD with its substituteFrom read as the BD's credentials are (inputs/post-build.ts) */
+async function readBDPostBuild(ctx: StepContext, s: ReconcileState): Promise<PostBuildInput | undefined> {
+  const postBuild = postBuildOf(s.bd);
+  if (!postBuild) return undefined;
+  const { d } = ctx;
+  const scope = substituteFromRefs(s.bd).length
+    ? refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, 'postBuild.substituteFrom')
+    : undefined;
+  return readPostBuild(scope, postBuild);
+}
+
+/** spec.decryption's age identities, read as the BD's credentials are (inputs/decryption-keys.ts) */
+async function readBDDecryption(ctx: StepContext, s: ReconcileState): Promise<DecryptionKeys | undefined> {
+  const name = s.bd.spec.decryption?.secretRef.name;
+  if (!name) return undefined;
+  const { d } = ctx;
+  return readDecryptionKeys(refScope(d.client, d.controllerNamespace, s.bd, d.identities.defaultServiceAccount, DECRYPTION_SUBJECT), name);
 }
 
 /**

@@ -73,6 +73,12 @@ export async function rollOut(ctx: StepContext, s: ReconcileState, objects: read
       : `revision ${active.number} not healthy within progressDeadline ${spec.upgrade.progressDeadline}: ${getCondition(status.conditions, 'Healthy')?.message ?? ''}`;
   if (decision.kind === 'blocked') {
     const before = getCondition(status.conditions, 'Progressing');
+    s.facts.failure = {
+      stage: 'observe',
+      subject: `revision ${active.number}`,
+      code: decision.why === 'failed' ? ReconcileCode.ObjectFailed : ReconcileCode.ProgressDeadline,
+      message: why,
+    };
     s.set({
       type: 'Progressing',
       status: 'False',

@@ -7,6 +7,7 @@ import type { BundleDeployment, BundleDeploymentStatus } from '../../../api/v1al
 import type { ObjectResult } from '../../apply/result.ts';
 import type { ReconcileResult } from '../../kube/controller.ts';
 import { setCondition, type ConditionInput } from '../conditions.ts';
+import type { ReconcileFacts } from '../../notify/transitions.ts';
 
 /** times a stage's promise into the reconcile's timings */
 export type Stopwatch = <T>(stage: string, p: Promise<T>) => Promise<T>;
@@ -36,6 +37,8 @@ export interface ReconcileState {
   appliedDigest?: string | undefined;
   /** when a health check's verdict changes by time alone */
   recheckAt?: number;
+  /** what notifications say beyond the status: counts of changes, the failure, reverted drift (src/notify) */
+  readonly facts: ReconcileFacts;
 
   // the outcome, for the controller and the reconcile log line
   result: ReconcileResult;
@@ -69,6 +72,7 @@ export function newState(bd: BundleDeployment, now: () => Date, signal?: AbortSi
         timings[stage] = Math.round(performance.now() - t0);
       }
     },
+    facts: {},
     result: {},
     changed: 0,
     note: '',

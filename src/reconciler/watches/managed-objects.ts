@@ -1,7 +1,9 @@
 /**
  * The observe stage's eyes: one informer per kind Hoist manages, selecting objects by Hoist's
  * owner label, each cached as a small summary (metadata fingerprint, health verdict and the
- * results of the owner's `spec.healthChecks` — never the object). It answers the applier's "is
+ * results of the owner's `spec.healthChecks` — never the object). The verdict is
+ * health/verdict.ts's: the owner's checks when any selects the object (their timed verdicts are
+ * read beside it, checkVerdicts), else the cluster-wide rules, the library, kstatus. It answers the applier's "is
  * this object still as I left it?" without a GET, computes health, and tells the reconciler which
  * BundleDeployment to re-queue when an object drifts, changes health or is deleted.
  *
@@ -14,9 +16,11 @@ import { LABEL_OWNER_NAME, type HealthCheck } from '../../../api/v1alpha2/types.
 import { liveMetaOf, metadataChange, sameLiveState, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
 import { groupOf, objectId } from '../../apply/object-id.ts';
 import type { WrittenObject } from '../../apply/result.ts';
-import { track, verdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
+import { track, verdictOf as checkVerdictOf, type ProbeTrack, type ProbeVerdict } from '../../health/probe-state.ts';
 import { compileHealthChecks, runChecks, type CompiledCheck, type ProbeResult } from '../../health/probes.ts';
-import { readinessOf, verdictAt, type HealthVerdict } from '../../health/readiness.ts';
+import { verdictAt } from '../../health/readiness.ts';
+import { BUILTIN_RULES, type HealthRules } from '../../health/rules/rule-set.ts';
+import { checkedVerdict, verdictOf, type Verdict } from '../../health/verdict.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
 import { systemClock, type Clock } from '../../util/clock.ts';
@@ -26,7 +30,8 @@ import { sleep } from '../../util/sleep.ts';
 /** what the cache keeps per object */
 interface Summary extends KubeObject {
   live: LiveMeta;
-  health: HealthVerdict;
+  /** the object's verdict and the rule that gave it (health/verdict.ts) */
+  health: Verdict;
   /** results of the owner's health checks that select this object */
   probes?: Record<string, ProbeResult>;
 }
@@ -85,6 +90,8 @@ export class ManagedObjects implements LiveIndex {
     private readonly onChange: OwnerEvent,
     private readonly log: Logger,
     private readonly clock: Clock = systemClock,
+    /** the health rules in force: the cluster-wide ones (hoist run --health-rules) and the library */
+    private readonly rules: HealthRules = BUILTIN_RULES,
   ) {}
 
   /** starts watching the kinds not watched yet and waits until their caches are synced */
@@ -153,7 +160,7 @@ export class ManagedObjects implements LiveIndex {
     const out: CheckVerdict[] = [];
     for (const c of checks) {
       const t = tracks.get(c.name);
-      if (t) out.push({ check: c.name, ...verdictOf(t, c, now) });
+      if (t) out.push({ check: c.name, ...checkVerdictOf(t, c, now) });
     }
     return out;
   }
@@ -254,7 +261,8 @@ export class ManagedObjects implements LiveIndex {
       metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
       // the managers' names only (who else writes it, so hand edits can be taken over), never their fields
       live: liveMetaOf({ metadata: { ...obj.metadata, managedFields } }),
-      health: readinessOf(obj, this.clock.now()),
+      // the owner's health checks that select the object judge it instead of the rules
+      health: probes ? checkedVerdict(obj, Object.keys(probes)) : verdictOf(obj, { now: this.clock.now(), rules: this.rules }),
       ...(probes ? { probes } : {}),
     };
   }
@@ -263,10 +271,10 @@ export class ManagedObjects implements LiveIndex {
     return this.summary(id)?.live;
   }
 
-  /** health of one object; undefined when not observed (not created yet, or not watched) */
-  health(id: string): HealthVerdict | undefined {
+  /** health of one object (as it stands now) and the rule that judged it; undefined when not observed (not created yet, or not watched) */
+  health(id: string): Verdict | undefined {
     const h = this.summary(id)?.health;
-    return h && verdictAt(h, this.clock.now());
+    return h && { ...verdictAt(h, this.clock.now()), rule: h.rule };
   }
 
   /**

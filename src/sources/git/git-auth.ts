@@ -13,6 +13,7 @@
 import type { Credentials } from '../source.ts';
 import { HoistError, type Stage } from '../../util/errors.ts';
 import { SourceCode, sourceError } from '../errors.ts';
+import type { SshAuth } from './ssh-auth.ts';
 
 export interface GitAuth {
   /** full Authorization header value, or undefined for anonymous access */
@@ -21,6 +22,8 @@ export interface GitAuth {
   ca?: string;
   /** every secret string that must never appear in a message (password, token, header value) */
   secrets: string[];
+  /** an ssh repository's key and known_hosts (./ssh-auth.ts); then there is no header or CA */
+  ssh?: SshAuth;
 }
 
 export const DEFAULT_TOKEN_USERNAME = 'x-access-token';

@@ -1,6 +1,7 @@
 /**
  * Runs the git CLI the way the controller must: no system or global config, no prompts, no
- * inherited tracing, HOME in a private temp dir, only http(s) transports, and configuration passed
+ * inherited tracing, HOME in a private temp dir, only http(s) transports (ssh only, for an ssh
+ * repository: ./ssh-session.ts), and configuration passed
  * through GIT_CONFIG_COUNT/KEY/VALUE environment variables. Credentials therefore never appear
  * in argv (visible to every user through `ps`), in a URL, or in a file on disk; a process's
  * environment is readable only by its own user. Memory per command is bounded: stdout is capped
@@ -8,6 +9,7 @@
  * last 16 KiB.
  */
 import { spawn } from 'node:child_process';
+import { basename } from 'node:path';
 import { formatBytes } from '../../util/content-tree.ts';
 import { HoistError, type Stage, FailureReason } from '../../util/errors.ts';
 import { UNKNOWN_AUTHORITY_HINT } from '../transport/transport.ts';
@@ -148,10 +150,21 @@ export function gitEnv(opts: Pick<GitRunOptions, 'home' | 'config' | 'env'>): Re
  * `maxOutputBytes` of stdout plus 16 KiB of stderr.
  */
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
+  return runProgram('git', args, opts);
+}
+
+/**
+ * runGit for another program of a git operation (ssh, ssh-keygen): the same environment, process
+ * group, limits and errors.
+ */
+export function runProgram(program: string, args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
+  // what messages call the command: `git fetch`, `ssh` (never its arguments: paths, hosts)
+  const name = program === 'git' ? `git ${verb(args)}` : basename(program);
   return new Promise((resolve, reject) => {
-    // its own process group: `git fetch` runs git-remote-https as a child that holds the pipes
-    // open, so killing git alone would leave the transfer (and this promise) running
-    const child = spawn('git', args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    // its own process group: `git fetch` runs git-remote-https (or ssh) as a child that holds the
+    // pipes open, so killing git alone would leave the transfer (and this promise) running. Also
+    // no controlling terminal: nothing can prompt on one.
+    const child = spawn(program, args, { cwd: opts.home, env: gitEnv(opts), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const maxOutput = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     let outBytes = 0;
@@ -210,7 +223,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     };
     child.on('error', (e) => {
       finish();
-      reject(new GitCommandError(`cannot run git: ${e.message}`, { stderr: '', exitCode: null, timedOut, aborted }));
+      reject(new GitCommandError(`cannot run ${basename(program)}: ${e.message}`, { stderr: '', exitCode: null, timedOut, aborted }));
     });
     child.on('close', (code) => {
       finish();
@@ -224,7 +237,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
         return;
       }
       reject(
-        new GitCommandError(outputLimit === undefined ? `git ${verb(args)} failed` : `git ${verb(args)} wrote more than ${outputLimit} bytes`, {
+        new GitCommandError(outputLimit === undefined ? `${name} failed` : `${name} wrote more than ${outputLimit} bytes`, {
           stderr,
           exitCode: code,
           timedOut,

@@ -1,5 +1,7 @@
 /**
- * The `git` Source (DESIGN §2): smart HTTP(S) only.
+ * The `git` Source (DESIGN §2): smart HTTP(S), and SSH (`ssh://` and scp-like addresses) with a
+ * key and known_hosts from the auth Secret (./ssh-session.ts: the system's OpenSSH client, host
+ * key always verified).
  *
  * - `resolve` turns `{ branch }` / `{ tag }` into a commit with one GET of the ref advertisement
  *   (no clone, no process); `{ commit }` is pinned and resolves with no network at all. Annotated
@@ -24,7 +26,10 @@
  * credentials are configured (git would otherwise replay the header to wherever the first
  * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can
  * downgrade it. HTTPS_PROXY/HTTP_PROXY/NO_PROXY pass through to git. One overall deadline per
- * resolve and per fetch; at the deadline the git process is killed.
+ * resolve and per fetch; at the deadline the git process is killed. An ssh repository's Secret is
+ * bound to its host the same way (a bare host meaning port 22); resolve reads the ref
+ * advertisement over one ssh connection, fetch runs git with the operation's ssh client
+ * (GIT_SSH), and every connection checks the host key against the Secret's known_hosts.
  *
  * Bounded work (docs/security.md): the ref advertisement is streamed, capped at 8 MiB and only
  * the refs asked for are kept; the fetch's object store is capped (`maxPackBytes`, 1 GiB,
@@ -32,13 +37,14 @@
  * ./checkout.ts.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { ResolvedSourceStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
 import type { ContentStore, Scratch, SpaceAllowance } from '../../cache/content-store.ts';
 import { HoistError, redactUrl, type Stage } from '../../util/errors.ts';
 import { fetchThroughStore } from '../cached-fetch.ts';
-import { credentialsForUrl } from '../credential-hosts.ts';
+import { credentialsForSshHost, credentialsForUrl } from '../credential-hosts.ts';
 import { withDeadline } from '../transport/deadline.ts';
 import { caForUrl, type HostCAs } from '../transport/ca-dir.ts';
 import { HttpTransport, type SourceStage } from '../transport/transport.ts';
@@ -51,6 +57,18 @@ import { GitCommandError, classifyFetchFailure, runGit, type GitRunOptions } fro
 import { fetchWithPackLimit, PACK_CONFIG } from './pack-limit.ts';
 import { DEFAULT_MAX_ADVERTISEMENT_BYTES, fetchRefAdvertisement, type AdvertisedRef, type RefAdvertisement, type RefWants } from './ref-advertisement.ts';
 import { SourceCode, sourceError } from '../errors.ts';
+import { sshAuthFrom, sshSecrets, type SshAuth } from './ssh-auth.ts';
+import {
+  classifySshFailure,
+  findProgram,
+  privateKeyProblem,
+  SSH_PROTOCOL_CONFIG,
+  sshRefAdvertisement,
+  writeSshSession,
+  type SshPrograms,
+  type SshSession,
+} from './ssh-session.ts';
+import { isSshRepository, parseSshRepository, sshHostPort, type SshRepository } from './ssh-url.ts';
 
 export interface GitSourceOptions {
   /**
@@ -72,14 +90,18 @@ export interface GitSourceOptions {
   caBundle?: string;
   /** per-host CAs (`--ca-dir`): added to `caBundle` for repositories on that host */
   hostCAs?: HostCAs;
+  /** the programs git over ssh runs; default `ssh` and `ssh-keygen` from PATH, this process's node */
+  ssh?: Partial<SshPrograms>;
 }
 
 /** A git source spec after validation: what resolve and fetch work from. */
 export interface GitTarget {
-  /** the repository URL as given (validated: http(s), no userinfo) */
+  /** the repository URL as given (validated: http(s) without userinfo, or an ssh address) */
   repository: string;
-  /** the URL safe to show: no userinfo, no query */
+  /** the URL safe to show: no userinfo, no query (an ssh address as given: it holds no secret) */
   displayUrl: string;
+  /** set for an ssh repository: its host, port, user and path as git reads them */
+  ssh?: SshRepository;
   ref: { kind: 'commit' | 'tag' | 'branch' | 'semver'; value: string };
   /** normalized: no leading/trailing slash, "" for the root */
   directory: string;
@@ -114,20 +136,7 @@ export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
   const git = spec.git;
   const bad = (message: string, code: SourceCode, subject?: string): HoistError => sourceError(message, { stage, code, subject, terminal: true });
   if (spec.kind !== 'git' || !git) throw bad('source is not of kind git', SourceCode.InvalidSpec);
-  let url: URL;
-  try {
-    url = new URL(git.repository);
-  } catch {
-    throw bad('repository is not a valid url', SourceCode.UnsupportedUrl, redactUrl(git.repository));
-  }
-  const displayUrl = redactUrl(git.repository);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw bad(`only http(s) repositories are supported, not ${url.protocol.replace(/:$/, '')}`, SourceCode.UnsupportedUrl, displayUrl);
-  }
-  if (url.username !== '' || url.password !== '') {
-    // Credentials in the URL would end up in status, logs and `ps`; they belong in a Secret.
-    throw bad('repository url must not contain credentials; use auth.secretRef', SourceCode.CredentialsInUrl, displayUrl);
-  }
+  const { displayUrl, ssh } = parseRepository(git.repository, bad);
   const set = (['commit', 'tag', 'branch', 'semver'] as const).filter((k) => (git.ref?.[k] ?? '') !== '');
   if (set.length !== 1) throw bad('ref must set exactly one of commit, tag, branch, semver', SourceCode.InvalidRef, displayUrl);
   const kind = set[0] as GitTarget['ref']['kind'];
@@ -142,9 +151,39 @@ export function parseGitSpec(spec: SourceSpec, stage: Stage): GitTarget {
   return {
     repository: git.repository,
     displayUrl,
+    ...(ssh ? { ssh } : {}),
     ref: { kind, value: kind === 'commit' ? value.toLowerCase() : value },
     directory,
   };
+}
+
+/** an http(s) URL without credentials, or an ssh address (./ssh-url.ts) */
+function parseRepository(
+  repository: string,
+  bad: (message: string, code: SourceCode, subject?: string) => HoistError,
+): { displayUrl: string; ssh?: SshRepository } {
+  if (isSshRepository(repository)) {
+    const parsed = parseSshRepository(repository);
+    const displayUrl = 'problem' in parsed && parsed.credentials ? redactUrl(repository) : repository;
+    if ('problem' in parsed)
+      throw bad(`ssh repository: ${parsed.problem}`, parsed.credentials ? SourceCode.CredentialsInUrl : SourceCode.UnsupportedUrl, displayUrl);
+    return { displayUrl, ssh: parsed };
+  }
+  let url: URL;
+  try {
+    url = new URL(repository);
+  } catch {
+    throw bad('repository is not a valid url', SourceCode.UnsupportedUrl, redactUrl(repository));
+  }
+  const displayUrl = redactUrl(repository);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw bad(`only http(s) and ssh repositories are supported, not ${url.protocol.replace(/:$/, '')}`, SourceCode.UnsupportedUrl, displayUrl);
+  }
+  if (url.username !== '' || url.password !== '') {
+    // Credentials in the URL would end up in status, logs and `ps`; they belong in a Secret.
+    throw bad('repository url must not contain credentials; use auth.secretRef', SourceCode.CredentialsInUrl, displayUrl);
+  }
+  return { displayUrl };
 }
 
 /** Full ref name for a branch or tag; full names ("refs/heads/x") are accepted as given. */
@@ -173,6 +212,10 @@ export class GitSource implements Source {
   private readonly hostCAs: HostCAs | undefined;
   /** one transport (connection pool) per trust configuration */
   private readonly transports = new Map<string, HttpTransport>();
+  private readonly sshOptions: Partial<SshPrograms>;
+  private programs: SshPrograms | undefined;
+  /** whether an ssh key (with its passphrase) loads, by SshAuth.id: undefined when it does, else why not */
+  private readonly keyChecks = new Map<string, string | undefined>();
 
   constructor(opts: GitSourceOptions = {}) {
     this.workRoot = opts.workRoot;
@@ -183,6 +226,7 @@ export class GitSource implements Source {
     this.maxPackBytes = opts.maxPackBytes ?? DEFAULT_MAX_PACK_BYTES;
     this.caBundle = opts.caBundle;
     this.hostCAs = opts.hostCAs;
+    this.sshOptions = opts.ssh ?? {};
   }
 
   /** Closes the transports' connections. */
@@ -269,7 +313,7 @@ export class GitSource implements Source {
       fetchThroughStore({
         store,
         key: gitContentKey(commit, target.directory),
-        origin: { location: target.repository, credential: auth.header, display: target.displayUrl },
+        origin: { location: target.repository, credential: auth.header ?? auth.ssh?.id, display: target.displayUrl },
         subject,
         ...(ctx.onStore ? { observe: ctx.onStore } : {}),
         download: (tmpDir, space) => this.fetchInto(target, commit, tmpDir, auth, subject, signal, space, () => store.scratch('fetched git objects')),
@@ -282,6 +326,11 @@ export class GitSource implements Source {
 
   /** the secret's credentials, when it is bound to the repository's host (else a terminal error) */
   private auth(target: GitTarget, ctx: SourceContext, stage: SourceStage, subject: string): GitAuth {
+    if (target.ssh) {
+      const host = sshHostPort(target.ssh);
+      const ssh = sshAuthFrom(credentialsForSshHost(ctx.credentials, host, target.displayUrl, stage), host, stage, subject);
+      return { secrets: sshSecrets(ssh), ssh };
+    }
     const url = new URL(target.repository);
     // every CA that applies to this repository: the global bundle, its host's (--ca-dir), its own (caSecretRef)
     const cas = [this.caBundle, caForUrl(this.hostCAs, url), ctx.ca?.pem].filter((c): c is string => c !== undefined);
@@ -299,7 +348,35 @@ export class GitSource implements Source {
   }
 
   /** the ref advertisement, keeping only the refs `wants` names */
-  private advertise(target: GitTarget, auth: GitAuth, stage: SourceStage, subject: string, signal: AbortSignal, wants: RefWants): Promise<RefAdvertisement> {
+  private async advertise(
+    target: GitTarget,
+    auth: GitAuth,
+    stage: SourceStage,
+    subject: string,
+    signal: AbortSignal,
+    wants: RefWants,
+  ): Promise<RefAdvertisement> {
+    if (target.ssh && auth.ssh) {
+      const repo = target.ssh;
+      const sshAuth = auth.ssh;
+      // its own private directory: a resolve has no temp repository
+      const dir = await mkdtemp(join(this.workRoot ?? tmpdir(), 'hoist-ssh-'));
+      try {
+        const session = await this.openSsh(dir, sshAuth, stage, subject, signal);
+        return await sshRefAdvertisement(session, repo, {
+          stage,
+          subject,
+          signal,
+          wants,
+          maxBytes: this.maxAdvertisementBytes,
+          home: dir,
+          timeoutMs: stage === 'resolve' ? this.resolveTimeoutMs : this.fetchTimeoutMs,
+          secrets: auth.secrets,
+        });
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
     return fetchRefAdvertisement(target.repository, {
       auth,
       transport: this.transport(auth.ca),
@@ -309,6 +386,50 @@ export class GitSource implements Source {
       wants,
       maxBytes: this.maxAdvertisementBytes,
     });
+  }
+
+  /** the ssh programs, found on PATH once; a terminal `ssh-unavailable` while they are not there */
+  private sshPrograms(stage: SourceStage, subject: string): SshPrograms {
+    if (this.programs) return this.programs;
+    const ssh = this.sshOptions.ssh ?? findProgram('ssh');
+    const keygen = this.sshOptions.keygen ?? findProgram('ssh-keygen');
+    if (ssh === undefined || keygen === undefined) {
+      throw sourceError('git over ssh needs the OpenSSH client (ssh and ssh-keygen) on PATH', {
+        stage,
+        code: SourceCode.SshUnavailable,
+        subject,
+        terminal: true,
+      });
+    }
+    this.programs = { ssh, keygen, node: this.sshOptions.node ?? process.execPath };
+    return this.programs;
+  }
+
+  /**
+   * Writes the operation's ssh directory under `parent` (./ssh-session.ts) and checks that the key
+   * loads with its passphrase (once per key and passphrase, remembered): a key that does not is a
+   * terminal `invalid-credentials`, before any connection.
+   */
+  private async openSsh(parent: string, auth: SshAuth, stage: SourceStage, subject: string, signal: AbortSignal): Promise<SshSession> {
+    const session = await writeSshSession(join(parent, 'ssh'), auth, this.sshPrograms(stage, subject), stage, subject);
+    // remembered once known (a result depends only on the key and passphrase); operations that
+    // meet a new key at the same time each check it, with their own files and signal
+    let problem: string | undefined;
+    if (this.keyChecks.has(auth.id)) problem = this.keyChecks.get(auth.id);
+    else {
+      try {
+        problem = await privateKeyProblem(session, auth, { home: parent, timeoutMs: this.resolveTimeoutMs, signal });
+      } catch (e) {
+        if (!(e instanceof GitCommandError)) throw e;
+        if (e.aborted || e.timedOut) throw classifyFetchFailure(e, stage, subject, true, this.resolveTimeoutMs);
+        throw sourceError(`git over ssh cannot run ssh-keygen: ${e.message}`, { stage, code: SourceCode.SshUnavailable, subject, terminal: true, cause: e });
+      }
+      if (this.keyChecks.size >= 1000) this.keyChecks.clear();
+      this.keyChecks.set(auth.id, problem);
+    }
+    if (problem !== undefined)
+      throw sourceError(`${auth.label} "ssh-privatekey": ${problem}`, { stage, code: SourceCode.InvalidCredentials, subject, terminal: true });
+    return session;
   }
 
   /**
@@ -344,8 +465,9 @@ export class GitSource implements Source {
       await mkdir(home, { mode: 0o700 });
       const gitDir = join(work, 'repo.git');
       const config: Array<readonly [string, string]> = [...PACK_CONFIG];
-      // an https repository never speaks plain http, not even after a redirect
-      if (target.repository.startsWith('https:')) config.push(['protocol.http.allow', 'never']);
+      // an ssh repository speaks ssh only; an https one never plain http, not even after a redirect
+      if (target.ssh) config.push(...SSH_PROTOCOL_CONFIG);
+      else if (target.repository.startsWith('https:')) config.push(['protocol.http.allow', 'never']);
       if (auth.header !== undefined) {
         // URL-scoped: git sends the header only to this origin. Redirects off: after an initial
         // redirect git would send the same headers to the new base URL, whatever its host.
@@ -367,7 +489,9 @@ export class GitSource implements Source {
         ...(signal ? { signal } : {}),
       };
       await runGit(['init', '--quiet', '--bare', gitDir], run);
-      await this.fetchCommit(target, commit, gitDir, run, auth, subject, signal, onPack);
+      // git fetch runs ssh with the operation's key and known_hosts (GIT_SSH, in its environment)
+      const session = auth.ssh ? await this.openSsh(work, auth.ssh, 'fetch', subject, signal) : undefined;
+      await this.fetchCommit(target, commit, gitDir, session ? { ...run, env: session.env } : run, auth, subject, signal, onPack);
       await checkoutDirectory({
         gitDir,
         commit,
@@ -395,7 +519,7 @@ export class GitSource implements Source {
     target: GitTarget,
     commit: string,
     gitDir: string,
-    run: Omit<GitRunOptions, 'input' | 'env'>,
+    run: Omit<GitRunOptions, 'input'>,
     auth: GitAuth,
     subject: string,
     signal: AbortSignal,
@@ -413,13 +537,18 @@ export class GitSource implements Source {
       target.repository,
       ...refspecs,
     ];
-    const withAuth = auth.header !== undefined;
+    const withAuth = auth.header !== undefined || auth.ssh !== undefined;
+    const failure = (e: GitCommandError): HoistError => {
+      const ssh = target.ssh && classifySshFailure(e.stderr, target.ssh);
+      if (ssh && !e.aborted && !e.timedOut) return sourceError(ssh.message, { stage: 'fetch', code: ssh.code, subject, terminal: ssh.terminal, cause: e });
+      return classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);
+    };
     try {
       await fetchWithPackLimit(fetchArgs(true, [`+${commit}:refs/hoist/commit`]), gitDir, this.maxPackBytes, subject, run, onPack);
       return;
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
-      if (!/unadvertised object/i.test(e.stderr)) throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);
+      if (!/unadvertised object/i.test(e.stderr)) throw failure(e);
     }
     const adv = await this.advertise(target, auth, 'fetch', subject, signal, { commit });
     const pointing = [...adv.refs.values()].filter((r) => r.oid === commit || r.peeled === commit).map((r) => r.name);
@@ -439,7 +568,7 @@ export class GitSource implements Source {
       );
     } catch (e) {
       if (!(e instanceof GitCommandError)) throw e;
-      throw classifyFetchFailure(e, 'fetch', subject, withAuth, this.fetchTimeoutMs);
+      throw failure(e);
     }
     try {
       await runGit(['--git-dir', gitDir, 'cat-file', '-e', `${commit}^{commit}`], run);

@@ -51,7 +51,7 @@ export async function fetchWithPackLimit(
   gitDir: string,
   maxBytes: number,
   subject: string,
-  run: Omit<GitRunOptions, 'input' | 'env'>,
+  run: Omit<GitRunOptions, 'input'>,
   measured?: (bytes: number) => Promise<void>,
 ): Promise<void> {
   const tooLarge = (bytes: number): HoistError =>

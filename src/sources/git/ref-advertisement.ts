@@ -31,7 +31,7 @@ export interface RefAdvertisement {
   /** refs by full name, e.g. refs/heads/main, refs/tags/v1.0.0 */
   refs: Map<string, AdvertisedRef>;
   capabilities: string[];
-  /** the URL that finally answered, after same-origin or cross-origin redirects */
+  /** the URL that finally answered, after same-origin or cross-origin redirects ("" over ssh) */
   finalUrl: string;
 }
 
@@ -126,6 +126,11 @@ export class AdvertisementStream {
   push(chunk: Buffer): void {
     const buf = this.rest.length === 0 ? chunk : Buffer.concat([this.rest, chunk]);
     this.rest = splitPktLines(buf, (line) => this.line(line));
+  }
+
+  /** whether the advertisement's closing flush arrived */
+  get complete(): boolean {
+    return this.state === 'done';
   }
 
   /** The body ended: a partial pkt-line left over means it was cut short. */

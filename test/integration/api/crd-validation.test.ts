@@ -136,6 +136,9 @@ describe('BundleDeployment CRD on a real API server', () => {
           },
           { kind: 'git', git: { repository: 'http://127.0.0.1:8080/acme/overlays.git', ref: { branch: 'release/1.9' } }, destination: 'overlays' },
           { kind: 'git', git: { repository: 'https://git.example.com/acme/x.git', ref: { tag: 'v1.2.3' } }, destination: './tagged' },
+          { kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } }, destination: 'scp' },
+          { kind: 'git', git: { repository: 'ssh://git@git.corp.example:2222/acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh' },
+          { kind: 'git', git: { repository: 'git@[::1]:acme/deploy.git', ref: { tag: 'v1' } }, destination: 'ssh6' },
         ],
         config: { registryV1: { watchNamespaces: ['team-a', 'team-b'] } },
         pollInterval: '1h30m',
@@ -232,6 +235,21 @@ describe('BundleDeployment CRD on a real API server', () => {
     });
   });
 
+  it('keeps postBuild on plain and kustomize, defaulting substituteFrom optional', async () => {
+    const postBuild = {
+      substituteStrategy: 'Always' as const,
+      substitute: { cluster_env: 'prod', _x1: '' },
+      substituteFrom: [
+        { kind: 'ConfigMap' as const, name: 'cluster-vars', optional: true },
+        { kind: 'Secret' as const, name: 'cluster-secret-vars' },
+      ],
+    };
+    for (const format of ['plain', 'kustomize'] as const) {
+      const bd = await create(`post-build-${format}`, { format, sources: [httpSource], postBuild });
+      expect(bd.spec.postBuild).toEqual({ ...postBuild, substituteFrom: [postBuild.substituteFrom[0], { ...postBuild.substituteFrom[1], optional: false }] });
+    }
+  });
+
   it('keeps semver ranges on an image repository and a git ref', async () => {
     const sources = [
       { kind: 'image' as const, image: { ref: 'localhost:5000/acme/app', semver: '>=1.9 <2.0' } },
@@ -272,6 +290,11 @@ describe('BundleDeployment CRD on a real API server', () => {
     expect(bd.spec.sources[0]!.image!.layerSelector).toEqual({ mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', operation: 'extract' });
   });
 
+  it('keeps decryption as written', async () => {
+    const bd = await create('decryption', { format: 'kustomize', sources: [httpSource], decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } });
+    expect(bd.spec.decryption).toEqual({ provider: 'sops', secretRef: { name: 'sops-age' } });
+  });
+
   it('keeps config.kustomize as written', async () => {
     const kustomize = {
       path: 'overlays/prod',
@@ -307,6 +330,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Delete',
     });
     // withDefaults on the un-defaulted spec must agree with the server on every member.
     const local = withDefaults({
@@ -424,9 +448,19 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.sources[0].git.ref.branch', "not starting with '-'"],
     ],
     [
-      'scp-style git repository',
-      { ...plain, sources: [{ kind: 'git', git: { repository: 'git@github.com:acme/deploy.git', ref: { branch: 'main' } } }] },
-      ['spec.sources[0].git.repository', 'absolute http:// or https:// URL'],
+      'a git:// repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'git://github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
+    ],
+    [
+      'a password in an ssh repository URL',
+      { ...plain, sources: [{ kind: 'git', git: { repository: 'ssh://git:hunter2@github.com/acme/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository: Forbidden: must not contain credentials'],
+    ],
+    [
+      'a local path as a git repository',
+      { ...plain, sources: [{ kind: 'git', git: { repository: '/srv/git/deploy.git', ref: { branch: 'main' } } }] },
+      ['spec.sources[0].git.repository', 'an ssh:// URL or an scp-like address'],
     ],
     [
       'credentials in a URL',
@@ -539,6 +573,24 @@ describe('BundleDeployment CRD on a real API server', () => {
       'config.kustomize with helm',
       { ...plain, format: 'helm', installNamespace: 'ns', config: { kustomize: { path: 'a' } } },
       ['spec.config.kustomize: Forbidden: config.kustomize is only allowed with format: kustomize (format is helm)'],
+    ],
+    [
+      'postBuild with helm',
+      { ...plain, format: 'helm', installNamespace: 'ns', postBuild: { substitute: { a: 'b' } } },
+      ['spec.postBuild: Forbidden: postBuild is only allowed with format: plain or kustomize (format is helm)'],
+    ],
+    [
+      'a postBuild strategy and a substituteFrom kind that do not exist',
+      { ...plain, postBuild: { substituteStrategy: 'Sometimes', substituteFrom: [{ kind: 'Pod', name: 'p' }] } },
+      ['spec.postBuild.substituteStrategy: Unsupported value: "Sometimes"', 'spec.postBuild.substituteFrom[0].kind: Unsupported value: "Pod"'],
+    ],
+    [
+      'a postBuild variable name Flux refuses and a bad substituteFrom name',
+      { ...plain, postBuild: { substitute: { 'cluster.name': 'x' }, substituteFrom: [{ kind: 'ConfigMap', name: 'Bad_Name' }] } },
+      [
+        'spec.postBuild.substitute: Invalid value: "object": substitute: variable names must match',
+        'spec.postBuild.substituteFrom[0].name: Invalid value: "string": name must be a DNS-1123 subdomain',
+      ],
     ],
     [
       'a kustomize patch without its text',
@@ -654,6 +706,17 @@ describe('BundleDeployment CRD on a real API server', () => {
       ['spec.installNamespace: Required value: installNamespace is required when format is helm'],
     ],
     ['registry-v1 without installNamespace', { ...plain, format: 'registry-v1' }, ['installNamespace is required when format is registry-v1']],
+    [
+      'decryption with registry-v1',
+      { ...plain, format: 'registry-v1', installNamespace: 'ns', decryption: { provider: 'sops', secretRef: { name: 'sops-age' } } },
+      ['spec.decryption: Forbidden: decryption is not supported with format registry-v1'],
+    ],
+    [
+      'decryption by another provider',
+      { ...plain, decryption: { provider: 'vault', secretRef: { name: 'k' } } },
+      ['spec.decryption.provider: Unsupported value: "vault"'],
+    ],
+    ['decryption without a secretRef', { ...plain, decryption: { provider: 'sops' } }, ['spec.decryption.secretRef: Required value']],
     ['installNamespace not a DNS label', { ...plain, installNamespace: 'Team_A' }, ['spec.installNamespace', 'must be a DNS-1123 label']],
     [
       'serviceAccount without installNamespace',
@@ -677,6 +740,7 @@ describe('BundleDeployment CRD on a real API server', () => {
       { ...plain, collisionProtection: 'Always' },
       ['spec.collisionProtection: Unsupported value: "Always"', '"Prevent", "IfNotOwned", "None"'],
     ],
+    ['unknown deletionPolicy', { ...plain, deletionPolicy: 'Keep' }, ['spec.deletionPolicy: Unsupported value: "Keep"', '"Delete", "Orphan"']],
     ['revisionHistoryLimit above 100', { ...plain, revisionHistoryLimit: 101 }, ['spec.revisionHistoryLimit', 'less than or equal to 100']],
     ['negative revisionHistoryLimit', { ...plain, revisionHistoryLimit: -1 }, ['spec.revisionHistoryLimit', 'greater than or equal to 0']],
     [

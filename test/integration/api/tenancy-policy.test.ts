@@ -198,6 +198,26 @@ describe('tenancy policy on a real API server', () => {
     await eventuallyCreated(alice, placed);
   });
 
+  it('rule kubeconfig: naming a kubeconfig Secret needs get on it; an edit that keeps the Secret is not checked again', async () => {
+    const secret = `cluster-a-kubeconfig-${run}`;
+    const remote = () => bdObject({ installNamespace: NS, serviceAccount: { name: 'installer' }, kubeConfig: { secretRef: { name: secret, namespace: NS } } });
+    const err = await refusal(() => create(alice, remote()));
+    expect(err?.statusCode).toBe(403);
+    expect(err?.apiMessage).toContain(`hoist tenancy rule kubeconfig: user ${user('alice')} may not get secret ${NS}/${secret}`);
+    expect(err?.apiMessage).toContain(`it needs verb get on secrets named ${secret} in namespace ${NS}`);
+    // read access to another Secret is not enough; to this one it is
+    await grant('alice-other-secret', [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [`other-${run}`] }], user('alice'), NS);
+    expect((await refusal(() => create(alice, remote())))?.apiMessage).toContain('hoist tenancy rule kubeconfig');
+    await grant('alice-kubeconfig', [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [secret] }], user('alice'), NS);
+    const bd = await eventuallyCreated(alice, remote);
+    // the key may change (a kubeconfig under another key of the same Secret); bob may not read the Secret but may edit it otherwise
+    expect(
+      await refusal(() =>
+        bob.patch(BD, bd.metadata.name, undefined, { spec: { kubeConfig: { secretRef: { name: secret, namespace: NS, key: 'value.yaml' } } } }, 'merge'),
+      ),
+    ).toBeUndefined();
+  });
+
   it('UPDATE is checked only when the identity or a label changes: other edits, finalizers and status writes pass', async () => {
     // created by bob (who may impersonate kube-system/admin); alice may edit BundleDeployments but not act as that account
     const bd = await create(bob, bdObject({ installNamespace: 'kube-system', serviceAccount: { name: 'admin' } }));

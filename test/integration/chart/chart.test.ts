@@ -17,6 +17,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { CRD_PATH } from '../../../api/v1alpha2/crd.ts';
+import { HEALTH_RULES_KEY, HEALTH_RULES_LABEL, parseHealthRules } from '../../../src/health/rules/config.ts';
 import { TENANCY_POLICY_PATH } from '../../../api/v1alpha2/tenancy-policy.ts';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { installCRD, startController, type RunningController } from '../../../src/cli/controller.ts';
@@ -162,6 +163,8 @@ describe('helm template', () => {
       'ClusterRoleBinding/hoist-cluster-admin',
       'ClusterRoleBinding/hoist-controller',
       'CustomResourceDefinition/bundledeployments.core.rukpak.io',
+      'CustomResourceDefinition/notificationproviders.core.rukpak.io',
+      'CustomResourceDefinition/notificationroutes.core.rukpak.io',
       'Deployment/hoist',
       'Role/hoist-controller',
       'RoleBinding/hoist-controller',
@@ -231,6 +234,8 @@ describe('helm template', () => {
       'ClusterRole/edge-hoist-controller',
       'ClusterRoleBinding/edge-hoist-controller',
       'CustomResourceDefinition/bundledeployments.core.rukpak.io',
+      'CustomResourceDefinition/notificationproviders.core.rukpak.io',
+      'CustomResourceDefinition/notificationroutes.core.rukpak.io',
       'Deployment/edge-hoist',
       'Role/edge-hoist-controller',
       'RoleBinding/edge-hoist-controller',
@@ -316,6 +321,33 @@ describe('helm template', () => {
     expect(fromCm.spec.volumes).toContainEqual({ name: 'ca-dir', configMap: { name: 'corp-cas' } });
     expect(fromCm.c.args.filter((a) => a.startsWith('--registries-conf'))).toEqual([]);
     await expect(render('air', 'ops', { caDir: { configMapName: 'a', secretName: 'b' } })).rejects.toThrow(/caDir/);
+  });
+
+  it('renders healthRules into a labelled ConfigMap mounted for --health-rules, which parses as the controller reads it; none by default', async () => {
+    const rules = [
+      { name: 'widgets', group: 'example.com', kinds: ['Widget'], ready: 'self.status.phase == "Running"', message: 'self.status.phase' },
+      { name: 'gadgets', group: ['*.gadgets.example'], ready: 'true' },
+    ];
+    const objs = await render('ops', 'hoist-system', { healthRules: rules });
+    const cm = find(objs, 'ConfigMap', 'ops-hoist-health-rules') as unknown as { metadata: { labels: Record<string, string> }; data: Record<string, string> };
+    expect(cm.metadata.labels[HEALTH_RULES_LABEL]).toBe('true');
+    expect(parseHealthRules(cm.data[HEALTH_RULES_KEY]!, 'rules.yaml').map((r) => [r.id, r.spec])).toEqual(
+      rules.map((r) => [`cluster:${r.name}`, expect.objectContaining(r)]),
+    );
+    const { dep, spec, c } = podSpec(objs);
+    expect(c.args).toContain('--health-rules=/etc/hoist/health-rules/rules.yaml');
+    const mounts = (c as unknown as { volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }).volumeMounts;
+    expect(mounts).toContainEqual({ name: 'health-rules', mountPath: '/etc/hoist/health-rules', readOnly: true });
+    expect(spec.volumes).toContainEqual({ name: 'health-rules', configMap: { name: 'ops-hoist-health-rules' } });
+    expect(
+      (dep.spec as unknown as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations['checksum/health-rules'],
+    ).toMatch(/^[a-f0-9]{64}$/);
+
+    const none = await render('ops', 'hoist-system');
+    expect(none.filter((o) => o.metadata.name === 'ops-hoist-health-rules')).toEqual([]);
+    expect(podSpec(none).c.args.filter((a) => a.startsWith('--health-rules'))).toEqual([]);
+    await expect(render('bad', 'ns', { healthRules: [{ name: 'x', group: 'g' }] })).rejects.toThrow(/ready/);
+    await expect(render('bad', 'ns', { healthRules: [{ name: 'x', group: 'g', ready: 'true', raedy: 'true' }] })).rejects.toThrow(/raedy|additional/i);
   });
 
   it("tenancy policy: on by default, filled in with the chart's ServiceAccount and defaultServiceAccount, bound to itself; off with tenancyPolicy.enabled=false", async () => {

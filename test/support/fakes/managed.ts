@@ -4,7 +4,7 @@
  * annotation FAKE_HEALTH ("InProgress" or "Failed"): a bundle says how its objects will do. No
  * informers and no health rules (src/health has its own tables; test/e2e the real watches).
  */
-import type { HealthVerdict } from '../../../src/health/readiness.ts';
+import type { Verdict } from '../../../src/health/verdict.ts';
 import type { CheckVerdict } from '../../../src/reconciler/watches/managed-objects.ts';
 import type { PipelineManaged } from '../../../src/reconciler/pipeline/context.ts';
 import type { FakeKube } from './kube.ts';
@@ -28,11 +28,11 @@ export class FakeManagedObjects implements PipelineManaged {
     return true;
   }
 
-  health(id: string): HealthVerdict | undefined {
+  health(id: string): Verdict | undefined {
     const live = this.kube.byId(id);
     if (!live) return undefined;
     const health = live.metadata.annotations?.[FAKE_HEALTH];
-    if (health === 'InProgress' || health === 'Failed') return { readiness: health, message: `${FAKE_HEALTH}=${health}` };
-    return { readiness: 'Ready' };
+    if (health === 'InProgress' || health === 'Failed') return { readiness: health, message: `${FAKE_HEALTH}=${health}`, rule: FAKE_HEALTH };
+    return { readiness: 'Ready', rule: FAKE_HEALTH };
   }
 }

@@ -117,6 +117,7 @@ describe('bundleDeploymentCRD', () => {
           },
         },
       },
+      postBuild: { substituteStrategy: 'Always', substitute: {}, substituteFrom: [{ kind: 'ConfigMap', name: 'vars', optional: true }] },
       pollInterval: '1m',
       upgrade: { onFailure: 'Rollback', progressDeadline: '1m', crdSafety: 'Enforce' },
       healthChecks: [
@@ -147,7 +148,10 @@ describe('bundleDeploymentCRD', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       serviceAccount: { name: 'sa' },
+      decryption: { provider: 'sops', secretRef: { name: 'sops-age' } },
+      kubeConfig: { secretRef: { name: 'c1-kubeconfig', namespace: 'clusters', key: 'value' } },
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Orphan',
     } satisfies Required<BundleDeploymentSpec>;
     const status = {
       observedGeneration: 1,
@@ -195,7 +199,9 @@ describe('bundleDeploymentCRD', () => {
         },
       ],
       skippedOptional: ['x'],
+      keptObjects: [{ id: 'ns_n__PersistentVolumeClaim', v: 'v1', policy: 'helm.sh/resource-policy: keep', revision: 1 }],
       lastHandledRequest: 'r',
+      target: { cluster: 'api.c1:6443', kubeConfigSecret: 'clusters/c1-kubeconfig' },
     } satisfies Required<BundleDeploymentStatus>;
 
     const declared = new Set([...nodes(root)].map(([p]) => p));

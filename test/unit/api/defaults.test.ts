@@ -3,6 +3,7 @@ import { bundleDeploymentCRD, type JSONSchemaProps } from '../../../api/v1alpha2
 import {
   DEFAULT_COLLISION_PROTECTION,
   DEFAULT_CRD_SAFETY,
+  DEFAULT_DELETION_POLICY,
   DEFAULT_HEALTH_CHECK_FAILURE_THRESHOLD,
   DEFAULT_HEALTH_CHECK_INITIAL_DELAY_SECONDS,
   DEFAULT_HEALTH_CHECK_PERIOD_SECONDS,
@@ -73,6 +74,7 @@ describe('withDefaults', () => {
       revisionHistoryLimit: 3,
       collisionProtection: 'Prevent',
       deleteCRDsOnUninstall: false,
+      deletionPolicy: 'Delete',
       pollIntervalMs: undefined,
       progressDeadlineMs: 600_000,
     });
@@ -89,6 +91,7 @@ describe('withDefaults', () => {
       revisionHistoryLimit: 0,
       collisionProtection: 'None',
       deleteCRDsOnUninstall: true,
+      deletionPolicy: 'Orphan',
     };
     const d = withDefaults(spec);
     expect(d.paused).toBe(true);
@@ -100,6 +103,7 @@ describe('withDefaults', () => {
     expect(d.revisionHistoryLimit).toBe(0);
     expect(d.collisionProtection).toBe('None');
     expect(d.deleteCRDsOnUninstall).toBe(true);
+    expect(d.deletionPolicy).toBe('Orphan');
   });
 
   it('defaults a partial upgrade and health check member by member', () => {
@@ -165,12 +169,14 @@ describe('defaults match the CRD', () => {
     [['revisionHistoryLimit'], DEFAULT_REVISION_HISTORY_LIMIT],
     [['collisionProtection'], DEFAULT_COLLISION_PROTECTION],
     [['deleteCRDsOnUninstall'], false],
+    [['deletionPolicy'], DEFAULT_DELETION_POLICY],
     [['sources', '[]', 'git', 'caSecretRef', 'key'], DEFAULT_CA_KEY],
     [['sources', '[]', 'git', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
     [['sources', '[]', 'http', 'caSecretRef', 'key'], DEFAULT_CA_KEY],
     [['sources', '[]', 'http', 'caConfigMapRef', 'key'], DEFAULT_CA_KEY],
     [['config', 'helm', 'valuesFrom', '[]', 'valuesKey'], DEFAULT_VALUES_KEY],
     [['config', 'helm', 'valuesFrom', '[]', 'optional'], false],
+    [['postBuild', 'substituteFrom', '[]', 'optional'], false],
     [['sources', '[]', 'image', 'layerSelector', 'operation'], 'extract'],
   ] as const)('%j defaults to %j', (path, value) => {
     expect(prop(spec, ...path).default).toEqual(value);

@@ -18,11 +18,12 @@ const owners: Record<string, { labels?: Record<string, string> } | undefined> = 
   'a BD of another lineage': { labels: { [LABEL_OWNER_NAME]: 'theirs', [LABEL_LINEAGE]: 'their-lineage' } },
   'a BD label without a lineage label': { labels: { [LABEL_OWNER_NAME]: 'theirs' } },
   'this lineage’s label without an owner': { labels: { [LABEL_LINEAGE]: 'my-lineage' } },
+  'another lineage’s label without an owner': { labels: { [LABEL_LINEAGE]: 'their-lineage' } },
   'another controller (Helm)': { labels: { 'app.kubernetes.io/managed-by': 'Helm', 'helm.sh/chart': 'app-1.0.0' } },
   'nobody (no labels)': {},
 };
 
-type Cell = 'create' | 'update' | 'handover' | 'adopt' | 'steal' | 'refuse';
+type Cell = 'create' | 'update' | 'handover' | 'reclaim' | 'adopt' | 'steal' | 'refuse';
 const PROTECTIONS = ['Prevent', 'IfNotOwned', 'None'] as const;
 
 /** per owner: [Prevent, IfNotOwned, None] for an ordinary object, then the same for a CRD */
@@ -33,7 +34,10 @@ const grid: Record<keyof typeof owners, [object: [Cell, Cell, Cell], crd: [Cell,
   'another BD of this lineage': [['handover', 'handover', 'handover'], ['handover', 'handover', 'handover']],
   'a BD of another lineage': [['refuse', 'refuse', 'steal'], ['refuse', 'refuse', 'refuse']],
   'a BD label without a lineage label': [['refuse', 'refuse', 'steal'], ['refuse', 'refuse', 'refuse']],
-  'this lineage’s label without an owner': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
+  // kept by this lineage (helm.sh/resource-policy keep, prune disabled, deletionPolicy Orphan): taken back in place
+  'this lineage’s label without an owner': [['reclaim', 'reclaim', 'reclaim'], ['reclaim', 'reclaim', 'reclaim']],
+  // kept by another lineage: unowned, as anything created outside Hoist
+  'another lineage’s label without an owner': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
   'another controller (Helm)': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
   'nobody (no labels)': [['refuse', 'adopt', 'adopt'], ['refuse', 'adopt', 'adopt']],
 };
@@ -55,6 +59,8 @@ function expected(cell: Cell, owner: keyof typeof owners, protection: CollisionP
       return { action: 'update', handover: false };
     case 'handover':
       return { action: 'update', handover: true };
+    case 'reclaim':
+      return { action: 'update', handover: true, reclaim: true };
     case 'steal':
       return { action: 'steal', owner: ownerNamed(owner) };
     case 'refuse': {
@@ -74,7 +80,7 @@ const cells = Object.entries(grid).flatMap(([owner, [object, crd]]) =>
 );
 
 describe('decideTakeOver: collisionProtection × owner × CRD', () => {
-  it('the grid has every cell: 8 owners × 3 protections × object/CRD', () => {
+  it('the grid has every cell: 9 owners × 3 protections × object/CRD', () => {
     expect(cells).toHaveLength(Object.keys(owners).length * PROTECTIONS.length * 2);
   });
 

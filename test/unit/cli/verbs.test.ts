@@ -10,12 +10,15 @@ import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { pinSource, revisionSpec } from '../../../src/sources/pin.ts';
 import { rollbackPatch, rollback } from '../../../src/cli/verbs/rollback.ts';
 import { historyEntries, describeHooks, describeSource } from '../../../src/cli/verbs/history.ts';
-import { clean } from '../../../src/cli/verbs/diff-plan.ts';
+import { clean, diffEntries } from '../../../src/cli/verbs/diff-plan.ts';
+import type { PruneDecision } from '../../../src/apply/prune.ts';
+import type { KubeObject } from '../../../src/kube/types.ts';
+import type { RevisionPreview } from '../../../src/apply/preview.ts';
 import { age, table, type Io } from '../../../src/cli/verbs/common.ts';
 import { bashCompletion, zshCompletion, completion } from '../../../src/cli/verbs/completion.ts';
 import { get } from '../../../src/cli/verbs/get.ts';
 import { pause } from '../../../src/cli/verbs/pause.ts';
-import { diff } from '../../../src/cli/verbs/diff.ts';
+import { diff, summary } from '../../../src/cli/verbs/diff.ts';
 import { events, byTime, type EventObject } from '../../../src/cli/verbs/events.ts';
 import { handled, outcome, reconcile, requestToken, retry } from '../../../src/cli/verbs/reconcile.ts';
 import { tree } from '../../../src/cli/verbs/tree.ts';
@@ -183,6 +186,58 @@ describe('clean', () => {
     });
     expect(text).toBe('apiVersion: v1\ndata:\n  a: b\nkind: ConfigMap\nmetadata:\n  annotations:\n    keep: y\n  name: c\n');
     expect(clean(undefined)).toBe('');
+  });
+});
+
+describe('diffEntries: what a prune would keep', () => {
+  const live = (name: string, annotations: Record<string, string> = {}): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'ns', labels: { 'core.rukpak.io/owner-name': 'web', 'core.rukpak.io/lineage': 'web' }, annotations },
+    data: { a: 'b' },
+  });
+  const decision = (obj: KubeObject, action: PruneDecision['action'], extra: Partial<PruneDecision> = {}): PruneDecision => ({
+    obj,
+    id: `/ConfigMap/ns/${obj.metadata.name}`,
+    subject: `v1 ConfigMap ns/${obj.metadata.name}`,
+    action,
+    live: obj,
+    ...extra,
+  });
+  const preview = (prune: PruneDecision[]): RevisionPreview => ({
+    revision: 2,
+    isNew: true,
+    steps: [],
+    hooks: [],
+    hasHooks: false,
+    objects: [],
+    prune,
+    skippedOptional: [],
+  });
+
+  it('a kept object is shown losing the owner label, its data as it is; a pruned one deleted; both in the summary', () => {
+    const kept = live('data', { 'helm.sh/resource-policy': 'keep' });
+    const entries = diffEntries(
+      preview([
+        decision(kept, 'release', {
+          policy: 'helm.sh/resource-policy: keep',
+          message: 'kept: helm.sh/resource-policy: keep; left in place, no longer managed',
+        }),
+        decision(live('old'), 'delete'),
+      ]),
+    );
+    expect(entries.map((e) => [e.subject, e.action])).toEqual([
+      ['v1 ConfigMap ns/data', 'keep'],
+      ['v1 ConfigMap ns/old', 'prune'],
+    ]);
+    expect(entries[0]!.live).toContain('core.rukpak.io/owner-name: web');
+    expect(entries[0]!.merged).not.toContain('core.rukpak.io/owner-name');
+    expect(entries[0]!.merged).toContain('core.rukpak.io/lineage: web');
+    expect(entries[0]!.merged).toContain('a: b');
+    expect(entries[1]!.merged).toBe('');
+    expect(summary(entries)).toBe(
+      '1 kept by retention policy, 1 pruned\n  v1 ConfigMap ns/data: kept by retention policy: left the bundle; kept: helm.sh/resource-policy: keep; left in place, no longer managed\n',
+    );
   });
 });
 

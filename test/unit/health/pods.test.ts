@@ -124,6 +124,25 @@ describe('workloadFailure: kstatus Pod rule with a grace for workloads', () => {
       { failure: { message: 'pod web-1: container web is CrashLoopBackOff (restarted 3 times; last exit code 1 (Error))' } },
     ],
     ['a crash-looping pod of the previous revision says nothing of this one', [looping(9, -60)], 80, {}],
+
+    [
+      'three restarts, seen between two back-offs (the exit itself): failed',
+      [
+        live('web-5', 1, {
+          phase: 'Running',
+          conditions: [notReady],
+          containerStatuses: [{ name: 'web', restartCount: 3, state: { terminated: { exitCode: 1, reason: 'Error' } } }],
+        }),
+      ],
+      80,
+      { failure: { message: 'pod web-5: container web is crash-looping (restarted 3 times; last exit code 1 (Error))' } },
+    ],
+    [
+      'restarted and running again, not ready: look again',
+      [live('web-6', 1, { phase: 'Running', conditions: [notReady], containerStatuses: [{ name: 'web', restartCount: 2, state: { running: {} } }] })],
+      40,
+      { recheckAt: applied + 50_000 },
+    ],
     ['unschedulable within its grace: look again when it ends', [unschedulable(2)], 30, { recheckAt: applied + 62_000 }],
     [
       'unschedulable past its grace: failed',
@@ -136,5 +155,10 @@ describe('workloadFailure: kstatus Pod rule with a grace for workloads', () => {
   ];
   it.each(cases)('%s', (_name, pods, nowS, expected) => {
     expect(workloadFailure(pods as never, applied, applied + nowS * 1000)).toEqual(expected);
+  });
+  it('counts a pod created in the second of the apply (creationTimestamp has whole seconds)', () => {
+    const pod = { ...looping(3), metadata: { name: 'web-1', namespace: 'n', creationTimestamp: at(0) } };
+    expect(workloadFailure([pod] as never, applied + 700, applied + 80_000).failure).toBeDefined();
+    expect(workloadFailure([pod] as never, applied + 1000, applied + 80_000).failure).toBeUndefined();
   });
 });

@@ -38,7 +38,7 @@ function harness(slots: number): { ctx: StepContext; peak: () => number; calls: 
     client: {},
     controllerNamespace: 'hoist-system',
   } as unknown as ReconcilerDeps;
-  return { ctx: { d, objects: {} as StepContext['objects'], pendingRotations: new Map() }, peak: () => peak, calls: () => calls };
+  return { ctx: { d, objects: {} as StepContext['objects'], pendingRotations: new Map(), redactions: new Map() }, peak: () => peak, calls: () => calls };
 }
 
 function bd(status?: BundleDeployment['status']): BundleDeployment {

@@ -1,19 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { credentialsForUrl, hostPort, parseHostEntry } from '../../../src/sources/credential-hosts.ts';
 import type { Credentials } from '../../../src/sources/source.ts';
-import { HoistError } from '../../../src/util/errors.ts';
+import { thrown as refusal } from '../../support/failure.ts';
 
 const creds = (hosts?: string[]): Credentials => ({ data: { username: 'u', password: 'p4ss' }, secret: 'ns/creds', ...(hosts ? { hosts } : {}) });
-
-function refusal(f: () => unknown): HoistError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof HoistError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('credential hosts', () => {
   it('spells out default ports and lowercases hosts', () => {

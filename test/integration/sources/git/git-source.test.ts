@@ -134,9 +134,12 @@ describe('resolve', () => {
     const net = await hoistError(src.resolve(spec(`http://127.0.0.1:${closed}/x.git`, { branch: 'main' }), {}));
     expect(net.code).toBe('network');
     expect(net.terminal).toBe(false);
+    const daemon = await hoistError(src.resolve(spec('git://example.com/x.git', { branch: 'main' }), {}));
+    expect(daemon.code).toBe('unsupported-url');
+    expect(daemon.terminal).toBe(true);
+    // ssh needs a Secret with known_hosts: refused before any connection (test/e2e/git-ssh.test.ts)
     const ssh = await hoistError(src.resolve(spec('ssh://git@example.com/x.git', { branch: 'main' }), {}));
-    expect(ssh.code).toBe('unsupported-url');
-    expect(ssh.terminal).toBe(true);
+    expect(ssh).toMatchObject({ code: 'known-hosts-missing', terminal: true });
     const inUrl = await hoistError(src.resolve(spec('https://bob:hunter22@example.com/x.git', { branch: 'main' }), {}));
     expect(inUrl.code).toBe('credentials-in-url');
     expect(surfaced(inUrl)).not.toContain('hunter22');

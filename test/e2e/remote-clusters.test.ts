@@ -1,0 +1,242 @@
+/**
+ * Remote clusters as targets (issue 37): BundleDeployments on the suite's control plane (the
+ * management cluster) with spec.kubeConfig install into a second control plane this file starts
+ * (etcd + kube-apiserver, no nodes), through the kubeconfig in a Secret as Cluster API writes it
+ * (key `value`). A plain bundle and a Helm chart with hooks install there and nothing of them
+ * lands on the management cluster; an upgrade keeps UIDs on the remote; a refused upgrade rolls
+ * back there; pause + hand edit + resume reverts there; a rotated Secret (another identity) is a
+ * new client without a restart; a stopped remote API server makes the BD say TargetUnreachable
+ * naming the host while a local BD installs meanwhile, and its return resumes without a spec
+ * change; delete uninstalls from the remote; an exec plugin in the kubeconfig is refused naming
+ * the field. Revisions stay on the management cluster.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
+import { getRow } from '../../src/cli/verbs/get.ts';
+import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
+import { toolPath } from '../../src/devcluster/tools.ts';
+import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
+import type { KubeObject } from '../../src/kube/types.ts';
+import { cond, describeStatus, isDone, isSucceeded } from '../support/controller.ts';
+import { controllerWithFiles } from '../support/controller-fixture.ts';
+import { deleteBundleDeployment, until } from '../support/e2e-bundles.ts';
+import { cm, servePinned } from '../support/upgrade-fixtures.ts';
+
+const { t, files, cleanup } = controllerWithFiles();
+const run = promisify(execFile);
+/** names of this file's objects (t.runId is known only once beforeAll ran) */
+const id = randomBytes(3).toString('hex');
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' } as const;
+const SECRET = { apiVersion: 'v1', kind: 'Secret' } as const;
+const DEPLOY = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
+const REFUSED = stringify({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'no-containers' },
+  spec: { selector: { matchLabels: { app: 'x' } }, template: { metadata: { labels: { app: 'x' } }, spec: { containers: [] } } },
+});
+
+let remote: ControlPlane;
+/** an admin client of the remote cluster, for setup and assertions */
+let rc: RestKubeClient;
+let host: string;
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+async function putKubeconfig(name: string, text: string): Promise<void> {
+  const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: t.namespace }, data: { value: b64(text) } } as KubeObject;
+  await t.client.apply(secret, { fieldManager: 'hoist-test', force: true });
+}
+
+const kubeConfig = (name: string) => ({ secretRef: { name, namespace: t.namespace } });
+
+async function waitSucceeded(name: string, what: string, pred: (b: BundleDeployment) => boolean = () => true, ms = 90_000): Promise<BundleDeployment> {
+  return t.waitFor(name, (b) => isSucceeded(b) && pred(b), what, ms);
+}
+
+beforeAll(async () => {
+  remote = await startControlPlane({ log: (l) => console.error(`[remote control plane] ${l}`) });
+  rc = createKubeClient(loadKubeConfig(remote.kubeconfigPath));
+  host = new URL(remote.server).host;
+  await putKubeconfig('cluster-a-kubeconfig', readFileSync(remote.kubeconfigPath, 'utf8'));
+}, 180_000);
+
+afterAll(async () => {
+  await rc?.close();
+  await remote?.stop();
+});
+
+describe('a BundleDeployment installing into a remote cluster', { timeout: 240_000 }, () => {
+  const bd = `remote-plain-${id}`;
+  const ns = `remote-plain-${id}`;
+  let uids: Map<string, string | undefined>;
+
+  it('installs a plain bundle there (not on the management cluster), status and get -o wide name the host, revisions stay on the management cluster', async () => {
+    const v1 = await servePinned(files, '/remote-v1.tgz', { 'a.yaml': cm('app-config', { color: 'blue' }), 'b.yaml': cm('keep', { a: '1' }) });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: v1, kubeConfig: kubeConfig('cluster-a-kubeconfig') });
+    const done = await waitSucceeded(bd, 'installed into the remote cluster');
+    expect(done.status?.target).toEqual({ cluster: host, kubeConfigSecret: `${t.namespace}/cluster-a-kubeconfig` });
+    expect(getRow(done, new Date(), true)).toContain(host);
+    const there = (await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> };
+    expect(there?.data).toEqual({ color: 'blue' });
+    expect(there?.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bd);
+    expect(await t.client.get(CM, 'app-config', ns)).toBeUndefined();
+    expect(await t.client.get({ apiVersion: 'v1', kind: 'Namespace' }, ns)).toBeUndefined();
+    // the revision Secret is on the management cluster, in the controller's namespace
+    const revisions = await t.client.list(SECRET, { namespace: t.namespace, labelSelector: `core.rukpak.io/revision-of=${bd}` });
+    expect(revisions.items.length).toBeGreaterThan(0);
+    uids = new Map([
+      ['app-config', there?.metadata.uid],
+      ['keep', (await rc.get(CM, 'keep', ns))?.metadata.uid],
+    ]);
+  });
+
+  it('an upgrade hands the objects over in place on the remote (UIDs kept)', async () => {
+    const v2 = await servePinned(files, '/remote-v2.tgz', { 'a.yaml': cm('app-config', { color: 'green' }), 'b.yaml': cm('keep', { a: '1' }) });
+    await t.patchSpec(bd, { sources: v2 });
+    await waitSucceeded(bd, 'revision 2', (b) => b.status?.activeRevision?.number === 2);
+    const there = (await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> };
+    expect(there.data).toEqual({ color: 'green' });
+    expect(there.metadata.uid).toBe(uids.get('app-config'));
+    expect((await rc.get(CM, 'keep', ns))?.metadata.uid).toBe(uids.get('keep'));
+  });
+
+  it('a refused upgrade rolls back on the remote', async () => {
+    const v3 = await servePinned(files, '/remote-v3.tgz', {
+      'a.yaml': cm('app-config', { color: 'red' }),
+      'b.yaml': cm('keep', { a: '1' }),
+      'c.yaml': REFUSED,
+    });
+    await t.patchSpec(bd, { sources: v3 });
+    const rolled = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back', 90_000);
+    expect(cond(rolled, 'Progressing')?.message).toContain(`apps/v1 Deployment ${ns}/no-containers`);
+    expect(rolled.status?.activeRevision?.number).toBe(2);
+    expect(((await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> }).data).toEqual({ color: 'green' });
+    expect(await rc.get(DEPLOY, 'no-containers', ns)).toBeUndefined();
+  });
+
+  it('pause + hand edit on the remote + resume reverts the edit there', async () => {
+    const back = await servePinned(files, '/remote-v2.tgz', { 'a.yaml': cm('app-config', { color: 'green' }), 'b.yaml': cm('keep', { a: '1' }) });
+    await t.patchSpec(bd, { sources: back });
+    await waitSucceeded(bd, 'back on revision 2', (b) => b.status?.activeRevision?.number === 2);
+    await t.patchSpec(bd, { paused: true });
+    await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    await rc.patch(CM, 'app-config', ns, { data: { color: 'edited' } }, 'merge', { fieldManager: 'kubectl-edit' });
+    await t.patchSpec(bd, { paused: false });
+    await until(
+      async () => ((await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> }).data?.color === 'green',
+      'the hand edit reverted on the remote',
+    );
+    await waitSucceeded(bd, 'done after resume');
+  });
+
+  it('a rotated kubeconfig Secret (another identity) is a new client without a restart', async () => {
+    // a token of a remote ServiceAccount bound to cluster-admin, instead of the admin certificate
+    await rc.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'hoist-remote', namespace: 'kube-system' } } as KubeObject);
+    await rc.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'hoist-remote' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'hoist-remote', namespace: 'kube-system' }],
+    } as KubeObject);
+    const token = (
+      await run(toolPath('kubectl'), ['--kubeconfig', remote.kubeconfigPath, 'create', 'token', 'hoist-remote', '-n', 'kube-system', '--duration=1h'])
+    ).stdout.trim();
+    const ca = readFileSync(remote.kubeconfigPath, 'utf8').match(/certificate-authority-data: (\S+)/)![1]!;
+    const mark = t.log.mark();
+    await putKubeconfig(
+      'cluster-a-kubeconfig',
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster: { server: "${remote.server}", certificate-authority-data: ${ca} }\nusers:\n- name: sa\n  user: { token: "${token}" }\ncontexts:\n- name: a\n  context: { cluster: a, user: sa }\ncurrent-context: a\n`,
+    );
+    await until(async () => t.log.since(mark).some((l) => l.msg === 'remote target closed: no BundleDeployment uses it'), 'the old client closed');
+    expect(t.log.since(mark).filter((l) => l.msg === 'remote target opened')).toHaveLength(1);
+    const v4 = await servePinned(files, '/remote-v4.tgz', { 'a.yaml': cm('app-config', { color: 'violet' }), 'b.yaml': cm('keep', { a: '1' }) });
+    await t.patchSpec(bd, { sources: v4 });
+    await waitSucceeded(bd, 'revision after rotation', (b) => (b.status?.activeRevision?.number ?? 0) > 2);
+    expect(((await rc.get(CM, 'app-config', ns)) as KubeObject & { data?: Record<string, string> }).data).toEqual({ color: 'violet' });
+  });
+
+  it('a stopped remote API server: TargetUnreachable naming the host while a local BD installs; its return resumes without a spec change', async () => {
+    await remote.stopApiServer();
+    let restarted = false;
+    cleanup(async () => {
+      if (!restarted) await remote.startApiServer();
+    });
+    const down = await t.waitFor(bd, (b) => cond(b, 'Progressing')?.reason === 'TargetUnreachable', 'unreachable reported', 90_000);
+    expect(cond(down, 'Progressing')?.message).toContain(`target cluster ${host} unreachable`);
+    expect(cond(down, 'Installed')).toMatchObject({ status: 'Unknown', reason: 'TargetUnreachable' });
+    expect(describeStatus(down)).not.toMatch(/BEGIN|token|client-key/i);
+    // a BD on the management cluster installs meanwhile
+    const local = `remote-local-${t.runId}`;
+    const lsrc = await servePinned(files, '/remote-local.tgz', { 'a.yaml': cm('local-config', { here: 'local' }) });
+    await t.create(local, { installNamespace: `remote-local-${t.runId}`, format: 'plain', sources: lsrc });
+    await t.waitFor(local, isDone, 'the local BD installed while the remote is down', 60_000);
+    expect(cond(await t.get(bd), 'Progressing')?.reason).toBe('TargetUnreachable');
+    await remote.startApiServer();
+    restarted = true;
+    await waitSucceeded(bd, 'resumed once the remote answers', () => true, 120_000);
+    await deleteBundleDeployment(t.client, local);
+  });
+
+  it('delete uninstalls from the remote', async () => {
+    await deleteBundleDeployment(t.client, bd, 90_000);
+    expect(await rc.get(CM, 'app-config', ns)).toBeUndefined();
+    expect(await rc.get(CM, 'keep', ns)).toBeUndefined();
+  });
+});
+
+describe('a Helm chart with hooks into the remote cluster', { timeout: 180_000 }, () => {
+  it('runs its hooks there and installs the chart there', async () => {
+    const bd = `remote-helm-${t.runId}`;
+    const ns = `remote-helm-${t.runId}`;
+    const hook = (name: string, event: string) =>
+      stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, annotations: { 'helm.sh/hook': event, 'helm.sh/hook-delete-policy': 'before-hook-creation' } },
+        data: { release: '{{ .Release.Name }}' },
+      });
+    const chart = await servePinned(files, '/remote-chart.tgz', {
+      'Chart.yaml': 'apiVersion: v2\nname: remote-app\nversion: 0.1.0\n',
+      'values.yaml': 'color: blue\n',
+      'templates/config.yaml': stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app' }, data: { color: '{{ .Values.color }}' } }),
+      'templates/pre.yaml': hook('pre-install-hook', 'pre-install'),
+      'templates/post.yaml': hook('post-install-hook', 'post-install'),
+    });
+    await t.create(bd, { installNamespace: ns, format: 'helm', sources: chart, kubeConfig: kubeConfig('cluster-a-kubeconfig') });
+    const done = await waitSucceeded(bd, 'chart installed remotely');
+    expect(done.status?.revisions?.find((r) => r.number === 1)?.hooks?.map((h) => `${h.event} ${h.name} ${h.result}`)).toEqual([
+      'pre-install pre-install-hook Succeeded',
+      'post-install post-install-hook Succeeded',
+    ]);
+    expect(await rc.get(CM, 'pre-install-hook', ns)).toBeDefined();
+    expect(await rc.get(CM, 'post-install-hook', ns)).toBeDefined();
+    expect(((await rc.get(CM, 'app', ns)) as KubeObject & { data?: Record<string, string> }).data).toEqual({ color: 'blue' });
+    expect(await t.client.get(CM, 'pre-install-hook', ns)).toBeUndefined();
+    await deleteBundleDeployment(t.client, bd, 90_000);
+    expect(await rc.get(CM, 'app', ns)).toBeUndefined();
+  });
+});
+
+describe('refused kubeconfigs', { timeout: 120_000 }, () => {
+  it('an exec plugin is refused naming the field; nothing is installed', async () => {
+    await putKubeconfig(
+      'exec-kubeconfig',
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster: { server: "${remote.server}" }\nusers:\n- name: u\n  user:\n    exec: { apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "touch /tmp/pwned"] }\ncontexts:\n- name: a\n  context: { cluster: a, user: u }\ncurrent-context: a\n`,
+    );
+    const bd = `remote-exec-${t.runId}`;
+    const src = await servePinned(files, '/remote-exec.tgz', { 'a.yaml': cm('never', { x: '1' }) });
+    await t.create(bd, { installNamespace: `remote-exec-${t.runId}`, format: 'plain', sources: src, kubeConfig: kubeConfig('exec-kubeconfig') });
+    const refused = await t.waitFor(bd, (b) => cond(b, 'Resolved')?.status === 'False', 'refused', 60_000);
+    expect(cond(refused, 'Resolved')?.message).toContain('users[u].user.exec');
+    expect(cond(refused, 'Resolved')?.message).toContain('exec credential plugins run a program');
+    expect(cond(refused, 'Progressing')).toMatchObject({ status: 'False', reason: 'Blocked' });
+    expect(cond(refused, 'Installed')).toMatchObject({ status: 'False', reason: 'Pending' });
+    await deleteBundleDeployment(t.client, bd);
+  });
+});
