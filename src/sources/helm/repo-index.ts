@@ -93,7 +93,7 @@ export function chartUrl(repo: URL, ref: string, what: string): URL {
 /**
  * The most index text parsed for one read: the chart's part of an index (index-slice.ts), or a
  * whole index in a layout the slice does not read. Parsing is synchronous on the event loop:
- * measured 2.7 s and 578 MiB for 16 MiB of index on the shared 2-core machine (README.md).
+ * measured 4.1 s and 542 MiB for a 16 MiB index parsed whole (README.md, "Bounds").
  */
 export const MAX_PARSED_INDEX_BYTES = 16 * 1024 * 1024;
 
