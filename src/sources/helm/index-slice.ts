@@ -39,14 +39,31 @@ export type IndexSlice =
   /** the layout is not one the scan reads: parse the whole index */
   | { layout: 'whole'; why: string };
 
+export interface SliceOptions {
+  signal?: AbortSignal;
+  /**
+   * the most chart names the scan keeps (they are the "not in the index" message): past it, the
+   * whole index decides. parseIndex passes half the node budget, each name being at least a key
+   * and a value node of the whole parse, so the whole parse refuses such an index as well.
+   */
+  maxNames?: number;
+}
+
 /** Cuts `chart`'s part out of an index (module comment). */
-export async function sliceIndex(index: Buffer, chart: string, signal?: AbortSignal): Promise<IndexSlice> {
-  signal?.throwIfAborted();
-  const pace = new Pace(signal);
+export async function sliceIndex(index: Buffer, chart: string, opts: SliceOptions = {}): Promise<IndexSlice> {
+  opts.signal?.throwIfAborted();
+  const scan: Scan = { pace: new Pace(opts.signal), maxNames: opts.maxNames ?? Infinity };
   let i = 0;
   while (i < index.length && isJsonSpace(index[i]!)) i++;
-  return index[i] === OPEN_BRACE ? sliceJson(index, i, chart, pace) : sliceYaml(index, chart, pace);
+  return index[i] === OPEN_BRACE ? sliceJson(index, i, chart, scan) : sliceYaml(index, chart, scan);
 }
+
+interface Scan {
+  pace: Pace;
+  maxNames: number;
+}
+
+const tooManyNames = (scan: Scan): IndexSlice => whole(`the index names more than ${scan.maxNames} charts`);
 
 const NL = 0x0a;
 const CR = 0x0d;
@@ -132,7 +149,8 @@ interface Entries {
   names: Set<string>;
 }
 
-async function sliceYaml(buf: Buffer, chart: string, pace: Pace): Promise<IndexSlice> {
+async function sliceYaml(buf: Buffer, chart: string, scan: Scan): Promise<IndexSlice> {
+  const pace = scan.pace;
   for (const [bytes, what] of ODD_BYTES) if (buf.includes(bytes)) return whole(`the index holds ${what}`);
   for (let cr = buf.indexOf(CR); cr !== -1; cr = buf.indexOf(CR, cr + 1)) {
     if (buf[cr + 1] !== NL) return whole('the index holds a carriage return that does not end a line');
@@ -225,6 +243,7 @@ async function sliceYaml(buf: Buffer, chart: string, pace: Pace): Promise<IndexS
     closeBlock(e, pos);
     e.current = { start: pos, end: buf.length };
     e.names.add(name);
+    if (e.names.size > scan.maxNames) return tooManyNames(scan);
     if (name === chart) e.kept.push(e.current);
     pos = next;
   }
@@ -383,7 +402,8 @@ const AFTER_VALUE = 5;
  * `:`, `,` or a closer after a value), so what the scan reads as structure is structure. The
  * content of scalars is checked only where parsed: the cut, and the root's own scalars.
  */
-async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace): Promise<IndexSlice> {
+async function sliceJson(buf: Buffer, start: number, chart: string, scan: Scan): Promise<IndexSlice> {
+  const pace = scan.pace;
   const kinds: number[] = [];
   let expect: number = VALUE;
   let inScalar = false;
@@ -426,11 +446,13 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
     member = undefined;
     return true;
   };
-  const endChart = (at: number): void => {
-    if (chartKey === undefined) return;
+  /** a member of entries ends; false when it is one name too many */
+  const endChart = (at: number): boolean => {
+    if (chartKey === undefined) return true;
     names.add(chartKey);
     if (chartKey === chart) kept.push(`${buf.toString('utf8', chartKeySpan[0], chartKeySpan[1])}:${valueText(buf, chartAt, at)}`);
     chartKey = undefined;
+    return names.size <= scan.maxNames;
   };
   const malformed = (): IndexSlice => whole('the JSON is not well formed');
   for (let i = start; i < buf.length; i++) {
@@ -483,7 +505,7 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
       case COMMA:
         if (expect !== AFTER_VALUE) return malformed();
         if (depth === 1 && !endMember(i)) return malformed();
-        if (depth === 2 && inEntries) endChart(i);
+        if (depth === 2 && inEntries && !endChart(i)) return tooManyNames(scan);
         expect = kinds[kinds.length - 1] === OBJECT ? KEY : VALUE;
         break;
       case OPEN_BRACE:
@@ -507,7 +529,7 @@ async function sliceJson(buf: Buffer, start: number, chart: string, pace: Pace):
         kinds.pop();
         expect = AFTER_VALUE;
         if (depth === 2 && inEntries) {
-          endChart(i);
+          if (!endChart(i)) return tooManyNames(scan);
           inEntries = false;
         } else if (depth === 1) {
           if (member !== undefined && !endMember(i)) return malformed();

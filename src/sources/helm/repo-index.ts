@@ -120,7 +120,7 @@ export interface IndexRead {
  */
 export async function parseIndex(index: Buffer | string, chart: string, opts: ParseIndexOptions): Promise<ParsedIndex> {
   const bytes = typeof index === 'string' ? Buffer.from(index, 'utf8') : index;
-  const slice = await sliceIndex(bytes, chart, opts.signal);
+  const slice = await sliceIndex(bytes, chart, { signal: opts.signal, maxNames: Math.floor(opts.maxNodes / 2) });
   if (slice.layout === 'whole') return parseWholeIndex(bytes, chart, opts, slice.why);
   const size = Buffer.byteLength(slice.text);
   if (size > maxParsed(opts)) throw tooLarge(opts, `chart ${JSON.stringify(chart)} takes ${formatBytes(size)} of index.yaml`);

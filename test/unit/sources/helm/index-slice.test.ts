@@ -348,6 +348,17 @@ describe('bounds', () => {
   const many = (n: number): string =>
     `apiVersion: v1\nentries:\n${Array.from({ length: n }, (_, i) => `  chart-${i}:\n  - apiVersion: v2\n    digest: ${HEX}\n    name: chart-${i}\n    urls:\n    - chart-${i}-1.0.0.tgz\n    version: 1.0.0\n`).join('')}generated: "2026-01-01T00:00:00Z"\n`;
 
+  it('more chart names than half the node budget leave the index to the whole parse, which refuses it', async () => {
+    const text = `apiVersion: v1\nentries:\n${Array.from({ length: 30 }, (_, i) => `  c${i}: []\n`).join('')}`;
+    expect(await sliceIndex(Buffer.from(text), 'c1', { maxNames: 29 })).toEqual({ layout: 'whole', why: 'the index names more than 29 charts' });
+    const json = JSON.stringify({ apiVersion: 'v1', entries: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`c${i}`, []])) });
+    expect(await sliceIndex(Buffer.from(json), 'c1', { maxNames: 29 })).toEqual({ layout: 'whole', why: 'the index names more than 29 charts' });
+    expect(await sliceIndex(Buffer.from(json), 'c1', { maxNames: 30 })).toMatchObject({ layout: 'json' });
+    const e = await failure(parseIndex(text, 'c1', { ...opts, maxNodes: 58 }));
+    expect(e).toMatchObject({ code: 'invalid-index', terminal: true });
+    expect(e.message).toContain('expands to more than 58 nodes');
+  });
+
   it('a chart part over maxParsedBytes is refused as too-large, naming the chart and the limit', async () => {
     const e = await failure(parseIndex(many(3), 'chart-1', { ...opts, maxParsedBytes: 64 }));
     expect(e).toMatchObject({ stage: 'resolve', code: 'too-large', terminal: true, subject: opts.subject });
@@ -386,7 +397,7 @@ describe('bounds', () => {
       // aborted while the scan waits for its turn
       const controller = new AbortController();
       setImmediate(() => controller.abort(new Error('stopped')));
-      await expect(sliceIndex(index, chart, controller.signal)).rejects.toThrow('stopped');
+      await expect(sliceIndex(index, chart, { signal: controller.signal })).rejects.toThrow('stopped');
     }
   });
 });
