@@ -1,11 +1,11 @@
 /**
- * `npm run bench`: every benchmark in bench/ (apply, render, image-pull, git-fetch, scale, isolation, peers), one after the
+ * `npm run bench`: every benchmark in bench/ (apply, render, image-pull, git-fetch, helm-index, scale, isolation, peers), one after the
  * other so they don't compete for the machine, then a summary. Each module exports `run()` and
  * writes its own bench/results/<name>.json; a failing benchmark is reported and the rest still run.
  */
 import { availableParallelism } from 'node:os';
 
-const MODULES = ['apply', 'render', 'image-pull', 'git-fetch', 'scale', 'isolation', 'peers'] as const;
+const MODULES = ['apply', 'render', 'image-pull', 'git-fetch', 'helm-index', 'scale', 'isolation', 'peers'] as const;
 
 interface Outcome {
   name: string;
@@ -20,7 +20,7 @@ function headline(result: unknown): string {
   if (Array.isArray(result)) return result.map(headline).filter(Boolean).join('\n    ');
   const r = result as
     { cases?: Array<{ name?: string; ratio?: number }>; noChangeReconcile?: { medianMs?: number }; n?: number; source?: string; ratio?: number } | undefined;
-  const parts = (r?.cases ?? []).map((c) => `${c.name}: ratio ${c.ratio}`);
+  const parts = (r?.cases ?? []).filter((c) => c.ratio !== undefined).map((c) => `${c.name}: ratio ${c.ratio}`);
   if (r?.n !== undefined && r.ratio !== undefined) parts.push(`${r.n} BundleDeployments${r.source ? ` (${r.source})` : ''}: ratio ${r.ratio}`);
   if (r?.noChangeReconcile?.medianMs !== undefined) parts.push(`no-change reconcile ${r.noChangeReconcile.medianMs} ms`);
   return parts.join('\n    ');

@@ -37,8 +37,10 @@ commands:
                                    anything is stored or applied
              --fetch-timeout <d>   overall deadline of one source resolve or fetch, e.g. 10m (default 10m)
              --helm-index-max-size <q>
-                                   the largest index.yaml a helm source reads (default 16Mi); a
-                                   larger one is refused, naming this limit
+                                   the largest index.yaml a helm source reads (default 50Mi); a
+                                   larger one is refused, naming this limit. Only the chart's
+                                   part is parsed; an index in a layout Helm does not write is
+                                   parsed whole, up to 16Mi
              --reconcile-timeout <d>
                                    time budget of one reconcile of one BundleDeployment (default 5m):
                                    past it the reconcile stops before its next apply (a fetch,
@@ -144,7 +146,7 @@ async function main(argv: string[]): Promise<number> {
           'cache-max-size': { type: 'string' },
           'max-revision-size': { type: 'string', default: '8Mi' },
           'fetch-timeout': { type: 'string', default: '10m' },
-          'helm-index-max-size': { type: 'string', default: '16Mi' },
+          'helm-index-max-size': { type: 'string', default: '50Mi' },
           'reconcile-timeout': { type: 'string', default: '5m' },
           'default-service-account': { type: 'string' },
           'allow-restricted-targets': { type: 'boolean', default: false },

@@ -128,6 +128,25 @@ export async function countNodesAtLeastYielding(
 }
 
 /**
+ * Whether the stream holds an alias (`*name`), by the lexer's tokens: a `*` in a quoted or plain
+ * scalar, a comment or a block scalar is none. Gives the event loop back every few milliseconds.
+ */
+export async function hasAliasYielding(text: string, signal?: AbortSignal): Promise<boolean> {
+  const { Lexer, CST } = yaml();
+  let sliceStart = performance.now();
+  let n = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (CST.tokenType(token) === 'alias') return true;
+    if (++n % 1024 === 0 && performance.now() - sliceStart > SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      signal?.throwIfAborted();
+      sliceStart = performance.now();
+    }
+  }
+  return false;
+}
+
+/**
  * Which budget the stream certainly exceeds: 'document' when one document has more than
  * `perDocument` nodes, 'bundle' when all together have more than `remaining`; undefined when the
  * lower bound fits both (the tree is then checked exactly).

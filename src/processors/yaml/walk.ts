@@ -137,7 +137,13 @@ function mapKey(keyNode: YNode | null, walk: Walk, mapNode: YNode): string {
   const target = keyNode?.kind === 'alias' ? (keyNode.target ?? null) : keyNode;
   if (target === null) fail(walk, mapNode, 'unsupported map key: null');
   if (target.kind !== 'scalar') fail(walk, target, 'unsupported map key: a map or sequence cannot be a JSON object key');
-  const resolved = resolveScalarNode(target, walk);
+  const key = keyString(resolveScalarNode(target, walk));
+  if (key === undefined) fail(walk, target, 'unsupported map key: null');
+  return key;
+}
+
+/** The JSON object key a resolved map key becomes (sigs.k8s.io/yaml); undefined for null, which it refuses. */
+export function keyString(resolved: Resolved): string | undefined {
   switch (resolved.kind) {
     case 'str':
       return resolved.value;
@@ -148,7 +154,7 @@ function mapKey(keyNode: YNode | null, walk: Walk, mapNode: YNode): string {
     case 'float':
       return formatGoFloat32(resolved.value);
     case 'null':
-      fail(walk, target, 'unsupported map key: null');
+      return undefined;
   }
 }
 

@@ -31,10 +31,23 @@ import { headerValue, HttpTransport, readCapped, type TransportOptions } from '.
 import type { Credentials, Resolved, Source, SourceContext } from '../source.ts';
 import { tagVersion } from '../semver-select.ts';
 import { SourceCode, sourceError } from '../errors.ts';
-import { chartUrl, digestHex, indexUrl, newestVersions, parseIndex, selectVersion, versionProblem, type ChartVersion } from './repo-index.ts';
+import {
+  chartUrl,
+  digestHex,
+  indexUrl,
+  MAX_PARSED_INDEX_BYTES,
+  newestVersions,
+  parseIndex,
+  selectVersion,
+  versionProblem,
+  type ChartVersion,
+} from './repo-index.ts';
 
-/** the largest index.yaml read by default (hoist run --helm-index-max-size) */
-export const DEFAULT_HELM_INDEX_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * the largest index.yaml read by default (hoist run --helm-index-max-size): Flux's default. Only
+ * the chart's part of it is parsed (repo-index.ts), so the size costs a scan, not a parse.
+ */
+export const DEFAULT_HELM_INDEX_MAX_BYTES = 50 * 1024 * 1024;
 
 /** versions named in a "no version matches" message */
 const NEWEST_SHOWN = 5;
@@ -46,7 +59,7 @@ export interface HelmSourceOptions extends TransportOptions {
   store?: ContentStore;
   /** overall deadline of one resolve or one fetch; default 10 min */
   timeoutMs?: number;
-  /** the largest index.yaml read, in bytes (--helm-index-max-size); default 16 MiB */
+  /** the largest index.yaml read, in bytes (--helm-index-max-size); default 50 MiB */
   maxIndexBytes?: number;
   /** size and count limits of the unpacked chart; `maxArchiveBytes` caps the download */
   unpackLimits?: Partial<UnpackLimits>;
@@ -216,9 +229,9 @@ export class HelmSource implements Source {
       }
       throw e;
     }
-    // the node budget follows the size limit: a real index has about one node per 15 bytes
-    const maxNodes = Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(this.maxIndexBytes / 8));
-    const parsed = await parseIndex(body.toString('utf8'), p.chart, { subject, maxNodes, signal });
+    // the node budget follows what may be parsed: a real index has about one node per 15 bytes
+    const maxNodes = Math.max(YAML_MAX_NODES_PER_DOCUMENT, Math.ceil(Math.min(this.maxIndexBytes, MAX_PARSED_INDEX_BYTES) / 8));
+    const parsed = await parseIndex(body, p.chart, { subject, maxNodes, signal });
     if (!parsed.chart) {
       const some = parsed.names.slice(0, NAMES_SHOWN).join(', ');
       const more = parsed.names.length > NAMES_SHOWN ? ', …' : '';

@@ -125,9 +125,12 @@ entries:
   });
 
   it('a chart the index does not list is undefined, with the names it does list', async () => {
-    expect(await parseIndex(INDEX, 'missing', opts)).toEqual({ chart: undefined, names: ['greeter', 'other'] });
-    expect(await parseIndex('apiVersion: v1\n', 'greeter', opts)).toEqual({ chart: undefined, names: [] });
-    expect(await parseIndex('apiVersion: v1\nentries:\n  greeter:\n', 'greeter', opts)).toEqual({ chart: { versions: [], skipped: 0 }, names: ['greeter'] });
+    expect(await parseIndex(INDEX, 'missing', opts)).toMatchObject({ chart: undefined, names: ['greeter', 'other'] });
+    expect(await parseIndex('apiVersion: v1\n', 'greeter', opts)).toMatchObject({ chart: undefined, names: [] });
+    expect(await parseIndex('apiVersion: v1\nentries:\n  greeter:\n', 'greeter', opts)).toMatchObject({
+      chart: { versions: [], skipped: 0 },
+      names: ['greeter'],
+    });
     // no prototype keys: only the index's own
     expect((await parseIndex(INDEX, '__proto__', opts)).chart).toBeUndefined();
     expect((await parseIndex(INDEX, 'constructor', opts)).chart).toBeUndefined();
