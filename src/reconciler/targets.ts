@@ -21,9 +21,10 @@ import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
 import { ApiError } from '../kube/api-error.ts';
 import { Backoff } from '../kube/backoff.ts';
-import { createKubeClient, type RestKubeClient } from '../kube/client.ts';
+import type { RestKubeClient } from '../kube/client.ts';
 import type { ClusterConfig } from '../kube/kube-config.ts';
-import { checkTarget, guardedLookup, RestrictedTargetError, type ManagementServer } from '../kube/target-guard.ts';
+import { checkRemoteServer, createRemoteClient } from '../kube/remote-client.ts';
+import { RestrictedTargetError, type ManagementServer } from '../kube/target-guard.ts';
 import type { KubeClient } from '../kube/types.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { canonicalJson, sha256HexPrefix } from '../util/hash.ts';
@@ -49,9 +50,6 @@ export interface Target {
 export const LOCAL_TARGET_KEY = 'local';
 /** a kubeconfig read this long ago is read again even without a rotation notice */
 const REREAD_MS = 5 * 60_000;
-/** remote clients: bounded so a dead cluster fails fast */
-const REMOTE_CONNECT_TIMEOUT_MS = 5_000;
-const REMOTE_REQUEST_TIMEOUT_MS = 30_000;
 /** the probe of a target that is down */
 const PROBE_TIMEOUT_MS = 10_000;
 
@@ -111,11 +109,9 @@ export class RemoteTarget implements Target {
     private readonly o: TargetsOptions,
     mgmt: ManagementServer | undefined,
   ) {
-    const port = new URL(cfg.server).port || '443';
-    this.client = createKubeClient(cfg, {
-      connectTimeoutMs: REMOTE_CONNECT_TIMEOUT_MS,
-      requestTimeoutMs: REMOTE_REQUEST_TIMEOUT_MS,
-      ...(o.allowRestricted ? {} : { lookup: guardedLookup(port, mgmt) }),
+    this.client = createRemoteClient(cfg, {
+      management: mgmt,
+      ...(o.allowRestricted ? { allowRestricted: true } : {}),
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
     });
     this.client.onRequest((e) => {
@@ -224,6 +220,16 @@ export function unreachable(cluster: string, error: string): HoistError {
   });
 }
 
+/** a RestrictedTargetError as the terminal TargetRestricted of the kubeconfig Secret; other errors as they are */
+export function restricted(e: unknown, read: { secret: string; key: string }): unknown {
+  if (!(e instanceof RestrictedTargetError)) return e;
+  return reconcileError(e.message, ReconcileCode.TargetRestricted, {
+    stage: 'resolve',
+    subject: `kubeconfig secret ${read.secret} key ${read.key}`,
+    terminal: true,
+  });
+}
+
 interface Membership {
   /** "namespace/name key" it was read from */
   ref: string;
@@ -276,17 +282,9 @@ export class Targets {
     let target = this.remotes.get(key);
     if (!target) {
       const mgmt = await this.o.managementServer();
-      if (!this.o.allowRestricted) {
-        await checkTarget(read.config.server, mgmt).catch((e: unknown) => {
-          if (e instanceof RestrictedTargetError)
-            throw reconcileError(e.message, ReconcileCode.TargetRestricted, {
-              stage: 'resolve',
-              subject: `kubeconfig secret ${read.secret} key ${read.key}`,
-              terminal: true,
-            });
-          throw e;
-        });
-      }
+      await checkRemoteServer(read.config, { management: mgmt, ...(this.o.allowRestricted ? { allowRestricted: true } : {}) }).catch((e: unknown) => {
+        throw restricted(e, read);
+      });
       // raced by another BD of the same kubeconfig: use the one it made
       target = this.remotes.get(key) ?? new RemoteTarget(key, new URL(read.config.server).host, read.config, this.o, mgmt);
       if (!this.remotes.has(key)) {
