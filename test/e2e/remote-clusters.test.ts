@@ -13,15 +13,24 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
+import { API_VERSION, KIND } from '../../api/v1alpha2/types.ts';
+import { diff } from '../../src/cli/verbs/diff.ts';
 import { getRow } from '../../src/cli/verbs/get.ts';
+import { history } from '../../src/cli/verbs/history.ts';
+import { tree } from '../../src/cli/verbs/tree.ts';
 import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
+import { runVerb } from '../support/cli-verb.ts';
+import { kubeconfigPath } from '../support/env.ts';
 import { cond, describeStatus, isDone, isSucceeded } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { deleteBundleDeployment, until } from '../support/e2e-bundles.ts';
@@ -42,6 +51,8 @@ const REFUSED = stringify({
 });
 
 let remote: ControlPlane;
+/** where this file writes BundleDeployment files for hoist diff */
+let tmp: string;
 /** an admin client of the remote cluster, for setup and assertions */
 let rc: RestKubeClient;
 let host: string;
@@ -54,11 +65,23 @@ async function putKubeconfig(name: string, text: string): Promise<void> {
 
 const kubeConfig = (name: string) => ({ secretRef: { name, namespace: t.namespace } });
 
+/** the live BD `name` as a file for hoist diff -f, its spec changed by `change` */
+async function bdFile(name: string, change: Partial<BundleDeployment['spec']>): Promise<string> {
+  const live = (await t.get(name))!;
+  const file = join(tmp, `${name}-${randomBytes(3).toString('hex')}.yaml`);
+  await writeFile(
+    file,
+    stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: live.metadata.labels }, spec: { ...live.spec, ...change } }),
+  );
+  return file;
+}
+
 async function waitSucceeded(name: string, what: string, pred: (b: BundleDeployment) => boolean = () => true, ms = 90_000): Promise<BundleDeployment> {
   return t.waitFor(name, (b) => isSucceeded(b) && pred(b), what, ms);
 }
 
 beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'hoist-remote-cli-'));
   remote = await startControlPlane({ log: (l) => console.error(`[remote control plane] ${l}`) });
   rc = createKubeClient(loadKubeConfig(remote.kubeconfigPath));
   host = new URL(remote.server).host;
@@ -66,6 +89,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  if (tmp) await rm(tmp, { recursive: true, force: true });
   await rc?.close();
   await remote?.stop();
 });
@@ -132,6 +156,48 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
       'the hand edit reverted on the remote',
     );
     await waitSucceeded(bd, 'done after resume');
+  });
+
+  it("hoist tree, history and diff read the remote cluster (the kubeconfig Secret read with the caller's rights)", async () => {
+    // the objects exist only on the remote: read on the management cluster they would be Missing
+    const tr = await runVerb(tree, [bd], t.namespace);
+    expect(tr.stderr).toBe('');
+    expect(tr.code).toBe(0);
+    expect(tr.stdout).toContain(`BundleDeployment ${bd} (cluster ${host}): revision 2`);
+    expect(tr.stdout).toContain('all ready');
+    expect(tr.stdout).toMatch(new RegExp(`ConfigMap ${ns}/app-config\\s+${bd}\\s+Ready`));
+    // paused (no drift correction), an object deleted by hand on the remote is Missing there
+    await t.patchSpec(bd, { paused: true });
+    await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    await rc.delete(CM, 'keep', ns);
+    await until(async () => (await rc.get(CM, 'keep', ns)) === undefined, 'keep gone on the remote');
+    const missing = await runVerb(tree, [bd, '--not-ready'], t.namespace);
+    expect(missing.stdout).toMatch(new RegExp(`ConfigMap ${ns}/keep\\s+<none>\\s+Missing`));
+    expect(missing.stdout).not.toContain('app-config');
+    await t.patchSpec(bd, { paused: false });
+    await until(async () => (await rc.get(CM, 'keep', ns)) !== undefined, 'keep recreated on the remote after resume');
+    await waitSucceeded(bd, 'done after resume');
+
+    const hi = await runVerb(history, [bd], t.namespace);
+    expect(hi.code).toBe(0);
+    expect(hi.stderr).toContain(`installs into cluster ${host} (kubeconfig secret ${t.namespace}/cluster-a-kubeconfig)`);
+    expect(hi.stdout).toMatch(/^2\s+Active/m);
+
+    // diff against the remote's live objects: the ConfigMap changes (it does not exist locally, where it would be created)
+    const v5 = await servePinned(files, '/remote-v5.tgz', { 'a.yaml': cm('app-config', { color: 'orange' }), 'b.yaml': cm('keep', { a: '1' }) });
+    const d = await runVerb(diff, ['-f', await bdFile(bd, { sources: v5 })], t.namespace);
+    expect(d.stderr).toContain(`target cluster ${host} (spec.kubeConfig)`);
+    expect(d.code).toBe(1);
+    expect(d.stdout).toContain(`live/v1/ConfigMap/${ns}/app-config`);
+    expect(d.stdout).toMatch(/^-\s+color: green$/m);
+    expect(d.stdout).toMatch(/^\+\s+color: orange$/m);
+    expect(d.stdout).not.toContain(`ConfigMap/${ns}/keep`);
+    expect(d.stderr).toContain('1 configured');
+    expect(d.stderr).toContain('1 unchanged');
+    // the same content as installed: no differences on the remote
+    const same = await runVerb(diff, ['-f', await bdFile(bd, {})], t.namespace);
+    expect(same.stdout).toBe('');
+    expect(same.code).toBe(0);
   });
 
   it('a rotated kubeconfig Secret (another identity) is a new client without a restart', async () => {
@@ -237,6 +303,37 @@ describe('refused kubeconfigs', { timeout: 120_000 }, () => {
     expect(cond(refused, 'Resolved')?.message).toContain('exec credential plugins run a program');
     expect(cond(refused, 'Progressing')).toMatchObject({ status: 'False', reason: 'Blocked' });
     expect(cond(refused, 'Installed')).toMatchObject({ status: 'False', reason: 'Pending' });
+    // hoist diff refuses it the same way, naming the field, and runs nothing
+    const d = await runVerb(diff, ['-f', await bdFile(bd, {})], t.namespace);
+    expect(d.code).toBe(2);
+    expect(d.stderr).toContain('users[u].user.exec');
+    expect(d.stderr).toContain('exec credential plugins run a program');
     await deleteBundleDeployment(t.client, bd);
+  });
+
+  it('hoist diff refuses a kubeconfig whose server is the management API server, as the controller does', async () => {
+    const mgmt = readFileSync(kubeconfigPath(), 'utf8');
+    const server = mgmt.match(/server: (\S+)/)![1]!;
+    const ca = readFileSync(remote.kubeconfigPath, 'utf8').match(/certificate-authority-data: (\S+)/)![1]!;
+    await putKubeconfig(
+      'self-kubeconfig',
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster: { server: "${server}", certificate-authority-data: ${ca} }\nusers:\n- name: u\n  user: { token: "x" }\ncontexts:\n- name: a\n  context: { cluster: a, user: u }\ncurrent-context: a\n`,
+    );
+    const bd = `remote-self-${t.runId}`;
+    const file = join(tmp, `${bd}.yaml`);
+    const src = await servePinned(files, '/remote-self.tgz', { 'a.yaml': cm('never', { x: '1' }) });
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: bd },
+        spec: { installNamespace: bd, format: 'plain', sources: src, kubeConfig: kubeConfig('self-kubeconfig') },
+      }),
+    );
+    const d = await runVerb(diff, ['-f', file], t.namespace);
+    expect(d.code).toBe(2);
+    expect(d.stderr).toContain("the management cluster's own API server");
+    expect(d.stderr).toContain('--allow-restricted-targets');
   });
 });
