@@ -311,6 +311,53 @@ describe('refused kubeconfigs', { timeout: 120_000 }, () => {
     await deleteBundleDeployment(t.client, bd);
   });
 
+  it("hoist diff reads the kubeconfig Secret with the caller's rights: a caller who may not read it is told so", async () => {
+    // a ServiceAccount of the management cluster that may read BundleDeployments but no Secret
+    const sa = `remote-cli-${t.runId}`;
+    await t.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: t.namespace } } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: sa },
+      rules: [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list'] }],
+    } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: sa },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: sa },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: t.namespace }],
+    } as KubeObject);
+    cleanup(async () => {
+      await t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, sa, undefined).catch(() => {});
+      await t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, sa, undefined).catch(() => {});
+    });
+    const token = (await run(toolPath('kubectl'), ['--kubeconfig', kubeconfigPath(), 'create', 'token', sa, '-n', t.namespace, '--duration=1h'])).stdout.trim();
+    const mgmt = readFileSync(kubeconfigPath(), 'utf8');
+    const caller = join(tmp, 'caller-kubeconfig');
+    await writeFile(
+      caller,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster: { server: "${mgmt.match(/server: (\S+)/)![1]!}", certificate-authority-data: ${mgmt.match(/certificate-authority-data: (\S+)/)![1]!} }\nusers:\n- name: u\n  user: { token: "${token}" }\ncontexts:\n- name: m\n  context: { cluster: m, user: u }\ncurrent-context: m\n`,
+    );
+    const bd = `remote-forbidden-${t.runId}`;
+    const file = join(tmp, `${bd}.yaml`);
+    const src = await servePinned(files, '/remote-forbidden.tgz', { 'a.yaml': cm('never', { x: '1' }) });
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: bd },
+        spec: { installNamespace: bd, format: 'plain', sources: src, kubeConfig: kubeConfig('cluster-a-kubeconfig') },
+      }),
+    );
+    const r = { stdout: '', stderr: '' };
+    const code = await diff(['-f', file, '--kubeconfig', caller, '-n', t.namespace], { out: (x) => void (r.stdout += x), err: (x) => void (r.stderr += x) });
+    expect(r.stderr).toContain(`you may not read secret ${t.namespace}/cluster-a-kubeconfig (spec.kubeConfig.secretRef)`);
+    expect(code).toBe(2);
+    expect(r.stdout).toBe('');
+  });
+
   it('hoist diff refuses a kubeconfig whose server is the management API server, as the controller does', async () => {
     const mgmt = readFileSync(kubeconfigPath(), 'utf8');
     const server = mgmt.match(/server: (\S+)/)![1]!;
