@@ -32,6 +32,7 @@ import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
 import { Identities } from './identity.ts';
 import { kubeConfigSecretOf, readKubeconfig } from './inputs/kubeconfig.ts';
+import { CrdWatch } from './watches/crd-watch.ts';
 import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
 
 /** where one BD's objects go and who acts there */
@@ -60,6 +61,11 @@ export interface TargetsOptions {
   log: Logger;
   /** the managed-object event handler of every remote target's watches (manager.ts); `target` is the key */
   onObjectEvent: (target: string) => OwnerEvent;
+  /**
+   * a CRD became Established (and served) on a remote target: `users` are its BDs, the manager
+   * re-queues those waiting for a CRD. Given, every remote target watches its cluster's CRDs.
+   */
+  onCrdEstablished?: (users: readonly string[], crd: string, cluster: string) => void;
   /** re-queue these BDs (a target went down or came back) */
   requeue: (bds: readonly string[]) => void;
   /** the management API server, which a remote server may not be (unless allowRestricted) */
@@ -91,6 +97,8 @@ export class RemoteTarget implements Target {
   readonly identities: Identities;
   readonly applier: Applier;
   readonly managed: ManagedObjects;
+  /** its cluster's CRDs (with onCrdEstablished): a BD waiting for a CRD there is woken when it is served */
+  private readonly crds: CrdWatch | undefined;
   /** BDs using it */
   readonly users = new Set<string>();
   down: Down | undefined;
@@ -129,6 +137,9 @@ export class RemoteTarget implements Target {
       ...(o.overrideManagers ? { overrideManagers: [...o.overrideManagers] } : {}),
     });
     this.identities = new Identities(this.client, o.defaultServiceAccount);
+    const onCrd = o.onCrdEstablished;
+    this.crds = onCrd ? new CrdWatch(this.client, (crd) => onCrd([...this.users], crd, cluster), log) : undefined;
+    this.crds?.start();
   }
 
   private get now(): number {
@@ -206,6 +217,7 @@ export class RemoteTarget implements Target {
   }
 
   async close(): Promise<void> {
+    await this.crds?.stop();
     await this.managed.stop();
     await this.client.close();
   }

@@ -34,6 +34,7 @@ import { kubeconfigPath } from '../support/env.ts';
 import { cond, describeStatus, isDone, isSucceeded } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { deleteBundleDeployment, until } from '../support/e2e-bundles.ts';
+import { crdOf } from '../support/crds.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
 const { t, files, cleanup } = controllerWithFiles();
@@ -286,6 +287,36 @@ describe('a Helm chart with hooks into the remote cluster', { timeout: 180_000 }
     expect(await t.client.get(CM, 'pre-install-hook', ns)).toBeUndefined();
     await deleteBundleDeployment(t.client, bd, 90_000);
     expect(await rc.get(CM, 'app', ns)).toBeUndefined();
+  });
+});
+
+describe('a CRD on the remote cluster', { timeout: 180_000 }, () => {
+  it('an optional object waiting for its CRD there is applied when the remote cluster serves it (its CRD watch wakes the BD)', async () => {
+    const bd = `remote-crd-${t.runId}`;
+    const ns = `remote-crd-${t.runId}`;
+    // the group unique to this run; the CRD is made on the remote only
+    const group = `${t.runId}.remote.hoist.test`;
+    const widget = stringify({
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'w1', annotations: { 'core.rukpak.io/optional': 'true' } },
+      spec: { size: 1 },
+    });
+    const src = await servePinned(files, '/remote-crd.tgz', { 'a.yaml': cm('app', { a: '1' }), 'w.yaml': widget });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: src, kubeConfig: kubeConfig('cluster-a-kubeconfig') });
+    const skipped = await t.waitFor(bd, (b) => isDone(b) && !!b.status?.skippedOptional?.length, 'installed without the Widget', 90_000);
+    expect(skipped.status?.skippedOptional).toEqual([`${group}/v1 Widget w1`]);
+    const mark = t.log.mark();
+    const def = crdOf(group, 'Widget', { scope: 'Namespaced' });
+    await rc.create(def);
+    cleanup(() => rc.delete({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, def.metadata.name, undefined).then(() => {}));
+    await t.waitFor(bd, (b) => !b.status?.skippedOptional?.length, 'the Widget applied on the remote', 60_000);
+    expect((await rc.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, 'w1', ns))?.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bd);
+    // woken by the remote cluster's CRD watch, naming that cluster
+    expect(t.log.since(mark).some((l) => l.msg === 'CRD established: looking again' && l.bd === bd && l.target === host)).toBe(true);
+    // nothing of it on the management cluster
+    expect(await t.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, def.metadata.name)).toBeUndefined();
+    await deleteBundleDeployment(t.client, bd, 90_000);
   });
 });
 
