@@ -112,6 +112,8 @@ export interface PreviewOptions {
   kubeconfig?: string;
   /** the target cluster as a client the caller owns (and closes); instead of kubeconfig */
   client?: RestKubeClient;
+  /** the cluster the objects go to when it is not `client`'s (spec.kubeConfig: the remote one): its discovery instead of client's */
+  target?: RestKubeClient;
   /** --kube-version / --api-versions: what to assume of the cluster (offline) or change in it */
   capabilities?: CapabilityFlags;
   /** the controller's namespace, where config.helm.valuesFrom and postBuild.substituteFrom are read without a serviceAccount (default $HOIST_NAMESPACE or hoist-system) */
@@ -136,7 +138,8 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
   const own = !opts.client && opts.kubeconfig ? createKubeClient(loadKubeConfig(opts.kubeconfig)) : undefined;
   const client = opts.client ?? own;
   const store = new FsContentStore();
-  const capabilities = previewCapabilities(opts.capabilities ?? {}, client?.discovery);
+  const discovery = (opts.target ?? client)?.discovery;
+  const capabilities = previewCapabilities(opts.capabilities ?? {}, discovery);
   try {
     const local = opts.dir;
     const sources = createSourceRegistry({ store });
@@ -167,7 +170,7 @@ export async function previewBundle(bd: BundleDeployment, opts: PreviewOptions):
         store,
         sourceFor: (kind) => (local ? localTree(local) : sources.sourceFor(kind)),
         processorFor,
-        scopes: client?.discovery ?? builtinScopes(),
+        scopes: discovery ?? builtinScopes(),
         cluster: capabilities.cluster,
       },
       { name: bd.metadata.name, spec: localSpec, resolved, helmValuesFrom, postBuild, decryption, credentials: async () => undefined },

@@ -179,6 +179,7 @@ export class BundleDeploymentManager {
       requeue: (bds) => {
         for (const bd of bds) this.controller.enqueue(bd, OBJECT_CHANGE_PRIORITY);
       },
+      onCrdEstablished: (users, crd, cluster) => this.wakeCrdWaiters(crd, users, cluster),
       managementServer: () =>
         (management ??= opts.managementServer ? managementServer(opts.managementServer).catch(() => undefined) : Promise.resolve(undefined)),
       ...(opts.allowRestrictedTargets ? { allowRestricted: true } : {}),
@@ -246,19 +247,17 @@ export class BundleDeploymentManager {
       ...(opts.registry ? { registry: opts.registry } : {}),
       clock: opts.clock,
     });
+    // the management cluster's CRDs wake its own BDs; each remote target's CrdWatch wakes its BDs (targets.ts)
     this.crds = new CrdWatch(
       opts.client,
-      (crd) => {
-        for (const bd of this.bds.list()) {
-          // skipped optional objects, and revisions retrying or blocked (an unserved kind among
-          // the likely causes): look again now rather than at the end of a backoff
-          const progressing = bd.status?.conditions?.find((c) => c.type === 'Progressing')?.reason;
-          if (bd.status?.skippedOptional?.length || progressing === 'Retrying' || progressing === 'Blocked') {
-            log.debug({ bd: bd.metadata.name, crd }, 'CRD established: looking again');
-            this.controller.enqueue(bd.metadata.name);
-          }
-        }
-      },
+      (crd) =>
+        this.wakeCrdWaiters(
+          crd,
+          this.bds
+            .list()
+            .map((bd) => bd.metadata.name)
+            .filter((name) => this.targets.current(name) === this.targets.local),
+        ),
       log,
     );
     this.bds.addHandler({
@@ -378,6 +377,23 @@ export class BundleDeploymentManager {
     await this.revisionIndex.stop();
     await this.targets.stop();
     await this.gcRunning;
+  }
+
+  /**
+   * A CRD became Established on the cluster of `names` (the management cluster's own BDs, or a
+   * remote target's, `cluster`): those that skipped optional objects or whose revision is retrying
+   * or blocked (an unserved kind among the likely causes) look again now rather than at the end of
+   * a backoff.
+   */
+  private wakeCrdWaiters(crd: string, names: readonly string[], cluster?: string): void {
+    for (const name of names) {
+      const bd = this.bds.getByName(name);
+      const progressing = bd?.status?.conditions?.find((c) => c.type === 'Progressing')?.reason;
+      if (bd && (bd.status?.skippedOptional?.length || progressing === 'Retrying' || progressing === 'Blocked')) {
+        this.opts.log.debug({ bd: name, crd, ...(cluster ? { target: cluster } : {}) }, 'CRD established: looking again');
+        this.controller.enqueue(name);
+      }
+    }
   }
 
   private trackSecrets(bd: BundleDeployment): void {

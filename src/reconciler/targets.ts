@@ -21,9 +21,10 @@ import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
 import { ApiError } from '../kube/api-error.ts';
 import { Backoff } from '../kube/backoff.ts';
-import { createKubeClient, type RestKubeClient } from '../kube/client.ts';
+import type { RestKubeClient } from '../kube/client.ts';
 import type { ClusterConfig } from '../kube/kube-config.ts';
-import { checkTarget, guardedLookup, RestrictedTargetError, type ManagementServer } from '../kube/target-guard.ts';
+import { checkRemoteServer, createRemoteClient } from '../kube/remote-client.ts';
+import { RestrictedTargetError, type ManagementServer } from '../kube/target-guard.ts';
 import type { KubeClient } from '../kube/types.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { canonicalJson, sha256HexPrefix } from '../util/hash.ts';
@@ -31,6 +32,7 @@ import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
 import { Identities } from './identity.ts';
 import { kubeConfigSecretOf, readKubeconfig } from './inputs/kubeconfig.ts';
+import { CrdWatch } from './watches/crd-watch.ts';
 import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
 import type { HealthRules } from '../health/rules/rule-set.ts';
 
@@ -50,9 +52,6 @@ export interface Target {
 export const LOCAL_TARGET_KEY = 'local';
 /** a kubeconfig read this long ago is read again even without a rotation notice */
 const REREAD_MS = 5 * 60_000;
-/** remote clients: bounded so a dead cluster fails fast */
-const REMOTE_CONNECT_TIMEOUT_MS = 5_000;
-const REMOTE_REQUEST_TIMEOUT_MS = 30_000;
 /** the probe of a target that is down */
 const PROBE_TIMEOUT_MS = 10_000;
 
@@ -63,6 +62,11 @@ export interface TargetsOptions {
   log: Logger;
   /** the managed-object event handler of every remote target's watches (manager.ts); `target` is the key */
   onObjectEvent: (target: string) => OwnerEvent;
+  /**
+   * a CRD became Established (and served) on a remote target: `users` are its BDs, the manager
+   * re-queues those waiting for a CRD. Given, every remote target watches its cluster's CRDs.
+   */
+  onCrdEstablished?: (users: readonly string[], crd: string, cluster: string) => void;
   /** re-queue these BDs (a target went down or came back) */
   requeue: (bds: readonly string[]) => void;
   /** the management API server, which a remote server may not be (unless allowRestricted) */
@@ -96,6 +100,8 @@ export class RemoteTarget implements Target {
   readonly identities: Identities;
   readonly applier: Applier;
   readonly managed: ManagedObjects;
+  /** its cluster's CRDs (with onCrdEstablished): a BD waiting for a CRD there is woken when it is served */
+  private readonly crds: CrdWatch | undefined;
   /** BDs using it */
   readonly users = new Set<string>();
   down: Down | undefined;
@@ -114,11 +120,9 @@ export class RemoteTarget implements Target {
     private readonly o: TargetsOptions,
     mgmt: ManagementServer | undefined,
   ) {
-    const port = new URL(cfg.server).port || '443';
-    this.client = createKubeClient(cfg, {
-      connectTimeoutMs: REMOTE_CONNECT_TIMEOUT_MS,
-      requestTimeoutMs: REMOTE_REQUEST_TIMEOUT_MS,
-      ...(o.allowRestricted ? {} : { lookup: guardedLookup(port, mgmt) }),
+    this.client = createRemoteClient(cfg, {
+      management: mgmt,
+      ...(o.allowRestricted ? { allowRestricted: true } : {}),
       ...(o.userAgent ? { userAgent: o.userAgent } : {}),
     });
     this.client.onRequest((e) => {
@@ -136,6 +140,9 @@ export class RemoteTarget implements Target {
       ...(o.overrideManagers ? { overrideManagers: [...o.overrideManagers] } : {}),
     });
     this.identities = new Identities(this.client, o.defaultServiceAccount);
+    const onCrd = o.onCrdEstablished;
+    this.crds = onCrd ? new CrdWatch(this.client, (crd) => onCrd([...this.users], crd, cluster), log) : undefined;
+    this.crds?.start();
   }
 
   private get now(): number {
@@ -213,6 +220,7 @@ export class RemoteTarget implements Target {
   }
 
   async close(): Promise<void> {
+    await this.crds?.stop();
     await this.managed.stop();
     await this.client.close();
   }
@@ -224,6 +232,16 @@ export function unreachable(cluster: string, error: string): HoistError {
     stage: 'apply',
     subject: `cluster ${cluster}`,
     terminal: false,
+  });
+}
+
+/** a RestrictedTargetError as the terminal TargetRestricted of the kubeconfig Secret; other errors as they are */
+export function restricted(e: unknown, read: { secret: string; key: string }): unknown {
+  if (!(e instanceof RestrictedTargetError)) return e;
+  return reconcileError(e.message, ReconcileCode.TargetRestricted, {
+    stage: 'resolve',
+    subject: `kubeconfig secret ${read.secret} key ${read.key}`,
+    terminal: true,
   });
 }
 
@@ -279,17 +297,9 @@ export class Targets {
     let target = this.remotes.get(key);
     if (!target) {
       const mgmt = await this.o.managementServer();
-      if (!this.o.allowRestricted) {
-        await checkTarget(read.config.server, mgmt).catch((e: unknown) => {
-          if (e instanceof RestrictedTargetError)
-            throw reconcileError(e.message, ReconcileCode.TargetRestricted, {
-              stage: 'resolve',
-              subject: `kubeconfig secret ${read.secret} key ${read.key}`,
-              terminal: true,
-            });
-          throw e;
-        });
-      }
+      await checkRemoteServer(read.config, { management: mgmt, ...(this.o.allowRestricted ? { allowRestricted: true } : {}) }).catch((e: unknown) => {
+        throw restricted(e, read);
+      });
       // raced by another BD of the same kubeconfig: use the one it made
       target = this.remotes.get(key) ?? new RemoteTarget(key, new URL(read.config.server).host, read.config, this.o, mgmt);
       if (!this.remotes.has(key)) {

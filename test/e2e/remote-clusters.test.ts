@@ -13,18 +13,28 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
+import { API_VERSION, KIND } from '../../api/v1alpha2/types.ts';
+import { diff } from '../../src/cli/verbs/diff.ts';
 import { getRow } from '../../src/cli/verbs/get.ts';
+import { history } from '../../src/cli/verbs/history.ts';
+import { tree } from '../../src/cli/verbs/tree.ts';
 import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
+import { runVerb } from '../support/cli-verb.ts';
+import { kubeconfigPath } from '../support/env.ts';
 import { cond, describeStatus, isDone, isSucceeded } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';
 import { deleteBundleDeployment, until } from '../support/e2e-bundles.ts';
+import { crdOf } from '../support/crds.ts';
 import { cm, servePinned } from '../support/upgrade-fixtures.ts';
 
 const { t, files, cleanup } = controllerWithFiles();
@@ -42,6 +52,8 @@ const REFUSED = stringify({
 });
 
 let remote: ControlPlane;
+/** where this file writes BundleDeployment files for hoist diff */
+let tmp: string;
 /** an admin client of the remote cluster, for setup and assertions */
 let rc: RestKubeClient;
 let host: string;
@@ -54,11 +66,23 @@ async function putKubeconfig(name: string, text: string): Promise<void> {
 
 const kubeConfig = (name: string) => ({ secretRef: { name, namespace: t.namespace } });
 
+/** the live BD `name` as a file for hoist diff -f, its spec changed by `change` */
+async function bdFile(name: string, change: Partial<BundleDeployment['spec']>): Promise<string> {
+  const live = (await t.get(name))!;
+  const file = join(tmp, `${name}-${randomBytes(3).toString('hex')}.yaml`);
+  await writeFile(
+    file,
+    stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name, labels: live.metadata.labels }, spec: { ...live.spec, ...change } }),
+  );
+  return file;
+}
+
 async function waitSucceeded(name: string, what: string, pred: (b: BundleDeployment) => boolean = () => true, ms = 90_000): Promise<BundleDeployment> {
   return t.waitFor(name, (b) => isSucceeded(b) && pred(b), what, ms);
 }
 
 beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'hoist-remote-cli-'));
   remote = await startControlPlane({ log: (l) => console.error(`[remote control plane] ${l}`) });
   rc = createKubeClient(loadKubeConfig(remote.kubeconfigPath));
   host = new URL(remote.server).host;
@@ -66,6 +90,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  if (tmp) await rm(tmp, { recursive: true, force: true });
   await rc?.close();
   await remote?.stop();
 });
@@ -132,6 +157,48 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
       'the hand edit reverted on the remote',
     );
     await waitSucceeded(bd, 'done after resume');
+  });
+
+  it("hoist tree, history and diff read the remote cluster (the kubeconfig Secret read with the caller's rights)", async () => {
+    // the objects exist only on the remote: read on the management cluster they would be Missing
+    const tr = await runVerb(tree, [bd], t.namespace);
+    expect(tr.stderr).toBe('');
+    expect(tr.code).toBe(0);
+    expect(tr.stdout).toContain(`BundleDeployment ${bd} (cluster ${host}): revision 2`);
+    expect(tr.stdout).toContain('all ready');
+    expect(tr.stdout).toMatch(new RegExp(`ConfigMap ${ns}/app-config\\s+${bd}\\s+Ready`));
+    // paused (no drift correction), an object deleted by hand on the remote is Missing there
+    await t.patchSpec(bd, { paused: true });
+    await t.waitFor(bd, (b) => cond(b, 'Paused')?.status === 'True', 'paused');
+    await rc.delete(CM, 'keep', ns);
+    await until(async () => (await rc.get(CM, 'keep', ns)) === undefined, 'keep gone on the remote');
+    const missing = await runVerb(tree, [bd, '--not-ready'], t.namespace);
+    expect(missing.stdout).toMatch(new RegExp(`ConfigMap ${ns}/keep\\s+<none>\\s+Missing`));
+    expect(missing.stdout).not.toContain('app-config');
+    await t.patchSpec(bd, { paused: false });
+    await until(async () => (await rc.get(CM, 'keep', ns)) !== undefined, 'keep recreated on the remote after resume');
+    await waitSucceeded(bd, 'done after resume');
+
+    const hi = await runVerb(history, [bd], t.namespace);
+    expect(hi.code).toBe(0);
+    expect(hi.stderr).toContain(`installs into cluster ${host} (kubeconfig secret ${t.namespace}/cluster-a-kubeconfig)`);
+    expect(hi.stdout).toMatch(/^2\s+Active/m);
+
+    // diff against the remote's live objects: the ConfigMap changes (it does not exist locally, where it would be created)
+    const v5 = await servePinned(files, '/remote-v5.tgz', { 'a.yaml': cm('app-config', { color: 'orange' }), 'b.yaml': cm('keep', { a: '1' }) });
+    const d = await runVerb(diff, ['-f', await bdFile(bd, { sources: v5 })], t.namespace);
+    expect(d.stderr).toContain(`target cluster ${host} (spec.kubeConfig)`);
+    expect(d.code).toBe(1);
+    expect(d.stdout).toContain(`live/v1/ConfigMap/${ns}/app-config`);
+    expect(d.stdout).toMatch(/^-\s+color: green$/m);
+    expect(d.stdout).toMatch(/^\+\s+color: orange$/m);
+    expect(d.stdout).not.toContain(`ConfigMap/${ns}/keep`);
+    expect(d.stderr).toContain('1 configured');
+    expect(d.stderr).toContain('1 unchanged');
+    // the same content as installed: no differences on the remote
+    const same = await runVerb(diff, ['-f', await bdFile(bd, {})], t.namespace);
+    expect(same.stdout).toBe('');
+    expect(same.code).toBe(0);
   });
 
   it('a rotated kubeconfig Secret (another identity) is a new client without a restart', async () => {
@@ -223,6 +290,36 @@ describe('a Helm chart with hooks into the remote cluster', { timeout: 180_000 }
   });
 });
 
+describe('a CRD on the remote cluster', { timeout: 180_000 }, () => {
+  it('an optional object waiting for its CRD there is applied when the remote cluster serves it (its CRD watch wakes the BD)', async () => {
+    const bd = `remote-crd-${t.runId}`;
+    const ns = `remote-crd-${t.runId}`;
+    // the group unique to this run; the CRD is made on the remote only
+    const group = `${t.runId}.remote.hoist.test`;
+    const widget = stringify({
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'w1', annotations: { 'core.rukpak.io/optional': 'true' } },
+      spec: { size: 1 },
+    });
+    const src = await servePinned(files, '/remote-crd.tgz', { 'a.yaml': cm('app', { a: '1' }), 'w.yaml': widget });
+    await t.create(bd, { installNamespace: ns, format: 'plain', sources: src, kubeConfig: kubeConfig('cluster-a-kubeconfig') });
+    const skipped = await t.waitFor(bd, (b) => isDone(b) && !!b.status?.skippedOptional?.length, 'installed without the Widget', 90_000);
+    expect(skipped.status?.skippedOptional).toEqual([`${group}/v1 Widget w1`]);
+    const mark = t.log.mark();
+    const def = crdOf(group, 'Widget', { scope: 'Namespaced' });
+    await rc.create(def);
+    cleanup(() => rc.delete({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, def.metadata.name, undefined).then(() => {}));
+    await t.waitFor(bd, (b) => !b.status?.skippedOptional?.length, 'the Widget applied on the remote', 60_000);
+    expect((await rc.get({ apiVersion: `${group}/v1`, kind: 'Widget' }, 'w1', ns))?.metadata.labels?.[LABEL_OWNER_NAME]).toBe(bd);
+    // woken by the remote cluster's CRD watch, naming that cluster
+    expect(t.log.since(mark).some((l) => l.msg === 'CRD established: looking again' && l.bd === bd && l.target === host)).toBe(true);
+    // nothing of it on the management cluster
+    expect(await t.client.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' }, def.metadata.name)).toBeUndefined();
+    await deleteBundleDeployment(t.client, bd, 90_000);
+  });
+});
+
 describe('refused kubeconfigs', { timeout: 120_000 }, () => {
   it('an exec plugin is refused naming the field; nothing is installed', async () => {
     await putKubeconfig(
@@ -237,6 +334,84 @@ describe('refused kubeconfigs', { timeout: 120_000 }, () => {
     expect(cond(refused, 'Resolved')?.message).toContain('exec credential plugins run a program');
     expect(cond(refused, 'Progressing')).toMatchObject({ status: 'False', reason: 'Blocked' });
     expect(cond(refused, 'Installed')).toMatchObject({ status: 'False', reason: 'Pending' });
+    // hoist diff refuses it the same way, naming the field, and runs nothing
+    const d = await runVerb(diff, ['-f', await bdFile(bd, {})], t.namespace);
+    expect(d.code).toBe(2);
+    expect(d.stderr).toContain('users[u].user.exec');
+    expect(d.stderr).toContain('exec credential plugins run a program');
     await deleteBundleDeployment(t.client, bd);
+  });
+
+  it("hoist diff reads the kubeconfig Secret with the caller's rights: a caller who may not read it is told so", async () => {
+    // a ServiceAccount of the management cluster that may read BundleDeployments but no Secret
+    const sa = `remote-cli-${t.runId}`;
+    await t.client.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: t.namespace } } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: sa },
+      rules: [{ apiGroups: ['core.rukpak.io'], resources: ['bundledeployments'], verbs: ['get', 'list'] }],
+    } as KubeObject);
+    await t.client.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: sa },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: sa },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: t.namespace }],
+    } as KubeObject);
+    cleanup(async () => {
+      await t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding' }, sa, undefined).catch(() => {});
+      await t.client.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole' }, sa, undefined).catch(() => {});
+    });
+    const token = (await run(toolPath('kubectl'), ['--kubeconfig', kubeconfigPath(), 'create', 'token', sa, '-n', t.namespace, '--duration=1h'])).stdout.trim();
+    const mgmt = readFileSync(kubeconfigPath(), 'utf8');
+    const caller = join(tmp, 'caller-kubeconfig');
+    await writeFile(
+      caller,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster: { server: "${mgmt.match(/server: (\S+)/)![1]!}", certificate-authority-data: ${mgmt.match(/certificate-authority-data: (\S+)/)![1]!} }\nusers:\n- name: u\n  user: { token: "${token}" }\ncontexts:\n- name: m\n  context: { cluster: m, user: u }\ncurrent-context: m\n`,
+    );
+    const bd = `remote-forbidden-${t.runId}`;
+    const file = join(tmp, `${bd}.yaml`);
+    const src = await servePinned(files, '/remote-forbidden.tgz', { 'a.yaml': cm('never', { x: '1' }) });
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: bd },
+        spec: { installNamespace: bd, format: 'plain', sources: src, kubeConfig: kubeConfig('cluster-a-kubeconfig') },
+      }),
+    );
+    const r = { stdout: '', stderr: '' };
+    const code = await diff(['-f', file, '--kubeconfig', caller, '-n', t.namespace], { out: (x) => void (r.stdout += x), err: (x) => void (r.stderr += x) });
+    expect(r.stderr).toContain(`you may not read secret ${t.namespace}/cluster-a-kubeconfig (spec.kubeConfig.secretRef)`);
+    expect(code).toBe(2);
+    expect(r.stdout).toBe('');
+  });
+
+  it('hoist diff refuses a kubeconfig whose server is the management API server, as the controller does', async () => {
+    const mgmt = readFileSync(kubeconfigPath(), 'utf8');
+    const server = mgmt.match(/server: (\S+)/)![1]!;
+    const ca = readFileSync(remote.kubeconfigPath, 'utf8').match(/certificate-authority-data: (\S+)/)![1]!;
+    await putKubeconfig(
+      'self-kubeconfig',
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster: { server: "${server}", certificate-authority-data: ${ca} }\nusers:\n- name: u\n  user: { token: "x" }\ncontexts:\n- name: a\n  context: { cluster: a, user: u }\ncurrent-context: a\n`,
+    );
+    const bd = `remote-self-${t.runId}`;
+    const file = join(tmp, `${bd}.yaml`);
+    const src = await servePinned(files, '/remote-self.tgz', { 'a.yaml': cm('never', { x: '1' }) });
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: bd },
+        spec: { installNamespace: bd, format: 'plain', sources: src, kubeConfig: kubeConfig('self-kubeconfig') },
+      }),
+    );
+    const d = await runVerb(diff, ['-f', file], t.namespace);
+    expect(d.code).toBe(2);
+    expect(d.stderr).toContain("the management cluster's own API server");
+    expect(d.stderr).toContain('--allow-restricted-targets');
   });
 });

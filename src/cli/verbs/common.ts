@@ -45,7 +45,13 @@ export function parse<const O extends NonNullable<ParseArgsConfig['options']>>(a
 }
 
 export function connect(kubeconfig: string | undefined): RestKubeClient {
-  return createKubeClient(loadKubeConfig(kubeconfig), { userAgent: 'hoist-cli' });
+  return connection(kubeconfig).client;
+}
+
+/** the caller's client of the management cluster and its API server's URL (remote.ts checks remote servers against it) */
+export function connection(kubeconfig: string | undefined): { client: RestKubeClient; server: string } {
+  const cfg = loadKubeConfig(kubeconfig);
+  return { client: createKubeClient(cfg, { userAgent: 'hoist-cli' }), server: cfg.server };
 }
 
 /** the BundleDeployment, or a failure naming it */

@@ -20,8 +20,9 @@ import { RevisionStore } from '../../apply/revision-store.ts';
 import { Identities } from '../../reconciler/identity.ts';
 import { parseCapabilityFlags } from '../capabilities.ts';
 import { previewBundle } from '../render.ts';
-import { connect, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
+import { connection, CONNECTION_OPTIONS, NAMESPACE_OPTION, parse, runVerb, UsageError, type Io } from './common.ts';
 import { outline } from './diff-outline.ts';
+import { RESTRICTED_HELP, RESTRICTED_OPTION, targetCluster } from './remote.ts';
 import { diffEntries, type DiffEntry } from './diff-plan.ts';
 import { redact, redactionList } from '../../util/redact.ts';
 
@@ -56,6 +57,11 @@ would run (pre/post install, or upgrade when the BundleDeployment is installed),
 controller runs them. With spec.decryption, the SOPS-encrypted files are decrypted with the keys of
 its Secret (read with your credentials), and every Secret's values print as *** (*** (before) /
 *** (after) where they change, as kubectl diff masks them) and other decrypted strings as <redacted>.
+With spec.kubeConfig the live objects, discovery and dry-runs are those of the remote cluster its
+kubeconfig Secret names (the Secret read with your rights on the management cluster and validated
+as the controller validates it; the dry-runs as the kubeconfig's identity, impersonating the
+serviceAccount there as the controller does); the BundleDeployment, the revision store and the
+Secrets the render reads stay on the management cluster.
 
   -f, --file <file>        the BundleDeployment (required)
   --dir <dir>              render this local tree instead of fetching the sources
@@ -71,6 +77,7 @@ its Secret (read with your credentials), and every Secret's values print as *** 
                            instead of the cluster's, as helm template's flag
   --api-versions <g/v>     (repeatable, or comma-separated) group/versions helm sees as served
                            besides the cluster's, e.g. of CRDs not installed yet
+${RESTRICTED_HELP}
 
 exit codes: 0 no differences; 1 differences (or a refusal); 2 error (usage, render, API)
 `;
@@ -136,6 +143,7 @@ export async function diff(args: string[], io: Io): Promise<number> {
         'override-manager': { type: 'string', multiple: true },
         'kube-version': { type: 'string' },
         'api-versions': { type: 'string', multiple: true },
+        ...RESTRICTED_OPTION,
       });
       if (values.help) {
         io.out(DIFF_HELP);
@@ -147,19 +155,29 @@ export async function diff(args: string[], io: Io): Promise<number> {
       const docs = parseAllDocuments(await readFile(values.file, 'utf8')).map((d) => d.toJS() as BundleDeployment | null);
       const bd = docs.find((d) => d?.kind === 'BundleDeployment');
       if (!bd) throw new Error(`${values.file} holds no BundleDeployment`);
-      const client = connect(values.kubeconfig);
+      const { client, server } = connection(values.kubeconfig);
       const tmp = await mkdtemp(join(tmpdir(), 'hoist-diff-'));
+      let target: Awaited<ReturnType<typeof targetCluster>> | undefined;
       try {
+        // spec.kubeConfig: its remote cluster's discovery, live objects and dry-runs
+        target = await targetCluster(client, server, bd, { allowRestricted: !!values['allow-restricted-targets'] });
+        if (target.cluster) io.err(`target cluster ${target.cluster} (spec.kubeConfig)\n`);
         // the controller's own render path: same objects, namespaces and content digest
-        const out = await previewBundle(bd, { client, capabilities, controllerNamespace: values.namespace, ...(values.dir ? { dir: values.dir } : {}) });
+        const out = await previewBundle(bd, {
+          client,
+          target: target.client,
+          capabilities,
+          controllerNamespace: values.namespace,
+          ...(values.dir ? { dir: values.dir } : {}),
+        });
         if (out.assumed) io.err(`${out.assumed}\n`);
         for (const w of out.warnings) io.err(`warning: ${w}\n`);
         const installed = (await client.get({ apiVersion: bd.apiVersion, kind: bd.kind }, bd.metadata.name)) as unknown as BundleDeployment | undefined;
         // whoever the controller would act as: the BD's ServiceAccount (or the default one), impersonated
-        const actor = new Identities(client, values['default-service-account'] || undefined).for(bd);
+        const actor = new Identities(target.client, values['default-service-account'] || undefined).for(bd);
         const preview = await previewRevision(
           {
-            client,
+            client: target.client,
             actor: actor.client,
             revisions: new RevisionStore(client, values.namespace),
             overrideManagers: [...DEFAULT_OVERRIDES, ...(values['override-manager'] ?? []).filter((m) => m !== '')],
@@ -189,6 +207,7 @@ export async function diff(args: string[], io: Io): Promise<number> {
         return found ? DIFF_FOUND : DIFF_NONE;
       } finally {
         await rm(tmp, { recursive: true, force: true });
+        await target?.close();
         await client.close();
       }
     },

@@ -15,7 +15,9 @@ The revisions of a BundleDeployment, oldest first: REVISION, PHASE (Active, Supe
 or Stored when only the revision store still has it), DIGEST (content digest), STORED (age),
 SOURCES (each source pinned to what it resolved to), and HOOKS when a revision ran Helm hooks
 (event, kind, name, how it ended). Revisions whose objects are stored can be
-rolled back to with \`hoist rollback NAME --to REVISION\`.
+rolled back to with \`hoist rollback NAME --to REVISION\`. For a BundleDeployment with
+spec.kubeConfig, stderr names the remote cluster it installs into (status.target); its revisions
+are stored on the management cluster like any other's, so nothing is read from the remote.
 
   -o, --output <fmt>       yaml or json (full digests and source specs, storedAt, and the
                            active revision's appliedAt and object count)
@@ -103,6 +105,8 @@ export async function history(args: string[], io: Io): Promise<number> {
     try {
       const bd = await readBD(client, name);
       const entries = historyEntries(await new RevisionStore(client, values.namespace).list(name), bd.status);
+      const target = bd.status?.target;
+      if (target) io.err(`bundledeployment ${name} installs into cluster ${target.cluster} (kubeconfig secret ${target.kubeConfigSecret})\n`);
       if (values.output === 'json') io.out(`${JSON.stringify(entries, null, 2)}\n`);
       else if (values.output === 'yaml') io.out(stringify(entries, { lineWidth: 0 }));
       else if (entries.length === 0) io.err(`bundledeployment ${name} has no revisions yet\n`);

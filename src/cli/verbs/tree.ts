@@ -6,8 +6,9 @@
  * store, so a revision whose status inventory is truncated is listed whole. Read-only.
  */
 import { stringify } from 'yaml';
-import { connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
+import { connection, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 import { activeObjects, healthRulesFor, inspect, subjectOf, type LiveObject } from './live-objects.ts';
+import { RESTRICTED_HELP, RESTRICTED_OPTION, targetCluster } from './remote.ts';
 
 export const TREE_HELP = `usage: hoist tree NAME [--not-ready] [-o yaml|json] [-n controller-namespace] [--health-rules file] [--kubeconfig file]
 
@@ -19,7 +20,10 @@ HEALTH (Ready, InProgress, Failed, Terminating, Missing, Unknown when it cannot 
 cluster:<name> for a cluster-wide rule, builtin:<name> for a shipped one, kstatus otherwise) and
 REASON: why it is not ready (the rule's message, failing spec.healthChecks, its conditions that
 are not True, and for a Deployment, StatefulSet or DaemonSet its pods' problem). Objects are
-read from the revision store and then live, as the caller.
+read from the revision store and then live, as the caller. For a BundleDeployment with
+spec.kubeConfig they are read live on its remote cluster: its kubeconfig Secret is read with your
+rights on the management cluster, validated as the controller validates it, and the objects read
+as the kubeconfig's identity; the first line names that cluster.
 
   --not-ready              list only objects that are not Ready
   --health-rules <file>    the controller's cluster-wide health rules (hoist run --health-rules);
@@ -29,9 +33,10 @@ read from the revision store and then live, as the caller.
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+${RESTRICTED_HELP}
 
-exit codes: 0 listed (whatever their health); 1 not found, no active revision, or the API
-server failed; 2 usage error
+exit codes: 0 listed (whatever their health); 1 not found, no active revision, the kubeconfig
+Secret unreadable or refused, or an API server failed; 2 usage error
 `;
 
 /** one object as -o yaml|json prints it (the live object and its pods left out) */
@@ -45,6 +50,7 @@ export async function tree(args: string[], io: Io): Promise<number> {
     const { values, positionals } = parse(args, {
       ...CONNECTION_OPTIONS,
       ...NAMESPACE_OPTION,
+      ...RESTRICTED_OPTION,
       output: { type: 'string', short: 'o' },
       'not-ready': { type: 'boolean' },
       'health-rules': { type: 'string' },
@@ -56,12 +62,13 @@ export async function tree(args: string[], io: Io): Promise<number> {
     const name = oneName(positionals, 'tree');
     if (values.output && !['yaml', 'json'].includes(values.output))
       throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
-    const client = connect(values.kubeconfig);
+    const { client, server } = connection(values.kubeconfig);
     try {
       const bd = await readBD(client, name);
       const { active, objects } = await activeObjects(client, values.namespace, bd);
       const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
-      const all = await inspect(client, bd, objects, { rules });
+      const target = await targetCluster(client, server, bd, { allowRestricted: !!values['allow-restricted-targets'] });
+      const all = await inspect(target.client, bd, objects, { rules }).finally(() => target.close());
       const notReady = all.filter((o) => o.health !== 'Ready');
       const shown = values['not-ready'] ? notReady : all;
       if (values.output === 'json') io.out(`${JSON.stringify(shown.map(plain), null, 2)}\n`);
@@ -69,7 +76,7 @@ export async function tree(args: string[], io: Io): Promise<number> {
       else {
         const t = bd.status?.transition;
         io.out(
-          `BundleDeployment ${name}: revision ${active.number} (${active.contentDigest}), ${all.length} objects, ${notReady.length ? `${notReady.length} not ready` : 'all ready'}${t && t.revision !== active.number ? `; revision ${t.revision} on its way in` : ''}\n`,
+          `BundleDeployment ${name}${target.cluster ? ` (cluster ${target.cluster})` : ''}: revision ${active.number} (${active.contentDigest}), ${all.length} objects, ${notReady.length ? `${notReady.length} not ready` : 'all ready'}${t && t.revision !== active.number ? `; revision ${t.revision} on its way in` : ''}\n`,
         );
         if (shown.length) {
           const rows = shown.map((o) => [
