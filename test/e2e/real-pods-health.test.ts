@@ -176,7 +176,7 @@ describe.skipIf(!realNode())(realNodeTitle('health from real pods'), () => {
     const message = cond(rolled, 'Progressing')!.message;
     expect(message).toMatch(
       new RegExp(
-        `^revision 2 rolled back to 1: observe revision 2: revision 2 failed before it was healthy: 1 failing: Deployment ${ns}/app: .*\\(pod app-\\S+: container web is CrashLoopBackOff \\(restarted [3-9] times`,
+        `^revision 2 rolled back to 1: observe revision 2: revision 2 failed before it was healthy: 1 failing: Deployment ${ns}/app: .*\\(pod app-\\S+: container web is (CrashLoopBackOff|crash-looping) \\(restarted [3-9] times`,
       ),
     );
     expect(message).not.toContain('progressDeadline');
