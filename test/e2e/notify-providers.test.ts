@@ -38,6 +38,8 @@ const commits: Record<string, string> = {};
 
 const cm = (name: string, v: string) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } });
 const REFUSED = stringify(deployment('no-containers', { containers: [] }));
+/** the BundleDeployment's name: BD names are cluster-wide, and notifications.test.ts has a `web` of its own */
+const BD = 'provider-web';
 const LINK = 'https://dash.example.com/bd/web?rev=';
 
 async function commitTree(label: string, files: Record<string, string>): Promise<void> {
@@ -69,7 +71,7 @@ const route = (name: string, providerName: string): KubeObject =>
     apiVersion: API_VERSION,
     kind: NOTIFICATION_ROUTE_KIND,
     metadata: { name, namespace: ns },
-    spec: { providerRef: { name: providerName }, bundleDeployments: { names: ['web'] }, minInterval: '1s', linkTemplate: `${LINK}{{revision}}` },
+    spec: { providerRef: { name: providerName }, bundleDeployments: { names: [BD] }, minInterval: '1s', linkTemplate: `${LINK}{{revision}}` },
   }) as KubeObject;
 
 const repo = () => `${forge.url}/acme/app.git`;
@@ -146,13 +148,13 @@ afterAll(async () => {
 
 describe('one BundleDeployment, every provider', () => {
   it('install, rolled-back upgrade and fix: the documented request of Teams, Opsgenie, Alertmanager, GitLab, Gitea and Slack chat.postMessage', async () => {
-    const alias = `hoist/${ns}/web`;
+    const alias = `hoist/${ns}/${BD}`;
     const closeUrl = `/og/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`;
-    const amLabels = { alertname: 'HoistBundleDeploymentFailed', bundledeployment: 'web', namespace: ns };
+    const amLabels = { alertname: 'HoistBundleDeploymentFailed', bundledeployment: BD, namespace: ns };
 
     // the install: success statuses on its commit, a resolve to each incident tool, one chat message each
-    await t.create('web', gitSpec(commits.good!));
-    await t.waitFor('web', isSucceeded, 'installed');
+    await t.create(BD, gitSpec(commits.good!));
+    await t.waitFor(BD, isSucceeded, 'installed');
     const none = Object.fromEntries(Object.keys(P).map((k) => [k, 0])) as Counts;
     await waitUntil('the install reached every provider', () => grown(none, 'teams', 'og', 'am', 'gitlab', 'gitea', 'slack', 'slackBad'), 30_000);
     await notifierIdle();
@@ -160,21 +162,21 @@ describe('one BundleDeployment, every provider', () => {
       method: 'POST',
       path: `/api/v4/projects/acme%2Fapp/statuses/${commits.good}`,
       headers: { 'private-token': 'glpat-secret', 'content-type': 'application/json' },
-      json: { state: 'success', name: 'hoist/web', target_url: `${LINK}1` },
+      json: { state: 'success', name: `hoist/${BD}`, target_url: `${LINK}1` },
     });
     expect(forge.to(P.gitea).at(-1)).toMatchObject({
       method: 'POST',
       path: `/api/v1/repos/acme/app/statuses/${commits.good}`,
       headers: { authorization: 'token gitea-secret' },
-      json: { state: 'success', context: 'deploy/web', target_url: `${LINK}1` },
+      json: { state: 'success', context: `deploy/${BD}`, target_url: `${LINK}1` },
     });
     expect(forge.to(P.og).map((r) => r.path)).toEqual([closeUrl]);
     expect(forge.to(P.am)).toHaveLength(1);
     const at = counts();
 
     // the rolled-back upgrade
-    await t.patchSpec('web', { sources: gitSpec(commits.bad!).sources });
-    await t.waitFor('web', (b) => isFailed(b) && cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back');
+    await t.patchSpec(BD, { sources: gitSpec(commits.bad!).sources });
+    await t.waitFor(BD, (b) => isFailed(b) && cond(b, 'Progressing')?.reason === 'RolledBack', 'rolled back');
     await waitUntil('the rollback reached every provider', () => grown(at, 'teams', 'og', 'am', 'gitlab', 'gitea', 'slack'), 30_000);
     await notifierIdle();
 
@@ -198,7 +200,7 @@ describe('one BundleDeployment, every provider', () => {
     expect(card.attachments[0]).toMatchObject({ contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null });
     const content = card.attachments[0]!.content;
     expect(content).toMatchObject({ $schema: 'http://adaptivecards.io/schemas/adaptive-card.json', type: 'AdaptiveCard', version: '1.4' });
-    expect(content.body[0]).toMatchObject({ type: 'TextBlock', text: 'BundleDeployment web: upgrade rolled back (revision 2)' });
+    expect(content.body[0]).toMatchObject({ type: 'TextBlock', text: `BundleDeployment ${BD}: upgrade rolled back (revision 2)` });
     expect(content.body[1]!.type).toBe('FactSet');
     expect(JSON.stringify(content.body[1])).toContain(commits.bad);
     expect(content.actions).toEqual([{ type: 'Action.OpenUrl', title: 'Details', url: `${LINK}2` }]);
@@ -209,7 +211,7 @@ describe('one BundleDeployment, every provider', () => {
       method: 'POST',
       path: '/og/v2/alerts',
       headers: { authorization: 'GenieKey og-api-key', 'content-type': 'application/json' },
-      json: { message: 'BundleDeployment web: upgrade rolled back (revision 2)', alias, source: 'hoist', entity: 'web', priority: 'P2' },
+      json: { message: `BundleDeployment ${BD}: upgrade rolled back (revision 2)`, alias, source: 'hoist', entity: BD, priority: 'P2' },
     });
     expect((og[0]!.json as { message: string }).message.length).toBeLessThanOrEqual(130);
 
@@ -227,12 +229,12 @@ describe('one BundleDeployment, every provider', () => {
     expect(failedStatus('gitlab')[0]).toMatchObject({
       path: `/api/v4/projects/acme%2Fapp/statuses/${commits.bad}`,
       headers: { 'private-token': 'glpat-secret' },
-      json: { state: 'failed', name: 'hoist/web', target_url: `${LINK}2` },
+      json: { state: 'failed', name: `hoist/${BD}`, target_url: `${LINK}2` },
     });
     expect(failedStatus('gitea')).toHaveLength(1);
     expect(failedStatus('gitea')[0]).toMatchObject({
       path: `/api/v1/repos/acme/app/statuses/${commits.bad}`,
-      json: { state: 'failure', context: 'deploy/web', target_url: `${LINK}2` },
+      json: { state: 'failure', context: `deploy/${BD}`, target_url: `${LINK}2` },
     });
     // every status the rollback sent is on the commit it tried; GitLab never gets Gitea's or GitHub's word for failure
     for (const r of [...since(at, 'gitlab'), ...since(at, 'gitea')]) expect(r.path.endsWith(commits.bad!)).toBe(true);
@@ -248,15 +250,15 @@ describe('one BundleDeployment, every provider', () => {
       method: 'POST',
       path: '/slack-api/chat.postMessage',
       headers: { authorization: 'Bearer xoxb-secret', 'content-type': 'application/json; charset=utf-8' },
-      json: { channel: 'C0HOIST', text: 'BundleDeployment web: upgrade rolled back (revision 2)' },
+      json: { channel: 'C0HOIST', text: `BundleDeployment ${BD}: upgrade rolled back (revision 2)` },
     });
     // no credential in any body
     for (const r of forge.requests) expect(r.body).not.toMatch(/og-api-key|glpat-secret|gitea-secret|xoxb-secret|SIGSECRET/);
 
     // the fix: Opsgenie closes the alert by alias, Alertmanager gets the same labels with endsAt, the forges success
     const fixAt = counts();
-    await t.patchSpec('web', { sources: gitSpec(commits.fixed!).sources });
-    await t.waitFor('web', isSucceeded, 'upgraded');
+    await t.patchSpec(BD, { sources: gitSpec(commits.fixed!).sources });
+    await t.waitFor(BD, isSucceeded, 'upgraded');
     await waitUntil('the fix reached every provider', () => grown(fixAt, 'og', 'am', 'gitlab', 'gitea', 'slack', 'teams'), 30_000);
     await notifierIdle();
     const close = since(fixAt, 'og');
@@ -273,7 +275,7 @@ describe('one BundleDeployment, every provider', () => {
       expect(s.every((r) => r.path.endsWith(commits.fixed!))).toBe(true);
       expect(s.map(stateOf).at(-1)).toBe('success');
     }
-    expect(since(fixAt, 'slack').map((r) => (r.json as { text: string }).text)).toEqual(['BundleDeployment web: upgraded (revision 3)']);
+    expect(since(fixAt, 'slack').map((r) => (r.json as { text: string }).text)).toEqual([`BundleDeployment ${BD}: upgraded (revision 3)`]);
   }, 180_000);
 
   it('Slack answering HTTP 200 {"ok": false} is a failed delivery, final, on the route status with Slack’s error code', async () => {
