@@ -23,32 +23,43 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
   const err = asHoistError(e, { stage: 'fetch', code: ReconcileCode.Unknown, terminal: false });
   noteFailure(s, err);
   const decision = decideBeforeApply(err);
-  const message = err.describe();
-  const stage = err.stage;
-  s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
+  reportBeforeApply(s, err, decision, {
+    installedNote: `a newer spec failed to ${err.stage}`,
+    blockedUntil: `the spec${decision.unblockedBy === 'spec-or-reference' ? ' or a Secret or ConfigMap it references' : ''}`,
+  });
   if (decision.condition === 'Resolved') s.set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
+  await observeHealth(ctx, s);
+  if (decision.retry) throw err;
+  s.note = `${err.stage} failed`;
+}
+
+/**
+ * The conditions of a failure before anything of a new revision was applied: the failing stage's
+ * condition, Installed as the installed revision stands (`installedNote` says why it is still the
+ * one), and Progressing Retrying or Blocked (`blockedUntil` names what unblocks it).
+ */
+export function reportBeforeApply(
+  s: ReconcileState,
+  err: HoistError,
+  decision: ReturnType<typeof decideBeforeApply>,
+  opts: { installedNote: string; blockedUntil: string },
+): void {
+  const message = err.describe();
+  s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
   const active = s.status.activeRevision;
   if (active)
     s.set({
       type: 'Installed',
       status: 'True',
       reason: 'Installed',
-      message: `revision ${active.number}: ${active.objects ?? 0} objects (a newer spec failed to ${stage})`,
+      message: `revision ${active.number}: ${active.objects ?? 0} objects (${opts.installedNote})`,
     });
-  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${stage} failed` });
+  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${err.stage} failed` });
   s.set(
     decision.retry
       ? { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` }
-      : {
-          type: 'Progressing',
-          status: 'False',
-          reason: 'Blocked',
-          message: `${message}; retried when the spec${decision.unblockedBy === 'spec-or-reference' ? ' or a Secret or ConfigMap it references' : ''} changes`,
-        },
+      : { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when ${opts.blockedUntil} changes` },
   );
-  await observeHealth(ctx, s);
-  if (decision.retry) throw err;
-  s.note = `${err.stage} failed`;
 }
 
 /**

@@ -10,6 +10,7 @@
 import { ANNOTATION_ABANDON_TARGET } from '../../../api/v1alpha2/types.ts';
 import { asHoistError } from '../../util/errors.ts';
 import { ReconcileCode, reconcileError } from '../errors.ts';
+import { reportBeforeApply } from './recover.ts';
 import { kubeConfigSecretOf } from '../inputs/kubeconfig.ts';
 import { RemoteTarget, unreachable, type Target } from '../targets.ts';
 import type { PipelineManaged, StepContext } from './context.ts';
@@ -99,23 +100,11 @@ export function reportUnreachable(s: ReconcileState, t: RemoteTarget): void {
 function targetFailed(s: ReconcileState, e: unknown): void {
   const err = asHoistError(e, { stage: 'resolve', code: ReconcileCode.Unknown, terminal: false });
   const decision = decideBeforeApply(err);
-  const message = err.describe();
-  s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
-  const active = s.status.activeRevision;
-  if (active)
-    s.set({
-      type: 'Installed',
-      status: 'True',
-      reason: 'Installed',
-      message: `revision ${active.number}: ${active.objects ?? 0} objects (the target cluster is not known: ${err.stage} failed)`,
-    });
-  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${err.stage} failed` });
+  reportBeforeApply(s, err, decision, {
+    installedNote: `the target cluster is not known: ${err.stage} failed`,
+    blockedUntil: 'the spec or the kubeconfig Secret',
+  });
   s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'the target cluster is not known' });
-  s.set(
-    decision.retry
-      ? { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` }
-      : { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec or the kubeconfig Secret changes` },
-  );
   if (decision.retry) throw err;
   s.note = 'target refused';
 }

@@ -3,16 +3,15 @@
  * index-slice.ts): for every chart name (names go-yaml v2 must quote, names it resolves, many
  * versions with every kind of metadata), in YAML and with `--json`, parseIndex gives exactly what
  * parsing the whole index gives, from the chart's part only. Names Helm writes in a form the cut
- * does not read make it parse the whole index, with the same outcome. And the event loop: on a
- * large index, the longest stall of a resolve is compared with the whole parse's in the same run
- * (never with a fixed duration). Times and memory: bench/helm-index.ts.
+ * does not read make it parse the whole index, with the same outcome. On a large index, what is
+ * parsed in one synchronous go is the chart's part only. Times, event-loop stalls and memory:
+ * bench/helm-index.ts (a benchmark, not a test: they depend on the machine's load).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIndex, parseWholeIndex, type ParsedIndex } from '../../../src/sources/helm/repo-index.ts';
-import { longestStall } from '../../support/event-loop.ts';
 import { makeChartRepo, type ChartMetadata, type ChartRepo } from '../../support/helm-repo.ts';
 
 const opts = { subject: 'https://charts.example.com/index.yaml', maxNodes: 2_000_000 };
@@ -174,7 +173,7 @@ describe('an index written by helm repo index', () => {
 });
 
 describe('a large index', () => {
-  it('a resolve stalls the event loop far less than parsing the whole index does, measured in the same run', async () => {
+  it("a resolve parses only the chart's part of a large index, and finds what the whole parse finds (its event-loop stalls are measured by bench/helm-index.ts)", async () => {
     // 1 000 charts indexed by helm, their entries repeated under other names: about 8 MiB in Helm's layout
     const repo = makeChartRepo(join(work, 'large'));
     const r = random(11);
@@ -190,13 +189,14 @@ describe('a large index', () => {
     // the parsers compiled once (a process does that once, not per index)
     await parseIndex(main.yaml, 'greeter', opts);
     await parseWholeIndex(main.yaml, 'greeter', opts, 'warm-up');
-    const { value: sliced, longestMs: slicedStall } = await longestStall(() => parseIndex(large, chart, opts));
-    const { value: whole, longestMs: wholeStall } = await longestStall(() => parseWholeIndex(large, chart, opts, 'the reference'));
+    const sliced = await parseIndex(large, chart, opts);
+    const whole = await parseWholeIndex(large, chart, opts, 'the reference');
     expect(result(sliced)).toEqual(result(whole));
     expect(sliced.chart?.versions).toHaveLength(1);
     expect(sliced.names).toHaveLength(1000 * copies);
     expect(sliced.read.layout).toBe('yaml');
-    // the whole parse blocks for all of its synchronous parse; the cut's scan gives the loop back every few milliseconds
-    expect(slicedStall * 4).toBeLessThan(wholeStall);
+    // what is parsed in one synchronous go is the chart's part, not the index (timing is the benchmark's, not a test's)
+    expect(whole.read.parsedChars).toBe(large.toString().length);
+    expect(sliced.read.parsedChars * 1000).toBeLessThan(whole.read.parsedChars);
   }, 300_000);
 });
