@@ -211,7 +211,10 @@ const job: Rule = (obj, status) => {
 const service: Rule = (obj) => {
   if (str(obj, 'spec.type', 'ClusterIP') !== 'LoadBalancer') return current('Service is ready');
   if (str(obj, 'spec.clusterIP', '') === '') return inProgress('NoIPAssigned', 'ClusterIP not set. Service type: LoadBalancer');
-  // deliberate difference (loadbalancer-needs-address): as `helm install --wait`, an address must be assigned
+  // deliberate difference (loadbalancer-needs-address): as `helm install --wait` (helm pkg/kube
+  // ready.go serviceReady), an address must be assigned, unless spec.externalIPs gives one
+  const externalIPs = (obj.spec as { externalIPs?: unknown } | undefined)?.externalIPs;
+  if (Array.isArray(externalIPs) && externalIPs.length > 0) return current('Service is ready');
   const ingress = (obj.status as { loadBalancer?: { ingress?: unknown } } | undefined)?.loadBalancer?.ingress;
   if (!Array.isArray(ingress) || ingress.length === 0) return inProgress('NoAddressAssigned', 'no load balancer address assigned yet');
   return current('Service is ready');

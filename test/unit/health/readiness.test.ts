@@ -262,6 +262,11 @@ const rows: Row[] = [
     'NoAddressAssigned',
   ],
   [
+    'LoadBalancer Service with spec.externalIPs and no ingress: ready, as helm --wait (ready.go serviceReady)',
+    obj('v1', 'Service', { spec: { type: 'LoadBalancer', clusterIP: '10.0.0.1', externalIPs: ['192.0.2.7'] }, status: { loadBalancer: {} } }),
+    'Ready',
+  ],
+  [
     'LoadBalancer Service with an address',
     obj('v1', 'Service', { spec: { type: 'LoadBalancer', clusterIP: '10.0.0.1' }, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } }),
     'Ready',
