@@ -137,7 +137,9 @@ async function explainWorkloads(ctx: StepContext, s: ReconcileState, objs: reado
     if (!pods) continue;
     // its pods may say it failed (kstatus's Pod rule, with a grace for workloads: src/health/pods.ts)
     const verdict = workloadFailure(pods, since, now);
-    if (verdict.recheckAt !== undefined) s.recheckAt = Math.min(s.recheckAt ?? verdict.recheckAt, verdict.recheckAt);
+    // only a revision never healthy is failed by it: an installed one that turned unhealthy is not polled
+    if (verdict.recheckAt !== undefined && s.status.activeRevision?.healthyAt === undefined)
+      s.recheckAt = Math.min(s.recheckAt ?? verdict.recheckAt, verdict.recheckAt);
     if (verdict.failure && at[1]! >= 0) {
       const [line] = waiting.splice(at[1]!, 1);
       failed.push(`${line} (${verdict.failure.message})`);
