@@ -34,8 +34,9 @@ export async function buildController(log: (l: string) => void): Promise<string>
       }),
     );
     await exec(process.execPath, [path.join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', cfg], process.env);
-    copyFileSync(path.join(repoRoot, 'api/v1alpha2/bundledeployment-crd.yaml'), path.join(dist, 'api/v1alpha2/bundledeployment-crd.yaml'));
-    copyFileSync(path.join(repoRoot, 'api/v1alpha2/tenancy-policy.yaml'), path.join(dist, 'api/v1alpha2/tenancy-policy.yaml'));
+    // the CRDs and the tenancy policy, read at run time beside the compiled modules (as scripts/image.sh copies them)
+    for (const f of readdirSync(path.join(repoRoot, 'api/v1alpha2')).filter((x) => x.endsWith('.yaml')))
+      copyFileSync(path.join(repoRoot, 'api/v1alpha2', f), path.join(dist, 'api/v1alpha2', f));
     mkdirSync(path.join(dist, 'scripts'), { recursive: true });
     copyFileSync(path.join(repoRoot, 'scripts/tool-versions.env'), path.join(dist, 'scripts/tool-versions.env'));
     log(`compiled the controller into dist/ in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -100,7 +100,7 @@ cat > "$ctx/tsconfig.json" <<JSON
 JSON
 node_modules/.bin/tsc -p "$ctx/tsconfig.json"
 # files read at run time beside the compiled modules
-cp api/v1alpha2/bundledeployment-crd.yaml api/v1alpha2/tenancy-policy.yaml "$ctx/rootfs/app/dist/api/v1alpha2/"
+cp api/v1alpha2/*.yaml "$ctx/rootfs/app/dist/api/v1alpha2/"
 mkdir -p "$ctx/rootfs/app/dist/scripts" && cp scripts/tool-versions.env "$ctx/rootfs/app/dist/scripts/"
 cp package.json "$ctx/rootfs/app/"
 # production dependencies as npm ci installed them (no second install, no network)

@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { API_VERSION, KIND } from '../../api/v1alpha2/types.ts';
 import { diff } from '../../src/cli/verbs/diff.ts';
+import { events } from '../../src/cli/verbs/events.ts';
 import { getRow } from '../../src/cli/verbs/get.ts';
 import { history } from '../../src/cli/verbs/history.ts';
 import { tree } from '../../src/cli/verbs/tree.ts';
@@ -120,6 +121,39 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
     ]);
   });
 
+  it('dependsOn across targets: a remote BD waits for a local one, and a local BD for the remote one', async () => {
+    const base = `local-base-${id}`;
+    const dependent = `remote-dependent-${id}`;
+    const after = `local-after-${id}`;
+    const dns = `remote-dependent-${id}`;
+    const dep = await servePinned(files, '/remote-dependent.tgz', { 'a.yaml': cm('dependent', { a: '1' }) });
+    await t.create(dependent, {
+      installNamespace: dns,
+      format: 'plain',
+      sources: dep,
+      kubeConfig: kubeConfig('cluster-a-kubeconfig'),
+      dependsOn: [{ name: base }],
+    });
+    const waiting = await t.waitFor(
+      dependent,
+      (b) => cond(b, 'Progressing')?.reason === 'DependencyNotReady' && /not found/.test(cond(b, 'Progressing')?.message ?? ''),
+      'the remote BD waits for its local dependency',
+    );
+    expect(cond(waiting, 'Progressing')?.message).toContain(base);
+    expect(await rc.get(CM, 'dependent', dns)).toBeUndefined();
+    const local = await servePinned(files, '/local-base.tgz', { 'a.yaml': cm('base', { a: '1' }) });
+    await t.create(base, { installNamespace: `local-base-${id}`, format: 'plain', sources: local });
+    await waitSucceeded(dependent, 'the remote BD installs once its local dependency is ready');
+    expect((await rc.get(CM, 'dependent', dns))?.metadata.labels?.[LABEL_OWNER_NAME]).toBe(dependent);
+    // and the other way round: a local BD that depends on the remote one installs (the remote's status is on the management cluster)
+    const lafter = await servePinned(files, '/local-after.tgz', { 'a.yaml': cm('after', { a: '1' }) });
+    await t.create(after, { installNamespace: `local-after-${id}`, format: 'plain', sources: lafter, dependsOn: [{ name: dependent }] });
+    await waitSucceeded(after, 'the local BD installs after its remote dependency');
+    expect(await t.client.get(CM, 'after', `local-after-${id}`)).toBeDefined();
+    for (const n of [after, dependent, base]) await deleteBundleDeployment(t.client, n);
+    await until(async () => (await rc.get(CM, 'dependent', dns)) === undefined, 'the remote dependent uninstalled from the remote');
+  });
+
   it('an upgrade hands the objects over in place on the remote (UIDs kept)', async () => {
     const v2 = await servePinned(files, '/remote-v2.tgz', { 'a.yaml': cm('app-config', { color: 'green' }), 'b.yaml': cm('keep', { a: '1' }) });
     await t.patchSpec(bd, { sources: v2 });
@@ -159,7 +193,7 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
     await waitSucceeded(bd, 'done after resume');
   });
 
-  it("hoist tree, history and diff read the remote cluster (the kubeconfig Secret read with the caller's rights)", async () => {
+  it("hoist tree, events, history and diff read the remote cluster (the kubeconfig Secret read with the caller's rights)", async () => {
     // the objects exist only on the remote: read on the management cluster they would be Missing
     const tr = await runVerb(tree, [bd], t.namespace);
     expect(tr.stderr).toBe('');
@@ -175,6 +209,22 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
     const missing = await runVerb(tree, [bd, '--not-ready'], t.namespace);
     expect(missing.stdout).toMatch(new RegExp(`ConfigMap ${ns}/keep\\s+<none>\\s+Missing`));
     expect(missing.stdout).not.toContain('app-config');
+    // hoist events reads the Events of the objects that are not ready on the remote (this one exists only there)
+    await rc.create({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `keep-gone-${id}`, namespace: ns },
+      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: 'keep', namespace: ns },
+      reason: 'DeletedByHand',
+      message: 'removed on the workload cluster',
+      type: 'Warning',
+      lastTimestamp: new Date().toISOString(),
+    } as KubeObject);
+    const ev = await runVerb(events, [bd], t.namespace);
+    expect(ev.stderr).toBe('');
+    expect(ev.code).toBe(0);
+    expect(ev.stdout).toContain(`BundleDeployment ${bd} (cluster ${host})`);
+    expect(ev.stdout).toMatch(new RegExp(`Warning\\s+DeletedByHand\\s+ConfigMap ${ns}/keep\\s+removed on the workload cluster`));
     await t.patchSpec(bd, { paused: false });
     await until(async () => (await rc.get(CM, 'keep', ns)) !== undefined, 'keep recreated on the remote after resume');
     await waitSucceeded(bd, 'done after resume');

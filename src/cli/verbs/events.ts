@@ -3,25 +3,33 @@
  * its own (installed, rolled back, drift corrected, hooks, paused...) and those of the objects of
  * its active revision that are not ready — with, for a workload, those of its pods and their
  * ReplicaSets (a pod that cannot be scheduled or pulled says so only there). One LIST of Events
- * per namespace involved. Read-only.
+ * per namespace involved. For a BD with spec.kubeConfig the objects and their Events are read on
+ * its remote cluster (src/cli/verbs/remote.ts), its own Events on the management cluster.
+ * Read-only.
  */
 import { stringify } from 'yaml';
+import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import type { RestKubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
+import { age, connection, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 import { activeObjects, healthRulesFor, inspect, subjectOf } from './live-objects.ts';
+import { RESTRICTED_HELP, RESTRICTED_OPTION, targetCluster } from './remote.ts';
 
 export const EVENTS_HELP = `usage: hoist events NAME [-o yaml|json] [-n controller-namespace] [--health-rules file] [--kubeconfig file]
 
 The Events of a BundleDeployment and of the objects of its active revision that are not ready
 (judged as hoist tree judges them; for a Deployment, StatefulSet or DaemonSet also its pods' and
 ReplicaSets'), oldest first: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (COUNT when an Event
-repeated).
+repeated). For a BundleDeployment with spec.kubeConfig its objects and their Events are read on
+its remote cluster as the kubeconfig's identity (its kubeconfig Secret read with your rights), its
+own Events on the management cluster; the first line names that cluster.
 
   -o, --output <fmt>       yaml or json (the Events as the API server returns them)
   --health-rules <file>    the controller's cluster-wide health rules (as hoist tree's)
   -n, --namespace <ns>     the controller's namespace, where revisions are stored
                            (default $HOIST_NAMESPACE or hoist-system)
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
+${RESTRICTED_HELP}
 
 exit codes: 0 listed; 1 not found or the API server failed; 2 usage error
 `;
@@ -56,11 +64,47 @@ export function byTime(events: readonly EventObject[]): EventObject[] {
 
 const key = (kind: string | undefined, namespace: string | undefined, name: string | undefined) => `${kind}/${namespace ?? ''}/${name}`;
 
+/**
+ * The Events of the objects of `bd`'s active revision that are not ready, and of their pods and
+ * ReplicaSets, read on the cluster the BD installs into; `cluster` names a remote one.
+ */
+async function objectEvents(
+  client: RestKubeClient,
+  server: string,
+  bd: BundleDeployment,
+  values: { namespace: string; 'health-rules'?: string | undefined; 'allow-restricted-targets'?: boolean | undefined },
+  io: Io,
+): Promise<{ cluster: string | undefined; events: EventObject[] }> {
+  const { objects } = await activeObjects(client, values.namespace, bd);
+  const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
+  const target = await targetCluster(client, server, bd, { allowRestricted: !!values['allow-restricted-targets'] });
+  try {
+    const wanted = new Set<string>();
+    for (const o of (await inspect(target.client, bd, objects, { rules })).filter((x) => x.health !== 'Ready')) {
+      wanted.add(key(o.kind, o.namespace ?? 'default', o.name));
+      if (!o.namespace) continue;
+      for (const pod of o.pods ?? []) {
+        wanted.add(key('Pod', o.namespace, pod.metadata.name));
+        for (const ref of (pod.metadata.ownerReferences ?? []) as Array<{ kind?: string; name?: string }>) wanted.add(key(ref.kind, o.namespace, ref.name));
+      }
+    }
+    const events: EventObject[] = [];
+    for (const ns of new Set([...wanted].map((k) => k.split('/')[1]!))) {
+      const list = (await target.client.list(EVENT, { namespace: ns })).items as EventObject[];
+      events.push(...list.filter((e) => wanted.has(key(e.involvedObject.kind, e.involvedObject.namespace ?? ns, e.involvedObject.name))));
+    }
+    return { cluster: target.cluster, events };
+  } finally {
+    await target.close();
+  }
+}
+
 export async function events(args: string[], io: Io): Promise<number> {
   return runVerb('events', EVENTS_HELP, io, async () => {
     const { values, positionals } = parse(args, {
       ...CONNECTION_OPTIONS,
       ...NAMESPACE_OPTION,
+      ...RESTRICTED_OPTION,
       output: { type: 'string', short: 'o' },
       'health-rules': { type: 'string' },
     });
@@ -71,7 +115,8 @@ export async function events(args: string[], io: Io): Promise<number> {
     const name = oneName(positionals, 'events');
     if (values.output && !['yaml', 'json'].includes(values.output))
       throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
-    const client = connect(values.kubeconfig);
+    const { client, server } = connection(values.kubeconfig);
+    let cluster: string | undefined;
     try {
       const bd = await readBD(client, name);
       // the BD's own: cluster-scoped, so in "default" (where kubectl describe looks); of this BD, not an earlier one of the same name
@@ -80,30 +125,13 @@ export async function events(args: string[], io: Io): Promise<number> {
           .items as EventObject[]
       ).filter((e) => !e.involvedObject.uid || !bd.metadata.uid || e.involvedObject.uid === bd.metadata.uid);
       // the objects that are not ready, and the pods (and their ReplicaSets) of those that are workloads
-      const wanted = new Set<string>();
-      if (bd.status?.activeRevision) {
-        const { objects } = await activeObjects(client, values.namespace, bd);
-        const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
-        for (const o of (await inspect(client, bd, objects, { rules })).filter((x) => x.health !== 'Ready')) {
-          wanted.add(key(o.kind, o.namespace ?? 'default', o.name));
-          if (!o.namespace) continue;
-          for (const pod of o.pods ?? []) {
-            wanted.add(key('Pod', o.namespace, pod.metadata.name));
-            for (const ref of (pod.metadata.ownerReferences ?? []) as Array<{ kind?: string; name?: string }>) wanted.add(key(ref.kind, o.namespace, ref.name));
-          }
-        }
-      }
-      const namespaces = new Set([...wanted].map((k) => k.split('/')[1]!));
-      const theirs: EventObject[] = [];
-      for (const ns of namespaces) {
-        const list = (await client.list(EVENT, { namespace: ns })).items as EventObject[];
-        theirs.push(...list.filter((e) => wanted.has(key(e.involvedObject.kind, e.involvedObject.namespace ?? ns, e.involvedObject.name))));
-      }
+      const theirs = bd.status?.activeRevision ? await objectEvents(client, server, bd, values, io).then((r) => ((cluster = r.cluster), r.events)) : [];
       const all = byTime([...own, ...theirs]);
       if (values.output === 'json') io.out(`${JSON.stringify(all, null, 2)}\n`);
       else if (values.output === 'yaml') io.out(stringify(all, { lineWidth: 0 }));
-      else if (all.length === 0) io.err(`No events for bundledeployment ${name} or its objects that are not ready\n`);
+      else if (all.length === 0) io.err(`No events for bundledeployment ${name} or its objects that are not ready${cluster ? ` (cluster ${cluster})` : ''}\n`);
       else {
+        if (cluster) io.out(`BundleDeployment ${name} (cluster ${cluster})\n`);
         const now = new Date();
         const repeated = all.some((e) => (e.series?.count ?? e.count ?? 1) > 1);
         const rows = all.map((e) => [
