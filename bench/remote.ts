@@ -24,7 +24,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, freemem, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } from '../api/v1alpha2/types.ts';
 import { startControlPlane, type ControlPlane } from '../src/devcluster/control-plane.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../src/kube/client.ts';
@@ -34,6 +33,7 @@ import { chartRunFlags, deployedNodeFlags } from '../test/support/as-deployed.ts
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { repoRoot, runWhenMain, writeResult } from './common.ts';
 import { buildController, diffThreads, procStat, startController, threadCpu, type Controller, type ThreadCpu } from './controller-process.ts';
+import { countByKey, toYaml } from './scale.ts';
 import { pool, startHttpSource, type PinnedSource } from './scale-sources.ts';
 
 const resultsFile = path.join(repoRoot, 'bench', 'results', 'remote.json');
@@ -103,20 +103,14 @@ function bundleObjects(i: number): KubeObject[] {
   ] as KubeObject[];
 }
 
-const toYaml = (objs: readonly KubeObject[]): string => objs.map((o) => `---\n${stringify(o)}`).join('');
-
 function nearestRank(sorted: readonly number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! : NaN;
 }
 
-const auditKey = (e: AuditEvent) =>
-  `${e.verb} ${e.objectRef?.resource ?? e.requestURI.split('?')[0]}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
-
+/** requests per BD by verb/resource, most first */
 function perBd(events: readonly AuditEvent[], n: number): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const e of events) counts[auditKey(e)] = (counts[auditKey(e)] ?? 0) + 1;
   return Object.fromEntries(
-    Object.entries(counts)
+    Object.entries(countByKey(events))
       .sort((a, b) => b[1] - a[1])
       .map(([k, v]) => [k, Number((v / n).toFixed(2))]),
   );
@@ -270,8 +264,8 @@ export async function run(): Promise<RemoteResult> {
     const n = remotes.length * PER_CLUSTER;
     const id = Math.random().toString(36).slice(2, 6);
     const bundles = Array.from({ length: n }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) }));
-    const pinnedLocal: PinnedSource[] = await files.publish(`${id}-l`, bundles);
-    const pinnedRemote: PinnedSource[] = await files.publish(`${id}-r`, bundles);
+    // the same pinned content for both sides: each controller starts with an empty cache
+    const pinned: PinnedSource[] = await files.publish(id, bundles);
     const mgmtAudit = new AuditReader(mgmt.auditLogPath!, HOIST_UA);
     const remoteAudits = remotes.map((cp) => new AuditReader(cp.auditLogPath!, HOIST_UA));
     const common = { admin, mgmtAudit, remoteAudits, log };
@@ -280,7 +274,7 @@ export async function run(): Promise<RemoteResult> {
     const local = await runSide(main, mgmt.kubeconfigPath, {
       ...common,
       name: 'local',
-      bds: pinnedLocal.map((source, i) => ({
+      bds: pinned.map((source, i) => ({
         name: `local-${id}-${i}`,
         spec: { installNamespace: `remote-bench-l-${id}`, format: 'plain', sources: [source] },
       })),
@@ -288,7 +282,7 @@ export async function run(): Promise<RemoteResult> {
     const remote = await runSide(main, mgmt.kubeconfigPath, {
       ...common,
       name: 'remote',
-      bds: pinnedRemote.map((source, i) => ({
+      bds: pinned.map((source, i) => ({
         name: `remote-${id}-${i}`,
         spec: {
           installNamespace: `remote-bench-r-${id}`,

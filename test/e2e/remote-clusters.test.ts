@@ -288,6 +288,12 @@ describe('a BundleDeployment installing into a remote cluster', { timeout: 240_0
     expect(cond(down, 'Progressing')?.message).toContain(`target cluster ${host} unreachable`);
     expect(cond(down, 'Installed')).toMatchObject({ status: 'Unknown', reason: 'TargetUnreachable' });
     expect(describeStatus(down)).not.toMatch(/BEGIN|token|client-key/i);
+    // hoist events still lists the BD's own Events (on the management cluster) and says why its objects' are missing
+    const ev = await runVerb(events, [bd], t.namespace);
+    expect(ev.code).toBe(1);
+    expect(ev.stdout).toMatch(/\bInstalled\b/);
+    expect(ev.stderr).toContain(`those of its objects on cluster ${host} could not be read`);
+    expect(ev.stderr).not.toMatch(/BEGIN|token|client-key/i);
     // a BD on the management cluster installs meanwhile
     const local = `remote-local-${t.runId}`;
     const lsrc = await servePinned(files, '/remote-local.tgz', { 'a.yaml': cm('local-config', { here: 'local' }) });

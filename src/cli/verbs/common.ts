@@ -71,6 +71,11 @@ export function oneName(positionals: readonly string[], verb: string): string {
  * Runs a verb: usage errors print the help and give 2, other failures one line and 1. `body`
  * returns the exit code of success (diff: 0 or 1).
  */
+/** an error as a verb reports it: a HoistError's description (stage, subject, why), else its message */
+export function failureText(e: unknown): string {
+  return isHoistError(e) ? e.describe() : e instanceof Error ? e.message : String(e);
+}
+
 export async function runVerb(verb: string, help: string, io: Io, body: () => Promise<number>, failedCode = EXIT_FAILED): Promise<number> {
   try {
     return await body();
@@ -79,7 +84,7 @@ export async function runVerb(verb: string, help: string, io: Io, body: () => Pr
       io.err(`hoist ${verb}: ${e.message}\n\n${help}`);
       return EXIT_USAGE;
     }
-    io.err(`hoist ${verb}: ${isHoistError(e) ? e.describe() : e instanceof Error ? e.message : String(e)}\n`);
+    io.err(`hoist ${verb}: ${failureText(e)}\n`);
     return failedCode;
   }
 }

@@ -11,9 +11,24 @@ import { stringify } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { RestKubeClient } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { age, connection, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
+import {
+  age,
+  connection,
+  CONNECTION_OPTIONS,
+  EXIT_FAILED,
+  EXIT_OK,
+  failureText,
+  NAMESPACE_OPTION,
+  oneName,
+  parse,
+  readBD,
+  runVerb,
+  table,
+  UsageError,
+  type Io,
+} from './common.ts';
 import { activeObjects, healthRulesFor, inspect, subjectOf } from './live-objects.ts';
-import { RESTRICTED_HELP, RESTRICTED_OPTION, targetCluster } from './remote.ts';
+import { RESTRICTED_HELP, RESTRICTED_OPTION, targetCluster, type TargetCluster } from './remote.ts';
 
 export const EVENTS_HELP = `usage: hoist events NAME [-o yaml|json] [-n controller-namespace] [--health-rules file] [--kubeconfig file]
 
@@ -22,7 +37,9 @@ The Events of a BundleDeployment and of the objects of its active revision that 
 ReplicaSets'), oldest first: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (COUNT when an Event
 repeated). For a BundleDeployment with spec.kubeConfig its objects and their Events are read on
 its remote cluster as the kubeconfig's identity (its kubeconfig Secret read with your rights), its
-own Events on the management cluster; the first line names that cluster.
+own Events on the management cluster; the first line names that cluster. When its objects or
+their Events cannot be read (the remote cluster unreachable, its kubeconfig Secret not yours to
+read), the BundleDeployment's own Events are still listed and the error is said on stderr (exit 1).
 
   -o, --output <fmt>       yaml or json (the Events as the API server returns them)
   --health-rules <file>    the controller's cluster-wide health rules (as hoist tree's)
@@ -31,7 +48,8 @@ own Events on the management cluster; the first line names that cluster.
   --kubeconfig <file>      default: $KUBECONFIG, then ~/.kube/config
 ${RESTRICTED_HELP}
 
-exit codes: 0 listed; 1 not found or the API server failed; 2 usage error
+exit codes: 0 listed; 1 not found, or the API server failed (also when only the objects' Events
+            could not be read); 2 usage error
 `;
 
 export interface EventObject extends KubeObject {
@@ -64,9 +82,18 @@ export function byTime(events: readonly EventObject[]): EventObject[] {
 
 const key = (kind: string | undefined, namespace: string | undefined, name: string | undefined) => `${kind}/${namespace ?? ''}/${name}`;
 
+interface ObjectEvents {
+  /** the remote cluster's host, for a BD with spec.kubeConfig */
+  cluster: string | undefined;
+  events: EventObject[];
+  /** why they could not be read (the BD's own Events are listed all the same) */
+  failed?: string;
+}
+
 /**
  * The Events of the objects of `bd`'s active revision that are not ready, and of their pods and
- * ReplicaSets, read on the cluster the BD installs into; `cluster` names a remote one.
+ * ReplicaSets, read on the cluster the BD installs into. A failure is returned, not thrown: an
+ * unreachable remote cluster is when its own Events matter most.
  */
 async function objectEvents(
   client: RestKubeClient,
@@ -74,11 +101,13 @@ async function objectEvents(
   bd: BundleDeployment,
   values: { namespace: string; 'health-rules'?: string | undefined; 'allow-restricted-targets'?: boolean | undefined },
   io: Io,
-): Promise<{ cluster: string | undefined; events: EventObject[] }> {
-  const { objects } = await activeObjects(client, values.namespace, bd);
-  const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
-  const target = await targetCluster(client, server, bd, { allowRestricted: !!values['allow-restricted-targets'] });
+): Promise<ObjectEvents> {
+  if (!bd.status?.activeRevision) return { cluster: bd.status?.target?.cluster, events: [] };
+  let target: TargetCluster | undefined;
   try {
+    const { objects } = await activeObjects(client, values.namespace, bd);
+    const rules = await healthRulesFor(client, values.namespace, values['health-rules'], io);
+    target = await targetCluster(client, server, bd, { allowRestricted: !!values['allow-restricted-targets'] });
     const wanted = new Set<string>();
     for (const o of (await inspect(target.client, bd, objects, { rules })).filter((x) => x.health !== 'Ready')) {
       wanted.add(key(o.kind, o.namespace ?? 'default', o.name));
@@ -94,8 +123,10 @@ async function objectEvents(
       events.push(...list.filter((e) => wanted.has(key(e.involvedObject.kind, e.involvedObject.namespace ?? ns, e.involvedObject.name))));
     }
     return { cluster: target.cluster, events };
+  } catch (e) {
+    return { cluster: target?.cluster ?? bd.status.target?.cluster, events: [], failed: failureText(e) };
   } finally {
-    await target.close();
+    await target?.close();
   }
 }
 
@@ -116,7 +147,6 @@ export async function events(args: string[], io: Io): Promise<number> {
     if (values.output && !['yaml', 'json'].includes(values.output))
       throw new UsageError(`unknown output format ${JSON.stringify(values.output)} (yaml or json)`);
     const { client, server } = connection(values.kubeconfig);
-    let cluster: string | undefined;
     try {
       const bd = await readBD(client, name);
       // the BD's own: cluster-scoped, so in "default" (where kubectl describe looks); of this BD, not an earlier one of the same name
@@ -125,12 +155,13 @@ export async function events(args: string[], io: Io): Promise<number> {
           .items as EventObject[]
       ).filter((e) => !e.involvedObject.uid || !bd.metadata.uid || e.involvedObject.uid === bd.metadata.uid);
       // the objects that are not ready, and the pods (and their ReplicaSets) of those that are workloads
-      const theirs = bd.status?.activeRevision ? await objectEvents(client, server, bd, values, io).then((r) => ((cluster = r.cluster), r.events)) : [];
+      const { cluster, events: theirs, failed } = await objectEvents(client, server, bd, values, io);
       const all = byTime([...own, ...theirs]);
       if (values.output === 'json') io.out(`${JSON.stringify(all, null, 2)}\n`);
       else if (values.output === 'yaml') io.out(stringify(all, { lineWidth: 0 }));
-      else if (all.length === 0) io.err(`No events for bundledeployment ${name} or its objects that are not ready${cluster ? ` (cluster ${cluster})` : ''}\n`);
-      else {
+      else if (all.length === 0) {
+        if (!failed) io.err(`No events for bundledeployment ${name} or its objects that are not ready${cluster ? ` (cluster ${cluster})` : ''}\n`);
+      } else {
         if (cluster) io.out(`BundleDeployment ${name} (cluster ${cluster})\n`);
         const now = new Date();
         const repeated = all.some((e) => (e.series?.count ?? e.count ?? 1) > 1);
@@ -148,7 +179,11 @@ export async function events(args: string[], io: Io): Promise<number> {
         ]);
         io.out(table([['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', ...(repeated ? ['COUNT'] : []), 'MESSAGE'], ...rows]));
       }
-      return EXIT_OK;
+      if (!failed) return EXIT_OK;
+      io.err(
+        `hoist events: only the BundleDeployment's own Events are listed; those of its objects${cluster ? ` on cluster ${cluster}` : ''} could not be read: ${failed}\n`,
+      );
+      return EXIT_FAILED;
     } finally {
       await client.close();
     }
