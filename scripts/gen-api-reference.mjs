@@ -19,7 +19,7 @@ const root = normalize(join(dirname(fileURLToPath(import.meta.url)), '..'));
 
 export const REGENERATE = 'node scripts/gen-api-reference.mjs';
 
-/** the CRDs, in the order of docs/reference/README.md; `page` is relative to the repository */
+/** the CRDs and their pages, relative to the repository */
 export const PAGES = [
   { crd: 'api/v1alpha2/bundledeployment-crd.yaml', page: 'docs/reference/bundledeployment.md' },
   { crd: 'api/v1alpha2/notificationprovider-crd.yaml', page: 'docs/reference/notificationprovider.md' },
