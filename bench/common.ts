@@ -13,7 +13,7 @@ export async function writeResult(resultsFile: string, result: { nproc: number }
   log(`wrote ${path.relative(repoRoot, resultsFile)} (nproc ${result.nproc})`);
 }
 
-/** runs `run` when the module at `moduleUrl` is the process's entry point (`tsx bench/x.ts`) */
+/** runs `run` when the module at `moduleUrl` is the process's entry point (`tsx bench/apply.ts`) */
 export function runWhenMain(moduleUrl: string, run: () => Promise<unknown>): void {
   if (!process.argv[1] || pathToFileURL(path.resolve(process.argv[1])).href !== moduleUrl) return;
   run().catch((e: unknown) => {

@@ -55,7 +55,7 @@ const resultsFile = path.join(repoRoot, 'bench', 'results', 'peers.json');
 const BENCH_UA = 'hoist-peers-bench';
 const HOIST_UA = 'hoist';
 
-/** Flux's published figure this table sits beside (fluxcd/flux-benchmark RESULTS.md, Flux v2.9.0) */
+/** Flux's published figure this table sits beside (fluxcd/flux-benchmark/RESULTS.md, Flux v2.9.0) */
 const FLUX_PUBLISHED = {
   source: 'https://github.com/fluxcd/flux-benchmark/blob/main/RESULTS.md (Flux v2.9.0)',
   setup:

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Enforces the layers of STYLE.md ("What that means here") over api/ and src/ without a
+ * Enforces the layers (listed below; docs/architecture.md draws them) over api/ and src/ without a
  * dependency: import/export statements are read with a regex, relative specifiers resolved to
  * repo paths, and each file's imports checked against what its layer may use. Also reports
  * circular imports among those files (type-only imports are erased at run time and do not count).
@@ -191,7 +191,7 @@ export function report(base = root) {
     lines.push(`layers: ${violations.length} violation(s), ${cycles.length} cycle(s) in ${n} files (rules: scripts/check-layers.mjs)`);
     return { code: 1, lines };
   }
-  return { code: 0, lines: [`layers: ${n} files follow STYLE.md's layers, no circular imports`] };
+  return { code: 0, lines: [`layers: ${n} files follow the layers, no circular imports`] };
 }
 
 if (process.argv[1] && normalize(process.argv[1]) === normalize(fileURLToPath(import.meta.url))) {

@@ -1,5 +1,5 @@
 /**
- * Notifications (docs/guide.md "Notifications", docs/notifications.md): two namespaced kinds of group
+ * Notifications (docs/notifications.md): two namespaced kinds of group
  * core.rukpak.io, version v1alpha2, mirrored from notificationprovider-crd.yaml and
  * notificationroute-crd.yaml.
  *

@@ -7,7 +7,7 @@
  * condition; anything else is ready once it exists.
  *
  * Where Hoist deliberately judges otherwise, the difference is in DIFFERENCES below and in
- * docs/status.md, each asserted by the conformance test (test/unit/health/kstatus-conformance).
+ * docs/status.md, each asserted by the conformance test (test/unit/health/kstatus-conformance.test.ts).
  */
 import type { KubeObject } from '../kube/types.ts';
 import { cond, conditions, kindRule, type Status } from './kinds.ts';

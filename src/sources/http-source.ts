@@ -12,7 +12,7 @@
  *   and a 304 keeps the previous resolution.
  *
  * Network rules (redirects, https only for credentials, proxy, CA, deadline) are the shared
- * transport's (./http/transport.ts), with the spec's own CA (caSecretRef / caConfigMapRef, read
+ * transport's (./transport/transport.ts), with the spec's own CA (caSecretRef / caConfigMapRef, read
  * by the reconciler into `ctx.ca`) added for this source's requests only; credentials are used only for the hosts their Secret names
  * (./credential-hosts.ts); a store hit proves access at the content's own location
  * (./cached-fetch.ts). Errors name the URL through `redactUrl`.

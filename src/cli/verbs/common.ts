@@ -16,7 +16,7 @@ export interface Io {
   err(text: string): void;
 }
 
-/** exit codes of the user verbs (docs/guide.md "The `hoist` CLI"); `diff` has its own (diff.ts) */
+/** exit codes of the user verbs (docs/guides/cli.md "The `hoist` CLI"); `diff` has its own (diff.ts) */
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;

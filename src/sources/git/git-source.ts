@@ -21,7 +21,7 @@
  *
  * Network rules, the same as the other sources': credentials only for the hosts the Secret names
  * (../credential-hosts.ts) and only over https; resolve uses the shared transport
- * (../http/transport.ts). The git CLI gets them as config: the Authorization header as a
+ * (../transport/transport.ts). The git CLI gets them as config: the Authorization header as a
  * URL-scoped `http.<origin>/.extraHeader` in the environment, `http.followRedirects=false` while
  * credentials are configured (git would otherwise replay the header to wherever the first
  * redirect pointed), and `protocol.http.allow=never` for an https repository, so no redirect can

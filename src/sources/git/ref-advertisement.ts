@@ -9,7 +9,7 @@
  * round trip (`ls-refs`).
  *
  * Redirects, credentials (only to the repository's origin, only over https), proxy, CA and the
- * deadline are the shared transport's rules (../http/transport.ts).
+ * deadline are the shared transport's rules (../transport/transport.ts).
  */
 import { setImmediate } from 'node:timers/promises';
 import { HoistError, redactUrl } from '../../util/errors.ts';

@@ -12,13 +12,13 @@
  * - memory stays bounded: manifests are capped at 4 MiB, blobs are streamed chunk by chunk;
  * - credentials go only to the registry they were issued for and to the token realm that registry
  *   names (the distribution token protocol); redirects, https-only credentials, proxy, CA and the
- *   deadline are the shared transport's rules (../http/transport.ts): a redirect to another origin
+ *   deadline are the shared transport's rules (../transport/transport.ts): a redirect to another origin
  *   (blob storage) is followed without `Authorization`, an https → http redirect is refused;
  * - TLS is always verified (system roots plus an optional custom CA); plain HTTP, with
  *   credentials, is spoken only to hosts listed in `insecureHosts` (loopback test registries,
  *   in-cluster registries): listing a registry there is the operator's explicit choice;
  * - 429 and 5xx responses and connection failures are retried a bounded number of times, honouring
- *   `Retry-After` (../http/backoff.ts); a body is never retried once it started streaming;
+ *   `Retry-After` (../transport/backoff.ts); a body is never retried once it started streaming;
  * - Bearer tokens are cached per (realm, service, scope, credential) until shortly before they
  *   expire and refreshed once on a 401; errors never contain credentials or tokens.
  */

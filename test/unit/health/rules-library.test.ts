@@ -66,7 +66,7 @@ describe.each(tables)('$file: $table.rule', ({ table }) => {
   });
 });
 
-/** kinds no controller reconciles: nothing to progress or fail (source-controller docs/spec/v1/helmrepositories.md, "Helm OCI repository") */
+/** kinds no controller reconciles: nothing to progress or fail (fluxcd/source-controller/docs/spec/v1/helmrepositories.md, "Helm OCI repository") */
 const STATIC = new Set(['builtin:source.toolkit.fluxcd.io/HelmRepository:oci']);
 
 describe('every shipped rule', () => {

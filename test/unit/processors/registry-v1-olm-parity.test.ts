@@ -1,6 +1,7 @@
 /**
  * Parity with OLM v1 itself: render the fixture bundles with the inputs operator-controller's
- * regression test used (test/regression/convert/generate-manifests.go, deploymentConfig cases
+ * regression test used
+ * (operator-framework/operator-controller/test/regression/convert/generate-manifests.go, deploymentConfig cases
  * included; no certificate provider)
  * and compare each object OLM v1 wrote to testdata/olm-v1-expected with ours, and the set of
  * objects both sides produce. Known, documented differences are normalized first: OLM's typed

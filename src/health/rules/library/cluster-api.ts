@@ -1,6 +1,7 @@
 /**
  * Cluster API (https://cluster-api.sigs.k8s.io/reference/api/crd-api-reference and its v1beta1
- * page; docs/proposals/20240916-improve-status-in-CAPI-resources.md; api/core/v1beta1, v1beta2):
+ * page; kubernetes-sigs/cluster-api/docs/proposals/20240916-improve-status-in-CAPI-resources.md;
+ * kubernetes-sigs/cluster-api/api/core/v1beta1, v1beta2):
  * Hoist reads an object in the API version its bundle names, and the two versions put the
  * conditions in different places, so each has its own rule.
  *

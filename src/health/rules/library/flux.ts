@@ -1,6 +1,6 @@
 /**
  * Flux (https://fluxcd.io/flux/components/): every toolkit kind follows the kstatus conventions
- * with its own twist (e.g. kustomize-controller docs/spec/v1/kustomizations.md, "Kustomization
+ * with its own twist (e.g. fluxcd/kustomize-controller/docs/spec/v1/kustomizations.md, "Kustomization
  * Status"):
  *
  * - `Ready=True` once reconciled (for a HelmRelease: installed or upgraded and its tests passed);
@@ -15,8 +15,8 @@
  *   observed, and the message says it is suspended.
  *
  * A HelmRepository of `spec.type: oci` is a data container the controller does not reconcile
- * ("the existence of the object can be considered to be ready for use", source-controller
- * docs/spec/v1/helmrepositories.md): ready as soon as it exists.
+ * ("the existence of the object can be considered to be ready for use",
+ * fluxcd/source-controller/docs/spec/v1/helmrepositories.md): ready as soon as it exists.
  */
 import type { HealthRuleSpec } from '../rule.ts';
 import { cond, condField, firstOf, notCond } from './cel.ts';
