@@ -1,4 +1,5 @@
 import tseslint from 'typescript-eslint';
+import { hoistConfig } from './scripts/eslint/hoist.mjs';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bench/results/**', '.tmp/**'] },
@@ -15,6 +16,8 @@ export default tseslint.config(
       ],
     },
   },
+  // the layers, circular imports, declared error codes, no branch on error text (scripts/eslint/)
+  hoistConfig(import.meta.dirname),
   { files: ['test/**', '**/*.test.ts', 'bench/**'], rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' } },
   { files: ['eslint.config.js', 'vitest.config.ts'], rules: { 'no-restricted-syntax': 'off' } },
 );

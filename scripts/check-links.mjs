@@ -12,7 +12,7 @@
  *   path that is a repository path exists. A repository path is one of
  *     - a path whose first segment is a top-level folder of this repository
  *       (`api/v1alpha2/types.ts`, `docs/README.md#user-guide`), resolved from the root;
- *     - a `./` or `../` path ending in a file extension or `/` (`./check-layers.mjs`), resolved
+ *     - a `./` or `../` path ending in a file extension or `/` (`./check-links.mjs`), resolved
  *       from the commenting file's folder;
  *     - an all-capitals Markdown name (`README.md`), at the root or in the file's folder.
  *   A path that follows a `/`, a word character or `:` is not one: another project's files are

@@ -5,6 +5,7 @@
  * before a default existed, `hoist render` on a local file that never saw an API server).
  */
 import { HoistError } from '../../src/util/errors.ts';
+import { SpecCode } from './errors.ts';
 import type { BundleDeploymentSpec, CollisionProtection, CRDSafety, DeletionPolicy, HealthCheck, OnFailure, SourceSpec } from './types.ts';
 
 // Keep in sync with the `default:` values in bundledeployment-crd.yaml; the unit test compares them.
@@ -104,5 +105,5 @@ function positiveDuration(field: string, text: string): number {
 }
 
 function invalid(field: string, message: string): HoistError {
-  return new HoistError(message, { stage: 'spec', reason: 'InvalidSpec', code: 'invalid-duration', subject: field, terminal: true });
+  return new HoistError(message, { stage: 'spec', reason: 'InvalidSpec', code: SpecCode.InvalidDuration, subject: field, terminal: true });
 }

@@ -3,25 +3,32 @@
  * (which objects were refused and what the API server said, who owns a conflicting object, which
  * CRD changes are unsafe), so callers decide on types and fields, never on message text.
  */
-import { FailureReason, HoistError, type Stage } from '../util/errors.ts';
+import { ProcessCode } from '../processors/errors.ts';
+import { borrow, codeNames } from '../util/codes.ts';
+import { ContentCode, FailureReason, HoistError, type Stage } from '../util/errors.ts';
 import type { CrdSafetyProblem } from './crd-safety.ts';
 
-export const ApplyCode = {
-  ApplyFailed: 'apply-failed',
-  ConflictingOwner: 'conflicting-owner',
-  CrdNotEstablished: 'crd-not-established',
-  DeleteFailed: 'delete-failed',
-  Forbidden: 'forbidden',
-  HookFailed: 'hook-failed',
-  InvalidApplyWave: 'invalid-apply-wave',
-  KindNotServed: 'kind-not-served',
-  RecreatePending: 'recreate-pending',
-  RecreateRefused: 'recreate-refused',
-  RevisionMissing: 'revision-missing',
-  RevisionTooLarge: 'revision-too-large',
-  UnsafeCrdUpgrade: 'unsafe-crd-upgrade',
-} as const;
+export const APPLY_CODES = [
+  'apply-failed',
+  'conflicting-owner',
+  'crd-not-established',
+  'delete-failed',
+  'hook-failed',
+  'invalid-apply-wave',
+  'kind-not-served',
+  'recreate-pending',
+  'recreate-refused',
+  'revision-missing',
+  'unsafe-crd-upgrade',
+] as const;
+export const ApplyCode = Object.freeze({ ...codeNames(APPLY_CODES), ...borrow(ContentCode, 'Forbidden'), ...borrow(ProcessCode, 'RevisionTooLarge') });
 export type ApplyCode = (typeof ApplyCode)[keyof typeof ApplyCode];
+
+declare module '../util/errors.ts' {
+  interface HoistCodes {
+    apply: (typeof APPLY_CODES)[number];
+  }
+}
 
 /** One object an apply, read or delete was refused for, and why. */
 export interface ObjectProblem {

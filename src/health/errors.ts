@@ -3,15 +3,23 @@
  * syntax, or over a cost or size limit) is a terminal spec error naming the check; a cluster-wide
  * health rule likewise names its file and rule (rules/config.ts), and stops start-up.
  */
+import { codeNames } from '../util/codes.ts';
 import { HoistError } from '../util/errors.ts';
 
-export const HealthCode = {
-  BadHealthCheck: 'bad-health-check',
+export const HEALTH_CODES = [
+  'bad-health-check',
   /** a cluster-wide health rule (hoist run --health-rules) the controller refuses to start with */
-  BadHealthRule: 'bad-health-rule',
-  HealthCheckLimit: 'health-check-limit',
-} as const;
-export type HealthCode = (typeof HealthCode)[keyof typeof HealthCode];
+  'bad-health-rule',
+  'health-check-limit',
+] as const;
+export type HealthCode = (typeof HEALTH_CODES)[number];
+export const HealthCode = codeNames(HEALTH_CODES);
+
+declare module '../util/errors.ts' {
+  interface HoistCodes {
+    health: HealthCode;
+  }
+}
 
 export function healthCheckError(check: string, what: string, code: HealthCode = HealthCode.BadHealthCheck, cause?: unknown): HoistError {
   return new HoistError(`healthChecks[${check}]: ${what}`, { stage: 'spec', code, subject: `health check ${check}`, terminal: true, cause });

@@ -4,59 +4,65 @@
  * run to completion; the subject names the file (relative to the content tree, with ":line" when
  * the parser knows it) or the object.
  */
-import { HoistError } from '../util/errors.ts';
+import { borrow, codeNames } from '../util/codes.ts';
+import { ContentCode, HoistError } from '../util/errors.ts';
 
 /** Codes processors use, so callers and tests can tell failures apart without parsing messages. */
-export const ProcessCode = {
-  ChartAmbiguous: 'chart-ambiguous',
-  ChartNotFound: 'chart-not-found',
+export const PROCESS_CODES = [
+  'chart-ambiguous',
+  'chart-not-found',
   /** a SOPS-encrypted file sops would refuse: a value that does not decrypt, an unsupported key setup */
-  DecryptFailed: 'decrypt-failed',
+  'decrypt-failed',
   /** a SOPS-encrypted file without spec.decryption, or none of its age identities opens the data key */
-  DecryptionKeyMissing: 'decryption-key-missing',
-  DuplicateObject: 'duplicate-object',
-  HelmFailed: 'helm-failed',
-  HelmTimeout: 'helm-timeout',
-  HelmUnavailable: 'helm-unavailable',
-  InvalidBundle: 'invalid-bundle',
-  InvalidChart: 'invalid-chart',
-  InvalidConfig: 'invalid-config',
-  InvalidKustomization: 'invalid-kustomization',
-  InvalidObject: 'invalid-object',
+  'decryption-key-missing',
+  'duplicate-object',
+  'helm-failed',
+  'helm-timeout',
+  'helm-unavailable',
+  'invalid-bundle',
+  'invalid-chart',
+  'invalid-config',
+  'invalid-kustomization',
+  'invalid-object',
   /** spec.postBuild: a variable whose name Flux refuses */
-  InvalidVariableName: 'invalid-variable-name',
-  KustomizationNotFound: 'kustomization-not-found',
-  KustomizeFailed: 'kustomize-failed',
-  KustomizeTimeout: 'kustomize-timeout',
-  KustomizeUnavailable: 'kustomize-unavailable',
+  'invalid-variable-name',
+  'kustomization-not-found',
+  'kustomize-failed',
+  'kustomize-timeout',
+  'kustomize-unavailable',
   /** a SOPS-encrypted file whose MAC does not match its values: changed after it was encrypted */
-  MacMismatch: 'mac-mismatch',
-  MissingDependency: 'missing-dependency',
-  NotARegularFile: 'not-a-regular-file',
-  NotFound: 'not-found',
-  OutputTooLarge: 'output-too-large',
-  ParseError: 'parse-error',
-  ReadError: 'read-error',
-  RemoteBase: 'remote-base',
-  RevisionTooLarge: 'revision-too-large',
-  SpecialFile: 'special-file',
+  'mac-mismatch',
+  'missing-dependency',
+  'output-too-large',
+  'parse-error',
+  'remote-base',
+  'revision-too-large',
   /** spec.postBuild: a `${…}` that does not parse, or an object that is no longer one after substitution */
-  SubstitutionFailed: 'substitution-failed',
+  'substitution-failed',
   /** spec.postBuild: over the size or work limit of a substitution */
-  SubstitutionBudget: 'substitution-budget',
-  SymlinkEscape: 'symlink-escape',
-  TemplateError: 'template-error',
-  TooLarge: 'too-large',
-  UnsupportedApi: 'unsupported-api',
-  UnsupportedFormat: 'unsupported-format',
-  UnsupportedInstallMode: 'unsupported-install-mode',
-  UnsupportedKustomization: 'unsupported-kustomization',
-  ValuesSchema: 'values-schema',
+  'substitution-budget',
+  'template-error',
+  'unsupported-api',
+  'unsupported-format',
+  'unsupported-install-mode',
+  'unsupported-kustomization',
+  'values-schema',
   /** spec.postBuild: `${var}` (or `${var:?message}`) with no such variable */
-  VariableNotSet: 'variable-not-set',
-  YamlAliasBudget: 'yaml-alias-budget',
-} as const;
+  'variable-not-set',
+  'yaml-alias-budget',
+] as const;
+export const ProcessCode = Object.freeze({
+  ...codeNames(PROCESS_CODES),
+  ...borrow(ContentCode, 'NotARegularFile', 'NotFound', 'ReadError', 'SpecialFile', 'SymlinkEscape', 'TooLarge'),
+});
 export type ProcessCode = (typeof ProcessCode)[keyof typeof ProcessCode];
+
+declare module '../util/errors.ts' {
+  interface HoistCodes {
+    process: (typeof PROCESS_CODES)[number];
+  }
+}
+
 /** a renderer that could not run to completion (killed by its timeout, could not start): worth a retry */
 const TRANSIENT: ReadonlySet<ProcessCode> = new Set([
   ProcessCode.HelmUnavailable,

@@ -4,6 +4,8 @@
  * reason it maps to, and whether retrying can help. Messages are lowercase and never carry
  * credentials.
  */
+import { codeNames } from './codes.ts';
+
 export type Stage = 'resolve' | 'fetch' | 'process' | 'apply' | 'observe' | 'spec';
 
 /**
@@ -39,30 +41,45 @@ export function reasonFor(stage: Stage): FailureReason {
 
 /**
  * Codes shared by every layer that reads content trees and archives (util/content-tree.ts,
- * util/tar-tree-writer.ts, util/unpack-tar.ts) and by generic failures. Each layer adds its own
- * vocabulary next to it (sources/errors.ts, processors/errors.ts, apply/errors.ts,
- * reconciler/errors.ts); code literals live only in those modules.
+ * util/tar-tree-writer.ts, util/unpack-tar.ts) and by generic failures. Each layer declares its
+ * own codes next to its code (api/v1alpha2/errors.ts, cache/, sources/, processors/, health/,
+ * apply/, notify/, reconciler/ errors.ts) and borrows these names rather than declaring a string
+ * again (util/codes.ts).
  */
-export const ContentCode = {
-  Aborted: 'aborted',
-  BadArchive: 'bad-archive',
-  Cancelled: 'cancelled',
-  HardlinkEscape: 'hardlink-escape',
-  LinkRefused: 'link-refused',
-  NotARegularFile: 'not-a-regular-file',
-  NotFound: 'not-found',
-  PathTraversal: 'path-traversal',
-  ReadError: 'read-error',
-  SpecialFile: 'special-file',
-  SymlinkEscape: 'symlink-escape',
-  TooLarge: 'too-large',
-  TooManyFiles: 'too-many-files',
-  TooManyLinks: 'too-many-links',
-  Unknown: 'unknown',
-} as const;
-export type ContentCode = (typeof ContentCode)[keyof typeof ContentCode];
+export const CONTENT_CODES = [
+  'aborted',
+  'bad-archive',
+  'cancelled',
+  /** refused by the server: an HTTP 403, a Kubernetes RBAC denial */
+  'forbidden',
+  'hardlink-escape',
+  'link-refused',
+  'not-a-regular-file',
+  'not-found',
+  'path-traversal',
+  'read-error',
+  'special-file',
+  'symlink-escape',
+  'too-large',
+  'too-many-files',
+  'too-many-links',
+  'unknown',
+] as const;
+export type ContentCode = (typeof CONTENT_CODES)[number];
+export const ContentCode = codeNames(CONTENT_CODES);
 
-export interface HoistErrorInit<C extends string = string> {
+/**
+ * Every layer's codes, by layer. util sits below every layer, so it cannot import their code
+ * types: each layer's errors.ts adds its union here by declaration merging
+ * (`declare module '../util/errors.ts' { interface HoistCodes { apply: ApplyCode } }`), and
+ * HoistCode is the union of them all. A code no layer declares does not compile.
+ */
+export interface HoistCodes {
+  content: ContentCode;
+}
+export type HoistCode = HoistCodes[keyof HoistCodes];
+
+export interface HoistErrorInit<C extends HoistCode = HoistCode> {
   stage: Stage;
   /** the condition reason when narrower than the stage's (reasonFor) */
   reason?: FailureReason;
@@ -77,7 +94,7 @@ export interface HoistErrorInit<C extends string = string> {
 export class HoistError extends Error {
   readonly stage: Stage;
   readonly reason: FailureReason;
-  readonly code: string;
+  readonly code: HoistCode;
   readonly subject: string | undefined;
   readonly terminal: boolean;
 
@@ -96,8 +113,8 @@ export class HoistError extends Error {
     return this.subject ? `${this.stage} ${this.subject}: ${this.message}` : `${this.stage}: ${this.message}`;
   }
 
-  /** True when this failure has the code `code` (typed: only codes of a vocabulary). */
-  is<C extends string>(code: C): boolean {
+  /** True when this failure has the code `code` (typed: only declared codes). */
+  is(code: HoistCode): boolean {
     return this.code === code;
   }
 

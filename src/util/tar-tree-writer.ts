@@ -300,6 +300,6 @@ function errnoCode(e: unknown): unknown {
 }
 
 /** An unpack refusal: terminal, stage 'fetch', reason UnpackFailed. */
-export function unpackError(code: string, message: string, subject: string | undefined, cause?: unknown): HoistError {
+export function unpackError(code: ContentCode, message: string, subject: string | undefined, cause?: unknown): HoistError {
   return new HoistError(message, { stage: 'fetch', reason: FailureReason.UnpackFailed, code, subject, terminal: true, cause });
 }

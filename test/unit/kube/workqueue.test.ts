@@ -243,7 +243,7 @@ describe('Controller', () => {
         attempts.set(key, n);
         if (key === 'flaky' && n < 3) throw new Error('transient');
         if (key === 'terminal') throw new TerminalError('bad spec');
-        if (key === 'hoist-terminal') throw new HoistError('bad bundle', { stage: 'process', reason: 'ProcessFailed', code: 'x', terminal: true });
+        if (key === 'hoist-terminal') throw new HoistError('bad bundle', { stage: 'process', reason: 'ProcessFailed', code: 'invalid-bundle', terminal: true });
         if (key === 'later' && n === 1) return { requeueAfter: 20 };
         return undefined;
       },
