@@ -9,7 +9,7 @@ import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
 import { countChanged, type ObjectResult } from '../../apply/result.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
-import type { ApplyReport, StepGate } from '../../apply/applier.ts';
+import type { ApplyReport, StepGate } from '../../apply/result.ts';
 import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
 import { clip } from '../conditions.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
