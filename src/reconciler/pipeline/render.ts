@@ -23,6 +23,7 @@ import { revisionRedactions } from '../redaction.ts';
 import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
+import { setUnpacked } from '../status.ts';
 
 export async function renderRevision(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const rendered = await renderOrReuse(ctx, s, resolved);
@@ -31,7 +32,7 @@ export async function renderRevision(ctx: StepContext, s: ReconcileState, resolv
   if (secrets.length) ctx.redactions.set(s.name, secrets);
   else ctx.redactions.delete(s.name);
   const hooks = rendered.hooks.length ? ` and ${rendered.hooks.length} hooks` : '';
-  s.set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}` });
+  setUnpacked(s, `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}`);
   s.status.contentDigest = rendered.contentDigest;
   return rendered;
 }
