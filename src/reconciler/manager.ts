@@ -126,7 +126,7 @@ export class BundleDeploymentManager {
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
-    this.managed = new ManagedObjects(opts.client, this.onObjectEvent(), log, opts.clock, opts.healthRules);
+    this.managed = new ManagedObjects(opts.client, this.objectEvents(), log, opts.clock, opts.healthRules);
     this.secrets = new SecretWatch(
       opts.client,
       (bd, secret) => {
@@ -197,31 +197,30 @@ export class BundleDeploymentManager {
   }
 
   /** one handler for the watches of every cluster; a remote target's (`target`) reports only its own BDs' objects */
-  private onObjectEvent(): (target?: string) => OwnerEvent {
+  private objectEvents(target?: string): OwnerEvent {
     const log = this.opts.log;
     const overrideManagers = this.overrideManagers;
-    return (target?: string): OwnerEvent =>
-      (owner, why, version, metadata) => {
-        if (target !== undefined && this.targets.current(owner).key !== target) return;
-        // every shard watches every managed object; one whose BD is not in this process's
-        // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
-        if (!this.bds.getByName(owner)) return;
-        // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
-        // interactive managers' edits are taken over): the apply would find the object unchanged
-        if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
-          log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
-          return;
-        }
-        log.debug({ bd: owner, why }, 'managed object changed');
-        // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
-        if (version !== undefined && this.controller.queue.isProcessing(owner)) {
-          const versions = this.changedDuring.get(owner);
-          if (versions) versions.push(version);
-          else this.changedDuring.set(owner, [version]);
-          return;
-        }
-        this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
-      };
+    return (owner, why, version, metadata) => {
+      if (target !== undefined && this.targets.current(owner).key !== target) return;
+      // every shard watches every managed object; one whose BD is not in this process's
+      // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
+      if (!this.bds.getByName(owner)) return;
+      // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
+      // interactive managers' edits are taken over): the apply would find the object unchanged
+      if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
+        log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
+        return;
+      }
+      log.debug({ bd: owner, why }, 'managed object changed');
+      // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
+      if (version !== undefined && this.controller.queue.isProcessing(owner)) {
+        const versions = this.changedDuring.get(owner);
+        if (versions) versions.push(version);
+        else this.changedDuring.set(owner, [version]);
+        return;
+      }
+      this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
+    };
   }
 
   /** the clusters BDs install into: the local one (this applier, these watches) and remote ones by spec.kubeConfig */
@@ -232,7 +231,7 @@ export class BundleDeploymentManager {
       local: { key: LOCAL_TARGET_KEY, cluster: undefined, client: opts.client, identities, applier, managed: this.managed },
       management: identities,
       log: opts.log,
-      onObjectEvent: this.onObjectEvent(),
+      onObjectEvent: (target) => this.objectEvents(target),
       requeue: (bds) => {
         for (const bd of bds) this.controller.enqueue(bd, OBJECT_CHANGE_PRIORITY);
       },
