@@ -152,46 +152,14 @@ export class HookRunner {
       }
       const subject = `${event} hook ${describeObject(obj)}`;
       const policies = hookDeletePolicies(obj);
-      // a wait cut short (the reconcile's time budget, a restart) goes on with the hook it created
-      const waiting = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Running');
-      const resumed = waiting ? await this.stillOurs(target, obj, opts.signal) : undefined;
-      const run: HookRun =
-        resumed && waiting
-          ? waiting
-          : {
-              event,
-              kind: obj.kind,
-              name: obj.metadata.name,
-              ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-              result: 'Running',
-              startedAt: this.stamp(),
-            };
-      let live: KubeObject;
-      if (resumed) {
-        live = resumed;
-        this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook still running: waiting on');
-      } else {
-        if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts);
-        try {
-          live = await target.actor.create(obj, { signal: opts.signal });
-        } catch (e) {
-          if (opts.signal?.aborted) throw e;
-          const why = isAlreadyExists(e)
-            ? 'already exists (its hook-delete-policy has no before-hook-creation)'
-            : e instanceof ApiError
-              ? e.apiMessage
-              : String(e);
-          // the API server refusing the object is the chart's; no response is worth a retry
-          if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
-          const fail: HookRun = { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() };
-          entries.push({ run: fail });
-          opts.onRun?.(fail);
-          await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
-          return result({ run: fail, subject });
-        }
-        opts.onRun?.(run);
-        this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
+      const started = await this.start(target, obj, event, subject, policies, opts);
+      if ('refused' in started) {
+        entries.push({ run: started.refused });
+        opts.onRun?.(started.refused);
+        await this.deleteByPolicy(target, created(), 'hook-succeeded', opts.signal);
+        return result({ run: started.refused, subject });
       }
+      const { run, live } = started;
       const outcome: Outcome = waitsForCompletion(obj) ? await this.waitFor(target, live, opts) : { result: 'Succeeded' };
       const done: HookRun =
         outcome.result === 'Succeeded'
@@ -213,6 +181,52 @@ export class HookRunner {
     // all succeeded: hook-succeeded ones go, last first (as Helm)
     await this.deleteByPolicy(target, created().reverse(), 'hook-succeeded', opts.signal);
     return result();
+  }
+
+  /**
+   * The hook's run and its live object: the one a wait cut short (the reconcile's time budget, a
+   * restart) created, when it is still ours, else created now; a create the API server refuses
+   * is a failed run (`refused`), a create without an answer throws (retried).
+   */
+  private async start(
+    target: HookTarget,
+    obj: KubeObject,
+    event: HookEvent,
+    subject: string,
+    policies: readonly string[],
+    opts: HookRunOptions,
+  ): Promise<{ run: HookRun; live: KubeObject } | { refused: HookRun }> {
+    const waiting = opts.done?.find((r) => sameHook(r, obj, event) && r.result === 'Running');
+    const resumed = waiting ? await this.stillOurs(target, obj, opts.signal) : undefined;
+    const run: HookRun =
+      resumed && waiting
+        ? waiting
+        : {
+            event,
+            kind: obj.kind,
+            name: obj.metadata.name,
+            ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+            result: 'Running',
+            startedAt: this.stamp(),
+          };
+    if (resumed) {
+      this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook still running: waiting on');
+      return { run, live: resumed };
+    }
+    if (policies.includes('before-hook-creation')) await this.deleteEarlier(target, obj, subject, opts);
+    let live: KubeObject;
+    try {
+      live = await target.actor.create(obj, { signal: opts.signal });
+    } catch (e) {
+      if (opts.signal?.aborted) throw e;
+      const why = isAlreadyExists(e) ? 'already exists (its hook-delete-policy has no before-hook-creation)' : e instanceof ApiError ? e.apiMessage : String(e);
+      // the API server refusing the object is the chart's; no response is worth a retry
+      if (!(e instanceof ApiError) || isTransient(e) || isForbidden(e)) throw hookError(`${subject}: create failed: ${why}`, subject, false, e);
+      return { refused: { ...run, result: 'Failed', message: `create failed: ${why}`, completedAt: this.stamp() } };
+    }
+    opts.onRun?.(run);
+    this.opts.log.info({ bd: target.name, hook: subject, revision: target.revision }, 'hook created');
+    return { run, live };
   }
 
   /** namespace, the hook-of label and the revision annotation; the object as the chart has it otherwise */

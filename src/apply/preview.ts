@@ -131,26 +131,7 @@ export async function previewRevision(
   if (target.crdSafety === 'Enforce') refusals.push(...unsafeCRDs(plan.planned));
   for (const o of objects) if (o.kind === 'refused' && !refusals.some((r) => r.startsWith(`${o.subject} `))) refusals.push(`${o.subject}: ${o.why}`);
 
-  let prune: PruneDecision[] = [];
-  if (isNew && installed) {
-    const previous: KubeObject[] = [];
-    for (const r of replacedRevisions(status, revision)) {
-      const all = await deps.revisions.load(name, r);
-      if (!all)
-        throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, {
-          stage: 'apply',
-          code: ApplyCode.RevisionMissing,
-          subject: `revision ${r.number}`,
-          terminal: false,
-        });
-      previous.push(...splitHooks(all).managed);
-    }
-    prune = await planPrune(deps.actor, { name, lineage: lineageOf(bd) }, staleObjects(previous, managed), {
-      keepCRDs: !spec.deleteCRDsOnUninstall,
-      retained: managed,
-      concurrency,
-    });
-  }
+  const prune = isNew && installed ? await previewPrune(deps, bd, status, revision, managed) : [];
   return {
     revision,
     isNew,
@@ -161,6 +142,35 @@ export async function previewRevision(
     prune,
     skippedOptional: plan.skippedOptional,
   };
+}
+
+/** what a new revision would prune: the objects of the revisions it replaces that it lacks (planPrune, read-only) */
+async function previewPrune(
+  deps: PreviewDeps,
+  bd: BundleDeployment,
+  status: BundleDeployment['status'],
+  revision: number,
+  managed: readonly KubeObject[],
+): Promise<PruneDecision[]> {
+  const name = bd.metadata.name;
+  const spec = withDefaults(bd.spec);
+  const previous: KubeObject[] = [];
+  for (const r of replacedRevisions(status, revision)) {
+    const all = await deps.revisions.load(name, r);
+    if (!all)
+      throw new HoistError(`revision ${r.number} of ${name} is not in the revision store: cannot tell what would be pruned`, {
+        stage: 'apply',
+        code: ApplyCode.RevisionMissing,
+        subject: `revision ${r.number}`,
+        terminal: false,
+      });
+    previous.push(...splitHooks(all).managed);
+  }
+  return planPrune(deps.actor, { name, lineage: lineageOf(bd) }, staleObjects(previous, managed), {
+    keepCRDs: !spec.deleteCRDsOnUninstall,
+    retained: managed,
+    concurrency: deps.concurrency ?? 8,
+  });
 }
 
 /** the hooks a change runs, per event in the order the controller runs them: for an install or upgrade; none for the installed revision again */

@@ -24,7 +24,8 @@ import type { ReconcileResult } from '../kube/controller.ts';
 import { systemClock } from '../util/clock.ts';
 import { asHoistError, CancelledError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
-import { getCondition, setCondition } from './conditions.ts';
+import { getCondition } from './conditions.ts';
+import { setLineageConflict, setNotPaused, setPaused, setProgressingPaused, setRetryingWithBackoff, waitingForDependents } from './status.ts';
 import { ContentInUse } from './content-use.ts';
 import { labelledNamesakes, lineageWinner } from './lineage.ts';
 import { recordStages } from './metrics.ts';
@@ -136,7 +137,7 @@ export class BundleDeploymentReconciler {
       // stopped at the budget: whatever a step threw while stopping, the budget is the cause
       if (budget.exceeded) {
         const err = budget.exceeded;
-        s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${err.describe()}; retrying with backoff` });
+        setRetryingWithBackoff(s, err.describe());
         s.note = 'over the reconcile budget';
         this.d.log.warn({ bd: name, stage: err.stage, budgetMs: budget.ms }, 'reconcile stopped at its time budget');
         throw err;
@@ -198,21 +199,19 @@ export class BundleDeploymentReconciler {
         winner !== undefined
           ? `lineage ${lineage} is applied by BundleDeployment ${winner}; at most one unpaused BundleDeployment per lineage applies`
           : `lineage ${lineage} is joined through the label ${LABEL_LINEAGE}=${lineage} (BundleDeployment ${namesakes.join(', ')}): this BundleDeployment has no such label, so its name does not make it a member and it applies nothing; to join, set the label (the tenancy policy asks for use on lineages.core.rukpak.io ${lineage})`;
-      s.set({ type: 'Installed', status: 'False', reason: 'Conflict', message: msg });
-      s.set({ type: 'Progressing', status: 'False', reason: 'Conflict', message: msg });
-      s.set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
+      setLineageConflict(s, msg);
+      setNotPaused(s);
       s.note = 'lineage conflict';
       return;
     }
     if (s.spec.paused) {
-      s.set({ type: 'Paused', status: 'True', reason: 'Paused', message: 'spec.paused: no fetch, apply, prune or drift correction' });
-      if (getCondition(s.status.conditions, 'Progressing')?.reason !== 'Paused')
-        s.set({ type: 'Progressing', status: 'False', reason: 'Paused', message: 'paused' });
+      setPaused(s);
+      if (getCondition(s.status.conditions, 'Progressing')?.reason !== 'Paused') setProgressingPaused(s);
       await observeHealth(ctx, s);
       s.note = 'paused';
       return;
     }
-    s.set({ type: 'Paused', status: 'False', reason: 'Reconciling', message: 'not paused' });
+    setNotPaused(s);
 
     let rendered;
     try {
@@ -376,12 +375,7 @@ export class BundleDeploymentReconciler {
     const before = getCondition(bd.status?.conditions, 'Progressing');
     this.d.log.info({ bd: name, dependents }, 'uninstall waits for dependents');
     if (before?.reason === 'WaitingForDependents' && before.message === message) return;
-    const conditions = setCondition(
-      bd.status?.conditions ?? [],
-      { type: 'Progressing', status: 'True', reason: 'WaitingForDependents', message },
-      bd.metadata.generation ?? 0,
-      this.now(),
-    );
+    const conditions = waitingForDependents(bd.status?.conditions ?? [], message, bd.metadata.generation ?? 0, this.now());
     if (before?.reason !== 'WaitingForDependents') this.d.events.event(bd, 'Normal', 'WaitingForDependents', message);
     await this.ownWrites.write(name, bd.metadata.resourceVersion, () => this.d.client.updateStatus({ ...bd, status: { ...bd.status, conditions } }));
   }

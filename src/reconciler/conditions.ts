@@ -1,7 +1,6 @@
 /**
  * The status contract's conditions (DESIGN §1): six types, each with observedGeneration and a
- * reason from the fixed list below. Setting a condition keeps lastTransitionTime unless the
- * status changes, so writing the same conditions twice is a no-op.
+ * reason from the fixed list below: the vocabulary. They are written by status.ts alone.
  */
 import type { Condition, ConditionType } from '../../api/v1alpha2/types.ts';
 
@@ -40,21 +39,6 @@ export interface ConditionInput<T extends ConditionType = ConditionType> {
 /** Condition messages are bounded (the CRD caps them at 32768); keep them readable. */
 export function clip(message: string, max = 4000): string {
   return message.length <= max ? message : `${message.slice(0, max - 15)}… (truncated)`;
-}
-
-/** Returns a new list with `input` set; lastTransitionTime changes only with the status. */
-export function setCondition(conditions: readonly Condition[], input: ConditionInput, generation: number, now: Date): Condition[] {
-  const prev = conditions.find((c) => c.type === input.type);
-  const next: Condition = {
-    type: input.type,
-    status: input.status,
-    reason: input.reason,
-    message: clip(input.message),
-    observedGeneration: generation,
-    lastTransitionTime: prev && prev.status === input.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z'),
-  };
-  const rest = conditions.filter((c) => c.type !== input.type);
-  return [...rest, next].sort((a, b) => CONDITION_ORDER.indexOf(a.type) - CONDITION_ORDER.indexOf(b.type));
 }
 
 export function getCondition(conditions: readonly Condition[] | undefined, type: ConditionType): Condition | undefined {

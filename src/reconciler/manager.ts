@@ -112,10 +112,12 @@ export class BundleDeploymentManager {
   private readonly revisionIndex: RevisionIndex;
   /** per BD being reconciled: versions of its objects whose events arrived meanwhile (managed-objects.ts versionOf) */
   private readonly changedDuring = new Map<string, string[]>();
+  /** field managers whose edits count as by hand (taken over by every apply) */
+  private readonly overrideManagers: ReadonlySet<string>;
 
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
-    const overrideManagers = new Set([...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])]);
+    this.overrideManagers = new Set([...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])]);
     this.bds = new Informer<BundleDeployment & KubeObject>({
       client: opts.client,
       type: { apiVersion: API_VERSION, kind: KIND },
@@ -124,31 +126,7 @@ export class BundleDeploymentManager {
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
-    // one handler for the watches of every cluster; a remote target's (`target`) reports only its own BDs' objects
-    const onObjectEvent =
-      (target?: string): OwnerEvent =>
-      (owner, why, version, metadata) => {
-        if (target !== undefined && this.targets.current(owner).key !== target) return;
-        // every shard watches every managed object; one whose BD is not in this process's
-        // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
-        if (!this.bds.getByName(owner)) return;
-        // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
-        // interactive managers' edits are taken over): the apply would find the object unchanged
-        if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
-          log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
-          return;
-        }
-        log.debug({ bd: owner, why }, 'managed object changed');
-        // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
-        if (version !== undefined && this.controller.queue.isProcessing(owner)) {
-          const versions = this.changedDuring.get(owner);
-          if (versions) versions.push(version);
-          else this.changedDuring.set(owner, [version]);
-          return;
-        }
-        this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
-      };
-    this.managed = new ManagedObjects(opts.client, onObjectEvent(), log, opts.clock, opts.healthRules);
+    this.managed = new ManagedObjects(opts.client, this.objectEvents(), log, opts.clock, opts.healthRules);
     this.secrets = new SecretWatch(
       opts.client,
       (bd, secret) => {
@@ -167,15 +145,93 @@ export class BundleDeploymentManager {
       log,
       live: this.managed,
       concurrency: opts.applyConcurrency ?? 8,
-      overrideManagers: [...overrideManagers],
+      overrideManagers: [...this.overrideManagers],
     });
     const identities = new Identities(opts.client, opts.defaultServiceAccount);
+    this.targets = this.newTargets(applier, identities);
+    if (opts.registry)
+      targetMetrics(
+        opts.registry,
+        () => this.bds.list(),
+        () => this.targets.remoteTargets().map((t) => ({ cluster: t.cluster, reachable: !t.down })),
+      );
+    this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log);
+    this.reconciler = new BundleDeploymentReconciler(this.reconcilerDeps(applier, identities));
+    this.controller = this.newController();
+    this.crds = this.newCrdWatch();
+    this.bds.addHandler({ onAdd: (bd) => this.onAdd(bd), onUpdate: (a, b) => this.onUpdate(a, b), onDelete: (bd) => this.onDelete(bd) });
+  }
+
+  private newController(): Controller {
+    const opts = this.opts;
+    return new Controller({
+      name: 'bundledeployment',
+      reconcile: async (key, signal) => {
+        try {
+          return await this.reconciler.reconcile(key, signal);
+        } finally {
+          this.afterReconcile(key);
+        }
+      },
+      workers: opts.workers ?? 16,
+      logger: opts.log,
+      ...(opts.registry ? { registry: opts.registry } : {}),
+      clock: opts.clock,
+    });
+  }
+
+  /** the management cluster's CRDs wake its own BDs; each remote target's CrdWatch wakes its BDs (targets.ts) */
+  private newCrdWatch(): CrdWatch {
+    return new CrdWatch(
+      this.opts.client,
+      (crd) =>
+        this.wakeCrdWaiters(
+          crd,
+          this.bds
+            .list()
+            .map((bd) => bd.metadata.name)
+            .filter((name) => this.targets.current(name) === this.targets.local),
+        ),
+      this.opts.log,
+    );
+  }
+
+  /** one handler for the watches of every cluster; a remote target's (`target`) reports only its own BDs' objects */
+  private objectEvents(target?: string): OwnerEvent {
+    const log = this.opts.log;
+    const overrideManagers = this.overrideManagers;
+    return (owner, why, version, metadata) => {
+      if (target !== undefined && this.targets.current(owner).key !== target) return;
+      // every shard watches every managed object; one whose BD is not in this process's
+      // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
+      if (!this.bds.getByName(owner)) return;
+      // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
+      // interactive managers' edits are taken over): the apply would find the object unchanged
+      if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
+        log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
+        return;
+      }
+      log.debug({ bd: owner, why }, 'managed object changed');
+      // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
+      if (version !== undefined && this.controller.queue.isProcessing(owner)) {
+        const versions = this.changedDuring.get(owner);
+        if (versions) versions.push(version);
+        else this.changedDuring.set(owner, [version]);
+        return;
+      }
+      this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
+    };
+  }
+
+  /** the clusters BDs install into: the local one (this applier, these watches) and remote ones by spec.kubeConfig */
+  private newTargets(applier: Applier, identities: Identities): Targets {
+    const opts = this.opts;
     let management: Promise<ManagementServer | undefined> | undefined;
-    this.targets = new Targets({
+    return new Targets({
       local: { key: LOCAL_TARGET_KEY, cluster: undefined, client: opts.client, identities, applier, managed: this.managed },
       management: identities,
-      log,
-      onObjectEvent,
+      log: opts.log,
+      onObjectEvent: (target) => this.objectEvents(target),
       requeue: (bds) => {
         for (const bd of bds) this.controller.enqueue(bd, OBJECT_CHANGE_PRIORITY);
       },
@@ -185,19 +241,19 @@ export class BundleDeploymentManager {
       ...(opts.allowRestrictedTargets ? { allowRestricted: true } : {}),
       ...(opts.targetConcurrency !== undefined ? { concurrency: opts.targetConcurrency } : {}),
       applyConcurrency: opts.applyConcurrency ?? 8,
-      overrideManagers: [...overrideManagers],
+      overrideManagers: [...this.overrideManagers],
       ...(opts.defaultServiceAccount ? { defaultServiceAccount: opts.defaultServiceAccount } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.userAgent ? { userAgent: opts.userAgent } : {}),
       ...(opts.healthRules ? { healthRules: opts.healthRules } : {}),
     });
-    if (opts.registry)
-      targetMetrics(
-        opts.registry,
-        () => this.bds.list(),
-        () => this.targets.remoteTargets().map((t) => ({ cluster: t.cluster, reachable: !t.down })),
-      );
-    this.reconciler = new BundleDeploymentReconciler({
+  }
+
+  /** the reconciler's stages, as this process wires them */
+  private reconcilerDeps(applier: Applier, identities: Identities): ReconcilerDeps {
+    const opts = this.opts;
+    const log = opts.log;
+    return {
       client: opts.client,
       targets: this.targets,
       log,
@@ -211,12 +267,7 @@ export class BundleDeploymentManager {
       // resolves get their own slots (as many): a resolve never waits behind a long render
       resolves: new Semaphore(opts.maxConcurrentRenders ?? 4),
       identities,
-      revisions: new RevisionStore(
-        opts.client,
-        opts.controllerNamespace,
-        (this.revisionIndex = new RevisionIndex(opts.client, opts.controllerNamespace, LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, log)),
-        opts.maxRevisionBytes,
-      ),
+      revisions: new RevisionStore(opts.client, opts.controllerNamespace, this.revisionIndex, opts.maxRevisionBytes),
       managed: this.managed,
       events: new ApiEventRecorder(opts.client, log),
       getBundleDeployment: (name) => this.bds.getByName(name),
@@ -232,73 +283,47 @@ export class BundleDeploymentManager {
       secrets: {
         takeRotated: (bd) => new Set([...this.secrets.takeRotated(bd), ...[...this.configMaps.takeRotated(bd)].map((k) => `${CONFIGMAP_KEY_PREFIX}${k}`)]),
       },
-    });
-    this.controller = new Controller({
-      name: 'bundledeployment',
-      reconcile: async (key, signal) => {
-        try {
-          return await this.reconciler.reconcile(key, signal);
-        } finally {
-          this.afterReconcile(key);
-        }
-      },
-      workers: opts.workers ?? 16,
-      logger: log,
-      ...(opts.registry ? { registry: opts.registry } : {}),
-      clock: opts.clock,
-    });
-    // the management cluster's CRDs wake its own BDs; each remote target's CrdWatch wakes its BDs (targets.ts)
-    this.crds = new CrdWatch(
-      opts.client,
-      (crd) =>
-        this.wakeCrdWaiters(
-          crd,
-          this.bds
-            .list()
-            .map((bd) => bd.metadata.name)
-            .filter((name) => this.targets.current(name) === this.targets.local),
-        ),
-      log,
-    );
-    this.bds.addHandler({
-      onAdd: (bd) => {
-        // before the reconcile: its managed-object watches must evaluate the checks from the first event
-        this.managed.setProbes(bd.metadata.name, bd.spec.healthChecks);
-        this.trackSecrets(bd);
-        this.controller.enqueue(bd.metadata.name);
-        // a newer member of a lineage takes over: the older ones must learn that they lost
-        this.enqueueLineage(bd);
-        // a dependency that was missing appeared
-        this.enqueueDependents(bd);
-      },
-      onUpdate: (a, b) => {
-        this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
-        this.trackSecrets(b);
-        // not for the event of our own status or finalizer write: that reconcile already saw everything
-        this.reconciler.updateEvent(a, b, () => this.controller.enqueue(b.metadata.name));
-        // a lineage's other members may now win or lose arbitration
-        const moved = lineageOf(a) !== lineageOf(b);
-        if (moved) this.enqueueLineage(a);
-        if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
-        // its dependents decide on its status and metadata (readyExpr reads any of it), also on our own writes of it
-        if (a.metadata.resourceVersion !== b.metadata.resourceVersion) this.enqueueDependents(b);
-        // a dependency it no longer names may be waiting, being deleted, for it to go
-        const still = new Set(dependencyNames(b));
-        for (const dropped of dependencyNames(a)) if (!still.has(dropped)) this.controller.enqueue(dropped);
-      },
-      onDelete: (bd) => {
-        this.reconciler.forget(bd.metadata.name);
-        this.managed.forgetProbes(bd.metadata.name);
-        this.secrets.forget(bd.metadata.name);
-        this.pushes.forget(bd.metadata.name);
-        this.configMaps.forget(bd.metadata.name);
-        this.enqueueLineage(bd);
-        // its dependencies may be waiting, being deleted, for it to go; its dependents now miss it
-        for (const dep of dependencyNames(bd)) this.controller.enqueue(dep);
-        this.enqueueDependents(bd);
-        this.scheduleGc();
-      },
-    });
+    };
+  }
+
+  private onAdd(bd: BundleDeployment): void {
+    // before the reconcile: its managed-object watches must evaluate the checks from the first event
+    this.managed.setProbes(bd.metadata.name, bd.spec.healthChecks);
+    this.trackSecrets(bd);
+    this.controller.enqueue(bd.metadata.name);
+    // a newer member of a lineage takes over: the older ones must learn that they lost
+    this.enqueueLineage(bd);
+    // a dependency that was missing appeared
+    this.enqueueDependents(bd);
+  }
+
+  private onUpdate(a: BundleDeployment, b: BundleDeployment): void {
+    this.managed.setProbes(b.metadata.name, b.spec.healthChecks);
+    this.trackSecrets(b);
+    // not for the event of our own status or finalizer write: that reconcile already saw everything
+    this.reconciler.updateEvent(a, b, () => this.controller.enqueue(b.metadata.name));
+    // a lineage's other members may now win or lose arbitration
+    const moved = lineageOf(a) !== lineageOf(b);
+    if (moved) this.enqueueLineage(a);
+    if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
+    // its dependents decide on its status and metadata (readyExpr reads any of it), also on our own writes of it
+    if (a.metadata.resourceVersion !== b.metadata.resourceVersion) this.enqueueDependents(b);
+    // a dependency it no longer names may be waiting, being deleted, for it to go
+    const still = new Set(dependencyNames(b));
+    for (const dropped of dependencyNames(a)) if (!still.has(dropped)) this.controller.enqueue(dropped);
+  }
+
+  private onDelete(bd: BundleDeployment): void {
+    this.reconciler.forget(bd.metadata.name);
+    this.managed.forgetProbes(bd.metadata.name);
+    this.secrets.forget(bd.metadata.name);
+    this.pushes.forget(bd.metadata.name);
+    this.configMaps.forget(bd.metadata.name);
+    this.enqueueLineage(bd);
+    // its dependencies may be waiting, being deleted, for it to go; its dependents now miss it
+    for (const dep of dependencyNames(bd)) this.controller.enqueue(dep);
+    this.enqueueDependents(bd);
+    this.scheduleGc();
   }
 
   /**

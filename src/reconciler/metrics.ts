@@ -36,33 +36,7 @@ export function hoistMetrics(registry: Registry, bundleDeployments: () => readon
   const existing = created.get(registry);
   if (existing) return existing;
   const registers = [registry];
-  new Gauge({
-    name: 'hoist_bundledeployments',
-    help: 'BundleDeployments by condition type, status and reason',
-    labelNames: ['condition', 'status', 'reason'],
-    registers,
-    collect() {
-      this.reset();
-      for (const bd of bundleDeployments()) {
-        for (const c of bd.status?.conditions ?? []) this.inc({ condition: c.type, status: c.status, reason: c.reason });
-      }
-    },
-  });
-  new Gauge({
-    name: 'hoist_bundledeployments_done',
-    help: 'BundleDeployments whose current generation is installed (Installed=True, Progressing=False, observedGeneration current)',
-    registers,
-    collect() {
-      let n = 0;
-      for (const bd of bundleDeployments()) {
-        const cs = bd.status?.conditions ?? [];
-        const installed = cs.find((c) => c.type === 'Installed')?.status === 'True';
-        const progressing = cs.find((c) => c.type === 'Progressing')?.status !== 'False';
-        if (installed && !progressing && bd.status?.observedGeneration === bd.metadata.generation) n++;
-      }
-      this.set(n);
-    },
-  });
+  registerConditionGauges(registers, bundleDeployments);
   const revisionBytes = new Map<string, number>();
   new Gauge({
     name: 'hoist_revision_store_bytes',
@@ -112,6 +86,37 @@ export function hoistMetrics(registry: Registry, bundleDeployments: () => readon
   };
   created.set(registry, m);
   return m;
+}
+
+/** the gauges read off the cached BundleDeployments at scrape time: by condition, and how many are done */
+function registerConditionGauges(registers: Registry[], bundleDeployments: () => readonly BundleDeployment[]): void {
+  new Gauge({
+    name: 'hoist_bundledeployments',
+    help: 'BundleDeployments by condition type, status and reason',
+    labelNames: ['condition', 'status', 'reason'],
+    registers,
+    collect() {
+      this.reset();
+      for (const bd of bundleDeployments()) {
+        for (const c of bd.status?.conditions ?? []) this.inc({ condition: c.type, status: c.status, reason: c.reason });
+      }
+    },
+  });
+  new Gauge({
+    name: 'hoist_bundledeployments_done',
+    help: 'BundleDeployments whose current generation is installed (Installed=True, Progressing=False, observedGeneration current)',
+    registers,
+    collect() {
+      let n = 0;
+      for (const bd of bundleDeployments()) {
+        const cs = bd.status?.conditions ?? [];
+        const installed = cs.find((c) => c.type === 'Installed')?.status === 'True';
+        const progressing = cs.find((c) => c.type === 'Progressing')?.status !== 'False';
+        if (installed && !progressing && bd.status?.observedGeneration === bd.metadata.generation) n++;
+      }
+      this.set(n);
+    },
+  });
 }
 
 export function recordRevisionBytes(m: HoistMetrics | undefined, bd: string, bytes: number | undefined): void {

@@ -16,7 +16,7 @@ import { contentDigest } from '../processors/content-digest.ts';
 import type { Processor, ValuesFromText } from '../processors/processor.ts';
 import type { DecryptionKeys } from '../processors/sops/age-keys.ts';
 import type { StoreOutcome } from '../sources/cached-fetch.ts';
-import { composeTree } from '../sources/compose-tree.ts';
+import { composeTree, type TreePart } from '../sources/compose-tree.ts';
 import { substituteObjects } from '../processors/post-build/substitute.ts';
 import type { Credentials, Resolved, Source, SourceCA } from '../sources/source.ts';
 import { HoistError } from '../util/errors.ts';
@@ -80,64 +80,11 @@ export interface RenderedBundle {
 export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleInput): Promise<RenderedBundle> {
   const { spec } = input;
   const time = input.time ?? (<T>(_stage: string, p: Promise<T>) => p);
-  const parts = await time(
-    'fetch',
-    Promise.all(
-      spec.sources.map(async (src, i) => {
-        const resolved = input.resolved[i];
-        if (!resolved)
-          throw reconcileError(`source ${i} was not resolved`, ReconcileCode.Internal, { stage: 'fetch', subject: `sources[${i}]`, terminal: false });
-        let served: StoreOutcome | undefined;
-        const credentials = await input.credentials(i);
-        const ca = await input.ca?.(i);
-        const dir = await deps.sourceFor(src.kind).fetch(src, resolved, deps.store, {
-          ...(input.signal ? { signal: input.signal } : {}),
-          ...(credentials ? { credentials } : {}),
-          ...(ca ? { ca } : {}),
-          onStore: (o) => (served = o),
-        });
-        await input.onFetched?.(src.kind, served, dir);
-        return { dir, destination: src.destination };
-      }),
-    ),
-  );
+  const parts = await time('fetch', Promise.all(spec.sources.map((src, i) => fetchSource(deps, input, i))));
   // composed on the store's disk, counted against its budget (--cache-max-size)
   const tree = await composeTree(parts, { signal: input.signal, scratch: () => deps.store.scratch() });
   try {
-    // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
-    const [apiVersions, kubeVersion] =
-      spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);
-    const out = await time(
-      'process',
-      deps
-        .processorFor(spec.format)
-        .render(tree.root, spec.config, {
-          name: input.name,
-          installNamespace: spec.installNamespace,
-          ...(apiVersions ? { apiVersions } : {}),
-          ...(kubeVersion ? { kubeVersion } : {}),
-          ...(input.helmValuesFrom?.length ? { helmValuesFrom: input.helmValuesFrom } : {}),
-          ...(input.decryption ? { decryption: input.decryption } : {}),
-        })
-        .catch((e: unknown) => {
-          throw namedForProcessor(e, spec.format);
-        })
-        // Flux's post-build substitution: per object, after the build, before the digest
-        .then(async (r) =>
-          input.postBuild
-            ? {
-                ...r,
-                objects: await substituteObjects(r.objects, {
-                  variables: input.postBuild.variables,
-                  strategy: input.postBuild.strategy,
-                  installNamespace: spec.installNamespace,
-                  sensitive: r.sensitive,
-                  signal: input.signal,
-                }),
-              }
-            : r,
-        ),
-    );
+    const out = await time('process', processTree(deps, input, tree.root));
     return {
       contentDigest: contentDigest(out.objects),
       objects: await assignNamespaces(out.objects, spec.installNamespace, deps.scopes),
@@ -147,6 +94,55 @@ export async function renderBundle(deps: RenderBundleDeps, input: RenderBundleIn
   } finally {
     await tree.dispose();
   }
+}
+
+/** source `i` landed in the content store (or found there), as the directory it composes from */
+async function fetchSource(deps: RenderBundleDeps, input: RenderBundleInput, i: number): Promise<TreePart> {
+  const src = input.spec.sources[i]!;
+  const resolved = input.resolved[i];
+  if (!resolved) throw reconcileError(`source ${i} was not resolved`, ReconcileCode.Internal, { stage: 'fetch', subject: `sources[${i}]`, terminal: false });
+  let served: StoreOutcome | undefined;
+  const credentials = await input.credentials(i);
+  const ca = await input.ca?.(i);
+  const dir = await deps.sourceFor(src.kind).fetch(src, resolved, deps.store, {
+    ...(input.signal ? { signal: input.signal } : {}),
+    ...(credentials ? { credentials } : {}),
+    ...(ca ? { ca } : {}),
+    onStore: (o) => (served = o),
+  });
+  await input.onFetched?.(src.kind, served, dir);
+  return { dir, destination: src.destination };
+}
+
+/** the composed tree through the format's processor, then Flux's post-build substitution */
+async function processTree(deps: RenderBundleDeps, input: RenderBundleInput, root: string) {
+  const { spec } = input;
+  // helm's .Capabilities and registry-v1's served-API check see the target cluster, not a default
+  const [apiVersions, kubeVersion] =
+    spec.format === 'plain' || !deps.cluster ? [] : await Promise.all([deps.cluster.apiVersions(), deps.cluster.serverVersion()]);
+  const r = await deps
+    .processorFor(spec.format)
+    .render(root, spec.config, {
+      name: input.name,
+      installNamespace: spec.installNamespace,
+      ...(apiVersions ? { apiVersions } : {}),
+      ...(kubeVersion ? { kubeVersion } : {}),
+      ...(input.helmValuesFrom?.length ? { helmValuesFrom: input.helmValuesFrom } : {}),
+      ...(input.decryption ? { decryption: input.decryption } : {}),
+    })
+    .catch((e: unknown) => {
+      throw namedForProcessor(e, spec.format);
+    });
+  // Flux's post-build substitution: per object, after the build, before the digest
+  if (!input.postBuild) return r;
+  const objects = await substituteObjects(r.objects, {
+    variables: input.postBuild.variables,
+    strategy: input.postBuild.strategy,
+    installNamespace: spec.installNamespace,
+    sensitive: r.sensitive,
+    signal: input.signal,
+  });
+  return { ...r, objects };
 }
 
 /** a process failure names the processor (DESIGN §1: stage, subject and which processor) */

@@ -1,32 +1,31 @@
 /**
  * Apply: the rendered revision goes to the cluster. A new revision is stored first (so a crash
- * can always roll back), then applied with server-side apply; objects that left the bundle are
- * pruned only after it applied completely. Re-applying the active revision corrects drift and
- * says what it changed back. Sets Installed; failures go to recover.ts.
+ * can always roll back), then handed to the revision engine (src/apply/revision-engine.ts) once:
+ * its pre hooks, its phases with the gate of phases.ts between them, the prune of what left the
+ * bundle after it applied completely; this step reads the one result back and says what it
+ * means. Re-applying the active revision corrects drift and says what it changed back. Sets
+ * Installed; failures go to recover.ts, a phase waiting to phase-wait.ts.
  */
-import { isCRD } from '../../apply/object-id.ts';
 import { replacedRevisions, revisionNumberFor } from '../../apply/plan.ts';
-import { countChanged, type ObjectResult } from '../../apply/result.ts';
+import { countChanged, type ApplyReport, type ObjectResult } from '../../apply/result.ts';
+import type { RevisionResult } from '../../apply/revision-engine.ts';
 import { revisionSpec } from '../../sources/pin.ts';
 import type { ActiveRevision, Transition } from '../../../api/v1alpha2/types.ts';
-import type { ApplyReport, StepGate } from '../../apply/applier.ts';
-import { asHoistError, CancelledError, HoistError, FailureReason } from '../../util/errors.ts';
-import { clip } from '../conditions.ts';
+import { asHoistError, FailureReason } from '../../util/errors.ts';
 import { recordApplied, recordPruned, recordRevisionBytes } from '../metrics.ts';
 import { keptRevisions, recordRevision, trimHistory } from '../revision-history.ts';
 import type { Rendered } from '../revision-objects.ts';
-import { applyTarget, inventory, watchObjects, type StepContext } from './context.ts';
+import { setInstalledRevision, setRetryingWithBackoff, setRollingOut } from '../status.ts';
+import { applyTarget, inventory, revisionEngine, watchObjects, type StepContext } from './context.ts';
 import { pruneLeftOvers } from './prune.ts';
 import { dependenciesReady } from './dependencies.ts';
 import { decideRevision } from './decide.ts';
-import { assess, firstFive, observeHealth } from './health.ts';
-import { deadlineOf, endTransition, runHooks, transitionOf } from './transition.ts';
+import { observeHealth } from './health.ts';
+import { OBSERVE_WRITES_MS, phaseGate, waitForPhase } from './phase-wait.ts';
+import { endTransition, runHooks, transitionOf } from './transition.ts';
 import { driftNotCorrected, failedBeforeApply, failedRevision } from './recover.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
-
-/** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */
-const OBSERVE_WRITES_MS = 2000;
 
 /** applies the rendered revision; false when the pipeline stops here (held back, failed) */
 export async function applyRevision(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<boolean> {
@@ -34,8 +33,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   // copy is not kept beside the objects; a later apply compresses again
   const prepacked = rendered.packed;
   rendered.packed = undefined;
-  const { d } = ctx;
-  const { status, spec } = s;
+  const { status } = s;
   const active = status.activeRevision;
   const decision = decideRevision({
     generation: s.generation,
@@ -60,87 +58,153 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
   }
   // the spec asks for the active content again (e.g. rolled back by spec): nothing is failing
   if (!isNew) status.attemptedRevision = undefined;
+  const number = await storeRevision(ctx, s, rendered, isNew, prepacked);
+  if (number === undefined) return false;
+  s.revision = { number, isNew };
+  return isNew ? applyNew(ctx, s, rendered, number) : reapplyActive(ctx, s, rendered, number);
+}
+
+/**
+ * Numbers the revision and stores a new one (before anything is applied) while the watches of
+ * its kinds sync; undefined when it is over the size cap (reported as content that fails to
+ * process: the installed revision stays as it is).
+ */
+async function storeRevision(
+  ctx: StepContext,
+  s: ReconcileState,
+  rendered: Rendered,
+  isNew: boolean,
+  prepacked: Rendered['packed'],
+): Promise<number | undefined> {
+  const { d } = ctx;
+  const { status, spec } = s;
+  const active = status.activeRevision;
   const number = isNew || !active ? await revisionNumber(ctx, s, rendered).catch((e: unknown) => storeFailed(s, undefined, e)) : active.number;
   // a new revision stored by an earlier reconcile (a phase waiting for the ones before it, a
   // restart) is neither compressed nor stored again: it passed the size cap when it was stored
   const store = isNew && !d.revisions.isStored(s.name, { number, contentDigest: rendered.contentDigest });
-  // the size cap is checked before the revision is taken or anything is written: a revision over
-  // it is refused like content that fails to process, and the installed revision stays as it is
-  const packed = store
-    ? (prepacked ?? (await d.revisions.pack([...rendered.objects, ...rendered.hooks], rendered.contentDigest).catch((e: unknown) => e as Error)))
-    : undefined;
+  const all = [...rendered.objects, ...rendered.hooks];
+  const packed = store ? (prepacked ?? (await d.revisions.pack(all, rendered.contentDigest).catch((e: unknown) => e as Error))) : undefined;
   if (packed instanceof Error) {
     await failedBeforeApply(ctx, s, packed);
-    return false;
+    return undefined;
   }
-  s.revision = { number, isNew };
-  // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
-  const target = { ...applyTarget(ctx, s.bd, spec, number), ...(isNew ? { crdSafety: spec.upgrade.crdSafety } : {}) };
+  const meta = { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) };
+  const saving = store
+    ? d.revisions.save(s.name, meta, packed ?? all).then(
+        (bytes) => recordRevisionBytes(d.metrics, s.name, bytes),
+        (e: unknown) => storeFailed(s, number, e),
+      )
+    : undefined;
   // independent: the revision is stored (before anything is applied) while the watches sync
-  await s.time(
-    'store+watch',
-    Promise.all([
-      store
-        ? d.revisions
-            .save(
-              s.name,
-              { number, contentDigest: rendered.contentDigest, inputs: rendered.inputs, spec: revisionSpec(spec, status.resolvedSources) },
-              packed ?? [...rendered.objects, ...rendered.hooks],
-            )
-            .then(
-              (bytes) => recordRevisionBytes(d.metrics, s.name, bytes),
-              (e: unknown) => storeFailed(s, number, e),
-            )
-        : undefined,
-      watchObjects(ctx, rendered.objects, s.signal),
-    ]),
-  );
+  await s.time('store+watch', Promise.all([saving, watchObjects(ctx, rendered.objects, s.signal)]));
   if (isNew) ctx.objects.rememberLoaded(s.name, number, rendered);
+  return number;
+}
 
-  // a new revision is a transition: its pre hooks, then its phases, each once the ones before are ready
+/** a new revision is a transition: its pre hooks, then its phases, each once the ones before are ready, then the prune */
+async function applyNew(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): Promise<boolean> {
+  const { status, spec } = s;
   const rev = { number, contentDigest: rendered.contentDigest };
-  const action = active ? 'upgrade' : 'install';
-  let t = isNew && (rendered.hooks.length > 0 || status.transition?.revision === number) ? transitionOf(s, rev, action) : undefined;
-  if (t && rendered.hooks.length > 0) {
-    await d.applier.ensureInstallNamespace(target, rendered.objects, s.signal).catch((e: unknown) => hooksBroke(s, number, e));
-    const failed = await runHooks(ctx, s, t, t.action === 'install' ? 'pre-install' : 'pre-upgrade', rendered.hooks).catch((e: unknown) =>
-      hooksBroke(s, number, e),
-    );
-    if (failed) {
-      await failedRevision(ctx, s, failed, rev, rendered.objects);
+  const action = status.activeRevision ? 'upgrade' : 'install';
+  let t = rendered.hooks.length > 0 || status.transition?.revision === number ? transitionOf(s, rev, action) : undefined;
+  const pre = t && t.action === 'install' ? 'pre-install' : 'pre-upgrade';
+  const under = t;
+  const result = await revisionEngine(ctx).run({
+    // CRD upgrade safety guards new revisions; re-applying an installed one (drift, rollback) is not an upgrade
+    target: { ...applyTarget(ctx, s.bd, spec, number), crdSafety: spec.upgrade.crdSafety },
+    objects: rendered.objects,
+    signal: s.signal,
+    time: s.time,
+    ...(under && rendered.hooks.length > 0 ? { hooks: { inNamespace: true, run: () => runHooks(ctx, s, under, pre, rendered.hooks) } } : {}),
+    gate: phaseGate(ctx, s),
+    settle: (report) => settle(ctx, s, rendered, report),
+    prune: () => pruneReplaced(ctx, s, rendered, number),
+  });
+  switch (result.kind) {
+    case 'hook-failed':
+      await failedRevision(ctx, s, result.error, rev, rendered.objects);
       return false;
-    }
-  }
-
-  try {
-    const report = await s.time('apply', d.applier.apply(target, rendered.objects, { ...(isNew ? { gate: phaseGate(ctx, s) } : {}), signal: s.signal }));
-    if (report.pending) {
+    case 'pending':
       t ??= transitionOf(s, rev, action);
-      return await waitForPhase(ctx, s, t, report.pending, rendered);
-    }
-    s.results = report.results;
-    s.appliedDigest = report.appliedDigest;
-    recordApplied(d.metrics, report.results);
-    status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
-    await watchObjects(ctx, rendered.objects, s.signal);
-    const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
-    if (writes.length) await s.time('observe', d.managed.observedWrites(writes, OBSERVE_WRITES_MS, s.name));
-  } catch (e) {
-    // stopped (shutdown, leadership lost), not failed: whoever reconciles next applies it again
-    if (e instanceof CancelledError) throw e;
-    const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.ApplyFailed, terminal: false });
-    // re-applying the installed revision (drift, resume, restart) failing is drift not corrected, not a failed upgrade
-    if (isNew) await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
-    else await driftNotCorrected(ctx, s, err, rendered.objects);
+      return waitForPhase(ctx, s, t, result.pending, rendered);
+    case 'failed':
+      await newFailed(ctx, s, result, rendered, number);
+      return false;
+  }
+  s.changed = countChanged(s.results ?? []);
+  await promote(ctx, s, rendered, number, t, result.pruned);
+  recordActive(ctx, s, rendered, number);
+  return true;
+}
+
+/** what a stage's failure means for a new revision: hooks and prune retried with backoff, an apply failure recover.ts's */
+async function newFailed(
+  ctx: StepContext,
+  s: ReconcileState,
+  result: Extract<RevisionResult, { kind: 'failed' }>,
+  rendered: Rendered,
+  number: number,
+): Promise<void> {
+  if (result.stage === 'hooks') {
+    // creating, watching or deleting a hook failed for want of an answer: nothing installed was touched
+    const err = asHoistError(result.error, { stage: 'apply', code: ReconcileCode.HookFailed, subject: `revision ${number} hooks`, terminal: false });
+    setRetryingWithBackoff(s, `revision ${number}: running its hooks failed: ${err.describe()}`);
+    throw err;
+  }
+  if (result.stage === 'prune') {
+    s.changed = countChanged(s.results ?? []);
+    // the new revision is applied; what failed is removing what left the bundle: say so, retry
+    const err = asHoistError(result.error, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
+    setInstalledRevision(s, number, rendered.objects.length);
+    setRetryingWithBackoff(s, `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}`);
+    throw err;
+  }
+  const err = asHoistError(result.error, { stage: 'apply', code: ReconcileCode.ApplyFailed, terminal: false });
+  await failedRevision(ctx, s, err, { number, contentDigest: rendered.contentDigest }, rendered.objects);
+}
+
+/** the installed revision again (drift, resume, restart): what a revision abandoned half-way had applied is pruned */
+async function reapplyActive(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): Promise<boolean> {
+  const t = s.status.transition;
+  const abandoned = t && t.revision !== s.status.activeRevision?.number ? t : undefined;
+  const result = await revisionEngine(ctx).run({
+    target: applyTarget(ctx, s.bd, s.spec, number),
+    objects: rendered.objects,
+    signal: s.signal,
+    time: s.time,
+    settle: (report) => settle(ctx, s, rendered, report),
+    ...(abandoned ? { prune: () => pruneAbandoned(ctx, s, rendered, abandoned) } : {}),
+  });
+  if (result.kind === 'failed' && result.stage === 'apply') {
+    // re-applying the installed revision failing is drift not corrected, not a failed upgrade
+    const err = asHoistError(result.error, { stage: 'apply', code: ReconcileCode.ApplyFailed, terminal: false });
+    await driftNotCorrected(ctx, s, err, rendered.objects);
     return false;
   }
-  s.changed = countChanged(s.results);
-  if (isNew) await promote(ctx, s, rendered, number, t);
-  else {
-    driftCorrectedEvent(ctx, s, s.results);
-    await dropAbandoned(ctx, s, rendered);
-  }
+  s.changed = countChanged(s.results ?? []);
+  driftCorrectedEvent(ctx, s, s.results ?? []);
+  if (result.kind === 'failed') throw result.error;
+  if (result.kind === 'applied') s.changed += countChanged(result.pruned);
+  if (abandoned) endTransition(s, 'Failed');
+  recordActive(ctx, s, rendered, number);
+  return true;
+}
 
+/** once every step is written: what was applied goes into the state, and the watches are given the writes to see */
+async function settle(ctx: StepContext, s: ReconcileState, rendered: Rendered, report: ApplyReport): Promise<void> {
+  s.results = report.results;
+  s.appliedDigest = report.appliedDigest;
+  recordApplied(ctx.d.metrics, report.results);
+  s.status.skippedOptional = report.skippedOptional.length ? report.skippedOptional : undefined;
+  await watchObjects(ctx, rendered.objects, s.signal);
+  const writes = report.results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
+  if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS, s.name));
+}
+
+/** the revision applied is the active one: its entry, inventory and Installed */
+function recordActive(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): void {
+  const { status } = s;
   const previous = status.activeRevision?.number === number ? status.activeRevision : undefined;
   status.activeRevision = {
     number,
@@ -151,8 +215,7 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
     ...(s.appliedDigest ? { appliedDigest: s.appliedDigest } : {}),
     inventory: inventory(ctx, s.bd, number, rendered.objects),
   };
-  s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
-  return true;
+  setInstalledRevision(s, number, rendered.objects.length);
 }
 
 /**
@@ -161,31 +224,40 @@ export async function applyRevision(ctx: StepContext, s: ReconcileState, rendere
  */
 async function keepActive(ctx: StepContext, s: ReconcileState, active: ActiveRevision): Promise<void> {
   const objects = await ctx.objects.of(s.name, active);
-  const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, s.spec, active.number), objects, { signal: s.signal });
-  s.changed = countChanged(report.results);
-  driftCorrectedEvent(ctx, s, report.results);
+  const result = await revisionEngine(ctx).run({ target: applyTarget(ctx, s.bd, s.spec, active.number), objects, signal: s.signal });
+  if (result.kind === 'failed') throw result.error;
+  const results = result.kind === 'applied' ? result.report.results : [];
+  s.changed = countChanged(results);
+  driftCorrectedEvent(ctx, s, results);
   await observeHealth(ctx, s, objects);
 }
 
-/** a new revision applied completely: prune what left the bundle, make it the active revision */
-async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number, t: Transition | undefined): Promise<void> {
+/** a new revision's prune: the active revision's objects, and what a revision abandoned half-way (the spec moved on) had applied, that it lacks */
+async function pruneReplaced(ctx: StepContext, s: ReconcileState, rendered: Rendered, number: number): Promise<ObjectResult[]> {
+  const previous = (await Promise.all(replacedRevisions(s.status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
+  return s.time('prune', pruneLeftOvers(ctx, s, previous, rendered.objects, number));
+}
+
+/**
+ * The spec went back to the installed content while a new revision was still being applied phase
+ * by phase: what that revision had applied and the installed one does not have is pruned.
+ */
+async function pruneAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rendered, t: Transition): Promise<ObjectResult[]> {
+  const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
+  return pruneLeftOvers(ctx, s, abandoned, rendered.objects, s.status.activeRevision?.number ?? t.revision);
+}
+
+/** a new revision applied completely and pruned: make it the active revision */
+async function promote(
+  ctx: StepContext,
+  s: ReconcileState,
+  rendered: Rendered,
+  number: number,
+  t: Transition | undefined,
+  pruned: ObjectResult[],
+): Promise<void> {
   const { d } = ctx;
   const { status, spec } = s;
-  // the active revision's objects, and what a revision abandoned half-way through its phases (the spec moved on) had applied
-  const previous = (await Promise.all(replacedRevisions(status, number).map((r) => ctx.objects.of(s.name, r).catch(() => [])))).flat();
-  const pruned = await s.time('prune', pruneLeftOvers(ctx, s, previous, rendered.objects, number)).catch((e: unknown) => {
-    if (e instanceof CancelledError) throw e;
-    // the new revision is applied; what failed is removing what left the bundle: say so, retry
-    const err = asHoistError(e, { stage: 'apply', reason: FailureReason.PruneFailed, code: ReconcileCode.DeleteFailed, terminal: false });
-    s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${number}: ${rendered.objects.length} objects` });
-    s.set({
-      type: 'Progressing',
-      status: 'True',
-      reason: 'Retrying',
-      message: `revision ${number} applied; removing objects that left the bundle failed: ${err.describe()}; retrying with backoff`,
-    });
-    throw err;
-  });
   s.changed += countChanged(pruned);
   recordPruned(d.metrics, pruned);
   const applied = s.results ?? [];
@@ -214,13 +286,9 @@ async function promote(ctx: StepContext, s: ReconcileState, rendered: Rendered, 
     spec.revisionHistoryLimit,
   );
   await s.time('history', d.revisions.prune(s.name, keptRevisions(status)));
-  d.events.event(
-    s.bd,
-    'Normal',
-    'Installed',
-    `revision ${number} (${rendered.contentDigest}) installed: ${summarize(s.results ?? [])}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}${keptCount(pruned)}`,
-  );
-  s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `revision ${number} applied, waiting for it to become healthy` });
+  const summary = `${summarize(applied)}${pruned.length ? `, pruned ${countChanged(pruned)}` : ''}${keptCount(pruned)}`;
+  d.events.event(s.bd, 'Normal', 'Installed', `revision ${number} (${rendered.contentDigest}) installed: ${summary}`);
+  setRollingOut(s, `revision ${number} applied, waiting for it to become healthy`);
 }
 
 /**
@@ -236,7 +304,7 @@ function storeFailed(s: ReconcileState, number: number | undefined, e: unknown):
     subject: number === undefined ? 'revision store' : `revision ${number}`,
     terminal: false,
   });
-  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${what} before its apply: ${err.describe()}; retrying with backoff` });
+  setRetryingWithBackoff(s, `${what} before its apply: ${err.describe()}`);
   throw err;
 }
 
@@ -271,94 +339,4 @@ function summarize(results: readonly ObjectResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
   return [...counts].map(([a, n]) => `${n} ${a}`).join(', ');
-}
-
-/**
- * The spec went back to the installed content while a new revision was still being applied phase
- * by phase: what that revision had applied and the installed one does not have is pruned.
- */
-async function dropAbandoned(ctx: StepContext, s: ReconcileState, rendered: Rendered): Promise<void> {
-  const t = s.status.transition;
-  if (!t || t.revision === s.status.activeRevision?.number) return;
-  const abandoned = await ctx.objects.of(s.name, { number: t.revision, contentDigest: t.contentDigest }).catch(() => []);
-  const pruned = await pruneLeftOvers(ctx, s, abandoned, rendered.objects, s.status.activeRevision?.number ?? t.revision);
-  s.changed += countChanged(pruned);
-  endTransition(s, 'Failed');
-}
-
-/**
- * The gate between the phases of a new revision: once a step's writes are in the watch caches,
- * the next step may go when every object of this one is ready (the health rules of Healthy).
- * CRDs are waited for by the applier (Established and served). PersistentVolumeClaims are not waited for: one of a WaitForFirstConsumer class binds only
- * once a pod of a later phase uses it.
- */
-function phaseGate(ctx: StepContext, s: ReconcileState): StepGate {
-  return async ({ objects, results }) => {
-    const writes = results.flatMap((r) => (r.written ? [{ id: r.id, ...r.written }] : []));
-    if (writes.length) await s.time('observe', ctx.d.managed.observedWrites(writes, OBSERVE_WRITES_MS, s.name));
-    // CRDs: the applier itself waited until they are Established (their watch may lag behind)
-    const { failed, waiting } = assess(
-      ctx,
-      s,
-      objects.filter((o) => o.kind !== 'PersistentVolumeClaim' && !isCRD(o)),
-    );
-    if (failed.length) return { ready: false, waiting: firstFive(failed), failed: true };
-    return waiting.length === 0 ? { ready: true } : { ready: false, waiting: firstFive(waiting) };
-  };
-}
-
-/** a phase waits for the ones before it: say so, and fail the revision once one of them failed or progressDeadline has passed */
-async function waitForPhase(
-  ctx: StepContext,
-  s: ReconcileState,
-  t: Transition,
-  pending: NonNullable<ApplyReport['pending']>,
-  rendered: Rendered,
-): Promise<false> {
-  const { status, spec } = s;
-  t.phase = pending.step;
-  t.waiting = clip(`${pending.after}: ${pending.waiting}`, 4000);
-  const left = deadlineOf(s, t) - s.now().getTime();
-  const what = `revision ${t.revision}: phase ${pending.step} is applied once ${pending.after} is ready`;
-  // an object that failed will not become ready: the revision fails now, not at the deadline
-  if (pending.failed || left <= 0) {
-    const message = pending.failed
-      ? `${what}, and it failed: ${pending.waiting}`
-      : `${what}, and it was not within progressDeadline ${spec.upgrade.progressDeadline}: ${pending.waiting}`;
-    const err = new HoistError(message, {
-      stage: 'observe',
-      code: pending.failed ? ReconcileCode.ObjectFailed : ReconcileCode.ProgressDeadline,
-      subject: `revision ${t.revision}`,
-      terminal: true,
-    });
-    await failedRevision(ctx, s, err, { number: t.revision, contentDigest: t.contentDigest }, rendered.objects);
-    return false;
-  }
-  const active = status.activeRevision;
-  if (active)
-    s.set({
-      type: 'Installed',
-      status: 'True',
-      reason: 'Installed',
-      message: `revision ${active.number}: ${active.objects ?? 0} objects (revision ${t.revision} being applied, phase by phase)`,
-    });
-  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `${what}` });
-  s.set({ type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${what}: ${pending.waiting}` });
-  await observeHealth(ctx, s);
-  s.result = { requeueAfter: left };
-  s.note = `phase ${pending.step} waits for ${pending.after}`;
-  return false;
-}
-
-/** creating, watching or deleting a hook failed for want of an answer: retried with backoff, nothing installed was touched */
-function hooksBroke(s: ReconcileState, number: number, e: unknown): never {
-  if (e instanceof CancelledError) throw e;
-  const err = asHoistError(e, { stage: 'apply', code: ReconcileCode.HookFailed, subject: `revision ${number} hooks`, terminal: false });
-  s.set({
-    type: 'Progressing',
-    status: 'True',
-    reason: 'Retrying',
-    message: `revision ${number}: running its hooks failed: ${err.describe()}; retrying with backoff`,
-  });
-  throw err;
 }

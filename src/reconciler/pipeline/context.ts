@@ -11,6 +11,7 @@ import type { BundleDeployment, Inventory } from '../../../api/v1alpha2/types.ts
 import type { Applier } from '../../apply/applier.ts';
 import { applyTargetOf, type ApplyTarget } from '../../apply/plan.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
+import { RevisionEngine, type RevisionRunner } from '../../apply/revision-engine.ts';
 import type { RevisionStore } from '../../apply/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
@@ -122,6 +123,14 @@ export function clusterClient(ctx: StepContext): KubeClient {
 /** prune's and uninstall's check that an object is the one this process wrote for bd (by uid) */
 export function writtenUid(ctx: StepContext, bd: BundleDeployment): (obj: KubeObject) => string | undefined {
   return (obj) => ctx.d.applier.writtenUid(bd.metadata.name, obj);
+}
+
+/**
+ * The revision engine over this reconcile's applier (the target cluster's): the pipeline hands it
+ * each revision it applies — a new one, the installed one again, a rollback — and reads one result.
+ */
+export function revisionEngine(ctx: StepContext): RevisionRunner {
+  return new RevisionEngine(ctx.d.applier);
 }
 
 /** status.activeRevision.inventory of revision `revision` of bd (the inventory names its revision Secrets when it is truncated) */

@@ -12,6 +12,7 @@ import { cycleThrough } from '../dependency-graph.ts';
 import { dependencyVerdicts, describeWaiting } from '../dependencies.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
+import { setBlocked, setDependencyNotReady, setInstalledActive, setInstalledPending } from '../status.ts';
 
 /** true when a new revision may be applied now; otherwise the conditions say why */
 export function dependenciesReady(ctx: StepContext, s: ReconcileState): boolean {
@@ -28,7 +29,7 @@ export function dependenciesReady(ctx: StepContext, s: ReconcileState): boolean 
     verdicts = dependencyVerdicts(s.bd, refs, lookup);
   } catch (e) {
     if (!isHoistError(e)) throw e;
-    s.set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${e.message}; retried when the spec changes` });
+    setBlocked(s, `${e.message}; retried when the spec changes`);
     installedWhileHeld(s, 'a new revision is blocked: its dependsOn cannot be evaluated');
     s.note = 'dependsOn refused';
     return false;
@@ -39,7 +40,7 @@ export function dependenciesReady(ctx: StepContext, s: ReconcileState): boolean 
 }
 
 function hold(s: ReconcileState, why: string): void {
-  s.set({ type: 'Progressing', status: 'False', reason: 'DependencyNotReady', message: `a new revision is not applied: ${why}` });
+  setDependencyNotReady(s, `a new revision is not applied: ${why}`);
   installedWhileHeld(s, 'a new revision waits for its dependencies');
   s.note = 'waiting for dependencies';
 }
@@ -47,6 +48,6 @@ function hold(s: ReconcileState, why: string): void {
 /** Installed keeps naming the installed revision, or says nothing is installed yet */
 function installedWhileHeld(s: ReconcileState, why: string): void {
   const active = s.status.activeRevision;
-  if (active) s.set({ type: 'Installed', status: 'True', reason: 'Installed', message: `revision ${active.number}: ${active.objects ?? 0} objects (${why})` });
-  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${why}` });
+  if (active) setInstalledActive(s, active, why);
+  else setInstalledPending(s, `nothing installed: ${why}`);
 }

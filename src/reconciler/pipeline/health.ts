@@ -8,6 +8,7 @@ import { podProblems, workloadFailure } from '../../health/pods.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { clusterClient, watchObjects, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
+import { setHealthProgressing, setHealthUnknown, setHealthy, setUnhealthy } from '../status.ts';
 
 /** sets Healthy; true when every object of the active revision is ready */
 export async function observeHealth(ctx: StepContext, s: ReconcileState, objects?: readonly KubeObject[]): Promise<boolean> {
@@ -25,12 +26,12 @@ export interface HealthOutcome {
 export async function observeHealthVerdict(ctx: StepContext, s: ReconcileState, objects?: readonly KubeObject[]): Promise<HealthOutcome> {
   const active = s.status.activeRevision;
   if (!active) {
-    s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'nothing installed' });
+    setHealthUnknown(s, 'nothing installed');
     return { healthy: false };
   }
   const objs = objects ?? (await ctx.objects.of(s.name, active).catch(() => undefined));
   if (!objs) {
-    s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: `revision ${active.number} objects not found in the revision store` });
+    setHealthUnknown(s, `revision ${active.number} objects not found in the revision store`);
     return { healthy: false };
   }
   const managed = ctx.d.managed;
@@ -39,15 +40,15 @@ export async function observeHealthVerdict(ctx: StepContext, s: ReconcileState, 
   await managed.settled();
   const probeError = managed.probeError(s.name);
   if (probeError) {
-    s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: probeError.message });
+    setUnhealthy(s, probeError.message);
     return { healthy: false };
   }
   const { failed, waiting } = assess(ctx, s, objs);
   await explainWorkloads(ctx, s, objs, failed, waiting);
   const more = firstFive;
-  if (failed.length) s.set({ type: 'Healthy', status: 'False', reason: 'Unhealthy', message: `${failed.length} failing: ${more(failed)}` });
-  else if (waiting.length) s.set({ type: 'Healthy', status: 'False', reason: 'Progressing', message: `${waiting.length} not ready: ${more(waiting)}` });
-  else s.set({ type: 'Healthy', status: 'True', reason: 'Healthy', message: `${objs.length} objects ready` });
+  if (failed.length) setUnhealthy(s, `${failed.length} failing: ${more(failed)}`);
+  else if (waiting.length) setHealthProgressing(s, `${waiting.length} not ready: ${more(waiting)}`);
+  else setHealthy(s, `${objs.length} objects ready`);
   return { healthy: failed.length === 0 && waiting.length === 0, ...(failed.length ? { failed: `${failed.length} failing: ${more(failed)}` } : {}) };
 }
 

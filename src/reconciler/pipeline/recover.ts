@@ -4,14 +4,28 @@
  * progressDeadline, `onFailure` decides: Rollback re-applies the last good revision from its
  * stored objects; Hold keeps retrying with backoff; with nothing to roll back to, a terminal
  * failure blocks until the spec changes. The decisions are decide.ts's (pure, table-tested);
- * this module carries them out: conditions, events, the rollback's writes, throw or requeue.
+ * this module carries them out: conditions (status.ts), events, the rollback (handed to the
+ * revision engine as a revision of its own), throw or requeue.
  */
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
-import { asHoistError, CancelledError, HoistError } from '../../util/errors.ts';
+import { asHoistError, type HoistError } from '../../util/errors.ts';
 import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
-import { applyTarget, inventory, type StepContext } from './context.ts';
-import { decideBeforeApply, decideRevisionFailure } from './decide.ts';
+import {
+  setBlocked,
+  setInstalledActive,
+  setInstalledDrifted,
+  setInstalledFailed,
+  setInstalledPending,
+  setInstalledRevision,
+  setRetrying,
+  setRetryingWithBackoff,
+  setRolledBack,
+  setStageFailed,
+  setUnpackedPending,
+} from '../status.ts';
+import { applyTarget, inventory, revisionEngine, type StepContext } from './context.ts';
+import { decideBeforeApply, decideRevisionFailure, type RevisionFailureDecision } from './decide.ts';
 import { observeHealth } from './health.ts';
 import { pruneLeftOvers } from './prune.ts';
 import { endTransition, runHooks, transitionOf } from './transition.ts';
@@ -27,7 +41,7 @@ export async function failedBeforeApply(ctx: StepContext, s: ReconcileState, e: 
     installedNote: `a newer spec failed to ${err.stage}`,
     blockedUntil: `the spec${decision.unblockedBy === 'spec-or-reference' ? ' or a Secret or ConfigMap it references' : ''}`,
   });
-  if (decision.condition === 'Resolved') s.set({ type: 'Unpacked', status: 'Unknown', reason: 'Pending', message: 'waiting for sources to resolve' });
+  if (decision.condition === 'Resolved') setUnpackedPending(s, 'waiting for sources to resolve');
   await observeHealth(ctx, s);
   if (decision.retry) throw err;
   s.note = `${err.stage} failed`;
@@ -45,21 +59,20 @@ export function reportBeforeApply(
   opts: { installedNote: string; blockedUntil: string },
 ): void {
   const message = err.describe();
-  s.set({ type: decision.condition, status: 'False', reason: decision.reason, message });
+  setStageFailed(s, decision.condition, decision.reason, message);
   const active = s.status.activeRevision;
-  if (active)
-    s.set({
-      type: 'Installed',
-      status: 'True',
-      reason: 'Installed',
-      message: `revision ${active.number}: ${active.objects ?? 0} objects (${opts.installedNote})`,
-    });
-  else s.set({ type: 'Installed', status: 'False', reason: 'Pending', message: `nothing installed: ${err.stage} failed` });
-  s.set(
-    decision.retry
-      ? { type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` }
-      : { type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when ${opts.blockedUntil} changes` },
-  );
+  if (active) setInstalledActive(s, active, opts.installedNote);
+  else setInstalledPending(s, `nothing installed: ${err.stage} failed`);
+  if (decision.retry) setRetryingWithBackoff(s, message);
+  else setBlocked(s, `${message}; retried when ${opts.blockedUntil} changes`);
+}
+
+/** a revision that failed and what it failed with, as failedRevision's parts share them */
+interface Failure {
+  err: HoistError;
+  message: string;
+  failed: { number: number; contentDigest: string };
+  failedObjects: readonly KubeObject[];
 }
 
 /**
@@ -74,118 +87,126 @@ export async function failedRevision(
   failedObjects: readonly KubeObject[],
 ): Promise<void> {
   const { spec, status } = s;
-  const active = status.activeRevision;
   const decision = decideRevisionFailure({
     failure: err,
     onFailure: spec.upgrade.onFailure,
     lastGood: lastGoodRevision(status, failed.contentDigest),
-    active: active !== undefined,
+    active: status.activeRevision !== undefined,
     contentDigest: failed.contentDigest,
     attempted: status.attemptedRevision,
     progressDeadlineMs: spec.progressDeadlineMs,
     now: s.now().getTime(),
   });
-  const { reason } = decision;
-  const message = err.describe();
   noteFailure(s, err);
-  status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason, generation: s.generation };
-  if (decision.kind === 'retry-upgrade') {
-    status.attemptedRevision.failingSince = decision.since;
-    s.set({
-      type: 'Installed',
-      status: 'True',
-      reason: 'Installed',
-      message: `revision ${active?.number}: ${active?.objects ?? 0} objects (revision ${failed.number} not applied completely, retrying)`,
-    });
-    s.set({
-      type: 'Progressing',
-      status: 'True',
-      reason: 'Retrying',
-      message: `revision ${failed.number}: ${message}; retrying with backoff, rolled back to revision ${decision.to.number} if still failing ${spec.upgrade.progressDeadline} after ${decision.since}`,
-    });
-    await observeHealth(ctx, s);
-    s.note = 'transient apply failure, retrying';
-    throw err;
-  }
-  if (decision.kind === 'roll-back') {
-    const lastGood = decision.to;
-    endTransition(s, 'Failed');
-    const objects = await ctx.objects.of(s.name, lastGood);
-    // the revision rolled back to runs its rollback hooks, as helm rollback does
-    const hooks = await ctx.objects.hooksOf(s.name, lastGood);
-    const back = hooks.length > 0 ? transitionOf(s, lastGood, 'rollback') : undefined;
-    const preFailed = back ? await runHooks(ctx, s, back, 'pre-rollback', hooks) : undefined;
+  status.attemptedRevision = { number: failed.number, contentDigest: failed.contentDigest, reason: decision.reason, generation: s.generation };
+  const f: Failure = { err, message: err.describe(), failed, failedObjects };
+  if (decision.kind === 'retry-upgrade') return retryUpgrade(ctx, s, f, decision);
+  if (decision.kind === 'roll-back') return rollBack(ctx, s, f, decision);
+  return holdOrBlock(ctx, s, f, decision);
+}
+
+type Decided<K extends RevisionFailureDecision['kind']> = Extract<RevisionFailureDecision, { kind: K }>;
+
+/** a transient failure within progressDeadline: the installed revision stays, the new one is retried */
+async function retryUpgrade(ctx: StepContext, s: ReconcileState, f: Failure, decision: Decided<'retry-upgrade'>): Promise<never> {
+  const active = s.status.activeRevision;
+  s.status.attemptedRevision!.failingSince = decision.since;
+  setInstalledRevision(s, active?.number, active?.objects ?? 0, `revision ${f.failed.number} not applied completely, retrying`);
+  setRetrying(
+    s,
+    `revision ${f.failed.number}: ${f.message}; retrying with backoff, rolled back to revision ${decision.to.number} if still failing ${s.spec.upgrade.progressDeadline} after ${decision.since}`,
+  );
+  await observeHealth(ctx, s);
+  s.note = 'transient apply failure, retrying';
+  throw f.err;
+}
+
+/** re-applies the last good revision through the revision engine (its rollback hooks, as helm rollback runs them) */
+async function rollBack(ctx: StepContext, s: ReconcileState, f: Failure, decision: Decided<'roll-back'>): Promise<void> {
+  const lastGood = decision.to;
+  endTransition(s, 'Failed');
+  const objects = await ctx.objects.of(s.name, lastGood);
+  const hooks = await ctx.objects.hooksOf(s.name, lastGood);
+  const back = hooks.length > 0 ? transitionOf(s, lastGood, 'rollback') : undefined;
+  const preRollback = async () => {
+    const preFailed = await runHooks(ctx, s, back!, 'pre-rollback', hooks);
     if (preFailed) ctx.d.log.warn({ bd: s.name, err: preFailed.message }, 'pre-rollback hook failed; rolling back anyway');
-    try {
-      const report = await ctx.d.applier.apply(applyTarget(ctx, s.bd, spec, lastGood.number), objects, { signal: s.signal });
-      const pruned = !decision.prune ? [] : await pruneLeftOvers(ctx, s, failedObjects, objects, lastGood.number);
-      s.changed = countChanged(report.results) + countChanged(pruned);
-    } catch (e) {
-      if (e instanceof CancelledError) throw e;
-      const rb = asHoistError(e, { stage: 'apply', code: ReconcileCode.RollbackFailed, terminal: false });
-      s.set({
-        type: 'Installed',
-        status: 'False',
-        reason: 'ApplyFailed',
-        message: `${message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}`,
-      });
-      s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `rolling back to revision ${lastGood.number}` });
-      throw rb;
-    }
-    status.attemptedRevision.rolledBackTo = lastGood.number;
-    status.activeRevision = {
-      number: lastGood.number,
-      contentDigest: lastGood.contentDigest,
-      objects: objects.length,
-      appliedAt: s.now().toISOString(),
-      inventory: inventory(ctx, s.bd, lastGood.number, objects),
-    };
-    status.revisions = trimHistory(
-      recordRevision(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), {
-        number: lastGood.number,
-        contentDigest: lastGood.contentDigest,
-        objects: objects.length,
-        phase: 'Active',
-      }),
-      spec.revisionHistoryLimit,
-    );
-    await pruneHistory(ctx, s);
-    if (back) {
-      const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
-      if (postFailed) ctx.d.log.warn({ bd: s.name, err: postFailed.message }, 'post-rollback hook failed');
-      endTransition(s, 'Active');
-    }
-    // refused before any write: the new revision installed nothing, say that rather than "rolled back"
-    if (decision.refused) s.set({ type: 'Installed', status: 'False', reason, message: `${message}; revision ${lastGood.number} stays installed` });
-    else
-      s.set({
-        type: 'Installed',
-        status: 'True',
-        reason: 'Installed',
-        message: `revision ${lastGood.number}: ${objects.length} objects (revision ${failed.number} rolled back)`,
-      });
-    s.set({ type: 'Progressing', status: 'False', reason: 'RolledBack', message: `revision ${failed.number} rolled back to ${lastGood.number}: ${message}` });
-    ctx.d.metrics?.rollbacks.inc({ reason: decision.metric });
-    ctx.d.events.event(s.bd, 'Warning', 'RolledBack', `revision ${failed.number} rolled back to ${lastGood.number}: ${message}`);
-    await observeHealth(ctx, s, objects);
-    s.note = 'rolled back';
-    return;
+    return undefined;
+  };
+  const result = await revisionEngine(ctx).run({
+    target: applyTarget(ctx, s.bd, s.spec, lastGood.number),
+    objects,
+    signal: s.signal,
+    ...(back ? { hooks: { inNamespace: false, run: preRollback } } : {}),
+    ...(decision.prune ? { prune: () => pruneLeftOvers(ctx, s, f.failedObjects, objects, lastGood.number) } : {}),
+  });
+  if (result.kind === 'failed') {
+    // a hook that could not be run (no answer) is retried as it is; the rollback's writes failing is said so
+    if (result.stage === 'hooks') throw result.error;
+    const rb = asHoistError(result.error, { stage: 'apply', code: ReconcileCode.RollbackFailed, terminal: false });
+    setInstalledFailed(s, 'ApplyFailed', `${f.message}; rollback to revision ${lastGood.number} failed too: ${rb.describe()}`);
+    setRetrying(s, `rolling back to revision ${lastGood.number}`);
+    throw rb;
   }
+  if (result.kind === 'applied') s.changed = countChanged(result.report.results) + countChanged(result.pruned);
+  await rolledBack(ctx, s, f, decision, objects);
+  if (back) {
+    const postFailed = await runHooks(ctx, s, back, 'post-rollback', hooks);
+    if (postFailed) ctx.d.log.warn({ bd: s.name, err: postFailed.message }, 'post-rollback hook failed');
+    endTransition(s, 'Active');
+  }
+  rolledBackConditions(ctx, s, f, decision, objects.length);
+  await observeHealth(ctx, s, objects);
+  s.note = 'rolled back';
+}
+
+/** the last good revision is the active one again: status and history say so */
+async function rolledBack(ctx: StepContext, s: ReconcileState, f: Failure, decision: Decided<'roll-back'>, objects: readonly KubeObject[]): Promise<void> {
+  const { status, spec } = s;
+  const lastGood = decision.to;
+  status.attemptedRevision!.rolledBackTo = lastGood.number;
+  status.activeRevision = {
+    number: lastGood.number,
+    contentDigest: lastGood.contentDigest,
+    objects: objects.length,
+    appliedAt: s.now().toISOString(),
+    inventory: inventory(ctx, s.bd, lastGood.number, objects),
+  };
+  const active = { number: lastGood.number, contentDigest: lastGood.contentDigest, objects: objects.length, phase: 'Active' as const };
+  status.revisions = trimHistory(recordRevision(recordRevision(status.revisions, { ...f.failed, phase: 'Failed' }), active), spec.revisionHistoryLimit);
+  await pruneHistory(ctx, s);
+}
+
+function rolledBackConditions(ctx: StepContext, s: ReconcileState, f: Failure, decision: Decided<'roll-back'>, objects: number): void {
+  const lastGood = decision.to;
+  // refused before any write: the new revision installed nothing, say that rather than "rolled back"
+  if (decision.refused) setInstalledFailed(s, decision.reason, `${f.message}; revision ${lastGood.number} stays installed`);
+  else setInstalledRevision(s, lastGood.number, objects, `revision ${f.failed.number} rolled back`);
+  const message = `revision ${f.failed.number} rolled back to ${lastGood.number}: ${f.message}`;
+  setRolledBack(s, message);
+  ctx.d.metrics?.rollbacks.inc({ reason: decision.metric });
+  ctx.d.events.event(s.bd, 'Warning', 'RolledBack', message);
+}
+
+/** nothing to roll back to, or onFailure Hold: the failure stands; blocked until the spec changes, or retried */
+async function holdOrBlock(ctx: StepContext, s: ReconcileState, f: Failure, decision: Decided<'block' | 'retry'>): Promise<void> {
+  const { status, spec } = s;
+  const { reason } = decision;
   // Hold retries the same transition: the hooks that succeeded in it do not run again
   if (decision.kind === 'block') endTransition(s, 'Failed');
-  status.revisions = trimHistory(recordRevision(status.revisions, { ...failed, phase: 'Failed' }), spec.revisionHistoryLimit);
+  status.revisions = trimHistory(recordRevision(status.revisions, { ...f.failed, phase: 'Failed' }), spec.revisionHistoryLimit);
   await pruneHistory(ctx, s);
-  s.set({ type: 'Installed', status: 'False', reason, message });
-  ctx.d.events.event(s.bd, 'Warning', reason, message);
+  setInstalledFailed(s, reason, f.message);
+  ctx.d.events.event(s.bd, 'Warning', reason, f.message);
   await observeHealth(ctx, s);
   if (decision.kind === 'block') {
-    s.set({ type: 'Progressing', status: 'False', reason: 'Blocked', message: `${message}; retried when the spec changes` });
+    setBlocked(s, `${f.message}; retried when the spec changes`);
     s.result = decision.requeueAfterMs !== undefined ? { requeueAfter: decision.requeueAfterMs } : {};
     s.note = 'blocked';
     return;
   }
-  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `${message}; retrying with backoff` });
-  if (decision.by === 'backoff') throw err;
+  setRetryingWithBackoff(s, f.message);
+  if (decision.by === 'backoff') throw f.err;
   // Hold retries a terminal refusal too, through the controller's rate-limited backoff
   s.note = 'held, retrying';
   s.result = { requeue: true };
@@ -203,13 +224,8 @@ export async function driftNotCorrected(ctx: StepContext, s: ReconcileState, err
   const active = s.status.activeRevision;
   const number = active?.number ?? s.revision?.number;
   const message = err.describe();
-  s.set({
-    type: 'Installed',
-    status: 'True',
-    reason: 'Drifted',
-    message: `revision ${number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}`,
-  });
-  s.set({ type: 'Progressing', status: 'True', reason: 'Retrying', message: `correcting drift from revision ${number}: ${message}; retrying with backoff` });
+  setInstalledDrifted(s, `revision ${number}: ${objects.length} objects, not all as installed: correcting drift failed: ${message}`);
+  setRetryingWithBackoff(s, `correcting drift from revision ${number}: ${message}`);
   ctx.d.events.event(s.bd, 'Warning', 'DriftNotCorrected', `revision ${number}: ${message}`);
   await observeHealth(ctx, s, objects);
   s.note = 'drift not corrected';

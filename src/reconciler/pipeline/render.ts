@@ -23,6 +23,7 @@ import { revisionRedactions } from '../redaction.ts';
 import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';
+import { setUnpacked } from '../status.ts';
 
 export async function renderRevision(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const rendered = await renderOrReuse(ctx, s, resolved);
@@ -31,19 +32,59 @@ export async function renderRevision(ctx: StepContext, s: ReconcileState, resolv
   if (secrets.length) ctx.redactions.set(s.name, secrets);
   else ctx.redactions.delete(s.name);
   const hooks = rendered.hooks.length ? ` and ${rendered.hooks.length} hooks` : '';
-  s.set({ type: 'Unpacked', status: 'True', reason: 'Unpacked', message: `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}` });
+  setUnpacked(s, `${rendered.objects.length} objects${hooks}, ${rendered.contentDigest}`);
   s.status.contentDigest = rendered.contentDigest;
   return rendered;
 }
 
+/** what a render reads beyond the spec: re-read on every reconcile, so a changed Secret or ConfigMap is a new input */
+interface RenderReads {
+  valuesFrom: Awaited<ReturnType<typeof readBDValuesFrom>>;
+  postBuild: Awaited<ReturnType<typeof readBDPostBuild>>;
+  decryption: Awaited<ReturnType<typeof readBDDecryption>>;
+}
+
 async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[]): Promise<Rendered> {
   const { d } = ctx;
+  const reads: RenderReads = {
+    valuesFrom: await readBDValuesFrom(ctx, s),
+    postBuild: await readBDPostBuild(ctx, s),
+    decryption: await readBDDecryption(ctx, s),
+  };
+  const inputs = renderInputs(s, resolved, reads);
+  const memo = ctx.objects.renderedWith(s.name, inputs);
+  if (memo) return ctx.objects.placed(s.name, memo);
+  const refused = ctx.objects.refusedWith(s.name, inputs);
+  if (refused) throw refused;
+
+  const reuse = await storedRevision(d.revisions, s.name, inputs);
+  if (reuse)
+    return remember(ctx, s.name, { inputs, contentDigest: reuse.contentDigest, ...split(reuse.objects), ...(reuse.stored ? { stored: reuse.stored } : {}) });
+
+  const out = await d.renders.run(() => render(ctx, s, resolved, reads), s.signal);
+  for (const w of out.warnings) d.log.warn({ bd: s.name, format: s.spec.format }, w);
+  // the size cap is checked on the processor's objects, before they are copied (detached) and
+  // kept: a revision refused for its size costs its render once, and is never held in memory
+  const parts = split(out.objects);
+  const packed = await d.revisions.pack([...parts.objects, ...parts.hooks], out.contentDigest).catch((e: unknown) => e as Error);
+  if (packed instanceof Error) {
+    ctx.objects.rememberRefused(s.name, inputs, packed);
+    throw packed;
+  }
+  return remember(ctx, s.name, {
+    inputs,
+    contentDigest: out.contentDigest,
+    ...split(detached(out.objects)),
+    packed,
+    ...(out.sensitive ? { sensitive: out.sensitive } : {}),
+  });
+}
+
+/** the hash of everything a render depends on: equal inputs, the same revision (memo, stored revision) */
+function renderInputs(s: ReconcileState, resolved: readonly Resolved[], reads: RenderReads): string {
   const { spec } = s;
-  // read on every reconcile: a changed Secret or ConfigMap is a new input, so a new revision
-  const valuesFrom = await readBDValuesFrom(ctx, s);
-  const postBuild = await readBDPostBuild(ctx, s);
-  const decryption = await readBDDecryption(ctx, s);
-  const inputs = hashOf({
+  const { valuesFrom, postBuild, decryption } = reads;
+  return hashOf({
     format: spec.format,
     config: spec.config ?? {},
     installNamespace: spec.installNamespace ?? '',
@@ -60,63 +101,40 @@ async function renderOrReuse(ctx: StepContext, s: ReconcileState, resolved: read
     // a digest of the age identities, never the identities
     ...(decryption ? { decryption: decryptionInput(decryption) } : {}),
   });
-  const memo = ctx.objects.renderedWith(s.name, inputs);
-  if (memo) return ctx.objects.placed(s.name, memo);
-  const refused = ctx.objects.refusedWith(s.name, inputs);
-  if (refused) throw refused;
+}
 
-  const reuse = await storedRevision(d.revisions, s.name, inputs);
-  if (reuse)
-    return remember(ctx, s.name, { inputs, contentDigest: reuse.contentDigest, ...split(reuse.objects), ...(reuse.stored ? { stored: reuse.stored } : {}) });
-
-  const out = await d.renders.run(
-    () =>
-      renderBundle(
-        { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: clusterClient(ctx).discovery, cluster: clusterClient(ctx).discovery },
-        {
-          name: s.name,
-          spec,
-          resolved,
-          helmValuesFrom: valuesFrom,
-          postBuild,
-          decryption,
-          signal: s.signal,
-          time: s.time,
-          // credentials also on a store hit: the source proves this BD's access before serving
-          // content another BD fetched (DESIGN §2); without them it would ask anonymously
-          credentials: (i) => readCredentials(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
-          ca: (i) => readSourceCA(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
-          onFetched: async (kind, served, dir) => {
-            if (!served || !d.metrics) return;
-            d.metrics.fetches.inc({ kind, result: served });
-            // counted off the reconcile's path: a metric need not delay the render
-            const bytes = d.metrics.fetchBytes;
-            if (served === 'downloaded')
-              void treeBytes(dir).then(
-                (n) => bytes.inc({ kind }, n),
-                () => undefined,
-              );
-          },
-        },
-      ),
-    s.signal,
+/** fetch and process (render-bundle.ts), within the renders semaphore */
+function render(ctx: StepContext, s: ReconcileState, resolved: readonly Resolved[], reads: RenderReads): ReturnType<typeof renderBundle> {
+  const { d } = ctx;
+  const { spec } = s;
+  return renderBundle(
+    { store: d.store, sourceFor: d.sourceFor, processorFor: d.processorFor, scopes: clusterClient(ctx).discovery, cluster: clusterClient(ctx).discovery },
+    {
+      name: s.name,
+      spec,
+      resolved,
+      helmValuesFrom: reads.valuesFrom,
+      postBuild: reads.postBuild,
+      decryption: reads.decryption,
+      signal: s.signal,
+      time: s.time,
+      // credentials also on a store hit: the source proves this BD's access before serving
+      // content another BD fetched (DESIGN §2); without them it would ask anonymously
+      credentials: (i) => readCredentials(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
+      ca: (i) => readSourceCA(d.client, d.controllerNamespace, s.bd, spec.sources[i]!, d.identities.defaultServiceAccount),
+      onFetched: async (kind, served, dir) => {
+        if (!served || !d.metrics) return;
+        d.metrics.fetches.inc({ kind, result: served });
+        // counted off the reconcile's path: a metric need not delay the render
+        const bytes = d.metrics.fetchBytes;
+        if (served === 'downloaded')
+          void treeBytes(dir).then(
+            (n) => bytes.inc({ kind }, n),
+            () => undefined,
+          );
+      },
+    },
   );
-  for (const w of out.warnings) d.log.warn({ bd: s.name, format: spec.format }, w);
-  // the size cap is checked on the processor's objects, before they are copied (detached) and
-  // kept: a revision refused for its size costs its render once, and is never held in memory
-  const parts = split(out.objects);
-  const packed = await d.revisions.pack([...parts.objects, ...parts.hooks], out.contentDigest).catch((e: unknown) => e as Error);
-  if (packed instanceof Error) {
-    ctx.objects.rememberRefused(s.name, inputs, packed);
-    throw packed;
-  }
-  return remember(ctx, s.name, {
-    inputs,
-    contentDigest: out.contentDigest,
-    ...split(detached(out.objects)),
-    packed,
-    ...(out.sensitive ? { sensitive: out.sensitive } : {}),
-  });
 }
 
 /**

@@ -13,6 +13,7 @@ import { publicKeysOf } from '../inputs/public-keys.ts';
 import { readSourceCA, rotationKeysOf, verifyKeysRotated } from '../inputs/source-ca.ts';
 import type { StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
+import { setResolved } from '../status.ts';
 
 export async function resolveSources(ctx: StepContext, s: ReconcileState): Promise<Resolved[]> {
   const { d } = ctx;
@@ -65,16 +66,8 @@ export async function resolveSources(ctx: StepContext, s: ReconcileState): Promi
   // image.verify under policy Warn installs unverified content: say so where people look first
   const signature = (v: ResolvedSourceStatus['verification']): string =>
     !v ? '' : v.result === 'Verified' ? ' (signature verified)' : ` (signature NOT verified, policy Warn: ${v.reason ?? 'failed'})`;
-  s.set({
-    type: 'Resolved',
-    status: 'True',
-    reason: 'Resolved',
-    message: resolved
-      .map(
-        (r) =>
-          `${r.status.kind} ${r.status.version ? `${r.status.version} ` : ''}${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`,
-      )
-      .join(', '),
-  });
+  const named = (r: (typeof resolved)[number]) =>
+    `${r.status.kind} ${r.status.version ? `${r.status.version} ` : ''}${r.status.digest ?? r.status.commit ?? r.status.sha256 ?? r.key}${signature(r.status.verification)}`;
+  setResolved(s, resolved.map(named).join(', '));
   return resolved;
 }

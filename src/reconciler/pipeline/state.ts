@@ -6,7 +6,8 @@ import { withDefaults, type DefaultedSpec } from '../../../api/v1alpha2/defaults
 import type { BundleDeployment, BundleDeploymentStatus } from '../../../api/v1alpha2/types.ts';
 import type { ObjectResult } from '../../apply/result.ts';
 import type { ReconcileResult } from '../../kube/controller.ts';
-import { setCondition, type ConditionInput } from '../conditions.ts';
+import type { ConditionInput } from '../conditions.ts';
+import { setCondition } from '../status.ts';
 import type { ReconcileFacts } from '../../notify/transitions.ts';
 
 /** times a stage's promise into the reconcile's timings */

@@ -16,6 +16,7 @@ import { RemoteTarget, unreachable, type Target } from '../targets.ts';
 import type { PipelineManaged, StepContext } from './context.ts';
 import { decideBeforeApply } from './decide.ts';
 import type { ReconcileState } from './state.ts';
+import { setHealthUnknown, setInstalledUnreachable, setProgressingUnreachable } from '../status.ts';
 
 /** the context of a reconcile on `target` */
 export function withTarget(ctx: StepContext, target: Target): StepContext {
@@ -84,14 +85,12 @@ export async function enterTarget(ctx: StepContext, s: ReconcileState): Promise<
 export function reportUnreachable(s: ReconcileState, t: RemoteTarget): void {
   const err = unreachable(t.cluster, t.down?.error ?? 'no response');
   const active = s.status.activeRevision;
-  s.set({
-    type: 'Installed',
-    status: 'Unknown',
-    reason: 'TargetUnreachable',
-    message: active ? `revision ${active.number} was installed; its state is unknown: ${err.message}` : `nothing installed yet: ${err.message}`,
-  });
-  s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: `target cluster ${t.cluster} unreachable` });
-  s.set({ type: 'Progressing', status: 'True', reason: 'TargetUnreachable', message: `${err.message}; retrying with backoff` });
+  setInstalledUnreachable(
+    s,
+    active ? `revision ${active.number} was installed; its state is unknown: ${err.message}` : `nothing installed yet: ${err.message}`,
+  );
+  setHealthUnknown(s, `target cluster ${t.cluster} unreachable`);
+  setProgressingUnreachable(s, `${err.message}; retrying with backoff`);
   s.result = { requeueAfter: t.retryInMs() };
   s.note = `target ${t.cluster} unreachable`;
 }
@@ -104,7 +103,7 @@ function targetFailed(s: ReconcileState, e: unknown): void {
     installedNote: `the target cluster is not known: ${err.stage} failed`,
     blockedUntil: 'the spec or the kubeconfig Secret',
   });
-  s.set({ type: 'Healthy', status: 'Unknown', reason: 'Unknown', message: 'the target cluster is not known' });
+  setHealthUnknown(s, 'the target cluster is not known');
   if (decision.retry) throw err;
   s.note = 'target refused';
 }

@@ -6,7 +6,8 @@
  * applier's, tested against the real API server (test/integration/apply, test/e2e).
  */
 import { LABEL_LINEAGE, LABEL_OWNER_NAME } from '../../../api/v1alpha2/types.ts';
-import type { ApplyReport, ApplyTarget } from '../../../src/apply/applier.ts';
+import type { ApplyTarget } from '../../../src/apply/applier.ts';
+import type { ApplyReport } from '../../../src/apply/result.ts';
 import { objectId } from '../../../src/apply/object-id.ts';
 import type { ObjectResult } from '../../../src/apply/result.ts';
 import { describeObject, type KubeObject } from '../../../src/kube/types.ts';
