@@ -457,7 +457,7 @@ export interface ActiveRevision extends RevisionRef {
   appliedAt?: string;
   /** RFC 3339: when it first became healthy after appliedAt; a revision healthy once is never rolled back by progressDeadline */
   healthyAt?: string;
-  /** the revision's objects (src/reconciler/inventory.ts) */
+  /** the revision's objects (src/revisions/inventory.ts) */
   inventory?: Inventory;
 }
 

@@ -13,6 +13,7 @@
  *                        api, src/util, src/kube/types.ts (type-only imports)
  *   src/sources, src/apply
  *                        the layers above, all of src/kube
+ *   src/revisions        the layers above, src/apply (stored revisions, their history, the objects a reconcile works from)
  *   src/webhook          api, src/util, src/kube (the push receiver; src/cli wires it to the reconciler)
  *   src/notify           the layers above src/reconciler's, but not src/reconciler (notifications; the reconciler hands it records)
  *   src/reconciler       everything below it
@@ -36,11 +37,24 @@ export const LAYERS = {
   'src/health': { allow: ['api', 'src/util', 'src/health'], typeOnly: ['src/kube/types.ts'] },
   'src/sources': { allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources'] },
   'src/apply': { allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/apply'] },
+  'src/revisions': { allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/apply', 'src/revisions'] },
   'src/notify': {
-    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/notify'],
+    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/revisions', 'src/notify'],
   },
   'src/reconciler': {
-    allow: ['api', 'src/util', 'src/kube', 'src/cache', 'src/processors', 'src/health', 'src/sources', 'src/apply', 'src/notify', 'src/reconciler'],
+    allow: [
+      'api',
+      'src/util',
+      'src/kube',
+      'src/cache',
+      'src/processors',
+      'src/health',
+      'src/sources',
+      'src/apply',
+      'src/revisions',
+      'src/notify',
+      'src/reconciler',
+    ],
   },
   'src/webhook': { allow: ['api', 'src/util', 'src/kube', 'src/webhook'] },
   'src/cli': { allow: ['api', 'src', 'bin'] },

@@ -30,11 +30,11 @@ import {
   replacedRevisions,
   revisionNumberFor,
   takeOverScope,
+  type NumberedRevision,
   type Planned,
 } from './plan.ts';
 import { planPrune, staleObjects, type PruneDecision } from './prune.ts';
 import { KEPT_MANAGER } from './retention.ts';
-import type { RevisionStore } from './revision-store.ts';
 import { ApplyCode } from './errors.ts';
 
 export type ObjectPreview = {
@@ -80,13 +80,19 @@ export interface RevisionPreview {
   skippedOptional: string[];
 }
 
+/** what the preview reads of the stored revisions; the revision store (a layer above) satisfies it */
+export interface StoredRevisions {
+  list(bdName: string): Promise<NumberedRevision[]>;
+  load(bdName: string, rev: NumberedRevision): Promise<KubeObject[] | undefined>;
+}
+
 export interface PreviewDeps {
   /** the controller's view: discovery */
   client: KubeClient;
   /** who acts for the BundleDeployment (its ServiceAccount, impersonated): every read and dry-run */
   actor: KubeClient;
-  /** the controller's revision store: numbering and what the active revision holds */
-  revisions: Pick<RevisionStore, 'list' | 'load'>;
+  /** the controller's revision store (src/revisions/revision-store.ts): numbering and what the active revision holds */
+  revisions: StoredRevisions;
   /** the controller's --override-manager names (default DEFAULT_OVERRIDE_MANAGERS) */
   overrideManagers?: readonly string[];
   concurrency?: number;

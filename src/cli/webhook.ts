@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KubeClient } from '../kube/types.ts';
-import type { PushNotices } from '../reconciler/push-notices.ts';
+import type { PushNotices } from '../reconciler/routing/push-notices.ts';
 import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions } from '../webhook/receiver.ts';
 import { WebhookSecrets } from '../webhook/webhook-secrets.ts';
 

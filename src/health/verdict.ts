@@ -3,7 +3,7 @@
  * judges an object, and its verdict. Precedence, highest first:
  *
  * 1. a BundleDeployment's `spec.healthChecks` that select the object (decided by the caller, which
- *    times them: src/reconciler/watches/managed-objects.ts; `checkedVerdict` below);
+ *    times them: src/reconciler/routing/managed-objects.ts; `checkedVerdict` below);
  * 2. the cluster-wide rules (`hoist run --health-rules`), in file order;
  * 3. the shipped library (rules/library/);
  * 4. kstatus's readiness (readiness.ts).

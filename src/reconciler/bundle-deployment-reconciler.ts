@@ -39,7 +39,7 @@ import { renderRevision } from './pipeline/render.ts';
 import { resolveSources } from './pipeline/resolve.ts';
 import { rollOut } from './pipeline/rollout.ts';
 import { newState, type ReconcileState } from './pipeline/state.ts';
-import { RevisionObjects } from './revision-objects.ts';
+import { RevisionObjects } from '../revisions/revision-objects.ts';
 import { transitionsOf } from '../notify/transitions.ts';
 import { decideStatusWrite } from './status-writes.ts';
 import { redactConditions, redactingEvents } from './redaction.ts';

@@ -8,7 +8,7 @@ import type { KeptObject } from '../../api/v1alpha2/types.ts';
 import { objectId } from '../apply/object-id.ts';
 import type { ObjectResult } from '../apply/result.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { inventoryEntry } from './inventory.ts';
+import { inventoryEntry } from '../revisions/inventory.ts';
 
 /** the CRD's maxItems: the newest entries stay */
 export const MAX_KEPT_OBJECTS = 100;

@@ -10,37 +10,35 @@ import type { Registry } from 'prom-client';
 import { API_VERSION, KIND, lineageOf, type BundleDeployment } from '../../api/v1alpha2/types.ts';
 import { Applier } from '../apply/applier.ts';
 import { HookRunner } from '../apply/hooks.ts';
-import { RevisionIndex } from '../apply/revision-index.ts';
-import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../apply/revision-store.ts';
+import { RevisionIndex } from '../revisions/revision-index.ts';
+import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../revisions/revision-store.ts';
 import { Controller } from '../kube/controller.ts';
 import { Informer } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { BundleDeploymentReconciler, type ReconcilerDeps } from './bundle-deployment-reconciler.ts';
-import { CrdWatch } from './watches/crd-watch.ts';
+import { CrdWatch } from './routing/crd-watch.ts';
 import { ApiEventRecorder } from './events.ts';
 import { Identities } from './identity.ts';
-import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
+import { ManagedObjects, type OwnerEvent } from './routing/managed-objects.ts';
 import { hoistMetrics, targetMetrics, type HoistMetrics } from './metrics.ts';
 import { LOCAL_TARGET_KEY, Targets } from './targets.ts';
-import { kubeConfigSecretOf } from './inputs/kubeconfig.ts';
 import { managementServer, type ManagementServer } from '../kube/target-guard.ts';
 import type { HealthRules } from '../health/rules/rule-set.ts';
-import { SecretWatch } from './watches/secret-watch.ts';
-import { valuesFromObjects } from './inputs/values-from.ts';
-import { substituteFromObjects } from './inputs/post-build.ts';
-import { decryptionSecretKey } from './inputs/decryption-keys.ts';
-import { PushNotices } from './push-notices.ts';
-import { CONFIGMAP_KEY_PREFIX, referencedObjects } from './inputs/source-ca.ts';
-
-const LINEAGE_INDEX = 'lineage';
-/**
- * The work-queue priority of a BD whose managed objects changed (health, drift, deletion): its
- * follow-up goes before first reconciles of BDs not looked at yet, so in a wave of installs each
- * BD is done soon after its objects are ready, not after every other BD's first reconcile.
- */
-export const OBJECT_CHANGE_PRIORITY = 10;
-/** BD name → the BDs whose spec.dependsOn names it */
-const DEPENDS_ON_INDEX = 'dependsOn';
+import { SecretWatch } from './routing/secret-watch.ts';
+import { PushNotices } from './routing/push-notices.ts';
+import { CONFIGMAP_KEY_PREFIX } from './inputs/source-ca.ts';
+import {
+  dependencyNames,
+  DEPENDS_ON_INDEX,
+  LINEAGE_INDEX,
+  requeuedOnAdd,
+  requeuedOnDelete,
+  requeuedOnUpdate,
+  type BundleDeploymentIndexes,
+} from './routing/bundle-deployments.ts';
+import { waitsForCrd } from './routing/crd-waiters.ts';
+import { changedByOthers, OBJECT_CHANGE_PRIORITY, routeObjectEvent, type ObjectEventView } from './routing/object-events.ts';
+import { referencedObjectsOf } from './routing/referenced-objects.ts';
 
 export interface ManagerOptions extends Pick<ReconcilerDeps, 'client' | 'log' | 'controllerNamespace' | 'store' | 'sourceFor' | 'processorFor'> {
   /** concurrent reconciles (default 16): most of a reconcile is waiting on the API server */
@@ -199,26 +197,24 @@ export class BundleDeploymentManager {
   /** one handler for the watches of every cluster; a remote target's (`target`) reports only its own BDs' objects */
   private objectEvents(target?: string): OwnerEvent {
     const log = this.opts.log;
-    const overrideManagers = this.overrideManagers;
+    const view: ObjectEventView = {
+      targetOf: (owner) => this.targets.current(owner).key,
+      known: (owner) => this.bds.getByName(owner) !== undefined,
+      ignoresMetadata: (owner, metadata) => this.reconciler.ignoresMetadata(owner, metadata.id, metadata),
+      processing: (owner) => this.controller.queue.isProcessing(owner),
+      overrideManagers: this.overrideManagers,
+    };
     return (owner, why, version, metadata) => {
-      if (target !== undefined && this.targets.current(owner).key !== target) return;
-      // every shard watches every managed object; one whose BD is not in this process's
-      // BundleDeployment cache is another shard's (or its BD is gone): nothing to look at here
-      if (!this.bds.getByName(owner)) return;
-      // labels or annotations neither the bundle nor Hoist sets, changed by a controller (not by hand:
-      // interactive managers' edits are taken over): the apply would find the object unchanged
-      if (metadata && !metadata.newManagers.some((m) => overrideManagers.has(m)) && this.reconciler.ignoresMetadata(owner, metadata.id, metadata)) {
-        log.debug({ bd: owner, why, labels: metadata.labels, annotations: metadata.annotations }, 'managed object changed: only metadata Hoist does not set');
-        return;
-      }
-      log.debug({ bd: owner, why }, 'managed object changed');
-      // during its reconcile: decided when it ends (the reconcile's own writes need no second look)
-      if (version !== undefined && this.controller.queue.isProcessing(owner)) {
+      const route = routeObjectEvent(target, { owner, version, metadata }, view);
+      if (route === 'foreign-metadata')
+        log.debug({ bd: owner, why, labels: metadata?.labels, annotations: metadata?.annotations }, 'managed object changed: only metadata Hoist does not set');
+      if (route === 'during-reconcile' && version !== undefined) {
         const versions = this.changedDuring.get(owner);
         if (versions) versions.push(version);
         else this.changedDuring.set(owner, [version]);
-        return;
       }
+      if (route !== 'requeue') return;
+      log.debug({ bd: owner, why }, 'managed object changed');
       this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
     };
   }
@@ -286,15 +282,18 @@ export class BundleDeploymentManager {
     };
   }
 
+  /** the BundleDeployment informer's indexes, for the map functions of routing/bundle-deployments.ts */
+  private readonly indexes: BundleDeploymentIndexes = {
+    lineageMembers: (lineage) => this.bds.byIndex(LINEAGE_INDEX, lineage).map((bd) => bd.metadata.name),
+    dependentsOf: (name) => this.bds.byIndex(DEPENDS_ON_INDEX, name).map((bd) => bd.metadata.name),
+  };
+
   private onAdd(bd: BundleDeployment): void {
     // before the reconcile: its managed-object watches must evaluate the checks from the first event
     this.managed.setProbes(bd.metadata.name, bd.spec.healthChecks);
     this.trackSecrets(bd);
     this.controller.enqueue(bd.metadata.name);
-    // a newer member of a lineage takes over: the older ones must learn that they lost
-    this.enqueueLineage(bd);
-    // a dependency that was missing appeared
-    this.enqueueDependents(bd);
+    this.enqueueAll(requeuedOnAdd(bd, this.indexes));
   }
 
   private onUpdate(a: BundleDeployment, b: BundleDeployment): void {
@@ -302,15 +301,7 @@ export class BundleDeploymentManager {
     this.trackSecrets(b);
     // not for the event of our own status or finalizer write: that reconcile already saw everything
     this.reconciler.updateEvent(a, b, () => this.controller.enqueue(b.metadata.name));
-    // a lineage's other members may now win or lose arbitration
-    const moved = lineageOf(a) !== lineageOf(b);
-    if (moved) this.enqueueLineage(a);
-    if (moved || a.spec.paused !== b.spec.paused || a.metadata.deletionTimestamp !== b.metadata.deletionTimestamp) this.enqueueLineage(b);
-    // its dependents decide on its status and metadata (readyExpr reads any of it), also on our own writes of it
-    if (a.metadata.resourceVersion !== b.metadata.resourceVersion) this.enqueueDependents(b);
-    // a dependency it no longer names may be waiting, being deleted, for it to go
-    const still = new Set(dependencyNames(b));
-    for (const dropped of dependencyNames(a)) if (!still.has(dropped)) this.controller.enqueue(dropped);
+    this.enqueueAll(requeuedOnUpdate(a, b, this.indexes));
   }
 
   private onDelete(bd: BundleDeployment): void {
@@ -319,11 +310,12 @@ export class BundleDeploymentManager {
     this.secrets.forget(bd.metadata.name);
     this.pushes.forget(bd.metadata.name);
     this.configMaps.forget(bd.metadata.name);
-    this.enqueueLineage(bd);
-    // its dependencies may be waiting, being deleted, for it to go; its dependents now miss it
-    for (const dep of dependencyNames(bd)) this.controller.enqueue(dep);
-    this.enqueueDependents(bd);
+    this.enqueueAll(requeuedOnDelete(bd, this.indexes));
     this.scheduleGc();
+  }
+
+  private enqueueAll(names: readonly string[]): void {
+    for (const name of names) this.controller.enqueue(name);
   }
 
   /**
@@ -413,59 +405,22 @@ export class BundleDeploymentManager {
   private wakeCrdWaiters(crd: string, names: readonly string[], cluster?: string): void {
     for (const name of names) {
       const bd = this.bds.getByName(name);
-      const progressing = bd?.status?.conditions?.find((c) => c.type === 'Progressing')?.reason;
-      if (bd && (bd.status?.skippedOptional?.length || progressing === 'Retrying' || progressing === 'Blocked')) {
-        this.opts.log.debug({ bd: name, crd, ...(cluster ? { target: cluster } : {}) }, 'CRD established: looking again');
-        this.controller.enqueue(name);
-      }
+      if (!bd || !waitsForCrd(bd)) continue;
+      this.opts.log.debug({ bd: name, crd, ...(cluster ? { target: cluster } : {}) }, 'CRD established: looking again');
+      this.controller.enqueue(name);
     }
   }
 
   private trackSecrets(bd: BundleDeployment): void {
-    const refs = [
-      ...bd.spec.sources.map((s) => referencedObjects(bd, s, this.opts.controllerNamespace, this.opts.defaultServiceAccount)),
-      // a changed values Secret or ConfigMap re-queues the BD, whose render reads it again
-      valuesFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
-      // and so does a changed postBuild.substituteFrom object
-      substituteFromObjects(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount),
-      // so does a changed spec.decryption Secret (new keys: rendered again)
-      { secrets: [decryptionSecretKey(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount)].flatMap((k) => k ?? []), configMaps: [] },
-    ];
-    const kubeconfig = kubeConfigSecretOf(bd);
-    this.secrets.track(bd.metadata.name, [...refs.flatMap((r) => r.secrets), ...(kubeconfig ? [kubeconfig] : [])]);
-    this.configMaps.track(
-      bd.metadata.name,
-      refs.flatMap((r) => r.configMaps),
-    );
+    const refs = referencedObjectsOf(bd, this.opts.controllerNamespace, this.opts.defaultServiceAccount);
+    this.secrets.track(bd.metadata.name, refs.secrets);
+    this.configMaps.track(bd.metadata.name, refs.configMaps);
   }
 
-  /**
-   * Object events that arrived while the BD was reconciled: those of the reconcile's own writes,
-   * which it waited to see before it read health, told it nothing new; any other (another
-   * controller's status update, a hand edit) reconciles it again, before fresh work.
-   */
+  /** object events that arrived while the BD was reconciled: again, before fresh work, unless all were its own writes */
   private afterReconcile(name: string): void {
-    const versions = this.changedDuring.get(name);
+    const arrived = this.changedDuring.get(name);
     this.changedDuring.delete(name);
-    const own = this.managed.takeSeenWrites(name);
-    if (versions?.some((v) => !own?.has(v))) this.controller.enqueue(name, OBJECT_CHANGE_PRIORITY);
+    if (changedByOthers(arrived, this.managed.takeSeenWrites(name))) this.controller.enqueue(name, OBJECT_CHANGE_PRIORITY);
   }
-
-  /** the BDs whose dependsOn names bd, from the index: re-evaluated on its change, no polling */
-  private enqueueDependents(bd: BundleDeployment): void {
-    for (const dependent of this.bds.byIndex(DEPENDS_ON_INDEX, bd.metadata.name)) this.controller.enqueue(dependent.metadata.name);
-  }
-
-  /**
-   * the other members of bd's lineage; not bd itself: every caller has queued it already (or it
-   * is gone), and queuing it again while its reconcile runs would run that reconcile twice
-   */
-  private enqueueLineage(bd: BundleDeployment): void {
-    const lineage = lineageOf(bd);
-    for (const other of this.bds.byIndex(LINEAGE_INDEX, lineage)) if (other.metadata.name !== bd.metadata.name) this.controller.enqueue(other.metadata.name);
-  }
-}
-
-function dependencyNames(bd: BundleDeployment): string[] {
-  return (bd.spec.dependsOn ?? []).map((d) => d.name);
 }

@@ -32,8 +32,8 @@ import { HoistError } from '../util/errors.ts';
 import { ReconcileCode, reconcileError } from './errors.ts';
 import { Identities } from './identity.ts';
 import { kubeConfigSecretOf, readKubeconfig } from './inputs/kubeconfig.ts';
-import { CrdWatch } from './watches/crd-watch.ts';
-import { ManagedObjects, type OwnerEvent } from './watches/managed-objects.ts';
+import { CrdWatch } from './routing/crd-watch.ts';
+import { ManagedObjects, type OwnerEvent } from './routing/managed-objects.ts';
 import type { HealthRules } from '../health/rules/rule-set.ts';
 
 /** where one BD's objects go and who acts there */

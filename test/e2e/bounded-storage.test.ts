@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/revisions/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { MIN_STATUS_WRITE_INTERVAL_MS } from '../../src/reconciler/status-writes.ts';
 import { cond, isDone } from '../support/controller.ts';

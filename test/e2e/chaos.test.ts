@@ -32,7 +32,7 @@ import { pino } from 'pino';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND, LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
-import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/revisions/revision-store.ts';
 import { installCRD } from '../../src/cli/controller.ts';
 import { startControlPlane, type ControlPlane } from '../../src/devcluster/control-plane.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION_REVISION, API_VERSION, KIND, LABEL_LINEAGE, LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
-import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import { LABEL_REVISION, LABEL_REVISION_OF } from '../../src/revisions/revision-store.ts';
 import { installCRD } from '../../src/cli/controller.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../src/kube/client.ts';
 import type { KubeObject } from '../../src/kube/types.ts';

@@ -6,7 +6,7 @@
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import type { BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
-import { LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import { LABEL_REVISION_OF } from '../../src/revisions/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, cond, isDone } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';

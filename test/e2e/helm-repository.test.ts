@@ -23,7 +23,7 @@ import {
   type HelmSource,
 } from '../../api/v1alpha2/types.ts';
 import { previewBundle } from '../../src/cli/render.ts';
-import { RevisionStore } from '../../src/apply/revision-store.ts';
+import { RevisionStore } from '../../src/revisions/revision-store.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { BD_TYPE, cond, describeStatus, isDone, startTestController, type TestController } from '../support/controller.ts';
 import { until } from '../support/e2e-bundles.ts';

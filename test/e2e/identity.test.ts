@@ -12,7 +12,7 @@ import { rm } from 'node:fs/promises';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, LABEL_LINEAGE, LABEL_OWNER_NAME, type BundleDeployment } from '../../api/v1alpha2/types.ts';
-import { LABEL_REVISION_OF } from '../../src/apply/revision-store.ts';
+import { LABEL_REVISION_OF } from '../../src/revisions/revision-store.ts';
 import { startController } from '../../src/cli/controller.ts';
 import type { KubeObject } from '../../src/kube/types.ts';
 import { AuditReader, type AuditEvent } from '../support/audit.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
-import { RevisionStore } from '../../src/apply/revision-store.ts';
+import { RevisionStore } from '../../src/revisions/revision-store.ts';
 import { previewBundle } from '../../src/cli/render.ts';
 import { toolPath } from '../../src/devcluster/tools.ts';
 import type { KubeObject } from '../../src/kube/types.ts';

@@ -9,7 +9,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, KIND, type BundleDeployment, type BundleDeploymentSpec } from '../../api/v1alpha2/types.ts';
-import { RevisionStore } from '../../src/apply/revision-store.ts';
+import { RevisionStore } from '../../src/revisions/revision-store.ts';
 import { previewBundle } from '../../src/cli/render.ts';
 import { cond } from '../support/controller.ts';
 import { controllerWithFiles } from '../support/controller-fixture.ts';

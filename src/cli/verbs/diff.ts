@@ -16,7 +16,7 @@ import { parseAllDocuments } from 'yaml';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import { DEFAULT_OVERRIDE_MANAGERS as DEFAULT_OVERRIDES } from '../../apply/field-managers.ts';
 import { previewRevision } from '../../apply/preview.ts';
-import { RevisionStore } from '../../apply/revision-store.ts';
+import { RevisionStore } from '../../revisions/revision-store.ts';
 import { Identities } from '../../reconciler/identity.ts';
 import { parseCapabilityFlags } from '../capabilities.ts';
 import { previewBundle } from '../render.ts';

@@ -6,7 +6,7 @@
  */
 import { stringify } from 'yaml';
 import type { BundleDeploymentStatus, HookRun, RevisionStatus, SourceSpec } from '../../../api/v1alpha2/types.ts';
-import { RevisionStore, type RevisionRecord } from '../../apply/revision-store.ts';
+import { RevisionStore, type RevisionRecord } from '../../revisions/revision-store.ts';
 import { age, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, table, UsageError, type Io } from './common.ts';
 
 export const HISTORY_HELP = `usage: hoist history NAME [-o yaml|json] [-n controller-namespace] [--kubeconfig file]

@@ -12,7 +12,7 @@ import { LABEL_OWNER_NAME } from '../../../api/v1alpha2/types.ts';
 import { splitHooks } from '../../apply/hooks.ts';
 import { groupOf } from '../../apply/object-id.ts';
 import { PHASES, phaseOf, waveOf } from '../../apply/phases.ts';
-import { RevisionStore } from '../../apply/revision-store.ts';
+import { RevisionStore } from '../../revisions/revision-store.ts';
 import { podProblems } from '../../health/pods.ts';
 import { compileHealthChecks, runChecks } from '../../health/probes.ts';
 import { verdictAt } from '../../health/readiness.ts';

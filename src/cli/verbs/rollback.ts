@@ -8,7 +8,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
-import { RevisionStore, type RevisionSpec } from '../../apply/revision-store.ts';
+import { RevisionStore, type RevisionSpec } from '../../revisions/revision-store.ts';
 import { BD_TYPE, connect, CONNECTION_OPTIONS, EXIT_OK, NAMESPACE_OPTION, oneName, parse, readBD, runVerb, UsageError, type Io } from './common.ts';
 
 export const ROLLBACK_HELP = `usage: hoist rollback NAME --to REVISION [-n controller-namespace] [--kubeconfig file]

@@ -12,19 +12,19 @@ import type { Applier } from '../../apply/applier.ts';
 import { applyTargetOf, type ApplyTarget } from '../../apply/plan.ts';
 import type { HookRunner } from '../../apply/hooks.ts';
 import { RevisionEngine, type RevisionRunner } from '../../apply/revision-engine.ts';
-import type { RevisionStore } from '../../apply/revision-store.ts';
+import type { RevisionStore } from '../../revisions/revision-store.ts';
 import type { ContentStore } from '../../cache/content-store.ts';
 import type { KubeClient, KubeObject, TypeRef } from '../../kube/types.ts';
 import type { Processor } from '../../processors/processor.ts';
 import type { Source } from '../../sources/source.ts';
 import type { EventRecorder } from '../events.ts';
 import type { Identities } from '../identity.ts';
-import type { ManagedObjects } from '../watches/managed-objects.ts';
-import { inventoryOf, revisionSecretsOf } from '../inventory.ts';
+import type { ManagedObjects } from '../routing/managed-objects.ts';
+import { inventoryOf, revisionSecretsOf } from '../../revisions/inventory.ts';
 import type { HoistMetrics } from '../metrics.ts';
-import type { RevisionObjects } from '../revision-objects.ts';
-import type { PushNotices } from '../push-notices.ts';
-import type { SecretWatch } from '../watches/secret-watch.ts';
+import type { RevisionObjects } from '../../revisions/revision-objects.ts';
+import type { PushNotices } from '../routing/push-notices.ts';
+import type { SecretWatch } from '../routing/secret-watch.ts';
 import type { Targets } from '../targets.ts';
 import type { TransitionRecord } from '../../notify/transitions.ts';
 
@@ -37,7 +37,7 @@ import type { TransitionRecord } from '../../notify/transitions.ts';
 export type PipelineApplier = Pick<Applier, 'apply' | 'ensureInstallNamespace' | 'writtenUid' | 'forget'>;
 /** the Helm hook runner (src/apply/hooks.ts) */
 export type PipelineHooks = Pick<HookRunner, 'run'>;
-/** the revision Secrets (src/apply/revision-store.ts) */
+/** the revision Secrets (src/revisions/revision-store.ts) */
 export type PipelineRevisions = Pick<RevisionStore, 'pack' | 'save' | 'isStored' | 'list' | 'findByInputs' | 'load' | 'prune'>;
 /** the managed-object watches: health, health-check verdicts, observed writes (managed-objects.ts) */
 export type PipelineManaged = Pick<ManagedObjects, 'watch' | 'setProbes' | 'settled' | 'probeError' | 'health' | 'checkVerdicts' | 'observedWrites'>;

@@ -15,7 +15,7 @@ import { assess, firstFive, observeHealth } from './health.ts';
 import { failedRevision } from './recover.ts';
 import { deadlineOf } from './transition.ts';
 import type { ReconcileState } from './state.ts';
-import type { Rendered } from '../revision-objects.ts';
+import type { Rendered } from '../../revisions/revision-objects.ts';
 import { ReconcileCode } from '../errors.ts';
 
 /** how long health waits for the watches to deliver the apply's writes (usually milliseconds) */

@@ -10,7 +10,7 @@
 import { countChanged } from '../../apply/result.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { asHoistError, type HoistError } from '../../util/errors.ts';
-import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../revision-history.ts';
+import { keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../../revisions/revision-history.ts';
 import {
   setBlocked,
   setInstalledActive,

@@ -4,7 +4,7 @@
  * rendered by renderBundle, the one render path `hoist render` uses too. Sets Unpacked.
  */
 import { splitHooks } from '../../apply/hooks.ts';
-import type { RevisionStore } from '../../apply/revision-store.ts';
+import type { RevisionStore } from '../../revisions/revision-store.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { Resolved } from '../../sources/source.ts';
 import { asHoistError } from '../../util/errors.ts';
@@ -18,7 +18,7 @@ import { readValuesFrom, valuesFromRefs } from '../inputs/values-from.ts';
 import { postBuildInputKey, postBuildOf, readPostBuild, substituteFromRefs, type PostBuildInput } from '../inputs/post-build.ts';
 import { DECRYPTION_SUBJECT, decryptionInput, readDecryptionKeys } from '../inputs/decryption-keys.ts';
 import type { DecryptionKeys } from '../../processors/sops/age-keys.ts';
-import type { Rendered } from '../revision-objects.ts';
+import type { Rendered } from '../../revisions/revision-objects.ts';
 import { revisionRedactions } from '../redaction.ts';
 import { clusterClient, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';

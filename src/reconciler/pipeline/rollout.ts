@@ -7,7 +7,7 @@ import type { KubeObject } from '../../kube/types.ts';
 import type { ActiveRevision } from '../../../api/v1alpha2/types.ts';
 import { HoistError } from '../../util/errors.ts';
 import { getCondition } from '../conditions.ts';
-import { lastGoodRevision } from '../revision-history.ts';
+import { lastGoodRevision } from '../../revisions/revision-history.ts';
 import { setBlocked, setRollingOut, setSucceeded } from '../status.ts';
 import type { StepContext } from './context.ts';
 import { decideRollout } from './decide.ts';

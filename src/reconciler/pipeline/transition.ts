@@ -9,7 +9,7 @@ import type { HookEvent, HookRun, Transition } from '../../../api/v1alpha2/types
 import { hooksFor } from '../../apply/hooks.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import { HoistError } from '../../util/errors.ts';
-import { recordRevision } from '../revision-history.ts';
+import { recordRevision } from '../../revisions/revision-history.ts';
 import { actor, type StepContext } from './context.ts';
 import type { ReconcileState } from './state.ts';
 import { ReconcileCode } from '../errors.ts';

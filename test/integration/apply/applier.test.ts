@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION_RECREATE, Applier, type ApplyTarget } from '../../../src/apply/applier.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import { deleteOwned } from '../../../src/apply/prune.ts';
-import { ManagedObjects, versionOf } from '../../../src/reconciler/watches/managed-objects.ts';
+import { ManagedObjects, versionOf } from '../../../src/reconciler/routing/managed-objects.ts';
 import type { DeleteOptions, KubeClient, KubeObject, TypeRef } from '../../../src/kube/types.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 import { kubeconfigPath } from '../../support/env.ts';

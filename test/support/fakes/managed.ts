@@ -5,7 +5,7 @@
  * informers and no health rules (src/health has its own tables; test/e2e the real watches).
  */
 import type { Verdict } from '../../../src/health/verdict.ts';
-import type { CheckVerdict } from '../../../src/reconciler/watches/managed-objects.ts';
+import type { CheckVerdict } from '../../../src/reconciler/routing/managed-objects.ts';
 import type { PipelineManaged } from '../../../src/reconciler/pipeline/context.ts';
 import type { FakeKube } from './kube.ts';
 

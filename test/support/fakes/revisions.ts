@@ -1,9 +1,9 @@
 /**
  * The revision store as the pipeline sees it (PipelineRevisions): revisions kept in memory by
  * BundleDeployment and number, with the inputs that produced them. Packing is JSON without
- * compression or a size cap (src/apply/revision-store.ts and its integration test have those).
+ * compression or a size cap (src/revisions/revision-store.ts and its integration test have those).
  */
-import type { PackedRevision, RevisionRecord } from '../../../src/apply/revision-store.ts';
+import type { PackedRevision, RevisionRecord } from '../../../src/revisions/revision-store.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import type { PipelineRevisions } from '../../../src/reconciler/pipeline/context.ts';
 

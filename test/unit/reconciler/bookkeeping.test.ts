@@ -3,7 +3,7 @@ import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import { ContentInUse } from '../../../src/reconciler/content-use.ts';
 import { decideUpdateEvent, OwnWrites } from '../../../src/reconciler/own-writes.ts';
-import { RevisionObjects } from '../../../src/reconciler/revision-objects.ts';
+import { RevisionObjects } from '../../../src/revisions/revision-objects.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 describe('OwnWrites', () => {

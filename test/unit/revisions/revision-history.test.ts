@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment, RevisionStatus } from '../../../api/v1alpha2/types.ts';
 import { labelledNamesakes, lineageMembers, lineageWinner } from '../../../src/reconciler/lineage.ts';
-import { MAX_HISTORY_STATUS, keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../../../src/reconciler/revision-history.ts';
+import { MAX_HISTORY_STATUS, keptRevisions, lastGoodRevision, recordRevision, trimHistory } from '../../../src/revisions/revision-history.ts';
 
 const rev = (number: number, phase: RevisionStatus['phase']): RevisionStatus => ({ number, contentDigest: `sha256:${number}`, phase });
 

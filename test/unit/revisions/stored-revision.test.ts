@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { RevisionStore } from '../../../src/apply/revision-store.ts';
+import { RevisionStore } from '../../../src/revisions/revision-store.ts';
 import type { KubeClient, KubeObject } from '../../../src/kube/types.ts';
 import { TransportError } from '../../../src/kube/api-error.ts';
 import { storedRevision } from '../../../src/reconciler/pipeline/render.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/kube/types.ts';
-import { RevisionObjects } from '../../../src/reconciler/revision-objects.ts';
+import { RevisionObjects } from '../../../src/revisions/revision-objects.ts';
 
 const deployment = {
   apiVersion: 'apps/v1',

@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RevisionIndex } from '../../../src/apply/revision-index.ts';
-import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../../../src/apply/revision-store.ts';
+import { RevisionIndex } from '../../../src/revisions/revision-index.ts';
+import { LABEL_REVISION_OF, REVISION_COMPONENT_SELECTOR, RevisionStore } from '../../../src/revisions/revision-store.ts';
 import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../../../src/kube/client.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 import { kubeconfigPath } from '../../support/env.ts';

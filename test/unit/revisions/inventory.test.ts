@@ -3,7 +3,7 @@
  * so (with the total and the revision Secrets) when it is.
  */
 import { describe, expect, it } from 'vitest';
-import { inventoryEntry, inventoryOf, MAX_INVENTORY_BYTES, MAX_INVENTORY_ENTRIES, revisionSecretsOf } from '../../../src/reconciler/inventory.ts';
+import { inventoryEntry, inventoryOf, MAX_INVENTORY_BYTES, MAX_INVENTORY_ENTRIES, revisionSecretsOf } from '../../../src/revisions/inventory.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
 
 const obj = (apiVersion: string, kind: string, name: string, namespace?: string): KubeObject => ({

@@ -15,7 +15,7 @@ import { formatBytes } from '../util/content-tree.ts';
 import { HoistError } from '../util/errors.ts';
 import { sha256Hex } from '../util/hash.ts';
 import type { RevisionIndex } from './revision-index.ts';
-import { ApplyCode } from './errors.ts';
+import { ApplyCode } from '../apply/errors.ts';
 
 const gunzipAsync = promisify(gunzip);
 // below this, compressing inline costs less than a threadpool round trip, which waits behind

@@ -5,9 +5,10 @@
  */
 import { splitHooks } from '../apply/hooks.ts';
 import { objectId } from '../apply/object-id.ts';
-import type { PackedRevision, RevisionRecord, RevisionStore } from '../apply/revision-store.ts';
+import type { PackedRevision, RevisionRecord, RevisionStore } from './revision-store.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { ReconcileCode, reconcileError } from './errors.ts';
+import { ApplyCode } from '../apply/errors.ts';
+import { HoistError } from '../util/errors.ts';
 
 /** A rendered revision: the objects and where they came from. */
 export interface Rendered {
@@ -95,7 +96,8 @@ export class RevisionObjects {
     if (loaded?.number === rev.number) return this.placed(name, loaded);
     const all = await this.store.load(name, rev);
     if (!all) {
-      throw reconcileError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, ReconcileCode.RevisionMissing, {
+      throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, {
+        code: ApplyCode.RevisionMissing,
         stage: 'apply',
         subject: `revision ${rev.number}`,
         terminal: false,

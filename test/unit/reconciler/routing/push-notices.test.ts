@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BundleDeployment, GitRef, SourceSpec } from '../../../api/v1alpha2/types.ts';
-import { PushNotices } from '../../../src/reconciler/push-notices.ts';
+import type { BundleDeployment, GitRef, SourceSpec } from '../../../../api/v1alpha2/types.ts';
+import { PushNotices } from '../../../../src/reconciler/routing/push-notices.ts';
 
 const bd = (name: string, sources: SourceSpec[]): BundleDeployment => ({
   apiVersion: 'core.rukpak.io/v1alpha2',

@@ -5,8 +5,8 @@
  * for a rotated credential). Repositories compare by `normalizeRepoUrl`; a source pinned to a
  * commit or following a tag never matches a branch push.
  */
-import type { BundleDeployment } from '../../api/v1alpha2/types.ts';
-import { normalizeRepoUrl } from '../util/repo-url.ts';
+import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
+import { normalizeRepoUrl } from '../../util/repo-url.ts';
 
 export class PushNotices {
   private readonly pushed = new Set<string>();

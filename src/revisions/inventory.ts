@@ -7,7 +7,7 @@
  * says `truncated` with the total, and names the revision Secrets that hold every object. Pure.
  */
 import type { Inventory, InventoryEntry } from '../../api/v1alpha2/types.ts';
-import { LABEL_REVISION, LABEL_REVISION_OF } from '../apply/revision-store.ts';
+import { LABEL_REVISION, LABEL_REVISION_OF } from './revision-store.ts';
 import { groupOf } from '../apply/object-id.ts';
 import type { KubeObject } from '../kube/types.ts';
 
