@@ -208,14 +208,17 @@ export class BundleDeploymentManager {
       const route = routeObjectEvent(target, { owner, version, metadata }, view);
       if (route === 'foreign-metadata')
         log.debug({ bd: owner, why, labels: metadata?.labels, annotations: metadata?.annotations }, 'managed object changed: only metadata Hoist does not set');
-      if (route === 'during-reconcile' && version !== undefined) {
-        const versions = this.changedDuring.get(owner);
-        if (versions) versions.push(version);
-        else this.changedDuring.set(owner, [version]);
-      }
-      if (route !== 'requeue') return;
+      if (route !== 'requeue' && route !== 'during-reconcile') return;
+      // logged whether decided now or when its reconcile ends (tests read it to see which BDs a shard looked at)
       log.debug({ bd: owner, why }, 'managed object changed');
-      this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
+      if (route === 'requeue') {
+        this.controller.enqueue(owner, OBJECT_CHANGE_PRIORITY);
+        return;
+      }
+      if (version === undefined) return; // 'during-reconcile' carries one; the check narrows the type
+      const versions = this.changedDuring.get(owner);
+      if (versions) versions.push(version);
+      else this.changedDuring.set(owner, [version]);
     };
   }
 
