@@ -191,7 +191,9 @@ export async function prepareObjects(
       else failures.push({ subject: describeObject(src), why: `${src.apiVersion} ${src.kind} is not served by the api server` });
       continue;
     }
-    const obj = structuredClone(src);
+    // only metadata is changed below, and nothing downstream writes into a prepared object
+    // (a drift-ignored one is copied by `ignoring`): the rendered spec is shared, not cloned
+    const obj: KubeObject = { ...src, metadata: { ...src.metadata } };
     if (info.namespaced) {
       obj.metadata.namespace ??= target.installNamespace;
       if (!obj.metadata.namespace) {

@@ -137,18 +137,23 @@ class HttpKubeClient implements RestKubeClient {
       },
     });
     body.setEncoding('utf8');
-    let buf = '';
+    // the part of a line that the last chunk ended inside
+    let rest = '';
     try {
       for await (const chunk of body as AsyncIterable<string>) {
-        buf += chunk;
+        // lines are cut out by index: re-slicing and re-joining the buffer per line would copy
+        // every chunk's remainder once per event in it
+        const text = rest ? rest + chunk : chunk;
+        let start = 0;
         let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (line) yield JSON.parse(line) as WatchEvent<T>;
+        while ((nl = text.indexOf('\n', start)) >= 0) {
+          const line = text.slice(start, nl);
+          start = nl + 1;
+          if (line.trim()) yield JSON.parse(line) as WatchEvent<T>;
         }
+        rest = start < text.length ? text.slice(start) : '';
       }
-      if (buf.trim()) yield JSON.parse(buf) as WatchEvent<T>;
+      if (rest.trim()) yield JSON.parse(rest) as WatchEvent<T>;
     } catch (e) {
       // the caller stopping the watch is the normal way for it to end
       if (opts.signal?.aborted) return;

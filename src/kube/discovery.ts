@@ -70,7 +70,13 @@ export class CachedDiscovery implements Discovery {
     this.missRefreshIntervalMs = opts.missRefreshIntervalMs ?? 250;
   }
 
-  async resourceFor(type: TypeRef, opts: { refreshOnMiss?: boolean } = {}): Promise<ResourceInfo | undefined> {
+  resourceFor(type: TypeRef, opts: { refreshOnMiss?: boolean } = {}): Promise<ResourceInfo | undefined> {
+    // a kind already loaded answers without the async chain below (every object of every apply asks)
+    const hit = this.snapshot?.groupVersions.get(type.apiVersion)?.get(type.kind);
+    return hit ? Promise.resolve(hit) : this.resolve(type, opts);
+  }
+
+  private async resolve(type: TypeRef, opts: { refreshOnMiss?: boolean }): Promise<ResourceInfo | undefined> {
     const snap = await this.current();
     const hit = await this.lookup(snap, type);
     if (hit) return hit;

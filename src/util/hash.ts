@@ -14,13 +14,34 @@ export function canonicalJson(value: unknown): string {
     return `${out}]`;
   }
   const record = value as Record<string, unknown>;
+  const keys = sortedInPlace(Object.keys(record));
   let out = '{';
-  for (const k of Object.keys(record).sort()) {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     const v = record[k];
     if (v === undefined || typeof v === 'function') continue;
     out += `${out.length > 1 ? ',' : ''}${JSON.stringify(k)}:${canonicalJson(v)}`;
   }
   return `${out}}`;
+}
+
+/**
+ * `keys` sorted by UTF-16 code units, as Array.prototype.sort sorts strings, in place: V8's sort
+ * copies the array into a work array on every call, which for objects of a handful of keys (most
+ * of a manifest) is most of what hashing allocates
+ */
+function sortedInPlace(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  return keys;
 }
 
 /** sha256 of a string or bytes, hex (the one-shot crypto.hash: no Hash object per call) */

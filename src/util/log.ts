@@ -1,25 +1,10 @@
 /**
- * The one pino logger, created at start-up and passed down. Redaction covers every place a
- * credential could hide in a structured field, as a second line of defence: code never logs
- * secret values on purpose.
+ * The one pino logger, created at start-up and passed down. Redaction (log-redaction.ts) covers
+ * every place a credential could hide in a structured field, as a second line of defence: code
+ * never logs secret values on purpose.
  */
-import { pino, type Logger } from 'pino';
-
-export const REDACT_PATHS = [
-  'authorization',
-  '*.authorization',
-  'headers.authorization',
-  '*.headers.authorization',
-  'password',
-  '*.password',
-  'token',
-  '*.token',
-  'credentials',
-  '*.credentials',
-  'data',
-  '*.data',
-  '.dockerconfigjson',
-];
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { CENSOR, CENSORED_FIELDS, redactLogFields } from './log-redaction.ts';
 
 /** what a stuck stdout may hold before lines are dropped (and then counted) */
 export const MAX_PENDING_LOG_BYTES = 4 * 1024 * 1024;
@@ -34,16 +19,22 @@ export interface LoggerOptions {
    * drains), and what is pending is written synchronously at exit. Default: synchronous writes.
    */
   async?: boolean;
+  /** where synchronous lines go instead of stdout (tests) */
+  destination?: DestinationStream;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const options = {
     name: opts.name ?? 'hoist',
     level: opts.level ?? process.env.HOIST_LOG_LEVEL ?? 'info',
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // a line's fields (an error's own fields too: err is a field) ...
+    formatters: { log: redactLogFields },
+    // ... and a child logger's bindings, which pino hands to no formatter: its redactor, on the
+    // top-level paths only (a wildcard path would run it on every field of every line)
+    redact: { paths: [...CENSORED_FIELDS, 'headers.authorization'], censor: CENSOR },
     base: undefined,
   };
-  if (!opts.async) return pino(options);
+  if (!opts.async) return opts.destination ? pino(options, opts.destination) : pino(options);
   const dest = pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: MAX_PENDING_LOG_BYTES });
   const logger = pino(options, dest);
   let dropped = 0;

@@ -18,6 +18,19 @@ describe('canonicalJson', () => {
     const v = { z: [1, { b: 'x', a: null }], a: 'é' };
     expect(JSON.parse(canonicalJson(v))).toEqual(v);
   });
+  it('orders keys as Array.prototype.sort does (UTF-16 code units), at and past the in-place sort bound', () => {
+    // code units, not code points: U+FF5E sorts after U+1F600's surrogate pair (D83D…)
+    const odd = ['b', 'B', 'a', '10', '9', '', ' ', 'é', 'e\u0301', '\uff5e', '\u{1f600}', 'a\u0000', '_', 'Z'];
+    for (const n of [0, 1, 2, 5, 16, 17, 40]) {
+      const keys = Array.from({ length: n }, (_, i) => odd[(i * 7) % odd.length]! + String(n - i));
+      const value = Object.fromEntries(keys.map((k, i) => [k, i]));
+      const want = `{${[...keys]
+        .sort()
+        .map((k) => `${JSON.stringify(k)}:${value[k]}`)
+        .join(',')}}`;
+      expect(canonicalJson(value), `${n} keys`).toBe(want);
+    }
+  });
 });
 
 describe('sha256Hex and hashOf', () => {
