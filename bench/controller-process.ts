@@ -64,17 +64,30 @@ function statCpuSeconds(stat: string): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** CPU seconds (user + system) by thread group: JavaScript (the main thread), V8's helpers (GC, compiler), libuv's pool (file system, zlib, crypto) */
+/**
+ * CPU seconds (user + system) by thread group: JavaScript (the main thread), the render threads
+ * (hoist run --render-threads: JavaScript too), V8's helpers (GC, compiler), libuv's pool (file
+ * system, zlib, crypto)
+ */
 export interface ThreadCpu {
   main: number;
+  renderThreads: number;
   v8Helpers: number;
   libuvPool: number;
   other: number;
 }
 
+/** a thread's group by its comm: Node names the main thread and its pools, a Worker gets its `name` (render-pool.ts) */
+function groupOf(comm: string): keyof ThreadCpu {
+  if (comm.startsWith('hoist-render')) return 'renderThreads';
+  if (comm.startsWith('V8')) return 'v8Helpers';
+  if (comm.startsWith('libuv')) return 'libuvPool';
+  return 'other';
+}
+
 /** the process's CPU by thread group, from /proc/<pid>/task/<tid>/stat and each thread's comm */
 export function threadCpu(pid: number): ThreadCpu {
-  const out: ThreadCpu = { main: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
+  const out: ThreadCpu = { main: 0, renderThreads: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -83,14 +96,14 @@ export function threadCpu(pid: number): ThreadCpu {
       continue; // the thread ended meanwhile
     }
     const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const group: keyof ThreadCpu = tid === String(pid) ? 'main' : comm.startsWith('V8') ? 'v8Helpers' : comm.startsWith('libuv') ? 'libuvPool' : 'other';
+    const group: keyof ThreadCpu = tid === String(pid) ? 'main' : groupOf(comm);
     out[group] += statCpuSeconds(stat);
   }
   return out;
 }
 
 export function sumThreads(xs: readonly ThreadCpu[]): ThreadCpu {
-  const out: ThreadCpu = { main: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
+  const out: ThreadCpu = { main: 0, renderThreads: 0, v8Helpers: 0, libuvPool: 0, other: 0 };
   for (const x of xs) for (const k of Object.keys(out) as Array<keyof ThreadCpu>) out[k] += x[k];
   return out;
 }

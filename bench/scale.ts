@@ -43,6 +43,7 @@
  * At N = 10,000 (40,000 objects a side): kubectl's reference applies 1,000 bundles' objects per
  * `kubectl apply --server-side` in turn (one process's memory stays bounded; the requests are the
  * same, one object after the other), the audit log is streamed, and etcd's quota is raised. $HOIST_SCALE_WORKERS passes --workers;
+ * $HOIST_SCALE_RENDER_THREADS passes --render-threads (their CPU is `cpuByThread.renderThreads`);
  * $HOIST_SCALE_NODE_FLAGS adds node flags (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
@@ -93,6 +94,8 @@ export interface ScaleRun {
   /** hoistSeconds / kubectlSeconds: below 1, Hoist is faster */
   ratio: number;
   workers: string;
+  /** hoist run --render-threads (0: renders on the controller's thread) */
+  renderThreads: number;
   /** controller processes: 1, or that many `--shard` processes splitting the N BDs */
   processes: number;
   /** the largest of the processes' */
@@ -234,12 +237,13 @@ const nodeFlags = (): string[] => [...deployedNodeFlags(), ...(process.env.HOIST
 
 async function startHoist(main: string, cp: ControlPlane, work: string, sourceArgs: readonly string[]): Promise<Controller> {
   const workers = process.env.HOIST_SCALE_WORKERS ? ['--workers', process.env.HOIST_SCALE_WORKERS] : [];
+  const threads = process.env.HOIST_SCALE_RENDER_THREADS ? ['--render-threads', process.env.HOIST_SCALE_RENDER_THREADS] : [];
   return startController(main, {
     kubeconfig: cp.kubeconfigPath,
     work,
     nodeFlags: nodeFlags(),
     // the chart's `hoist run` flags (its cache budget among them), then this run's
-    args: [...chartRunFlags(), '--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...sourceArgs],
+    args: [...chartRunFlags(), '--install-crd', '--cache-dir', path.join(work, 'cache'), ...workers, ...threads, ...sourceArgs],
   });
 }
 
@@ -455,6 +459,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       kubectlSeconds: Number(kubectlSeconds.toFixed(2)),
       ratio: Number((hoistSeconds / kubectlSeconds).toFixed(3)),
       workers: process.env.HOIST_SCALE_WORKERS ?? 'default',
+      renderThreads: Number(process.env.HOIST_SCALE_RENDER_THREADS ?? 0),
       processes,
       peakRssMiB: round1(Math.max(...rested.map((s) => s.hwmMiB))),
       idleRssMiB: round1(Math.max(...idle.map((s) => s.rssMiB))),

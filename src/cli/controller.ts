@@ -15,6 +15,7 @@ import { createKubeClient, loadKubeConfig, type RestKubeClient } from '../kube/c
 import { isAlreadyExists } from '../kube/api-error.ts';
 import type { KubeClient, KubeObject } from '../kube/types.ts';
 import type { Clock } from '../util/clock.ts';
+import { RenderPool, threadedRegistry } from '../processors/threads/render-pool.ts';
 import { createProcessorRegistry } from '../processors/registry.ts';
 import { toolPath } from '../devcluster/tools.ts';
 import type { HealthRules } from '../health/rules/rule-set.ts';
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   cacheDir?: string;
   workers?: number;
   maxConcurrentRenders?: number;
+  /** render plain and registry+v1 bundles on this many worker threads (hoist run --render-threads); 0 or unset: on the controller's thread */
+  renderThreads?: number;
   log: Logger;
   registry?: Registry;
   /** reconcile only BundleDeployments matching this label selector */
@@ -126,10 +129,12 @@ async function ensureNamespace(client: RestKubeClient, name: string): Promise<vo
 }
 
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
-  const { processorFor } = createProcessorRegistry({
+  const processors = createProcessorRegistry({
     helmBinary: () => process.env.HOIST_HELM ?? toolPath('helm'),
     kustomizeBinary: () => process.env.HOIST_KUSTOMIZE ?? toolPath('kustomize'),
   });
+  const renderPool = opts.renderThreads ? new RenderPool({ threads: opts.renderThreads, log: opts.log }) : undefined;
+  const { processorFor } = renderPool ? threadedRegistry(processors, renderPool) : processors;
   const cfg = loadKubeConfig(opts.kubeconfig);
   const client = createKubeClient(cfg, opts.userAgent ? { userAgent: opts.userAgent } : {});
   const registry = opts.registry ?? new Registry();
@@ -187,6 +192,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     registry,
     async stop() {
       await manager.stop();
+      await renderPool?.close();
       await notifier.stop();
       await client.close();
     },

@@ -22,6 +22,10 @@ commands:
                                    of those, how many fetch and render at once (default 4): bounds
                                    the memory and disk that content in flight takes; the same
                                    number bounds source resolves that make requests (own slots)
+             --render-threads <n>  render plain and registry+v1 bundles (read the tree, parse YAML,
+                                   generate objects) on n worker threads, each with a 256 MiB heap
+                                   limit (default 0: on the controller's thread); a render whose
+                                   thread stops runs again on the controller's thread
              --shard <name>        reconcile only BundleDeployments labelled core.rukpak.io/shard=<name>,
                                    on the Lease hoist-controller-<name>; without it (or '') only
                                    unlabelled ones, on the Lease hoist-controller
@@ -140,6 +144,7 @@ async function main(argv: string[]): Promise<number> {
           'leader-elect': { type: 'boolean', default: false },
           workers: { type: 'string', default: '16' },
           'max-concurrent-renders': { type: 'string', default: '4' },
+          'render-threads': { type: 'string', default: '0' },
           shard: { type: 'string' },
           selector: { type: 'string' },
           'cache-dir': { type: 'string' },
@@ -169,6 +174,7 @@ async function main(argv: string[]): Promise<number> {
         leaderElect: values['leader-elect'],
         workers: positiveInt(values.workers, '--workers'),
         maxConcurrentRenders: positiveInt(values['max-concurrent-renders'], '--max-concurrent-renders'),
+        renderThreads: nonNegativeInt(values['render-threads'], '--render-threads'),
         shard: values.shard,
         selector: values.selector,
         cacheDir: values['cache-dir'],
@@ -245,6 +251,12 @@ function positiveDuration(ms: number, flag: string): number {
 function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${flag} ${JSON.stringify(text)} is not a whole number of at least 1`);
+  return n;
+}
+
+function nonNegativeInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${flag} ${JSON.stringify(text)} is not a whole number of at least 0`);
   return n;
 }
 

@@ -28,6 +28,7 @@ export interface RunOptions {
   leaderElect: boolean;
   workers: number;
   maxConcurrentRenders?: number;
+  renderThreads?: number;
   /** reconcile only BundleDeployments of this shard (label core.rukpak.io/shard); ''/undefined: unlabelled ones */
   shard?: string;
   selector?: string;
@@ -101,6 +102,7 @@ export async function runController(opts: RunOptions): Promise<number> {
     installCRD: opts.installCRD,
     workers: opts.workers,
     ...(opts.maxConcurrentRenders ? { maxConcurrentRenders: opts.maxConcurrentRenders } : {}),
+    ...(opts.renderThreads ? { renderThreads: opts.renderThreads } : {}),
     selector: shardSelector(opts.shard, opts.selector),
     cacheDir: opts.cacheDir,
     ...(opts.cacheMaxBytes !== undefined ? { cacheMaxBytes: opts.cacheMaxBytes } : {}),

@@ -141,17 +141,18 @@ class HttpKubeClient implements RestKubeClient {
     let rest = '';
     try {
       for await (const chunk of body as AsyncIterable<string>) {
-        // lines are cut out by index: re-slicing and re-joining the buffer per line would copy
-        // every chunk's remainder once per event in it
-        const text = rest ? rest + chunk : chunk;
+        // lines are cut out of the chunk by index: joining the chunk to what came before would
+        // copy it whole (a search flattens the joined string) for the sake of its first line
         let start = 0;
         let nl: number;
-        while ((nl = text.indexOf('\n', start)) >= 0) {
-          const line = text.slice(start, nl);
+        while ((nl = chunk.indexOf('\n', start)) >= 0) {
+          const piece = chunk.slice(start, nl);
+          const line = rest ? rest + piece : piece;
+          rest = '';
           start = nl + 1;
           if (line.trim()) yield JSON.parse(line) as WatchEvent<T>;
         }
-        rest = start < text.length ? text.slice(start) : '';
+        if (start < chunk.length) rest += chunk.slice(start);
       }
       if (rest.trim()) yield JSON.parse(rest) as WatchEvent<T>;
     } catch (e) {

@@ -36,6 +36,8 @@ export const PROCESS_CODES = [
   'output-too-large',
   'parse-error',
   'remote-base',
+  /** a render thread (hoist run --render-threads) stopped before it answered: the render is retried */
+  'render-thread-failed',
   'revision-too-large',
   /** spec.postBuild: a `${…}` that does not parse, or an object that is no longer one after substitution */
   'substitution-failed',
@@ -69,6 +71,7 @@ const TRANSIENT: ReadonlySet<ProcessCode> = new Set([
   ProcessCode.HelmTimeout,
   ProcessCode.KustomizeUnavailable,
   ProcessCode.KustomizeTimeout,
+  ProcessCode.RenderThreadFailed,
 ]);
 
 /** A processor failure: terminal (a bad bundle stays bad) unless the renderer itself did not finish. */

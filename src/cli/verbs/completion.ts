@@ -24,6 +24,7 @@ export const VERBS: Record<string, { flags: string[]; names: boolean }> = {
       '--metrics-bind-address',
       '--leader-elect',
       '--workers',
+      '--render-threads',
       '--shard',
       '--selector',
       '--cache-dir',
