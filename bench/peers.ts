@@ -11,9 +11,9 @@
  *     kustomize-controller (one Kustomization per app: wait, prune, targetNamespace, impersonating
  *     a namespace-admin ServiceAccount), as fluxcd/flux-benchmark's timoni module writes them,
  *     run as processes with their default flags plus the benchmark's --concurrent (10 / 20).
- * Measured per tool: first object created → every app ready (Hoist: every BD Installed=True and
- * Progressing=False at its generation, as bench/scale.ts; Flux: every Kustomization Ready=True at
- * its generation), with p50/p95 per app; peak RSS (VmHWM) and CPU seconds of each controller
+ * Measured per tool: first object created → every app ready (Hoist: every BD Installed=True,
+ * Healthy=True and Progressing=False Succeeded at its generation, bench/scale.ts rolledOut; Flux:
+ * every Kustomization Ready=True at its generation), with p50/p95 per app; peak RSS (VmHWM) and CPU seconds of each controller
  * process; its API requests per app by verb/resource from the audit log (by User-Agent); and the
  * requests the registry answered. Then a quiet window of the same length for each: API requests
  * (no watches), writes, registry requests and CPU, Flux at the benchmark's 60m interval and Hoist
@@ -48,7 +48,7 @@ import {
   startFlux,
   type FluxBinaries,
 } from './flux.ts';
-import { bundleObjects, countByKey, isWrite, toYaml } from './scale.ts';
+import { bundleObjects, countByKey, isWrite, rolledOut, toYaml } from './scale.ts';
 import { pool, registryRequests } from './scale-sources.ts';
 
 const resultsFile = path.join(repoRoot, 'bench', 'results', 'peers.json');
@@ -289,10 +289,7 @@ export async function runHoist(
     watched.start();
     await watched.waitForSync();
     const names = refs.map((_, i) => `app-${i}`);
-    const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
-      const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t)?.status;
-      return !!bd && bd.status?.observedGeneration === bd.metadata.generation && c('Installed') === 'True' && c('Progressing') === 'False';
-    };
+    const done = rolledOut;
     return await measure(
       'hoist',
       n,

@@ -14,8 +14,8 @@
  * cap) with the Dockerfile ENV's MALLOC_* and NODE_* variables, a child process whose RSS and CPU
  * are read from /proc: idle (CRD installed, no BDs), peak (VmHWM) and CPU seconds during the wave
  * (also per BD, in ms).
- * Hoist's time = first BD created → every BD Installed=True, Progressing=False at its generation,
- * observed through a watch; per BD, the time from its creation to its done condition (p50, p95,
+ * Hoist's time = first BD created → every BD Installed=True, Healthy=True, Progressing=False
+ * Succeeded at its generation (rolledOut), observed through a watch; per BD, the time from its creation to its done condition (p50, p95,
  * max), beside the wave's. Its requests come from the API server's audit log (the controller's
  * User-Agent "hoist"; this process uses another), per BD and by verb/resource, against the floor
  * the design needs per BD (REQUEST_FLOOR) with every request above it named; after the wave a
@@ -119,6 +119,10 @@ export interface ScaleRun {
    * seen) → done: the BD's own latency once a worker took it, including its fetch, render and apply
    */
   pickedUpToDoneSeconds: { p50: number; p95: number; max: number };
+  /** the 5 BDs slowest from first status to done */
+  slowest?: { name: string; seconds: number }[];
+  /** BDs whose Progressing turned False for a reason other than Succeeded during the wave (Blocked: past progressDeadline), by reason */
+  stoppedShort?: Record<string, number>;
   /** each process's own figures (one entry when unsharded) */
   perProcess: ProcessFigures[];
   requestsPerBd: number;
@@ -159,6 +163,23 @@ export interface ScaleResult extends ScaleRun {
   kubectl: string;
   runs: ScaleRun[];
   growth: ScaleGrowth[];
+}
+
+/**
+ * A BD done as its user means it: at its generation, installed, healthy and its rollout finished
+ * (Progressing=False Succeeded). Progressing=False for another reason (Blocked at its
+ * progressDeadline) is not done.
+ */
+export function rolledOut(bd: (BundleDeployment & KubeObject) | undefined): boolean {
+  const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t);
+  return (
+    !!bd &&
+    bd.status?.observedGeneration === bd.metadata.generation &&
+    c('Installed')?.status === 'True' &&
+    c('Healthy')?.status === 'True' &&
+    c('Progressing')?.status === 'False' &&
+    c('Progressing')?.reason === 'Succeeded'
+  );
 }
 
 /** the 4 objects of bundle i (no namespace: Hoist defaults it to installNamespace, kubectl to -n) */
@@ -350,14 +371,19 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     const bds = pinned.map((source, i) => ({ name: `scale-${id}-${i}`, source, labels: ctl!.labelsFor(i) }));
     watched.start();
     await watched.waitForSync();
-    const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
-      const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t)?.status;
-      return !!bd && bd.status?.observedGeneration === bd.metadata.generation && c('Installed') === 'True' && c('Progressing') === 'False';
-    };
+    const done = rolledOut;
+    /** BDs whose rollout stopped short of Succeeded on the way (reason → names) */
+    const stoppedShort = new Map<string, Set<string>>();
     const seen = (bd: BundleDeployment & KubeObject) => {
-      if (!pickedUpAt.has(bd.metadata.name) && bd.metadata.finalizers?.includes(FINALIZER)) pickedUpAt.set(bd.metadata.name, performance.now());
-      if (!firstStatusAt.has(bd.metadata.name) && bd.status?.conditions?.length) firstStatusAt.set(bd.metadata.name, performance.now());
-      if (!doneAt.has(bd.metadata.name) && done(bd)) doneAt.set(bd.metadata.name, performance.now());
+      const name = bd.metadata.name;
+      if (!pickedUpAt.has(name) && bd.metadata.finalizers?.includes(FINALIZER)) pickedUpAt.set(name, performance.now());
+      if (!firstStatusAt.has(name) && bd.status?.conditions?.length) firstStatusAt.set(name, performance.now());
+      const p = bd.status?.conditions?.find((x) => x.type === 'Progressing');
+      if (p?.status === 'False' && p.reason !== 'Succeeded') {
+        const names = stoppedShort.get(p.reason ?? '') ?? new Set<string>();
+        stoppedShort.set(p.reason ?? '', names.add(name));
+      }
+      if (!doneAt.has(name) && done(bd)) doneAt.set(name, performance.now());
     };
     watched.addHandler({ onAdd: seen, onUpdate: (_, bd) => seen(bd) });
     watched.start();
@@ -406,6 +432,13 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       const xs = names.map((x) => ((doneAt.get(x) ?? performance.now()) - (from.get(x) ?? t0)) / 1000).sort((a, b) => a - b);
       return { p50: Number(quantile(xs, 0.5).toFixed(2)), p95: Number(quantile(xs, 0.95).toFixed(2)), max: Number(quantile(xs, 1).toFixed(2)) };
     };
+    // the tail by name, to look each up in the controller's log (HOIST_KEEP_CONTROL_PLANE keeps it)
+    const slowest = names
+      .map((x) => ({ name: x, seconds: Number((((doneAt.get(x) ?? performance.now()) - (firstStatusAt.get(x) ?? t0)) / 1000).toFixed(2)) }))
+      .sort((a, b) => b.seconds - a.seconds)
+      .slice(0, 5);
+    const stopped = Object.fromEntries([...stoppedShort].map(([reason, xs]) => [reason, xs.size]));
+    log(`${tag}: slowest first status → done: ${JSON.stringify(slowest)}; rollouts stopped short of Succeeded on the way: ${JSON.stringify(stopped)}`);
     const timeToDoneSeconds = spread(createdAt);
     const firstStatusToDoneSeconds = spread(firstStatusAt);
     const pickedUpToDoneSeconds = spread(pickedUpAt);
@@ -469,6 +502,8 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       timeToDoneSeconds,
       firstStatusToDoneSeconds,
       pickedUpToDoneSeconds,
+      slowest,
+      stoppedShort: stopped,
       perProcess: ctl.members.map((m, k) => ({
         ...(m.shard ? { shard: m.shard } : {}),
         idleRssMiB: round1(idle[k]!.rssMiB),
