@@ -33,7 +33,7 @@ import { chartRunFlags, deployedNodeFlags } from '../test/support/as-deployed.ts
 import { AuditReader, type AuditEvent } from '../test/support/audit.ts';
 import { repoRoot, runWhenMain, writeResult } from './common.ts';
 import { buildController, diffThreads, procStat, startController, threadCpu, type Controller, type ThreadCpu } from './controller-process.ts';
-import { countByKey, toYaml } from './scale.ts';
+import { countByKey, rolledOut, toYaml } from './scale.ts';
 import { pool, startHttpSource, type PinnedSource } from './scale-sources.ts';
 
 const resultsFile = path.join(repoRoot, 'bench', 'results', 'remote.json');
@@ -145,16 +145,7 @@ async function runSide(main: string, kubeconfig: string, w: Wave): Promise<Side>
   const watched = new Informer<BundleDeployment & KubeObject>({ client: w.admin, type: BD });
   const createdAt = new Map<string, number>();
   const doneAt = new Map<string, number>();
-  const done = (bd: (BundleDeployment & KubeObject) | undefined) => {
-    const c = (t: string) => bd?.status?.conditions?.find((x) => x.type === t);
-    return (
-      !!bd &&
-      bd.status?.observedGeneration === bd.metadata.generation &&
-      c('Installed')?.status === 'True' &&
-      c('Progressing')?.status === 'False' &&
-      c('Progressing')?.reason === 'Succeeded'
-    );
-  };
+  const done = rolledOut;
   const seen = (bd: BundleDeployment & KubeObject) => {
     if (!doneAt.has(bd.metadata.name) && done(bd)) doneAt.set(bd.metadata.name, performance.now());
   };
