@@ -4,7 +4,9 @@
  * dominator tree), and for the names given with --holders, which owners (their constructor and
  * the edge) hold the most retained bytes of them.
  *
- * `npx tsx bench/tools/heapsnapshot-summary.ts [--top N] [--holders NAME[,NAME]] FILE`
+ * `npx tsx bench/tools/heapsnapshot-summary.ts [--top N] [--holders NAME[,NAME]] [--each NAME[,NAME]] FILE`
+ * (--each: every object of that name, its retained bytes and those of its properties, two levels
+ * down)
  */
 import { readFileSync } from 'node:fs';
 
@@ -105,7 +107,7 @@ export function dominators(g: Graph): Int32Array {
     }
     return a;
   };
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (let i = post.length - 2; i >= 0; i--) {
       const v = post[i]!;
@@ -124,10 +126,12 @@ function main(): void {
   const args = process.argv.slice(2);
   let top = 30;
   let holders: string[] = [];
+  let each: string[] = [];
   const files: string[] = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--top') top = Number(args[++i]);
     else if (args[i] === '--holders') holders = args[++i]!.split(',');
+    else if (args[i] === '--each') each = args[++i]!.split(',');
     else files.push(args[i]!);
   }
   const g = load(files[0]!);
@@ -170,6 +174,29 @@ function main(): void {
   console.log(`\nby retained (outermost of each name):`);
   for (const [name, r] of [...byName].sort((a, b) => b[1].retained - a[1].retained).slice(0, top))
     console.log(`${mib(r.self).padStart(9)} ${mib(r.retained).padStart(9)} ${String(r.count).padStart(9)}  ${name.slice(0, 100)}`);
+  // the properties of v that it dominates, largest first, `levels` deep
+  const children = (v: number, levels: number, indent: string): void => {
+    const kids: { edge: string; to: number }[] = [];
+    for (let k = g.firstEdge[v]!; k < g.firstEdge[v + 1]!; k++) {
+      const to = g.edgeTo[k]!;
+      if (idom[to] === v) kids.push({ edge: g.edgeName[k]!, to });
+    }
+    kids.sort((a, b) => retained[b.to]! - retained[a.to]!);
+    for (const c of kids.slice(0, 6)) {
+      if (retained[c.to]! < 65536) break;
+      console.log(`${indent}${mib(retained[c.to]!).padStart(9)}  .${c.edge} (${g.name[c.to]!.slice(0, 40)})`);
+      if (levels > 1) children(c.to, levels - 1, `${indent}  `);
+    }
+  };
+  for (const name of each) {
+    console.log(`\neach ${name} (retained MiB, then what it holds):`);
+    const vs = live.filter((v) => g.name[v] === name).sort((a, b) => retained[b]! - retained[a]!);
+    for (const v of vs.slice(0, top)) {
+      if (retained[v]! < 65536) break;
+      console.log(`${mib(retained[v]!).padStart(9)}  ${name}`);
+      children(v, 3, '  ');
+    }
+  }
   if (holders.length) {
     // a direct retainer of each object of a --holders name: the first edge to it, from an object of another name
     const wanted = new Set(holders);
@@ -192,7 +219,8 @@ function main(): void {
         by.set(key, r);
       }
       console.log(`\nholders of ${h} (a direct retainer and its edge; retained MiB, count):`);
-      for (const [k, r] of [...by].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 15)) console.log(`${mib(r.bytes).padStart(9)} ${String(r.n).padStart(8)}  ${k}`);
+      for (const [k, r] of [...by].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 15))
+        console.log(`${mib(r.bytes).padStart(9)} ${String(r.n).padStart(8)}  ${k}`);
     }
   }
 }

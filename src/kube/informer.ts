@@ -39,7 +39,9 @@ export interface InformerOptions<T extends KubeObject> {
   metadataOnly?: boolean;
   /**
    * shrinks objects before caching (managedFields are always removed first; they are passed
-   * aside, so a summary may keep e.g. the managers' names)
+   * aside, so a summary may keep e.g. the managers' names). It should keep
+   * metadata.resourceVersion: without it a relist tells the handlers of every object as updated.
+   * The watch resumes from the server's versions either way.
    */
   transform?: (obj: KubeObject, managedFields: unknown[] | undefined) => T;
   /** server-side watch timeout; default a random 300–600s like client-go, to spread reconnects */
@@ -224,7 +226,9 @@ export class Informer<T extends KubeObject = KubeObject> {
       const old = this.store.get(key);
       this.put(key, obj);
       if (!old) this.emit('onAdd', (h) => h.onAdd?.(obj, initialList));
-      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
+      // a transform that kept no resourceVersion cannot say it is unchanged: the handlers judge
+      else if (old.metadata.resourceVersion === undefined || old.metadata.resourceVersion !== obj.metadata.resourceVersion)
+        this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     }
     // whatever was deleted while we were not watching
     for (const [key, old] of this.store) {
@@ -275,9 +279,9 @@ export class Informer<T extends KubeObject = KubeObject> {
           const status = ev.object as unknown as Status;
           throw new ApiError({ statusCode: status.code ?? 500, verb: 'watch', subject: this.describeType, status });
         }
-        const obj = this.shrink(ev.object);
-        const rv = obj.metadata.resourceVersion;
-        if (ev.type !== 'BOOKMARK') this.apply(ev.type, obj);
+        // the resume point is the server's object's version, whatever the transform keeps
+        const rv = ev.object.metadata?.resourceVersion;
+        if (ev.type !== 'BOOKMARK') this.apply(ev.type, this.shrink(ev.object));
         if (rv) this.resourceVersion = rv;
       }
     } catch (e) {
