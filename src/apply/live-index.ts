@@ -36,7 +36,8 @@ export function liveFingerprint(m: LiveMeta, only?: { labels?: Record<string, st
   const spec = m.generation !== undefined ? `g${m.generation}` : `rv${m.resourceVersion}`;
   const labels = only ? pick(m.labels ?? {}, Object.keys(only.labels ?? {})) : (m.labels ?? {});
   const annotations = only ? pick(m.annotationHashes, Object.keys(only.annotations ?? {})) : m.annotationHashes;
-  return `${m.uid}|${spec}|${hashOf(labels)}|${hashOf(annotations)}`;
+  // one flat string (join), not a rope of its parts: the applied records keep one per object
+  return [m.uid, spec, hashOf(labels), hashOf(annotations)].join('|');
 }
 
 /** liveFingerprint(a) === liveFingerprint(b), without hashing (every watch event of a managed object compares the two) */

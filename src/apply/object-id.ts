@@ -6,7 +6,9 @@ export { groupOf };
 
 /** "apps/Deployment/ns/name"; the API version is left out so a version bump is the same object */
 export function objectId(obj: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
-  return `${groupOf(obj.apiVersion)}/${obj.kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+  // join makes one flat string; a template literal makes a rope holding its parts, and ids are
+  // long-lived map keys (one per managed object in several caches)
+  return [groupOf(obj.apiVersion), obj.kind, obj.metadata.namespace ?? '', obj.metadata.name].join('/');
 }
 
 export function isCRD(obj: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {

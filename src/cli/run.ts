@@ -148,7 +148,6 @@ export async function runController(opts: RunOptions): Promise<number> {
     // a new Pod that cannot lead until the old leader is gone (test/e2e/chart-real-node.test.ts)
     const informers = () => (elector && elector.state !== 'leading' ? [] : [ctl.manager]);
     server = await startManagerServer({ port: bind.port, host: bind.host, registry: ctl.registry, informers, ...(elector ? { elector } : {}), logger: log });
-    log.info({ port: server.port }, 'serving /healthz /readyz /metrics');
   }
   const hookBind = parseBind(opts.webhookBindAddress ?? '', '--webhook-bind-address');
   const webhook = hookBind

@@ -139,5 +139,6 @@ export { describeObject } from '../util/describe-object.ts';
 
 /** Key used across caches and queues: "namespace/name" or "name". */
 export function objectKey(meta: { name: string; namespace?: string }): string {
-  return meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+  // one flat string (join), not a rope: the informers' stores keep a key per object
+  return meta.namespace ? [meta.namespace, meta.name].join('/') : meta.name;
 }
