@@ -96,6 +96,8 @@ export function podProblems(pods: readonly KubeObject[], max = 2): string | unde
 export const CRASHLOOP_RESTARTS = 3;
 /** how long a workload's pod may stay unschedulable before it fails the workload: a cluster autoscaler adds a node in about a minute */
 export const UNSCHEDULABLE_GRACE_MS = 60_000;
+/** the shortest wait before a new pod that is not ready yet (and never restarted) is looked at again */
+export const NOT_READY_RECHECK_MS = 10_000;
 
 export interface WorkloadFailure {
   /** the pod's problem, as podProblem says it */
@@ -137,6 +139,10 @@ export function workloadFailure(pods: readonly KubeObject[], since: number, now:
     } else if (v.readiness === 'Failed' && v.reason !== 'PodFailed') {
       // a Failed phase is a replaced pod of a workload, not the workload's verdict
       return { failure: { message: podProblem(pod) ?? v.message ?? 'failed' } };
+    } else if (v.readiness === 'InProgress') {
+      // starting, pulling or probing, not restarted yet: its first crash would change no workload
+      // status that reconciles, so look again, less often the longer it has taken
+      later(now + Math.max(NOT_READY_RECHECK_MS, (now - from) / 2));
     }
   }
   return recheckAt === undefined ? {} : { recheckAt };

@@ -150,6 +150,18 @@ describe('workloadFailure: kstatus Pod rule with a grace for workloads', () => {
       62,
       { failure: { message: 'pod web-2 not scheduled: Unschedulable (0/2 nodes are available)' } },
     ],
+    [
+      'running, not ready, never restarted (its first crash changes no workload status): look again in 10 s',
+      [live('web-7', 1, { phase: 'Running', conditions: [notReady], containerStatuses: [{ name: 'web', restartCount: 0, state: { running: {} } }] })],
+      15,
+      { recheckAt: applied + 25_000 },
+    ],
+    [
+      '...and less often the longer it has taken: after half the time since the apply',
+      [live('web-7', 1, { phase: 'Running', conditions: [notReady], containerStatuses: [{ name: 'web', restartCount: 0, state: { running: {} } }] })],
+      300,
+      { recheckAt: applied + 450_000 },
+    ],
     ['a ready pod: nothing', [live('web-3', 1, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] })], 80, {}],
     ['an evicted (Failed) pod is replaced by its workload: nothing', [live('web-4', 1, { phase: 'Failed', reason: 'Evicted' })], 80, {}],
   ];
