@@ -39,9 +39,8 @@ export interface InformerOptions<T extends KubeObject> {
   metadataOnly?: boolean;
   /**
    * shrinks objects before caching (managedFields are always removed first; they are passed
-   * aside, so a summary may keep e.g. the managers' names). It should keep
-   * metadata.resourceVersion: without it a relist tells the handlers of every object as updated.
-   * The watch resumes from the server's versions either way.
+   * aside, so a summary may keep e.g. the managers' names). The cached copy gets the server's
+   * metadata.resourceVersion back when the transform drops it.
    */
   transform?: (obj: KubeObject, managedFields: unknown[] | undefined) => T;
   /** server-side watch timeout; default a random 300–600s like client-go, to spread reconnects */
@@ -226,9 +225,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       const old = this.store.get(key);
       this.put(key, obj);
       if (!old) this.emit('onAdd', (h) => h.onAdd?.(obj, initialList));
-      // a transform that kept no resourceVersion cannot say it is unchanged: the handlers judge
-      else if (old.metadata.resourceVersion === undefined || old.metadata.resourceVersion !== obj.metadata.resourceVersion)
-        this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.emit('onUpdate', (h) => h.onUpdate?.(old, obj));
     }
     // whatever was deleted while we were not watching
     for (const [key, old] of this.store) {
@@ -316,7 +313,13 @@ export class Informer<T extends KubeObject = KubeObject> {
   private shrink(raw: KubeObject): T {
     const { managedFields, ...metadata } = raw.metadata;
     const obj = { ...raw, metadata };
-    return this.opts.transform ? this.opts.transform(obj, managedFields) : (obj as T);
+    if (!this.opts.transform) return obj as T;
+    const out = this.opts.transform(obj, managedFields);
+    // every cached copy keeps the server's version, whatever the transform kept: a relist tells
+    // changed objects from unchanged ones by it
+    return out.metadata.resourceVersion === metadata.resourceVersion
+      ? out
+      : { ...out, metadata: { ...out.metadata, resourceVersion: metadata.resourceVersion } };
   }
 
   private listOptions(): { namespace?: string; labelSelector?: string; fieldSelector?: string; metadataOnly?: boolean } {

@@ -27,13 +27,7 @@ export class CrdWatch {
     this.informer = new Informer<CrdSummary>({
       client,
       type: { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' },
-      transform: (o) => ({
-        apiVersion: o.apiVersion,
-        kind: o.kind,
-        metadata: { name: o.metadata.name, resourceVersion: o.metadata.resourceVersion },
-        established: isEstablished(o),
-        served: servedType(o),
-      }),
+      transform: (o) => ({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name }, established: isEstablished(o), served: servedType(o) }),
       logger: log,
     });
     // Established can precede discovery serving the kind by a moment: wait until it is served,

@@ -258,7 +258,6 @@ export class ManagedObjects implements LiveIndex {
     return {
       apiVersion: obj.apiVersion,
       kind: obj.kind,
-      // the version lets a relist tell changed objects from unchanged ones (informer.ts)
       metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace, resourceVersion: obj.metadata.resourceVersion },
       // the managers' names only (who else writes it, so hand edits can be taken over), never their fields
       live: liveMetaOf({ metadata: { ...obj.metadata, managedFields } }),
