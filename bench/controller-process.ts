@@ -27,8 +27,14 @@ export async function buildController(log: (l: string) => void): Promise<string>
       cfg,
       JSON.stringify({
         extends: path.join(repoRoot, 'tsconfig.json'),
-        // and the request-floor reference of bench/scale.ts, run as the controller runs
-        include: [path.join(repoRoot, 'api'), path.join(repoRoot, 'src'), path.join(repoRoot, 'bench/scale-floor-client.ts')],
+        // and the request-floor reference of bench/scale.ts, run as the controller runs, and the
+        // allocation preload docs/benchmarks.md loads into both (--import dist/bench/tools/…)
+        include: [
+          path.join(repoRoot, 'api'),
+          path.join(repoRoot, 'src'),
+          path.join(repoRoot, 'bench/scale-floor-client.ts'),
+          path.join(repoRoot, 'bench/tools/gc-alloc-preload.ts'),
+        ],
         exclude: [path.join(repoRoot, '**/*.test.ts')],
         compilerOptions: { outDir: dist, rootDir: repoRoot, sourceMap: false, noCheck: true },
       }),

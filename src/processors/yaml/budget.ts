@@ -78,6 +78,34 @@ export function expandedSize(root: YNode, memo: Map<YNode, number>, onTooDeep: (
 }
 
 /**
+ * The nodes of a tree that holds no alias, counted as expandedSize counts them (each node once,
+ * a null item or value as one), with the same depth check; undefined as soon as an alias is met,
+ * for expandedSize to count with its memo. Allocates nothing: most manifests hold no alias, and
+ * the memo and the open set were most of what a budget check allocated.
+ */
+function treeSize(root: YNode, onTooDeep: (node: YNode) => never): number | undefined {
+  const visit = (node: YNode, depth: number): number => {
+    if (depth > MAX_DEPTH) onTooDeep(node);
+    let size = 1;
+    switch (node.kind) {
+      case 'alias':
+        return NaN;
+      case 'seq':
+        for (const item of node.items) size += item === null ? 1 : visit(item, depth + 1);
+        break;
+      case 'map':
+        for (const [k, v] of node.pairs) size += (k === null ? 1 : visit(k, depth + 1)) + (v === null ? 1 : visit(v, depth + 1));
+        break;
+      case 'scalar':
+        break;
+    }
+    return size;
+  };
+  const size = visit(root, 0);
+  return Number.isNaN(size) ? undefined : size;
+}
+
+/**
  * Checks a stream's documents against the budget before they are walked; throws a terminal
  * HoistError (code yaml-alias-budget, subject the file) naming the limit. Returns the nodes the
  * stream will use; the caller charges them with `charge` once the walk succeeded.
@@ -86,7 +114,8 @@ export function checkBudget(roots: readonly YNode[], budget: YamlBudget, file: s
   const memo = new Map<YNode, number>();
   let total = 0;
   for (const root of roots) {
-    const size = expandedSize(root, memo, onTooDeep);
+    // without aliases a document's expanded size is its node count, counted without a memo
+    const size = treeSize(root, onTooDeep) ?? expandedSize(root, memo, onTooDeep);
     if (size > budget.perDocument) throw overBudget('document', budget, file);
     total += size;
     if (total > budget.remaining) throw overBudget('bundle', budget, file);

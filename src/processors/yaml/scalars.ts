@@ -41,6 +41,15 @@ function hintOf(text: string): Hint {
 }
 
 /**
+ * An untagged plain scalar that resolveYamlScalar reads as its own text, known from its first
+ * character alone (no number, boolean, null or float can start with it): most keys and values
+ * of a manifest, read without building a Resolved
+ */
+export function plainIsText(text: string): boolean {
+  return hintOf(text) === '';
+}
+
+/**
  * go-yaml v2's resolve(tag, in) for a scalar's text and its short tag ("" when untagged, "!!int",
  * ...). Non-standard tags leave the text a string, as go-yaml does when decoding into
  * interface{}. Throws when an explicit tag does not fit the text ("cannot decode ...").

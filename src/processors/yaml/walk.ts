@@ -11,7 +11,7 @@ import { checkBudget, yamlBudget } from './budget.ts';
 import type { YamlBudget } from './budget.ts';
 import { MAX_DEPTH } from './node-tree.ts';
 import type { YNode, YScalar } from './node-tree.ts';
-import { formatGoFloat32, resolveYamlScalar } from './scalars.ts';
+import { formatGoFloat32, plainIsText, resolveYamlScalar } from './scalars.ts';
 import type { Resolved } from './scalars.ts';
 import { isJsonObject, setKey } from './values.ts';
 import type { JsonObject, JsonValue, ParsedDocument, ParsedStream } from './values.ts';
@@ -85,6 +85,7 @@ function toJson(node: YNode, walk: Walk, depth: number): JsonValue {
 }
 
 function mapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: number): JsonObject {
+  if (!node.pairs.some(([k]) => k !== null && isMergeKey(k))) return plainMapValue(node, walk, depth);
   const explicit: Array<[string, JsonValue, YNode | null]> = [];
   const merged: JsonObject[] = [];
   for (const [keyNode, valueNode] of node.pairs) {
@@ -108,6 +109,25 @@ function mapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: numb
       walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
     }
     seen.add(key);
+    setKey(out, key, value);
+  }
+  return out;
+}
+
+/**
+ * A map without merge keys (nearly every map of a manifest), built in place: the same keys in the
+ * same order and the same warnings as the general path, without its lists of pairs and keys seen
+ * (an assignment to a key already present keeps its place and takes the later value)
+ */
+function plainMapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: number): JsonObject {
+  const out: JsonObject = {};
+  for (const [keyNode, valueNode] of node.pairs) {
+    const key = mapKey(keyNode, walk, node);
+    const value = valueNode === null ? null : toJson(valueNode, walk, depth + 1);
+    if (Object.hasOwn(out, key)) {
+      const line = walk.lineAt((keyNode ?? node).pos);
+      walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
+    }
     setKey(out, key, value);
   }
   return out;
@@ -137,6 +157,7 @@ function mapKey(keyNode: YNode | null, walk: Walk, mapNode: YNode): string {
   const target = keyNode?.kind === 'alias' ? (keyNode.target ?? null) : keyNode;
   if (target === null) fail(walk, mapNode, 'unsupported map key: null');
   if (target.kind !== 'scalar') fail(walk, target, 'unsupported map key: a map or sequence cannot be a JSON object key');
+  if (target.tag === '' && (!target.plain || plainIsText(target.text))) return target.text;
   const key = keyString(resolveScalarNode(target, walk));
   if (key === undefined) fail(walk, target, 'unsupported map key: null');
   return key;
@@ -159,6 +180,9 @@ export function keyString(resolved: Resolved): string | undefined {
 }
 
 function scalarValue(node: YScalar, walk: Walk): JsonValue {
+  // a quoted or block scalar without a tag is its text (resolveScalarNode's first rule), and so
+  // is a plain one that cannot be anything else: no Resolved built to hold it
+  if (node.tag === '' && (!node.plain || plainIsText(node.text))) return node.text;
   const r = resolveScalarNode(node, walk);
   switch (r.kind) {
     case 'str':

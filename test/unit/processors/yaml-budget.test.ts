@@ -178,6 +178,19 @@ describe('YAML node budget', () => {
     expect(budget.remaining).toBe(997);
   });
 
+  it.each([
+    // map, key, seq, two items
+    ['without aliases (counted without a memo)', 'a: [x, y]\n', 5],
+    // a null value counts one, as the walk builds one value for it
+    ['with a null value', 'a:\nb: [~]\n', 6],
+    // map, a, the anchored seq (3, counted once), b, the alias (1 + the 3 it expands to)
+    ['with an alias (each anchored node counted once, each alias as what it expands to)', 'a: &q [x, y]\nb: *q\n', 10],
+  ])('a document is charged its expanded nodes: %s', (_why, text, nodes) => {
+    const budget = yamlBudget(1000, 1000);
+    parseManifestStream(text, 'n.yaml', budget);
+    expect(1000 - budget.remaining).toBe(nodes);
+  });
+
   it("nesting beyond the depth limit and recursive aliases keep the walk's own error", () => {
     expect(() => parseManifestStream(`${'['.repeat(600)}${']'.repeat(600)}\n`, 'deep.yaml')).toThrow(/nesting deeper than 512 levels/);
   });

@@ -119,6 +119,34 @@ describe('go-yaml v2 scalar resolution (what kubectl reads)', () => {
     expect(r.warnings[0]).toMatch(/d.yaml:2: duplicate key "a"/);
   });
 
+  it('a duplicate key keeps its first place and takes the last value, with or without merge keys in the map', () => {
+    const plain = parseManifestStream('b: 1\na: 2\nb: 3\n', 'd.yaml');
+    expect(Object.entries(plain.documents[0]!.value as object)).toEqual([
+      ['b', 3],
+      ['a', 2],
+    ]);
+    expect(plain.warnings).toEqual(['d.yaml:3: duplicate key "b", the last value is used (as kubectl does)']);
+    const merged = parseManifestStream('base: &m {z: 0}\nm:\n  b: 1\n  <<: *m\n  a: 2\n  b: 3\n', 'd.yaml');
+    expect(Object.entries((merged.documents[0]!.value as Record<string, object>)['m']!)).toEqual([
+      ['z', 0],
+      ['b', 3],
+      ['a', 2],
+    ]);
+    expect(merged.warnings).toEqual(['d.yaml:6: duplicate key "b", the last value is used (as kubectl does)']);
+  });
+
+  it('plain scalars that start like no number, boolean or null are their text; the others are resolved', () => {
+    expect(one('name: app\nyes: on\nn: 010\nnum: 010\nx: .5\ne: ~\nt: "true"\n')).toEqual({
+      name: 'app',
+      true: true,
+      false: 8,
+      num: 8,
+      x: 0.5,
+      e: null,
+      t: 'true',
+    });
+  });
+
   it('__proto__ is an ordinary key', () => {
     const v = one('__proto__: {polluted: true}\n') as Record<string, unknown>;
     expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
