@@ -48,6 +48,7 @@
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -467,6 +468,8 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     const steadyFrom = await audit.offset();
     const steadyFetches0 = await content.requests();
     const steadyCpu0 = ctl.stats().reduce((a, s) => a + s.cpuSeconds, 0);
+    // a done BD as the controller's cache holds it (less managedFields), to size what each costs
+    if (process.env.HOIST_SCALE_DUMP_BD) writeFileSync(process.env.HOIST_SCALE_DUMP_BD, JSON.stringify(watched.getByName(names[0]!), null, 1));
     log(`${tag}: steady state: watching ${steadySeconds} s…`);
     await new Promise((r) => setTimeout(r, steadySeconds * 1000));
     const rested = ctl.stats();

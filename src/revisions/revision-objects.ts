@@ -2,6 +2,12 @@
  * Per BundleDeployment, the objects of the revision last rendered and of the stored revision last
  * loaded, so a warm reconcile neither fetches, renders nor reads a revision Secret. Everything
  * here can be recomputed: losing it (restart) costs requests, never correctness.
+ *
+ * The BDs used most recently (HOT_ENTRIES) keep their objects as objects; the others keep them as
+ * their JSON text, parsed again when next used: a one-byte string is about half the heap of the
+ * objects it holds, and at 10,000 BundleDeployments the memo was the largest thing held after the
+ * BD cache (docs/benchmarks.md). A reconcile reads the objects a few times; parsing a 4-object
+ * revision costs about as much as one watch event.
  */
 import { splitHooks } from '../apply/hooks.ts';
 import { objectId } from '../apply/object-id.ts';
@@ -27,9 +33,23 @@ export interface Rendered {
   sensitive?: string[];
 }
 
+/** BDs whose memo stays as objects; the rest are kept as JSON text */
+export const HOT_ENTRIES = 256;
+
+interface Loaded {
+  number: number;
+  objects: KubeObject[];
+  hooks: KubeObject[];
+}
+
+/** a memo entry out of the hot set: its objects and hooks as JSON text */
+type Cold<T extends { objects: KubeObject[]; hooks: KubeObject[] }> = Omit<T, 'objects' | 'hooks'> & { json: string };
+
 export class RevisionObjects {
-  private readonly rendered = new Map<string, Rendered>();
-  private readonly loaded = new Map<string, { number: number; objects: KubeObject[]; hooks: KubeObject[] }>();
+  private readonly rendered = new Map<string, Rendered | Cold<Rendered>>();
+  private readonly loaded = new Map<string, Loaded | Cold<Loaded>>();
+  /** the BDs whose entries are objects now, least recently used first */
+  private readonly hot = new Set<string>();
   /** per BD, the inputs whose render was refused (the revision size cap) and why: not rendered again for them */
   private readonly refused = new Map<string, { inputs: string; error: Error }>();
 
@@ -40,7 +60,44 @@ export class RevisionObjects {
   constructor(
     private readonly store: Pick<RevisionStore, 'load'>,
     private readonly place?: (name: string, objects: KubeObject[]) => Promise<{ objects: KubeObject[]; settled: boolean }>,
+    private readonly hotEntries = HOT_ENTRIES,
   ) {}
+
+  /** bd's entries as objects (parsed back when cold), and bd the most recently used */
+  private warm(name: string): { rendered: Rendered | undefined; loaded: Loaded | undefined } {
+    const r = this.rendered.get(name);
+    const l = this.loaded.get(name);
+    if (this.hot.delete(name) || (!r && !l)) {
+      if (r || l) this.hot.add(name);
+      return { rendered: r as Rendered | undefined, loaded: l as Loaded | undefined };
+    }
+    const rendered = r && 'json' in r ? thawed(r) : (r as Rendered | undefined);
+    // one text for both when the loaded revision is the rendered one (a fresh install): one parse
+    const loaded =
+      l && 'json' in l
+        ? r && 'json' in r && l.json === r.json && rendered
+          ? { number: l.number, objects: rendered.objects, hooks: rendered.hooks }
+          : thawed(l)
+        : (l as Loaded | undefined);
+    if (rendered) this.rendered.set(name, rendered);
+    if (loaded) this.loaded.set(name, loaded);
+    this.touch(name);
+    return { rendered, loaded };
+  }
+
+  /** bd the most recently used; the least recently used beyond the hot set is frozen */
+  private touch(name: string): void {
+    this.hot.delete(name);
+    this.hot.add(name);
+    if (this.hot.size <= this.hotEntries) return;
+    const oldest = this.hot.values().next().value as string;
+    this.hot.delete(oldest);
+    const r = this.rendered.get(oldest) as Rendered | undefined;
+    const l = this.loaded.get(oldest) as Loaded | undefined;
+    const rj = r ? frozen(r) : undefined;
+    if (r && rj) this.rendered.set(oldest, rj);
+    if (l) this.loaded.set(oldest, rj && r && l.objects === r.objects && l.hooks === r.hooks ? { number: l.number, json: rj.json } : frozen(l));
+  }
 
   /** object lists whose every scope is known: not looked at again on each reconcile */
   private readonly settled = new WeakSet<KubeObject[]>();
@@ -56,13 +113,15 @@ export class RevisionObjects {
 
   /** the last render of bd when it had these inputs */
   renderedWith(name: string, inputs: string): Rendered | undefined {
-    const memo = this.rendered.get(name);
-    return memo?.inputs === inputs ? memo : undefined;
+    if (this.rendered.get(name)?.inputs !== inputs) return undefined;
+    return this.warm(name).rendered;
   }
 
   rememberRendered(name: string, r: Rendered): void {
+    this.warm(name);
     this.rendered.set(name, r);
     this.refused.delete(name);
+    this.touch(name);
   }
 
   /** the refusal of bd's render with these inputs, if it was refused */
@@ -76,7 +135,9 @@ export class RevisionObjects {
   }
 
   rememberLoaded(name: string, number: number, r: Pick<Rendered, 'objects' | 'hooks'>): void {
+    this.warm(name);
     this.loaded.set(name, { number, objects: r.objects, hooks: r.hooks });
+    this.touch(name);
   }
 
   /** the managed objects of a stored revision: from memory, else from the revision store */
@@ -90,10 +151,8 @@ export class RevisionObjects {
   }
 
   private async revision(name: string, rev: { number: number; contentDigest: string }): Promise<Pick<Rendered, 'objects' | 'hooks'>> {
-    const memo = this.rendered.get(name);
-    if (memo?.contentDigest === rev.contentDigest) return this.placed(name, memo);
-    const loaded = this.loaded.get(name);
-    if (loaded?.number === rev.number) return this.placed(name, loaded);
+    if (this.rendered.get(name)?.contentDigest === rev.contentDigest) return this.placed(name, this.warm(name).rendered!);
+    if (this.loaded.get(name)?.number === rev.number) return this.placed(name, this.warm(name).loaded!);
     const all = await this.store.load(name, rev);
     if (!all) {
       throw new HoistError(`revision ${rev.number} (${rev.contentDigest}) is not in the revision store`, {
@@ -105,7 +164,9 @@ export class RevisionObjects {
     }
     const { managed, hooks } = splitHooks(all);
     const entry = { number: rev.number, objects: managed, hooks };
+    this.warm(name);
     this.loaded.set(name, entry);
+    this.touch(name);
     return this.placed(name, entry);
   }
 
@@ -121,7 +182,8 @@ export class RevisionObjects {
     own: { labels: readonly string[]; annotations: readonly string[] },
   ): boolean {
     if (keys.labels.some((k) => own.labels.includes(k)) || keys.annotations.some((k) => own.annotations.includes(k))) return false;
-    const candidates = [this.rendered.get(name)?.objects, this.loaded.get(name)?.objects].flatMap((objs) => objs?.filter((o) => objectId(o) === id) ?? []);
+    const { rendered, loaded } = this.warm(name);
+    const candidates = [rendered?.objects, loaded?.objects].flatMap((objs) => objs?.filter((o) => objectId(o) === id) ?? []);
     if (candidates.length === 0) return false;
     return candidates.every(
       (o) =>
@@ -130,8 +192,25 @@ export class RevisionObjects {
   }
 
   forget(name: string): void {
+    this.hot.delete(name);
     this.rendered.delete(name);
     this.loaded.delete(name);
     this.refused.delete(name);
   }
+}
+
+/**
+ * an entry with its objects and hooks as one JSON text, without the compressed form a fresh render
+ * made: the reconcile that rendered it holds its own reference (and the apply re-packs without one)
+ */
+function frozen<T extends { objects: KubeObject[]; hooks: KubeObject[]; packed?: unknown }>(entry: T): Cold<T> {
+  const { objects, hooks, packed: _packed, ...rest } = entry;
+  return { ...rest, json: JSON.stringify([objects, hooks]) } as Cold<T>;
+}
+
+/** a frozen entry as objects again */
+function thawed<T extends { objects: KubeObject[]; hooks: KubeObject[] }>(entry: Cold<T>): T {
+  const { json, ...rest } = entry;
+  const [objects, hooks] = JSON.parse(json) as [KubeObject[], KubeObject[]];
+  return { ...rest, objects, hooks } as unknown as T;
 }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { BundleDeployment } from '../../../api/v1alpha2/types.ts';
 import type { KubeObject } from '../../../src/kube/types.ts';
+import { objectId } from '../../../src/apply/object-id.ts';
 import { ContentInUse } from '../../../src/reconciler/content-use.ts';
 import { decideUpdateEvent, OwnWrites } from '../../../src/reconciler/own-writes.ts';
-import { RevisionObjects } from '../../../src/revisions/revision-objects.ts';
+import { RevisionObjects, type Rendered } from '../../../src/revisions/revision-objects.ts';
 import { isHoistError } from '../../../src/util/errors.ts';
 
 describe('OwnWrites', () => {
@@ -113,5 +114,57 @@ describe('RevisionObjects', () => {
     r.forget('bd');
     await r.of('bd', { number: 2, contentDigest: 'd2' });
     expect(loads).toBe(3);
+  });
+});
+
+describe('RevisionObjects out of the hot set (kept as JSON text, parsed again on use)', () => {
+  const obj = (name: string, labels?: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(labels ? { labels } : {}) },
+  });
+  const rendered = (i: number) => ({ inputs: `i${i}`, contentDigest: `d${i}`, objects: [obj(`o${i}`, { app: `a${i}` })], hooks: [obj(`h${i}`)] });
+
+  it('serves the same objects after its BD left the hot set, and reads no revision from the store for them', async () => {
+    let loads = 0;
+    const r = new RevisionObjects({ load: async () => (loads++, undefined) }, undefined, 2);
+    for (let i = 0; i < 5; i++) {
+      const entry = rendered(i);
+      r.rememberRendered(`bd${i}`, entry);
+      // a fresh install: the loaded revision is the rendered one
+      r.rememberLoaded(`bd${i}`, 1, entry);
+    }
+    for (let i = 0; i < 5; i++) {
+      const want = rendered(i);
+      expect(r.renderedWith(`bd${i}`, `i${i}`)).toMatchObject({ contentDigest: want.contentDigest, objects: want.objects, hooks: want.hooks });
+      expect(await r.of(`bd${i}`, { number: 1, contentDigest: `d${i}` })).toEqual(want.objects);
+      expect(await r.hooksOf(`bd${i}`, { number: 1, contentDigest: `d${i}` })).toEqual(want.hooks);
+      expect(r.setsNoneOf(`bd${i}`, objectId(obj(`o${i}`)), { labels: ['app'], annotations: [] }, { labels: [], annotations: [] })).toBe(false);
+      expect(r.setsNoneOf(`bd${i}`, objectId(obj(`o${i}`)), { labels: ['other'], annotations: [] }, { labels: [], annotations: [] })).toBe(true);
+    }
+    expect(r.renderedWith('bd0', 'other inputs')).toBeUndefined();
+    expect(loads).toBe(0);
+  });
+
+  it('a cold entry drops the compressed form of a fresh render; a hot one keeps it', () => {
+    const r = new RevisionObjects({ load: async () => undefined }, undefined, 1);
+    const packed = { text: 'x' } as unknown as Rendered['packed'];
+    r.rememberRendered('a', { ...rendered(0), packed });
+    expect(r.renderedWith('a', 'i0')?.packed).toBe(packed);
+    r.rememberRendered('b', rendered(1));
+    expect(r.renderedWith('a', 'i0')?.packed).toBeUndefined();
+  });
+
+  it('places objects again after a thaw (their placement is not remembered across it)', async () => {
+    let placements = 0;
+    const place = async (_bd: string, objects: KubeObject[]) => (placements++, { objects, settled: true });
+    const r = new RevisionObjects({ load: async () => undefined }, place, 1);
+    r.rememberRendered('a', rendered(0));
+    await r.of('a', { number: 1, contentDigest: 'd0' });
+    await r.of('a', { number: 1, contentDigest: 'd0' });
+    expect(placements).toBe(1);
+    r.rememberRendered('b', rendered(1));
+    await r.of('a', { number: 1, contentDigest: 'd0' });
+    expect(placements).toBe(2);
   });
 });
