@@ -10,6 +10,7 @@
  *   watch that has been silent for longer than the watchdog allows (a half-open connection).
  * The cache never holds managedFields.
  */
+import type { StringPool } from '../util/string-pool.ts';
 import type { Logger } from 'pino';
 import { ApiError, isGone, type Status } from './api-error.ts';
 import { sleep } from '../util/sleep.ts';
@@ -43,6 +44,8 @@ export interface InformerOptions<T extends KubeObject> {
    * metadata.resourceVersion back when the transform drops it.
    */
   transform?: (obj: KubeObject, managedFields: unknown[] | undefined) => T;
+  /** shares the cached copies' equal short strings through this pool (util/string-pool.ts); not for Secrets' data */
+  strings?: StringPool;
   /** server-side watch timeout; default a random 300–600s like client-go, to spread reconnects */
   watchTimeoutSeconds?: number;
   /** restart a watch silent for this long; default watchTimeoutSeconds + 30s */
@@ -313,13 +316,14 @@ export class Informer<T extends KubeObject = KubeObject> {
   private shrink(raw: KubeObject): T {
     const { managedFields, ...metadata } = raw.metadata;
     const obj = { ...raw, metadata };
-    if (!this.opts.transform) return obj as T;
+    const strings = this.opts.strings;
+    if (!this.opts.transform) return (strings ? strings.internAll(obj) : obj) as T;
     const out = this.opts.transform(obj, managedFields);
     // every cached copy keeps the server's version, whatever the transform kept: a relist tells
     // changed objects from unchanged ones by it
-    return out.metadata.resourceVersion === metadata.resourceVersion
-      ? out
-      : { ...out, metadata: { ...out.metadata, resourceVersion: metadata.resourceVersion } };
+    const kept =
+      out.metadata.resourceVersion === metadata.resourceVersion ? out : { ...out, metadata: { ...out.metadata, resourceVersion: metadata.resourceVersion } };
+    return strings ? strings.internAll(kept) : kept;
   }
 
   private listOptions(): { namespace?: string; labelSelector?: string; fieldSelector?: string; metadataOnly?: boolean } {

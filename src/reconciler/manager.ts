@@ -3,6 +3,7 @@
  * watches, the workqueue and workers, and the stage implementations. `start` returns once the
  * caches are synced and the workers run; `stop` drains in-flight reconciles.
  */
+import { StringPool } from '../util/string-pool.ts';
 import type { Clock } from '../util/clock.ts';
 import { Semaphore } from '../util/concurrency.ts';
 import { DEFAULT_OVERRIDE_MANAGERS } from '../apply/field-managers.ts';
@@ -116,15 +117,18 @@ export class BundleDeploymentManager {
   constructor(private readonly opts: ManagerOptions) {
     const log = opts.log;
     this.overrideManagers = new Set([...DEFAULT_OVERRIDE_MANAGERS, ...(opts.overrideManagers ?? [])]);
+    // one pool for the two caches that grow with the BDs: their copies share equal strings
+    const strings = new StringPool();
     this.bds = new Informer<BundleDeployment & KubeObject>({
       client: opts.client,
       type: { apiVersion: API_VERSION, kind: KIND },
       ...(opts.selector ? { labelSelector: opts.selector } : {}),
+      strings,
       logger: log,
     });
     this.bds.addIndex(LINEAGE_INDEX, (bd) => [lineageOf(bd)]);
     this.bds.addIndex(DEPENDS_ON_INDEX, dependencyNames);
-    this.managed = new ManagedObjects(opts.client, this.objectEvents(), log, opts.clock, opts.healthRules);
+    this.managed = new ManagedObjects(opts.client, this.objectEvents(), log, opts.clock, opts.healthRules, strings);
     this.secrets = new SecretWatch(
       opts.client,
       (bd, secret) => {

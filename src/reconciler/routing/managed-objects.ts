@@ -11,6 +11,7 @@
  * BundleDeployment's checks change, the kinds holding its objects are listed once again (one LIST
  * per kind, coalesced) so every cached result is of the current checks.
  */
+import type { StringPool } from '../../util/string-pool.ts';
 import type { Logger } from 'pino';
 import { LABEL_OWNER_NAME, type HealthCheck } from '../../../api/v1alpha2/types.ts';
 import { liveMetaOf, metadataChange, sameLiveState, type LiveIndex, type LiveMeta } from '../../apply/live-index.ts';
@@ -92,6 +93,8 @@ export class ManagedObjects implements LiveIndex {
     private readonly clock: Clock = systemClock,
     /** the health rules in force: the cluster-wide ones (hoist run --health-rules) and the library */
     private readonly rules: HealthRules = BUILTIN_RULES,
+    /** shares the summaries' equal strings (namespaces, kinds, owner labels) with the other caches */
+    private readonly strings?: StringPool,
   ) {}
 
   /** starts watching the kinds not watched yet and waits until their caches are synced */
@@ -180,6 +183,7 @@ export class ManagedObjects implements LiveIndex {
       type: { apiVersion: t.apiVersion, kind: t.kind },
       labelSelector: LABEL_OWNER_NAME,
       transform: (obj, managedFields) => this.summarize(obj, managedFields),
+      ...(this.strings ? { strings: this.strings } : {}),
       logger: this.log,
     });
     inf.addHandler({
