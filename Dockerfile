@@ -25,8 +25,8 @@ WORKDIR /app
 # generation up to 4x what survives a GC; at N=1000 the heap held 36 MiB live in a 116 MiB heap
 # (peak RSS 229 -> 143 MiB, controller CPU about 25% higher). --heap-growing-percent=40: with
 # --optimize-for-size alone the old generation grew so little past what survived that a wave ran
-# a major GC every 0.7 s; 1.4x is a third fewer (bench/scale.ts, N=10000: CPU per BD 21.3 -> 12.7
-# ms, V8's GC threads 38 -> 22 % of it, peak RSS 284 -> 292 MiB). test/support/as-deployed.ts reads
+# a major GC every 0.7 s; 1.4x runs fewer (bench/scale.ts, N=10000: V8's GC threads 38 -> 22 %
+# of the controller's CPU, peak RSS 284 -> 292 MiB; docs/benchmarks.md). test/support/as-deployed.ts reads
 # the flags from this line and MALLOC_ARENA_MAX from the ENV above: bench/scale.ts,
 # bench/isolation.ts and test/e2e/isolation.test.ts run the controller with them.
 ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "--optimize-for-size", "--heap-growing-percent=40", "/app/dist/src/cli/main.js"]
