@@ -1,11 +1,11 @@
 /**
- * `npm run bench`: every benchmark in bench/ (apply, render, image-pull, git-fetch, helm-index, scale, isolation, remote, peers), one after the
+ * `npm run bench`: every benchmark in bench/ (apply, render, yaml-parse, image-pull, git-fetch, helm-index, scale, isolation, remote, peers), one after the
  * other so they don't compete for the machine, then a summary. Each module exports `run()` and
  * writes its own bench/results/<name>.json; a failing benchmark is reported and the rest still run.
  */
 import { availableParallelism } from 'node:os';
 
-const MODULES = ['apply', 'render', 'image-pull', 'git-fetch', 'helm-index', 'scale', 'isolation', 'remote', 'peers'] as const;
+const MODULES = ['apply', 'render', 'yaml-parse', 'image-pull', 'git-fetch', 'helm-index', 'scale', 'isolation', 'remote', 'peers'] as const;
 
 interface Outcome {
   name: string;
