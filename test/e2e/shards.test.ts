@@ -86,18 +86,19 @@ async function reconciles(port: number): Promise<number> {
 }
 
 /** each shard process's state and last log lines, for a failed wait's message */
+/** what each shard said: its lifecycle lines (serving, leadership, cache sync) and its last lines, so a slow wave says where the time went */
 function shardsReport(): string {
+  const LIFECYCLE = /became leader|leading|leadership|lease|synced|serving|failed/i;
   return procs
-    .map(
-      (p, i) =>
-        `shard ${'ab'[i]}: exit ${p.child.exitCode ?? 'none'}${p.child.signalCode ? ` (${p.child.signalCode})` : ''}, last lines:\n${p
-          .output()
-          .trimEnd()
-          .split('\n')
-          .slice(-15)
-          .map((l) => l.slice(0, 400))
-          .join('\n')}`,
-    )
+    .map((p, i) => {
+      const lines = p.output().trimEnd().split('\n');
+      const cut = (ls: string[]) => ls.map((l) => l.slice(0, 400)).join('\n');
+      const lifecycle = lines
+        .slice(0, -15)
+        .filter((l) => LIFECYCLE.test(l))
+        .slice(0, 40);
+      return `shard ${'ab'[i]}: exit ${p.child.exitCode ?? 'none'}${p.child.signalCode ? ` (${p.child.signalCode})` : ''}, ${lines.length} lines; lifecycle:\n${cut(lifecycle)}\nlast lines:\n${cut(lines.slice(-15))}`;
+    })
     .join('\n');
 }
 
