@@ -44,23 +44,33 @@ export const YAML_BUDGET_CODE = ProcessCode.YamlAliasBudget;
 
 /**
  * Nodes the document rooted at `root` becomes with every alias expanded (a null item or value
- * counts as one node, as the walk builds one value for it). `memo` is shared by the documents of
- * one stream. Nesting beyond MAX_DEPTH, and a cycle (an alias inside its own anchor, which the walk
- * would follow until it is too deep), call `onTooDeep`, so the error is the walk's own.
+ * counts as one node, as the walk builds one value for it). Only aliases' targets are memoised
+ * (`memo`, shared by the documents of one stream): a node is reached twice only through an alias,
+ * so a document without aliases is counted without allocating anything. Nesting beyond MAX_DEPTH,
+ * and a cycle (an alias inside its own anchor, which the walk would follow until it is too deep),
+ * call `onTooDeep`, so the error is the walk's own.
  */
 export function expandedSize(root: YNode, memo: Map<YNode, number>, onTooDeep: (node: YNode) => never): number {
+  /** aliases' targets being counted: meeting one again is a cycle */
   const open = new Set<YNode>();
   const visit = (node: YNode, depth: number): number => {
     if (depth > MAX_DEPTH) onTooDeep(node);
-    const known = memo.get(node);
-    if (known !== undefined) return known;
-    if (open.has(node)) onTooDeep(node);
-    open.add(node);
     let size = 1;
     switch (node.kind) {
-      case 'alias':
-        if (node.target) size += visit(node.target, depth + 1);
+      case 'alias': {
+        const target = node.target;
+        if (!target) break;
+        let known = memo.get(target);
+        if (known === undefined) {
+          if (open.has(target)) onTooDeep(target);
+          open.add(target);
+          known = visit(target, depth + 1);
+          open.delete(target);
+          memo.set(target, known);
+        }
+        size += known;
         break;
+      }
       case 'seq':
         for (const item of node.items) size += item === null ? 1 : visit(item, depth + 1);
         break;
@@ -70,39 +80,9 @@ export function expandedSize(root: YNode, memo: Map<YNode, number>, onTooDeep: (
       case 'scalar':
         break;
     }
-    open.delete(node);
-    memo.set(node, size);
     return size;
   };
   return visit(root, 0);
-}
-
-/**
- * The nodes of a tree that holds no alias, counted as expandedSize counts them (each node once,
- * a null item or value as one), with the same depth check; undefined as soon as an alias is met,
- * for expandedSize to count with its memo. Allocates nothing: most manifests hold no alias, and
- * the memo and the open set were most of what a budget check allocated.
- */
-function treeSize(root: YNode, onTooDeep: (node: YNode) => never): number | undefined {
-  const visit = (node: YNode, depth: number): number => {
-    if (depth > MAX_DEPTH) onTooDeep(node);
-    let size = 1;
-    switch (node.kind) {
-      case 'alias':
-        return NaN;
-      case 'seq':
-        for (const item of node.items) size += item === null ? 1 : visit(item, depth + 1);
-        break;
-      case 'map':
-        for (const [k, v] of node.pairs) size += (k === null ? 1 : visit(k, depth + 1)) + (v === null ? 1 : visit(v, depth + 1));
-        break;
-      case 'scalar':
-        break;
-    }
-    return size;
-  };
-  const size = visit(root, 0);
-  return Number.isNaN(size) ? undefined : size;
 }
 
 /**
@@ -114,8 +94,7 @@ export function checkBudget(roots: readonly YNode[], budget: YamlBudget, file: s
   const memo = new Map<YNode, number>();
   let total = 0;
   for (const root of roots) {
-    // without aliases a document's expanded size is its node count, counted without a memo
-    const size = treeSize(root, onTooDeep) ?? expandedSize(root, memo, onTooDeep);
+    const size = expandedSize(root, memo, onTooDeep);
     if (size > budget.perDocument) throw overBudget('document', budget, file);
     total += size;
     if (total > budget.remaining) throw overBudget('bundle', budget, file);
