@@ -105,8 +105,7 @@ function mapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth: numb
   const seen = new Set<string>();
   for (const [key, value, keyNode] of explicit) {
     if (seen.has(key)) {
-      const line = walk.lineAt((keyNode ?? node).pos);
-      walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
+      warnDuplicate(walk, keyNode ?? node, key);
     }
     seen.add(key);
     setKey(out, key, value);
@@ -125,12 +124,16 @@ function plainMapValue(node: Extract<YNode, { kind: 'map' }>, walk: Walk, depth:
     const key = mapKey(keyNode, walk, node);
     const value = valueNode === null ? null : toJson(valueNode, walk, depth + 1);
     if (Object.hasOwn(out, key)) {
-      const line = walk.lineAt((keyNode ?? node).pos);
-      walk.warnings.push(`${walk.file}:${line}: duplicate key "${key}", the last value is used (as kubectl does)`);
+      warnDuplicate(walk, keyNode ?? node, key);
     }
     setKey(out, key, value);
   }
   return out;
+}
+
+/** a key given twice in one map: kubectl keeps the last value, and says so */
+function warnDuplicate(walk: Walk, at: YNode, key: string): void {
+  walk.warnings.push(`${walk.file}:${walk.lineAt(at.pos)}: duplicate key "${key}", the last value is used (as kubectl does)`);
 }
 
 function isMergeKey(node: YNode): boolean {
