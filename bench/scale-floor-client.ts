@@ -15,8 +15,9 @@
  * an Event. 9 requests per app, as REQUEST_FLOOR counts them.
  *
  * Compiled with the controller (bench/controller-process.ts) and run as it runs, with its node
- * flags: `node dist/bench/scale-floor-client.js <kubeconfig> <namespace> <n> <workers> <user agent>`. Prints
- * "ready" once its watches have synced and "done" once every app is done.
+ * flags: `node dist/bench/scale-floor-client.js <kubeconfig> <namespace> <n> <workers> <user agent> [<warm>]`. Prints
+ * "ready" once its watches have synced, "warm" once the first `warm` apps (a warm-up wave, of the
+ * n) are done, and "done" once every app is done.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -30,10 +31,12 @@ import { createKubeClient, loadKubeConfig } from '../src/kube/client.ts';
 import { Informer } from '../src/kube/informer.ts';
 import type { KubeObject } from '../src/kube/types.ts';
 
-const [kubeconfig, namespace, nArg, workersArg, userAgent] = process.argv.slice(2);
+const [kubeconfig, namespace, nArg, workersArg, userAgent, warmArg] = process.argv.slice(2);
 if (!kubeconfig || !namespace || !nArg || !workersArg || !userAgent)
-  throw new Error('usage: scale-floor-client <kubeconfig> <namespace> <n> <workers> <user agent>');
+  throw new Error('usage: scale-floor-client <kubeconfig> <namespace> <n> <workers> <user agent> [<warm>]');
 const n = Number(nArg);
+/** apps of the warm-up wave, among the n: "warm" is printed once that many are done */
+const warm = Number(warmArg ?? 0);
 const workers = Number(workersArg);
 const LABEL = 'bench.hoist.dev/floor-app';
 /** field manager, Event source and User-Agent: the benchmark finds its requests in the audit log by it */
@@ -135,7 +138,8 @@ async function second(app: App): Promise<void> {
     source: { component: MANAGER },
   } as unknown as KubeObject);
   app.stage = 'done';
-  if (++done === n) {
+  if (++done === warm) process.stdout.write('warm\n');
+  if (done === n) {
     process.stdout.write('done\n');
     for (const w of idle.splice(0)) w();
   }

@@ -46,6 +46,10 @@
  * $HOIST_SCALE_RENDER_THREADS passes --render-threads (their CPU is `cpuByThread.renderThreads`);
  * $HOIST_SCALE_NODE_FLAGS adds node flags (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
  * $HOIST_SCALE_NO_BUILD=1 reuses dist/.
+ * $HOIST_SCALE_WARMUP=W: before each measured wave, the controller and the floor client each first
+ * handle a warm-up wave of W more apps (their own bundles, same shape), untimed and not counted, so
+ * the N measured are handled by code V8 has already compiled and optimized — a long-running
+ * controller's cost per BD rather than a freshly started one's (`warmUp` in the results).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { writeFileSync } from 'node:fs';
@@ -64,7 +68,7 @@ import { exec, repoRoot, runWhenMain, writeResult } from './common.ts';
 import { buildController, diffThreads, startController, sumThreads, threadCpu, type Controller, type ThreadCpu } from './controller-process.ts';
 import { measureFloor, type FloorRun } from './scale-floor.ts';
 import { round1, scaleGrowth, startControllerGroup, type ControllerGroup, type ProcessFigures, type ScaleGrowth } from './scale-shards.ts';
-import { pool, startHttpSource, startImageSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
+import { pool, startHttpSource, startImageSource, type PinnedSource, type ScaleSource, type ScaleSourceKind } from './scale-sources.ts';
 
 const resultsFiles: Record<ScaleSourceKind, string> = {
   http: path.join(repoRoot, 'bench', 'results', 'scale.json'),
@@ -76,6 +80,13 @@ const BD = { apiVersion: API_VERSION, kind: KIND } as const;
  * load during Hoist's wave, and larger runs compare growth with earlier series that had none
  */
 const FLOOR_MAX_N = 2000;
+/** $HOIST_SCALE_WARMUP: the warm-up wave's size (0: none) */
+function warmUpCount(): number {
+  const w = Number(process.env.HOIST_SCALE_WARMUP ?? 0);
+  if (!Number.isInteger(w) || w < 0) throw new Error(`HOIST_SCALE_WARMUP must be a whole number, not ${process.env.HOIST_SCALE_WARMUP}`);
+  return w;
+}
+
 /** the controller's workers: $HOIST_SCALE_WORKERS, else the chart's --workers; the floor client runs as many */
 function controllerWorkers(): number {
   const flags = chartRunFlags();
@@ -154,6 +165,8 @@ export interface ScaleRun {
     rssMiB: number;
   };
   loadAverage: number[];
+  /** BDs (and floor apps) handled before the measured wave, untimed ($HOIST_SCALE_WARMUP; 0: a fresh process) */
+  warmUp: number;
 }
 
 export interface ScaleResult extends ScaleRun {
@@ -341,11 +354,17 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
 
     // the bundles, published once: the floor client and Hoist read the same pinned content
     const p0 = performance.now();
-    const pinned = await content.publish(
+    const warmN = warmUpCount();
+    const published = await content.publish(
       id,
-      Array.from({ length: n }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) })),
+      Array.from({ length: n + warmN }, (_, i) => ({ 'objects.yaml': toYaml(bundleObjects(i)) })),
     );
-    log(`${tag}: published ${n} bundles (untimed) in ${((performance.now() - p0) / 1000).toFixed(1)} s`);
+    // the warm-up waves' bundles come after the measured ones: their objects have names of their own
+    const pinned = published.slice(0, n);
+    const warmPinned = published.slice(n);
+    log(
+      `${tag}: published ${n + warmN} bundles (untimed${warmN ? `, ${warmN} of them for the warm-up waves` : ''}) in ${((performance.now() - p0) / 1000).toFixed(1)} s`,
+    );
 
     // ---- the request floor: the same requests and watches without Hoist's logic (http sources, one process)
     let floorRun: FloorRun | undefined;
@@ -357,6 +376,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
         admin,
         namespace: `scale-f-${id}`,
         sources: pinned,
+        warmUp: warmPinned,
         nodeFlags: nodeFlags(),
         workers: controllerWorkers(),
         timeoutSeconds: Math.max(900, 0.6 * n),
@@ -389,17 +409,35 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
     watched.addHandler({ onAdd: seen, onUpdate: (_, bd) => seen(bd) });
     watched.start();
     await watched.waitForSync();
+    const createBd = async (b: { name: string; source: PinnedSource; labels: Record<string, string> | undefined }) => {
+      await admin.create({
+        ...BD,
+        metadata: { name: b.name, ...(b.labels ? { labels: b.labels } : {}) },
+        spec: { installNamespace: hns, format: 'plain', sources: [b.source] },
+      } as unknown as KubeObject);
+    };
+    if (warmN > 0) {
+      // the warm-up wave: created, waited for and left installed, before anything is measured
+      const w0 = performance.now();
+      const warm = warmPinned.map((source, i) => ({ name: `warm-${id}-${i}`, source, labels: ctl!.labelsFor(n + i) }));
+      await pool(warm, 50, createBd);
+      for (;;) {
+        const finished = warm.filter((b) => done(watched.getByName(b.name))).length;
+        if (finished === warmN) break;
+        const exited = ctl.exited();
+        if (exited) throw new Error(`a controller exited (${exited.code}) in the warm-up wave; see ${exited.logFile}`);
+        if (performance.now() - w0 > Math.max(900, 0.6 * warmN) * 1000) throw new Error(`warm-up wave timed out: ${finished}/${warmN} done`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      log(`${tag}: warm-up wave of ${warmN} BDs done in ${((performance.now() - w0) / 1000).toFixed(1)} s (not measured)`);
+    }
     const auditFrom = await audit.offset();
     const cpu0 = ctl.stats().map((s) => s.cpuSeconds);
     const threads0 = sumThreads(ctl.members.map((m) => threadCpu(m.ctl.child.pid!)));
     const fetches0 = await content.requests();
     t0 = performance.now();
     await pool(bds, 50, async (b) => {
-      await admin.create({
-        ...BD,
-        metadata: { name: b.name, ...(b.labels ? { labels: b.labels } : {}) },
-        spec: { installNamespace: hns, format: 'plain', sources: [b.source] },
-      } as unknown as KubeObject);
+      await createBd(b);
       createdAt.set(b.name, performance.now());
     });
     const names = bds.map((b) => b.name);
@@ -497,6 +535,7 @@ async function runOne(n: number, main: string, content: ScaleSource, steadySecon
       workers: process.env.HOIST_SCALE_WORKERS ?? 'default',
       renderThreads: Number(process.env.HOIST_SCALE_RENDER_THREADS ?? 0),
       processes,
+      warmUp: warmN,
       peakRssMiB: round1(Math.max(...rested.map((s) => s.hwmMiB))),
       idleRssMiB: round1(Math.max(...idle.map((s) => s.rssMiB))),
       cpuSeconds: Number(cpuSeconds.toFixed(2)),
