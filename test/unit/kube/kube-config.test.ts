@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,15 +12,24 @@ function write(dir: string, name: string, text: string): string {
   return p;
 }
 
+/** a fresh directory, removed after the test */
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+  dirs.push(dir);
+  return dir;
+}
+
 describe('loadKubeConfig (kubeconfig files without client-node)', () => {
   const saved = process.env.KUBECONFIG;
   afterEach(() => {
     if (saved === undefined) delete process.env.KUBECONFIG;
     else process.env.KUBECONFIG = saved;
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   it('reads the current context: server, inline CA and client certificate, namespace', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    const dir = tempDir();
     const file = write(
       dir,
       'config',
@@ -55,7 +64,7 @@ contexts:
   });
 
   it('resolves file paths relative to the kubeconfig and reads tokens', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    const dir = tempDir();
     write(dir, 'ca.crt', 'CA-FROM-FILE');
     const file = write(
       dir,
@@ -66,7 +75,7 @@ contexts:
   });
 
   it('merges KUBECONFIG files: the first to set a name or the current context wins; missing files are skipped', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    const dir = tempDir();
     const first = write(dir, 'first', `current-context: c\nclusters: [{ name: k, cluster: { server: "https://first:1" } }]\n`);
     const second = write(
       dir,
@@ -78,7 +87,7 @@ contexts:
   });
 
   it('refuses exec plugins and auth providers, and a context without a cluster, naming the file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kc-'));
+    const dir = tempDir();
     const exec = write(
       dir,
       'exec',

@@ -180,7 +180,7 @@ describe('unpackTar: hostile archives', () => {
     const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxLinks: 3 } }));
     expect(e.code).toBe('too-many-links');
     expect(e.message).toBe('archive has more than 3 symlinks (the limit per tree), at "l3"');
-    const r = await unpackTar(chunked(await buildTar(items.slice(0, 4))), await mkdtemp(join(tmpdir(), 'hoist-unpack-links-')), { limits: { maxLinks: 3 } });
+    const r = await unpackTar(chunked(await buildTar(items.slice(0, 4))), join(work, 'links'), { limits: { maxLinks: 3 } });
     expect(r.links).toBe(3);
   });
 
@@ -195,7 +195,7 @@ describe('unpackTar: hostile archives', () => {
     const e = await failure(unpackTar(chunked(await buildTar(items)), dest, { limits: { maxLinkHops: 11 } }));
     expect(e).toMatchObject({ code: 'too-many-links', stage: 'fetch', reason: 'UnpackFailed', terminal: true });
     expect(e.message).toBe('resolving the symlinks of the content tree took more than 11 link hops (the limit per tree: chains too long or too many), at "q2"');
-    const r = await unpackTar(chunked(await buildTar(items)), await mkdtemp(join(tmpdir(), 'hoist-unpack-hops-')), { limits: { maxLinkHops: 12 } });
+    const r = await unpackTar(chunked(await buildTar(items)), join(work, 'hops'), { limits: { maxLinkHops: 12 } });
     expect(r.links).toBe(6);
   });
 
