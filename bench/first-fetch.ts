@@ -12,7 +12,11 @@
  * Reference in the same run: per tarball `curl -s URL | tee >(sha256sum) | tar -xz -C dir`-like
  * work, i.e. curl to a file, sha256sum it, tar -xzf it, 4 at a time.
  *
- * `npx tsx bench/first-fetch.ts [N] [--busy]` (default N 200). Prints only; writes no results file.
+ * Also the process's CPU (all threads: the event loop, libuv's pool, V8's helpers, and the
+ * in-process file server) per render over the N, and the fs calls of one first render; with
+ * `--trace-fs`, the place in src/ of each of those calls.
+ *
+ * `npx tsx bench/first-fetch.ts [N] [--busy] [--trace-fs]` (default N 200). Prints only; writes no results file.
  */
 import { createHook } from 'node:async_hooks';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -80,7 +84,22 @@ function busyLoop(): () => void {
   return () => void (stop = true);
 }
 
-export async function run(n = 200, busy = false): Promise<void> {
+/** the first three frames in src/ of the current stack, for --trace-fs */
+function srcPlace(): string {
+  return (new Error().stack ?? '')
+    .split('\n')
+    .filter((l) => l.includes('/src/'))
+    .slice(0, 3)
+    .map((l) =>
+      l
+        .trim()
+        .replace(/^.*\/src\//, '')
+        .replace(/\)$/, ''),
+    )
+    .join(' <- ');
+}
+
+export async function run(n = 200, busy = false, traceFs = false): Promise<void> {
   const files = await startFileServer();
   const work = await mkdtemp(path.join(tmpdir(), 'hoist-bench-first-fetch-'));
   const id = Math.random().toString(36).slice(2, 6);
@@ -122,15 +141,19 @@ export async function run(n = 200, busy = false): Promise<void> {
   const stopBusy = busy ? busyLoop() : () => {};
   // fs calls: each is a libuv threadpool round trip that waits for a thread and then for the event loop
   let hops = 0;
+  const places: string[] = [];
   const hook = createHook({
     init(_id, type) {
-      if (type === 'FSREQPROMISE' || type === 'FSREQCALLBACK') hops++;
+      if (type !== 'FSREQPROMISE' && type !== 'FSREQCALLBACK') return;
+      hops++;
+      if (traceFs) places.push(srcPlace() || '(outside src/)');
     },
   });
   try {
     const total: number[] = [];
     const fetch: number[] = [];
     let t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     let i = 0;
     await pool(bundles, 4, async (b) => {
       const started = performance.now();
@@ -139,6 +162,7 @@ export async function run(n = 200, busy = false): Promise<void> {
       fetch.push(timings.fetch ?? 0);
     });
     const hoistWall = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     // round trips of one render, counted alone (nothing else running)
     hook.enable();
     await renderOne(bundles[0]!, new FsContentStore({ root: path.join(work, 'count') }), 'count');
@@ -160,7 +184,9 @@ export async function run(n = 200, busy = false): Promise<void> {
     console.log(
       `  hoist renderBundle: one render median ${f1(median(total))} ms (p90 ${f1(p90(total))}), fetch stage median ${f1(median(fetch))} ms (p90 ${f1(p90(fetch))}); all ${n} in ${f1(hoistWall)} ms`,
     );
-    console.log(`  fs calls (threadpool round trips) of one first render: ${hops}`);
+    console.log(`  CPU per render (the whole process, all threads): ${((cpu.user + cpu.system) / 1000 / n).toFixed(2)} ms`);
+    console.log(`  fs calls (threadpool round trips) of one first render, the store's first use included: ${hops}`);
+    if (traceFs) for (const p of places) console.log(`    ${p}`);
     console.log(`  curl + sha256sum + tar -xzf: one median ${f1(median(ref))} ms (p90 ${f1(p90(ref))}); ${refBundles.length} in ${f1(refWall)} ms`);
   } finally {
     stopBusy();
@@ -170,4 +196,6 @@ export async function run(n = 200, busy = false): Promise<void> {
   }
 }
 
-runWhenMain(import.meta.url, () => run(Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 200), process.argv.includes('--busy')));
+runWhenMain(import.meta.url, () =>
+  run(Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 200), process.argv.includes('--busy'), process.argv.includes('--trace-fs')),
+);
